@@ -1,0 +1,9 @@
+//! Benchmarks for `circuit_breaker` beside the atomic baseline (placeholder until the guard lands).
+mod common;
+
+fn baseline(c: &mut criterion::Criterion) {
+    common::baseline(c, "circuit_breaker");
+}
+
+criterion::criterion_group!(benches, baseline);
+criterion::criterion_main!(benches);

@@ -1,0 +1,9 @@
+//! Benchmarks for `limiter` beside the atomic baseline (placeholder until the guard lands).
+mod common;
+
+fn baseline(c: &mut criterion::Criterion) {
+    common::baseline(c, "limiter");
+}
+
+criterion::criterion_group!(benches, baseline);
+criterion::criterion_main!(benches);

@@ -1,0 +1,9 @@
+//! Benchmarks for `retry_budget` beside the atomic baseline (placeholder until the guard lands).
+mod common;
+
+fn baseline(c: &mut criterion::Criterion) {
+    common::baseline(c, "retry_budget");
+}
+
+criterion::criterion_group!(benches, baseline);
+criterion::criterion_main!(benches);

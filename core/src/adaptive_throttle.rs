@@ -1,0 +1,1 @@
+//! Placeholder: `adaptive_throttle` is being built.

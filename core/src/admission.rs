@@ -1,0 +1,1 @@
+//! Placeholder: `admission` is being built.

@@ -1,0 +1,1 @@
+//! Placeholder: `brownout` is being built.

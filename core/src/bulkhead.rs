@@ -1,0 +1,1 @@
+//! Placeholder: `bulkhead` is being built.

@@ -1,0 +1,1 @@
+//! Placeholder: `circuit_breaker` is being built.

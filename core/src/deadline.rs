@@ -1,0 +1,1 @@
+//! Placeholder: `deadline` is being built.

@@ -1,0 +1,1 @@
+//! Placeholder: `hedging` is being built.

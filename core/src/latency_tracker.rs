@@ -1,0 +1,1 @@
+//! Placeholder: `latency_tracker` is being built.

@@ -1,0 +1,1 @@
+//! Placeholder: `limiter` is being built.

@@ -1,0 +1,1 @@
+//! Placeholder: `queue_discipline` is being built.

@@ -1,0 +1,1 @@
+//! Placeholder: `retry_budget` is being built.

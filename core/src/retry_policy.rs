@@ -1,0 +1,1 @@
+//! Placeholder: `retry_policy` is being built.

@@ -1,0 +1,1 @@
+//! Conformance runner for `adaptive_throttle` (placeholder until the guard lands).

@@ -1,0 +1,1 @@
+//! Conformance runner for `admission` (placeholder until the guard lands).

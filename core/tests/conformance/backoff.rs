@@ -1,0 +1,1 @@
+//! Conformance runner for `backoff` (placeholder until the guard lands).

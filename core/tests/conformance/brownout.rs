@@ -1,0 +1,1 @@
+//! Conformance runner for `brownout` (placeholder until the guard lands).

@@ -1,0 +1,1 @@
+//! Conformance runner for `bulkhead` (placeholder until the guard lands).

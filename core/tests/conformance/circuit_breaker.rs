@@ -1,0 +1,1 @@
+//! Conformance runner for `circuit_breaker` (placeholder until the guard lands).

@@ -1,0 +1,1 @@
+//! Conformance runner for `deadline` (placeholder until the guard lands).

@@ -1,0 +1,1 @@
+//! Conformance runner for `hedging` (placeholder until the guard lands).

@@ -1,0 +1,1 @@
+//! Conformance runner for `latency_tracker` (placeholder until the guard lands).

@@ -1,0 +1,1 @@
+//! Conformance runner for `limit` (placeholder until the guard lands).

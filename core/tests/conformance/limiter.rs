@@ -1,0 +1,1 @@
+//! Conformance runner for `limiter` (placeholder until the guard lands).

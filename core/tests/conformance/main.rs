@@ -1,0 +1,23 @@
+//! Replays the shared conformance vectors in `tests/vectors/*.json` through guards-core.
+//!
+//! Every binding (C, Python, Node) replays the same files and must reach the same
+//! decisions. The file format is described in `tests/vectors/README.md`; each guard's
+//! interpreter lives in the submodule of the same name.
+#![cfg(not(loom))]
+
+mod common;
+
+mod adaptive_throttle;
+mod admission;
+mod backoff;
+mod brownout;
+mod bulkhead;
+mod circuit_breaker;
+mod deadline;
+mod hedging;
+mod latency_tracker;
+mod limit;
+mod limiter;
+mod queue_discipline;
+mod retry_budget;
+mod retry_policy;

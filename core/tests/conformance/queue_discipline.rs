@@ -1,0 +1,1 @@
+//! Conformance runner for `queue_discipline` (placeholder until the guard lands).

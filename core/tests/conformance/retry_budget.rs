@@ -1,0 +1,1 @@
+//! Conformance runner for `retry_budget` (placeholder until the guard lands).

@@ -1,0 +1,1 @@
+//! Conformance runner for `retry_policy` (placeholder until the guard lands).
