@@ -49,6 +49,7 @@
 pub mod counter;
 pub mod error;
 pub mod math;
+pub mod priority;
 pub mod rng;
 pub(crate) mod sync;
 pub mod time;
@@ -70,5 +71,6 @@ pub mod retry_policy;
 
 pub use counter::Counter;
 pub use error::{ConfigError, ConfigErrorKind};
+pub use priority::Priority;
 pub use rng::Rng;
 pub use time::Nanos;

@@ -1,0 +1,1 @@
+//! guards-sim: placeholder (being built).
