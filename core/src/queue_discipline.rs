@@ -627,7 +627,11 @@ impl<const N: usize> QueueDiscipline<N> {
                 return None;
             }
             let list = self.nonempty.trailing_zeros() as usize;
-            let i = if lifo { self.tail(list) } else { self.head(list) };
+            let i = if lifo {
+                self.tail(list)
+            } else {
+                self.head(list)
+            };
             let waiter = self.take(i, list)?;
             if waiter.is_expired(now) {
                 self.record(waiter, DropReason::Deadline);
