@@ -240,6 +240,9 @@ fn oldest_age_and_len_by_priority() {
 // Reference model
 // ---------------------------------------------------------------------------------------
 
+/// Dropped ids with their reasons, in report order.
+type Drops = Vec<(u64, DropReason)>;
+
 #[derive(Debug, Clone, Copy)]
 struct MW {
     seq: u64,
@@ -321,7 +324,7 @@ impl Model {
         self.stats.dropped_age_limit += aged.len() as u64;
         out.extend(aged.iter().map(|w| (w.id, DropReason::AgeLimit)));
     }
-    fn pop(&mut self, now: Nanos) -> (Option<(u64, ServeOrder)>, Vec<(u64, DropReason)>) {
+    fn pop(&mut self, now: Nanos) -> (Option<(u64, ServeOrder)>, Drops) {
         let now = self.tick(now);
         let mut out = Vec::new();
         if self.items.is_empty() {
