@@ -57,9 +57,8 @@ fn config_of(case: &Value) -> Result<QueueDisciplineConfig, ConfigError> {
     let c = &case["config"];
     let mut cfg = QueueDisciplineConfig::default();
     if let Some(v) = non_negative(c, "capacity")? {
-        cfg.capacity = u32::try_from(v).map_err(|_| {
-            ConfigError::new("capacity", ConfigErrorKind::OutOfRange, "1..=65536")
-        })?;
+        cfg.capacity = u32::try_from(v)
+            .map_err(|_| ConfigError::new("capacity", ConfigErrorKind::OutOfRange, "1..=65536"))?;
     }
     if let Some(v) = non_negative(c, "interval")? {
         cfg.interval = Nanos(v);
@@ -152,8 +151,7 @@ fn queue_discipline_vectors() {
             common::check_config_error(case, build(case).map(|_| ()));
             continue;
         }
-        let mut q =
-            build(case).unwrap_or_else(|e| panic!("case `{}`: {e}", common::name(case)));
+        let mut q = build(case).unwrap_or_else(|e| panic!("case `{}`: {e}", common::name(case)));
         for (i, step) in common::steps(case).iter().enumerate() {
             for _ in 0..common::repeat(step) {
                 let got = run_step(&mut q, step);
