@@ -622,9 +622,10 @@ impl<const N: usize> QueueDiscipline<N> {
             self.drop_aged(now);
         }
         let lifo = standing && self.config.lifo;
-        loop {
+        let mut expired: u64 = 0;
+        let served = loop {
             if self.nonempty == 0 {
-                return None;
+                break None;
             }
             let list = self.nonempty.trailing_zeros() as usize;
             let i = if lifo {
@@ -632,9 +633,12 @@ impl<const N: usize> QueueDiscipline<N> {
             } else {
                 self.head(list)
             };
-            let waiter = self.take(i, list)?;
+            let Some(waiter) = self.take(i, list) else {
+                break None;
+            };
             if waiter.is_expired(now) {
                 self.record(waiter, DropReason::Deadline);
+                expired = expired.saturating_add(1);
                 continue;
             }
             let order = if lifo {
@@ -644,8 +648,12 @@ impl<const N: usize> QueueDiscipline<N> {
                 self.counters.served_fifo.incr();
                 ServeOrder::Fifo
             };
-            return Some(Dequeued { waiter, order });
+            break Some(Dequeued { waiter, order });
+        };
+        if expired > 0 {
+            self.counters.dropped_deadline.add(expired);
         }
+        served
     }
 
     /// A timer sweep at `now`, for callers that do not want to wait for a server to free:
@@ -662,6 +670,7 @@ impl<const N: usize> QueueDiscipline<N> {
         if self.config.codel && self.standing_at(now) {
             self.drop_aged(now);
         }
+        let mut expired: u64 = 0;
         let mut m = self.nonempty;
         while m != 0 {
             let list = m.trailing_zeros() as usize;
@@ -671,10 +680,14 @@ impl<const N: usize> QueueDiscipline<N> {
                 if s.waiter.is_expired(now) {
                     if let Some(w) = self.take(i, list) {
                         self.record(w, DropReason::Deadline);
+                        expired = expired.saturating_add(1);
                     }
                 }
                 i = s.next;
             }
+        }
+        if expired > 0 {
+            self.counters.dropped_deadline.add(expired);
         }
         self.drop_len
     }
@@ -840,6 +853,7 @@ impl<const N: usize> QueueDiscipline<N> {
     /// class stops at its first young waiter.
     fn drop_aged(&mut self, now: Nanos) {
         let target = self.config.target;
+        let mut aged: u64 = 0;
         let mut m = self.nonempty;
         while m != 0 {
             let list = m.trailing_zeros() as usize;
@@ -854,19 +868,21 @@ impl<const N: usize> QueueDiscipline<N> {
                     Some(w) => self.record(w, DropReason::AgeLimit),
                     None => break,
                 }
+                aged = aged.saturating_add(1);
             }
+        }
+        if aged > 0 {
+            self.counters.dropped_age_limit.add(aged);
         }
     }
 
-    /// Note a drop in the buffer and the counters.
+    /// Note a drop in the buffer (the caller counts it: one counter update per call, not
+    /// per drop).
+    #[inline]
     fn record(&mut self, waiter: Waiter, reason: DropReason) {
         if let Some(d) = self.drops.get_mut(self.drop_len as usize) {
             *d = Dropped { waiter, reason };
             self.drop_len = self.drop_len.saturating_add(1);
-        }
-        match reason {
-            DropReason::AgeLimit => self.counters.dropped_age_limit.incr(),
-            DropReason::Deadline => self.counters.dropped_deadline.incr(),
         }
     }
 }
