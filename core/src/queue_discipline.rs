@@ -910,6 +910,9 @@ mod tests {
         d.map(|d| (d.waiter.id, d.order))
     }
 
+    /// Core has no `std`, even in unit tests: fixed-capacity collections only.
+    type Vec<T> = heapless::Vec<T, 16>;
+
     fn dropped_ids<const N: usize>(q: &QueueDiscipline<N>) -> Vec<(u64, DropReason)> {
         q.dropped()
             .iter()
@@ -917,8 +920,6 @@ mod tests {
             .collect()
     }
 
-    extern crate std;
-    use std::vec::Vec;
 
     #[test]
     fn default_config_is_valid_and_matches_seed() {
@@ -1187,10 +1188,15 @@ mod tests {
     #[test]
     fn debug_is_short() {
         let q = q();
-        let s = std::format!("{q:?}");
+        use core::fmt::Write;
+        let mut s: heapless::String<600> = heapless::String::new();
+        // Fails (returns Err) if the Debug text does not fit in 600 bytes.
+        write!(s, "{q:?}").unwrap();
         assert!(s.contains("QueueDiscipline") && s.len() < 600);
         let e = QueueFull { id: 7, capacity: 2 };
-        assert!(std::format!("{e}").contains('7'));
+        let mut m: heapless::String<100> = heapless::String::new();
+        write!(m, "{e}").unwrap();
+        assert!(m.contains('7'));
         assert_eq!(DropReason::AgeLimit.as_str(), "age_limit");
         assert_eq!(ServeOrder::Lifo.as_str(), "lifo");
     }
