@@ -920,7 +920,6 @@ mod tests {
             .collect()
     }
 
-
     #[test]
     fn default_config_is_valid_and_matches_seed() {
         let c = QueueDisciplineConfig::default();
