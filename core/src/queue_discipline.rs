@@ -4,18 +4,19 @@
 //! A server (a database connection, a worker) frees up; several requests are waiting for
 //! one. A plain FIFO hands it to the request that has waited longest, which in an overload
 //! is exactly the one whose caller has most likely given up already: the server then does
-//! work nobody wants, and the backlog outlives the trigger. This queue decides differently:
+//! work nobody wants, and the backlog lasts long after its cause. This queue decides
+//! differently:
 //!
 //! - **Standing queue and age limit** (a CoDel variant). The queue is *standing* once it has
 //!   not been empty for `interval` (default 100 ms): it is measured from the moment the
 //!   queue last went from empty to non-empty, and that clock restarts whenever the queue
 //!   empties. While the queue stands, every waiter that has waited longer than `target`
 //!   (default 5 ms) is dropped, so that its caller can be answered with a fast refusal
-//!   (503 + Retry-After) instead of a slow success. A short burst that drains within
-//!   `interval` is never dropped; a standing queue cannot grow old.
+//!   (503 + Retry-After) instead of a slow success. Bursts that clear within `interval`
+//!   keep every waiter; a queue that stays backed up cannot accumulate old waiters.
 //! - **Adaptive LIFO.** While the queue stands, the next waiter is taken from the
-//!   *newest* end (its caller is the most likely to still be waiting); otherwise from the
-//!   oldest end, first in, first out.
+//!   *newest* end (that waiter's caller has had the least time to give up); otherwise from
+//!   the oldest end, first in, first out.
 //! - **Priority.** A waiting request of a more important class ([`Priority`], 0 first) is
 //!   always picked before any less important one; within a class the FIFO/LIFO rule above
 //!   applies. The age limit applies to every class alike.
@@ -43,8 +44,10 @@
 //! - a waiter is older than the age limit ⇔ `now − enqueued_at > target`;
 //! - a waiter's deadline has passed ⇔ it has one and `now ≥ deadline` (no time left).
 //!
-//! Drops are reported in class order (most important class first) and, within a class,
-//! oldest first; age-limit drops come before deadline drops of the same call. With
+//! Drops are reported age-limit drops first, in class order (most important class first)
+//! and oldest first within a class; then deadline drops in the order they happened: in
+//! `pop` the order of picking (newest first while LIFO), in `expire` class order, oldest
+//! first. With
 //! `priority` off every waiter shares one class (its priority is still recorded and
 //! counted by [`QueueDiscipline::len_by_priority`]).
 //!
@@ -57,9 +60,10 @@
 //! # Cost
 //! Waiters live in a fixed array of `N` slots (the const generic, default
 //! [`DEFAULT_CAPACITY`]) threaded into one index-linked deque per priority class, with a
-//! bit mask of the non-empty classes. `push` is O(1); `pop` is O(1) plus O(1) per waiter it
-//! drops (a class's waiters are in arrival order, so the ones past the age limit are found
-//! at its old end); `oldest_age` is O(classes); `remove` and the deadline part of `expire`
+//! bit mask of the non-empty classes. `push` is O(1); `pop` is O(1), plus (when standing)
+//! one look at the old end of each non-empty class, plus O(1) per waiter it drops (a
+//! class's waiters are in arrival order, so the ones past the age limit are exactly those at
+//! its old end); `oldest_age` is O(classes); `remove` and the deadline part of `expire`
 //! walk the queue, O(len). The struct holds `2 × N` entries of about 40 bytes each, so very
 //! large `N` belongs in a `static` or on the heap of the caller, not on a small stack.
 //!
@@ -610,7 +614,7 @@ impl<const N: usize> QueueDiscipline<N> {
     /// whose deadline has passed. `None` when nobody is left to serve.
     ///
     /// The waiters dropped on the way are in [`QueueDiscipline::dropped`] until the next
-    /// `pop` or `expire`. O(1) plus O(1) per drop.
+    /// `pop` or `expire`. O(1), plus O(non-empty classes) when standing, plus O(1) per drop.
     pub fn pop(&mut self, now: Nanos) -> Option<Dequeued> {
         let now = self.observe(now);
         self.drop_len = 0;
@@ -693,8 +697,7 @@ impl<const N: usize> QueueDiscipline<N> {
     }
 
     /// The waiters dropped by the latest `pop` or `expire`, in the order they were dropped
-    /// (age limit first; then class order, oldest first). Empty after a call that dropped
-    /// nobody.
+    /// (see the module docs). Empty after a call that dropped nobody.
     pub fn dropped(&self) -> &[Dropped] {
         self.drops.get(..self.drop_len as usize).unwrap_or(&[])
     }
