@@ -615,6 +615,7 @@ impl<const N: usize> QueueDiscipline<N> {
     ///
     /// The waiters dropped on the way are in [`QueueDiscipline::dropped`] until the next
     /// `pop` or `expire`. O(1), plus O(non-empty classes) when standing, plus O(1) per drop.
+    #[must_use = "the served waiter must be run (or answered); dropped ones are in `dropped()`"]
     pub fn pop(&mut self, now: Nanos) -> Option<Dequeued> {
         let now = self.observe(now);
         self.drop_len = 0;
