@@ -579,13 +579,13 @@ impl<const N: usize> QueueDiscipline<N> {
             capacity: self.config.capacity,
         };
         if self.len >= self.config.capacity {
-            self.counters.rejected_full.incr();
+            self.counters.rejected_full.incr_mut();
             return Err(full);
         }
         let i = self.free_head;
         let Some(slot) = self.slots.get_mut(i as usize) else {
             // Unreachable while `capacity <= N`; refuse rather than corrupt the lists.
-            self.counters.rejected_full.incr();
+            self.counters.rejected_full.incr_mut();
             return Err(full);
         };
         self.free_head = slot.next;
@@ -604,7 +604,7 @@ impl<const N: usize> QueueDiscipline<N> {
         if let Some(c) = self.by_priority.get_mut(priority.index()) {
             *c = c.saturating_add(1);
         }
-        self.counters.enqueued.incr();
+        self.counters.enqueued.incr_mut();
         Ok(())
     }
 
@@ -647,16 +647,16 @@ impl<const N: usize> QueueDiscipline<N> {
                 continue;
             }
             let order = if lifo {
-                self.counters.served_lifo.incr();
+                self.counters.served_lifo.incr_mut();
                 ServeOrder::Lifo
             } else {
-                self.counters.served_fifo.incr();
+                self.counters.served_fifo.incr_mut();
                 ServeOrder::Fifo
             };
             break Some(Dequeued { waiter, order });
         };
         if expired > 0 {
-            self.counters.dropped_deadline.add(expired);
+            self.counters.dropped_deadline.add_mut(expired);
         }
         served
     }
@@ -692,7 +692,7 @@ impl<const N: usize> QueueDiscipline<N> {
             }
         }
         if expired > 0 {
-            self.counters.dropped_deadline.add(expired);
+            self.counters.dropped_deadline.add_mut(expired);
         }
         self.drop_len
     }
@@ -716,7 +716,7 @@ impl<const N: usize> QueueDiscipline<N> {
                 if s.waiter.id == id {
                     let w = self.take(i, list);
                     if w.is_some() {
-                        self.counters.cancelled.incr();
+                        self.counters.cancelled.incr_mut();
                     }
                     return w;
                 }
@@ -876,7 +876,7 @@ impl<const N: usize> QueueDiscipline<N> {
             }
         }
         if aged > 0 {
-            self.counters.dropped_age_limit.add(aged);
+            self.counters.dropped_age_limit.add_mut(aged);
         }
     }
 
