@@ -167,6 +167,19 @@ pub trait RetryGate {
     fn allow_retry(&self, now: Nanos, cause: RetryCause) -> bool;
 }
 
+impl RetryCause {
+    /// Stable snake_case name (`"timeout"`, `"transient"`, `"throttled"`, `"hedge"`), as
+    /// used in conformance vectors and by every binding.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RetryCause::Timeout => "timeout",
+            RetryCause::Transient => "transient",
+            RetryCause::Throttled => "throttled",
+            RetryCause::Hedge => "hedge",
+        }
+    }
+}
+
 /// What happened to an attempt, as the retry policy sees it.
 ///
 /// Map your transport's results onto these classes (they follow the families the AWS SDKs
