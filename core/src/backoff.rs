@@ -260,8 +260,17 @@ impl Backoff {
     /// `cap`, never decreasing in `retry`, and `cap` for any `retry` too large to compute.
     pub fn ceiling(&self, retry: u32) -> Nanos {
         let cap = self.config.cap.as_u64();
-        let f =
-            self.config.base.as_u64() as f64 * math::pow(self.config.multiplier, f64::from(retry));
+        let base = self.config.base.as_u64();
+        if self.config.multiplier == 2.0 {
+            // Fast path, identical to the float rule below: base < 2^53 times a power of two
+            // is exact in f64, so `base as f64 * 2^n` is the integer `base << n`, and once
+            // that would reach 2^63 it is far above any valid cap.
+            return Nanos(match base.checked_shl(retry) {
+                Some(v) if retry < base.leading_zeros() => v.min(cap),
+                _ => cap,
+            });
+        }
+        let f = base as f64 * math::pow(self.config.multiplier, f64::from(retry));
         // Anything not below the cap (+∞ included) is the cap; NaN cannot arise with a
         // valid config, but a wait must never be derived from it.
         if f.is_nan() || f >= cap as f64 {

@@ -71,7 +71,8 @@
 //! validated config and relaxed [`Counter`]s: one for retries and one per give-up reason,
 //! each bumped exactly once per decision, read by [`RetryPolicy::stats`]. There is no
 //! other shared state, so decisions never contend beyond that one `fetch_add` (and the
-//! `Rng`'s draw, and whatever the gate does). A stats snapshot reads the counters one by one:
+//! `Rng`'s draw, and whatever the gate does); the counters sit on their own cache lines so
+//! their increments never evict the read-only config from another core. A stats snapshot reads the counters one by one:
 //! under concurrent decisions it may include one decision's counter and not another's.
 //!
 //! # Examples
@@ -662,6 +663,16 @@ impl RetryPolicyStats {
 #[derive(Debug)]
 pub struct RetryPolicy {
     config: RetryPolicyConfig,
+    backoff: Backoff,
+    counters: Counters,
+}
+
+/// The counters, on their own cache lines: every decision writes one of them, and keeping
+/// them apart from the read-only config stops one thread's increment from evicting the
+/// config another thread is reading.
+#[repr(C, align(64))]
+#[derive(Debug)]
+struct Counters {
     retries: Counter,
     give_ups: [Counter; GIVE_UP_REASONS],
 }
@@ -672,8 +683,11 @@ impl RetryPolicy {
         config.validate()?;
         Ok(RetryPolicy {
             config,
-            retries: Counter::new(),
-            give_ups: core::array::from_fn(|_| Counter::new()),
+            backoff: Backoff::new(config.backoff)?,
+            counters: Counters {
+                retries: Counter::new(),
+                give_ups: core::array::from_fn(|_| Counter::new()),
+            },
         })
     }
 
@@ -683,10 +697,8 @@ impl RetryPolicy {
     }
 
     /// The policy's backoff (validated with the config).
-    pub fn backoff(&self) -> Backoff {
-        // The config was validated in `new`, so this cannot fail; fall back to the default
-        // rather than panic.
-        Backoff::new(self.config.backoff).unwrap_or_default()
+    pub const fn backoff(&self) -> Backoff {
+        self.backoff
     }
 
     /// Decide what to do after an attempt; see the [module docs](self) for the order of
@@ -701,9 +713,9 @@ impl RetryPolicy {
     ) -> RetryDecision {
         let decision = self.evaluate(now, ctx, rng, gate);
         match decision {
-            RetryDecision::Retry { .. } => self.retries.incr(),
+            RetryDecision::Retry { .. } => self.counters.retries.incr(),
             RetryDecision::GiveUp(reason) => {
-                if let Some(c) = self.give_ups.get(reason as usize) {
+                if let Some(c) = self.counters.give_ups.get(reason as usize) {
                     c.incr();
                 }
             }
@@ -789,9 +801,14 @@ impl RetryPolicy {
 
     /// A snapshot of the counters (relaxed reads, one by one).
     pub fn stats(&self) -> RetryPolicyStats {
-        let g = |r: GiveUpReason| self.give_ups.get(r as usize).map_or(0, Counter::get);
+        let g = |r: GiveUpReason| {
+            self.counters
+                .give_ups
+                .get(r as usize)
+                .map_or(0, Counter::get)
+        };
         RetryPolicyStats {
-            retries: self.retries.get(),
+            retries: self.counters.retries.get(),
             succeeded: g(GiveUpReason::Succeeded),
             permanent: g(GiveUpReason::Permanent),
             overloaded: g(GiveUpReason::Overloaded),

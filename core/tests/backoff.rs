@@ -106,6 +106,21 @@ proptest! {
         prop_assert_eq!(b.ceiling(n).0, model_ceiling(c.base.0, c.cap.0, c.multiplier, n));
     }
 
+    /// With multiplier 2 the ceiling (computed by shifting) equals the documented float
+    /// rule evaluated literally, for every valid base and cap and any retry index.
+    #[test]
+    fn doubling_equals_the_float_rule(
+        a in 1u64..=MAX_DELAY.0, b in 1u64..=MAX_DELAY.0, n in arb_retry()
+    ) {
+        let (base, cap) = (a.min(b), a.max(b));
+        let backoff = Backoff::new(BackoffConfig {
+            base: Nanos(base), cap: Nanos(cap), multiplier: 2.0, jitter: Jitter::None,
+        }).unwrap();
+        let f = base as f64 * math::pow(2.0, n as f64);
+        let want = if f >= cap as f64 { cap } else { (f.floor() as u64).min(cap) };
+        prop_assert_eq!(backoff.ceiling(n).0, want);
+    }
+
     /// Bounds: never above cap; full in 0..=t; equal in t/2..=t; decorrelated in
     /// base..=min(cap, 3·max(prev, base)); none is exactly t.
     #[test]
