@@ -3,7 +3,7 @@
 //!
 //! [`RetryPolicy::decide`] classifies the attempt's [`Outcome`], applies the attempt cap,
 //! refuses to repeat a side effect that has no idempotency key, picks the wait (the
-//! configured [`Backoff`](crate::backoff::Backoff), or the server's Retry-After when it
+//! configured [`Backoff`], or the server's Retry-After when it
 //! asks for longer), checks that the wait plus a useful attempt still fits in the
 //! request's deadline, and only then asks an optional [`RetryGate`] (a retry budget) to
 //! pay for the retry. The answer is a [`RetryDecision`]: `Retry { after }` or
