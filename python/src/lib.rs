@@ -1,0 +1,44 @@
+//! guards-py: the native module `guards._guards`.
+//!
+//! Every guard of guards-core as a frozen Python class, the exceptions, the clock
+//! (`monotonic_ns`, `FakeClock`) and the conversions between Python values and core's
+//! types. The pure-Python package `guards` re-exports all of it with `__all__`.
+//!
+//! Rules kept throughout: every public entry point validates its input (a wrong type is a
+//! `TypeError`, a bad value a `ValueError`/`ConfigError` naming the field), no Rust panic
+//! reaches Python (no `unwrap`/`expect`/indexing on user input), and guards are shared
+//! between threads through `&self` methods on core's lock-free state.
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::unreachable,
+    clippy::todo
+)]
+
+use pyo3::prelude::*;
+
+mod clock;
+mod errors;
+mod priority;
+mod queue_discipline;
+mod time;
+mod util;
+
+#[pymodule(name = "_guards")]
+fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::register(m)?;
+
+    m.add_function(wrap_pyfunction!(clock::monotonic_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(clock::now_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(clock::current_clock, m)?)?;
+    m.add_class::<clock::FakeClock>()?;
+    m.add_class::<time::PyNanos>()?;
+    m.add_class::<priority::PyPriority>()?;
+
+    queue_discipline::register(m)?;
+    Ok(())
+}
