@@ -1,0 +1,495 @@
+"""Guarded blocks and calls: circuit breakers, bulkheads and limiters as ``with`` /
+``async with`` blocks and as decorators, with ``fallback=`` for brownouts.
+
+::
+
+    stock = guards.CircuitBreaker()
+    pool = guards.Bulkhead(max_concurrent=12)
+
+    with guards.guarded(stock, pool):        # acquire both, report the outcome to both
+        reply = client.get("/stock")
+
+    @guards.guarded(stock, fallback=None)     # an optional part of the page
+    async def stock_badge(item):
+        return await client.get(f"/stock/{item}")
+
+``guarded(*guards)`` acquires each guard in order (a refusal releases what was already
+taken and raises the guard's :class:`guards.GuardError`), runs the block or the call, and
+reports how it went to each guard in reverse order:
+
+================  =================  ==============  ======================
+how it ended      CircuitBreaker     Bulkhead        Limiter / Admission
+================  =================  ==============  ======================
+returned          ``on_success``     ``release``     ``on_success``
+failure           ``on_failure``     ``release``     ``on_ignore``
+timeout/overload  ``on_failure``     ``release``     ``on_dropped``
+ignored           ``on_ignore``      ``release``     ``on_ignore``
+cancelled         probe: failure,    ``release``     ``on_ignore``
+                  else ``on_ignore``
+================  =================  ==============  ======================
+
+*failure* is any ``Exception`` unless ``failure=`` (exception types or a predicate) says
+which ones count; ``ignore=`` lists exceptions that say nothing about the dependency (a
+404, a validation error). A refusal by another guard nested inside (``BulkheadFull`` of an
+inner call, ...) is ignored too: it is not the dependency failing. A timeout
+(``TimeoutError``, :class:`guards.DeadlineExceeded`) or an exception carrying HTTP status
+503 or 429 is an overload signal, which a limiter counts as a dropped call.
+*cancelled* is a ``BaseException`` that is not an ``Exception``: ``asyncio.CancelledError``,
+``KeyboardInterrupt``, ``GeneratorExit``. A breaker probe abandoned that way counts as
+failed (as core requires), an ordinary call as ignored.
+
+Inside a ``with`` block, the object ``as`` gives you can mark the outcome when no
+exception says it: ``call.failure()`` (e.g. for a 5xx response), ``call.ignore()``.
+
+Brownouts: with ``fallback=`` (a value, or a callable taking no arguments), a decorated
+call that a guard refuses or that fails returns the fallback instead of raising, as the
+native :class:`guards.Brownout` decides (by default an optional operation that serves the
+fallback on every kind of refusal and failure; pass your own ``brownout=`` to restrict the
+kinds, or mark an exempt operation, which proceeds without a guard that refused it). A
+``with`` block cannot produce a value, so fallbacks apply to calls only.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+from collections.abc import Awaitable
+from typing import Any, Callable, Optional, TypeVar
+
+from . import _guards as _n
+from ._guards import (
+    AdmissionRejected,
+    BreakerOpen,
+    BudgetExhausted,
+    BulkheadFull,
+    DeadlineExceeded,
+    GuardError,
+    LimitExceeded,
+    QueueFull,
+    RetriesExhausted,
+    Throttled,
+    now_ns,
+)
+from ._util import ExcSpec, check_int, exception_matcher, fail_type, is_async_callable, snake_case
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# How a call ended, as the guards are told.
+SUCCESS = 0
+FAILURE = 1  # the dependency failed
+DROPPED = 2  # timed out or overloaded: a failure that is also an overload signal
+IGNORE = 3  # says nothing about the dependency
+CANCELLED = 4  # abandoned (BaseException that is not an Exception)
+
+_MISSING: Any = object()
+
+
+def _status_of(exc: BaseException) -> Optional[int]:
+    """An HTTP status carried by an exception (httpx, requests, aiohttp, or our own)."""
+    for holder in (exc, getattr(exc, "response", None)):
+        if holder is None:
+            continue
+        for attr in ("status_code", "status"):
+            v = getattr(holder, attr, None)
+            if isinstance(v, int) and not isinstance(v, bool) and 100 <= v <= 599:
+                return v
+    return None
+
+
+def refusal_kind(exc: BaseException) -> str:
+    """The brownout refusal kind of an exception: ``breaker_open``, ``bulkhead_full``,
+    ``budget_exhausted``, ``throttled`` (refused locally), ``timeout``, ``overloaded``
+    (the callee said so: HTTP 503 or 429) or ``failed``."""
+    if isinstance(exc, BreakerOpen):
+        return "breaker_open"
+    if isinstance(exc, (BulkheadFull, LimitExceeded, QueueFull)):
+        return "bulkhead_full"
+    if isinstance(exc, BudgetExhausted):
+        return "budget_exhausted"
+    if isinstance(exc, (Throttled, AdmissionRejected)):
+        return "throttled"
+    if isinstance(exc, TimeoutError):  # DeadlineExceeded too
+        return "timeout"
+    status = _status_of(exc)
+    if status in (429, 503):
+        return "overloaded"
+    return "failed"
+
+
+# ------------------------------------------------------------------ adapters
+#
+# One adapter per kind of native guard: how to take a slot and how to give it back with
+# the call's outcome. Adapters hold no state of their own.
+
+
+class _Adapter:
+    __slots__ = ("guard", "kind")
+
+    def __init__(self, guard: Any, kind: str) -> None:
+        self.guard = guard
+        self.kind = kind
+
+    def acquire(self, now: int) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def report(self, token: Any, outcome: int, now: int) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+
+class _BreakerAdapter(_Adapter):
+    __slots__ = ()
+
+    def acquire(self, now: int) -> Any:
+        return self.guard.try_acquire(now=now)
+
+    def report(self, token: Any, outcome: int, now: int) -> None:
+        g = self.guard
+        if outcome == SUCCESS:
+            g.on_success(token, now=now)
+        elif outcome == FAILURE or outcome == DROPPED:
+            g.on_failure(token, now=now)
+        elif outcome == CANCELLED and token.is_probe:
+            g.on_failure(token, now=now)
+        else:
+            g.on_ignore(token)
+
+
+class _BulkheadAdapter(_Adapter):
+    __slots__ = ()
+
+    def acquire(self, now: int) -> Any:
+        return self.guard.try_acquire()
+
+    def report(self, token: Any, outcome: int, now: int) -> None:
+        self.guard.release(token)
+
+
+class _LimiterAdapter(_Adapter):
+    __slots__ = ("priority",)
+
+    def __init__(self, guard: Any, kind: str, priority: Optional[int]) -> None:
+        super().__init__(guard, kind)
+        self.priority = priority
+
+    def acquire(self, now: int) -> Any:
+        if self.priority is None:
+            return self.guard.try_acquire(now=now)
+        return self.guard.try_acquire(priority=self.priority, now=now)
+
+    def report(self, token: Any, outcome: int, now: int) -> None:
+        g = self.guard
+        if outcome == SUCCESS:
+            g.on_success(token, now=now)
+        elif outcome == DROPPED:
+            g.on_dropped(token, now=now)
+        else:
+            g.on_ignore(token)
+
+
+def _adapter(guard: Any, priority: Optional[int]) -> _Adapter:
+    kinds = {
+        "CircuitBreaker": _BreakerAdapter,
+        "Bulkhead": _BulkheadAdapter,
+    }
+    name = type(guard).__name__
+    for cls_name, adapter in kinds.items():
+        cls = getattr(_n, cls_name, None)
+        if cls is not None and isinstance(guard, cls):
+            return adapter(guard, snake_case(cls_name))
+    for cls_name in ("Limiter", "Admission"):
+        cls = getattr(_n, cls_name, None)
+        if cls is not None and isinstance(guard, cls):
+            return _LimiterAdapter(guard, snake_case(cls_name), priority)
+    fail_type("guards", "guards.CircuitBreaker, Bulkhead, Limiter or Admission instances", guard)
+    raise AssertionError(name)  # unreachable: fail_type raises
+
+
+# ------------------------------------------------------------------ the guarded object
+
+
+class GuardedCall:
+    """What ``with guarded(...) as call`` gives: mark the outcome when no exception tells
+    it. ``call.failure()`` reports a failure (e.g. a 5xx response), ``call.dropped()`` an
+    overload signal (a timeout, a 503), ``call.ignore()`` nothing at all; the last mark
+    wins. An exception leaving the block still decides first."""
+
+    __slots__ = ("_owner", "_tokens", "_mark", "_parent", "_done")
+
+    def __init__(self, owner: Guarded, tokens: list[tuple[_Adapter, Any]], parent: Any) -> None:
+        self._owner = owner
+        self._tokens = tokens
+        self._mark = SUCCESS
+        self._parent = parent
+        self._done = False
+
+    def failure(self) -> None:
+        self._mark = FAILURE
+
+    def dropped(self) -> None:
+        self._mark = DROPPED
+
+    def ignore(self) -> None:
+        self._mark = IGNORE
+
+    def success(self) -> None:
+        self._mark = SUCCESS
+
+    @property
+    def probe_timeout(self) -> Optional[float]:
+        """If a breaker let this call through as a half-open probe: the probe's timeout in
+        seconds (else ``None``)."""
+        for adapter, token in self._tokens:
+            if isinstance(adapter, _BreakerAdapter) and getattr(token, "is_probe", False):
+                return getattr(token, "probe_timeout", None)
+        return None
+
+
+class Guarded:
+    """Guards applied together to a block or a call; made by :func:`guarded`.
+
+    ``with`` / ``async with`` guard a block; calling the object on a function (sync or
+    ``async def``) returns the guarded function; :meth:`call` / :meth:`acall` guard one
+    call. Thread-safe and shareable: open blocks are kept per context (thread or asyncio
+    task), so one object can guard many concurrent blocks, nested too.
+    """
+
+    def __init__(
+        self,
+        guards: tuple[Any, ...],
+        *,
+        failure: ExcSpec = None,
+        ignore: ExcSpec = None,
+        fallback: Any = _MISSING,
+        brownout: Any = None,
+        priority: Optional[int] = None,
+    ) -> None:
+        if priority is not None:
+            priority = check_int("priority", priority, 0, 7)
+        if not guards:
+            raise TypeError("guarded() needs at least one guard (`guards`)")
+        self._adapters = tuple(_adapter(g, priority) for g in guards)
+        self._failure = exception_matcher("failure", failure)
+        self._ignore = exception_matcher("ignore", ignore)
+        if brownout is not None:
+            cls = getattr(_n, "Brownout", None)
+            if cls is None or not isinstance(brownout, cls):
+                fail_type("brownout", "a guards.Brownout or None", brownout)
+        elif fallback is not _MISSING:
+            brownout = _n.Brownout(optional=True)
+        self._fallback = fallback
+        self._brownout = brownout
+
+    # ---------------------------------------------------------- classification
+    def classify(self, exc: BaseException) -> int:
+        """How an exception leaving the block is reported (see the module docs)."""
+        if not isinstance(exc, Exception):
+            return CANCELLED
+        if self._ignore is not None and self._ignore(exc):
+            return IGNORE
+        if isinstance(exc, GuardError) and not isinstance(exc, (DeadlineExceeded, RetriesExhausted)):
+            return IGNORE  # a nested guard refused: not the dependency failing
+        if self._failure is not None and not self._failure(exc):
+            return IGNORE
+        if isinstance(exc, TimeoutError) or _status_of(exc) in (429, 503):
+            return DROPPED
+        return FAILURE
+
+    # ---------------------------------------------------------- acquire / release
+    def _acquire(self, now: int, skip_refused: bool) -> list[tuple[_Adapter, Any]]:
+        """Take every guard in order; on a refusal give back what was taken and raise
+        (or, for an exempt brownout operation, go on without that guard)."""
+        taken: list[tuple[_Adapter, Any]] = []
+        for adapter in self._adapters:
+            try:
+                taken.append((adapter, adapter.acquire(now)))
+            except GuardError as refusal:
+                if skip_refused:
+                    decision = self._brownout_decides(refusal)
+                    if decision == "proceed":
+                        continue
+                    refusal._guards_decision = decision  # type: ignore[attr-defined]
+                self._release(taken, IGNORE, now)
+                raise
+        return taken
+
+    @staticmethod
+    def _release(taken: list[tuple[_Adapter, Any]], outcome: int, now: int) -> None:
+        for adapter, token in reversed(taken):
+            adapter.report(token, outcome, now)
+
+    def _brownout_decides(self, exc: BaseException) -> str:
+        b = self._brownout
+        if b is None:
+            return "fail_fast"
+        return b.on_refusal(refusal_kind(exc))
+
+    def _fallback_value(self) -> Any:
+        fb = self._fallback
+        return fb() if callable(fb) else fb
+
+    # ---------------------------------------------------------- with
+    def _push(self) -> GuardedCall:
+        call = GuardedCall(self, self._acquire(now_ns(), False), _ENTRIES.get())
+        _ENTRIES.set(call)
+        return call
+
+    def _pop(self, e: Optional[BaseException]) -> None:
+        call = _ENTRIES.get()
+        if call is None or call._owner is not self:
+            raise RuntimeError("guarded blocks must be exited in the reverse order of entry")
+        _ENTRIES.set(call._parent)
+        outcome = call._mark if e is None else self.classify(e)
+        self._release(call._tokens, outcome, now_ns())
+
+    def __enter__(self) -> GuardedCall:
+        return self._push()
+
+    def __exit__(self, et: Any, e: Any, tb: Any) -> bool:
+        self._pop(e)
+        return False
+
+    async def __aenter__(self) -> GuardedCall:
+        return self._push()
+
+    async def __aexit__(self, et: Any, e: Any, tb: Any) -> bool:
+        self._pop(e)
+        return False
+
+    # ---------------------------------------------------------- calls
+    def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` under the guards (with the fallback, if any)."""
+        brownout = self._brownout is not None
+        try:
+            taken = self._acquire(now_ns(), brownout)
+        except GuardError as refusal:
+            return self._on_refused(refusal)
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            self._release(taken, self.classify(exc), now_ns())
+            if brownout and isinstance(exc, Exception):
+                return self._on_failed(exc)
+            raise
+        self._release(taken, SUCCESS, now_ns())
+        if brownout:
+            self._brownout.on_full()
+        return result
+
+    async def acall(self, fn: Callable[..., Awaitable[Any]], /, *args: Any, **kwargs: Any) -> Any:
+        """``await fn(*args, **kwargs)`` under the guards (with the fallback, if any)."""
+        brownout = self._brownout is not None
+        try:
+            taken = self._acquire(now_ns(), brownout)
+        except GuardError as refusal:
+            return self._on_refused(refusal)
+        try:
+            result = await fn(*args, **kwargs)
+        except BaseException as exc:
+            self._release(taken, self.classify(exc), now_ns())
+            if brownout and isinstance(exc, Exception):
+                return self._on_failed(exc)
+            raise
+        self._release(taken, SUCCESS, now_ns())
+        if brownout:
+            self._brownout.on_full()
+        return result
+
+    def _on_refused(self, refusal: GuardError) -> Any:
+        # _acquire already asked the brownout when one is set (and it did not proceed).
+        if self._brownout is None:
+            raise refusal
+        return self._serve_or_raise(refusal, asked=True)
+
+    def _on_failed(self, exc: Exception) -> Any:
+        return self._serve_or_raise(exc, asked=False)
+
+    def _serve_or_raise(self, exc: BaseException, *, asked: bool) -> Any:
+        if asked:
+            decision = getattr(exc, "_guards_decision", "fail_fast")
+        else:
+            decision = self._brownout_decides(exc)
+        if decision == "serve_fallback" and self._fallback is not _MISSING:
+            return self._fallback_value()
+        raise exc
+
+    def __call__(self, fn: F) -> F:
+        """Decorate ``fn`` (a function or an ``async def``)."""
+        if not callable(fn):
+            fail_type("fn", "a callable", fn)
+        if is_async_callable(fn):
+
+            @functools.wraps(fn)
+            async def awrapper(*args: Any, **kwargs: Any) -> Any:
+                return await self.acall(fn, *args, **kwargs)
+
+            awrapper.guarded = self  # type: ignore[attr-defined]
+            return awrapper  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return self.call(fn, *args, **kwargs)
+
+        wrapper.guarded = self  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    # ---------------------------------------------------------- stats
+    @property
+    def guards(self) -> tuple[Any, ...]:
+        """The guards, in acquisition order."""
+        return tuple(a.guard for a in self._adapters)
+
+    @property
+    def brownout(self) -> Any:
+        """The brownout deciding fallbacks, or ``None``."""
+        return self._brownout
+
+    def stats(self) -> dict[str, int]:
+        """Every guard's stats, keys prefixed with its kind (``circuit_breaker_rejected``;
+        a second guard of the same kind gets ``_2``), plus ``brownout_*``."""
+        out: dict[str, int] = {}
+        seen: dict[str, int] = {}
+        for adapter in self._adapters:
+            n = seen[adapter.kind] = seen.get(adapter.kind, 0) + 1
+            prefix = adapter.kind if n == 1 else f"{adapter.kind}_{n}"
+            for k, v in adapter.guard.stats().items():
+                out[f"{prefix}_{k}"] = v
+        if self._brownout is not None:
+            for k, v in self._brownout.stats().items():
+                out[f"brownout_{k}"] = v
+        return out
+
+    metrics_kind = "guarded"
+
+    def __repr__(self) -> str:
+        inner = ", ".join(type(a.guard).__name__ for a in self._adapters)
+        return f"guards.guarded({inner})"
+
+
+#: The guarded blocks open in this context (thread or asyncio task), innermost first.
+_ENTRIES: contextvars.ContextVar[Optional[GuardedCall]] = contextvars.ContextVar(
+    "guards_guarded_entries", default=None
+)
+
+
+def guarded(
+    *guards: Any,
+    failure: ExcSpec = None,
+    ignore: ExcSpec = None,
+    fallback: Any = _MISSING,
+    brownout: Any = None,
+    priority: Optional[int] = None,
+) -> Guarded:
+    """Guard a block or a call with circuit breakers, bulkheads, limiters and admission
+    (see the module docs): ``with guarded(breaker, bulkhead): ...``,
+    ``@guarded(breaker, fallback=[])``.
+
+    ``failure``: exception types (or a predicate) that count as failures (default: every
+    ``Exception``). ``ignore``: exceptions that count as nothing. ``fallback``: the value
+    (or zero-argument callable) a decorated call returns when refused or failed, as
+    ``brownout`` decides. ``brownout``: a :class:`guards.Brownout` (default with a
+    fallback: an optional operation). ``priority``: the priority class (0..7) passed to
+    limiters and admission.
+    """
+    return Guarded(
+        guards, failure=failure, ignore=ignore, fallback=fallback, brownout=brownout, priority=priority
+    )
