@@ -36,6 +36,7 @@ fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(clock::now_ns, m)?)?;
     m.add_function(wrap_pyfunction!(clock::current_clock, m)?)?;
     m.add_class::<clock::FakeClock>()?;
+    m.add_class::<clock::FakeSleep>()?;
     m.add_class::<time::PyNanos>()?;
     m.add_class::<priority::PyPriority>()?;
 

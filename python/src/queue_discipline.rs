@@ -246,7 +246,10 @@ impl PyQueueDiscipline {
     /// `QueueDiscipline(capacity=128, interval=0.1, target=0.005, lifo=True, codel=True,
     /// priority=True)`; durations in seconds.
     #[new]
-    #[pyo3(signature = (*, capacity = None, interval = None, target = None, lifo = None, codel = None, priority = None))]
+    #[pyo3(
+        signature = (*, capacity = None, interval = None, target = None, lifo = None, codel = None, priority = None),
+        text_signature = "(*, capacity=128, interval=0.1, target=0.005, lifo=True, codel=True, priority=True)"
+    )]
     fn new(
         py: Python<'_>,
         capacity: Option<&Bound<'_, PyAny>>,
