@@ -69,9 +69,15 @@ pub mod queue_discipline;
 pub mod retry_budget;
 pub mod retry_policy;
 
+pub use backoff::{Backoff, BackoffConfig, Jitter};
 pub use counter::Counter;
+pub use deadline::{AttemptBudget, Deadline, DeadlineConfig};
 pub use error::{ConfigError, ConfigErrorKind};
 pub use priority::Priority;
 pub use queue_discipline::{QueueDiscipline, QueueDisciplineConfig, QueueDisciplineStats};
+pub use retry_policy::{
+    GiveUpReason, Idempotency, RetryCause, RetryContext, RetryDecision, RetryGate, RetryPolicy,
+    RetryPolicyConfig,
+};
 pub use rng::Rng;
 pub use time::Nanos;
