@@ -42,6 +42,15 @@ pyo3::create_exception!(
      `inconsistent`) and `expected` describes the valid values."
 );
 
+pyo3::create_exception!(
+    guards,
+    HeaderError,
+    PyValueError,
+    "A deadline header (`grpc-timeout` or milliseconds) could not be parsed. `kind` names \
+     why (`empty`, `missing_unit`, `unknown_unit`, `no_digits`, `invalid_character`, \
+     `too_many_digits`, `overflow`)."
+);
+
 /// `DeadlineExceeded(GuardError, TimeoutError)`: two bases, so it is built by calling
 /// `type` at module initialisation (`create_exception!` takes a single base).
 static DEADLINE_EXCEEDED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
@@ -94,6 +103,16 @@ pub(crate) fn config_error_parts(
     build().unwrap_or_else(|e| e)
 }
 
+/// A Python `HeaderError` with its `kind`.
+pub(crate) fn header_error(py: Python<'_>, kind: &str, message: String) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let inst = py.get_type::<HeaderError>().call1((message,))?;
+        inst.setattr("kind", kind)?;
+        Ok(PyErr::from_value(inst))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
 /// A refusal exception of type `ty` with its attributes set.
 pub(crate) fn refusal(
     ty: &Bound<'_, PyType>,
@@ -140,5 +159,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(t.name()?, t)?;
     }
     m.add("ConfigError", cfg)?;
+    let hdr = py.get_type::<HeaderError>();
+    hdr.setattr("kind", py.None())?;
+    m.add("HeaderError", hdr)?;
     Ok(())
 }

@@ -20,10 +20,14 @@
 
 use pyo3::prelude::*;
 
+mod backoff;
 mod clock;
+mod deadline;
 mod errors;
 mod priority;
 mod queue_discipline;
+mod retry_policy;
+mod rng;
 mod time;
 mod util;
 
@@ -40,6 +44,11 @@ fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<time::PyNanos>()?;
     m.add_class::<priority::PyPriority>()?;
 
+    m.add_class::<rng::PyRng>()?;
+
+    deadline::register(m)?;
+    backoff::register(m)?;
+    retry_policy::register(m)?;
     queue_discipline::register(m)?;
     Ok(())
 }

@@ -11,7 +11,7 @@ use guards_core::{ConfigError as CoreConfigError, ConfigErrorKind, Nanos, Priori
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString, PyType};
 
 use crate::errors;
 use crate::time::PyNanos;
@@ -163,6 +163,17 @@ pub(crate) fn get_str(field: &'static str, v: &Bound<'_, PyAny>) -> PyResult<Str
         v.extract::<String>()
     } else {
         Err(type_error(field, "a str", v))
+    }
+}
+
+/// The bytes of a `str` (UTF-8) or `bytes` value.
+pub(crate) fn str_or_bytes(field: &'static str, v: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(s) = v.cast::<PyString>() {
+        Ok(s.to_cow()?.as_bytes().to_vec())
+    } else if let Ok(b) = v.cast::<PyBytes>() {
+        Ok(b.as_bytes().to_vec())
+    } else {
+        Err(type_error(field, "a str or bytes", v))
     }
 }
 

@@ -218,7 +218,9 @@ def test_threads_share_one_queue_and_every_waiter_is_accounted_for() -> None:
 
     def work(t: int) -> None:
         nonlocal refused
-        mine_served, mine_dropped, mine_refused = [], [], 0
+        mine_served: list[int] = []
+        mine_dropped: list[int] = []
+        mine_refused = 0
         for i in range(per_thread):
             now = clock.advance(ns=50_000)  # 50 µs per step, shared across threads
             wid = t * per_thread + i
