@@ -43,7 +43,8 @@ pub(crate) struct BackoffArgs<'a, 'py> {
 
 impl BackoffArgs<'_, '_> {
     pub(crate) fn config(&self, embedded: bool) -> PyResult<BackoffConfig> {
-        let name = |plain: &'static str, nested: &'static str| if embedded { nested } else { plain };
+        let name =
+            |plain: &'static str, nested: &'static str| if embedded { nested } else { plain };
         let mut c = BackoffConfig::default();
         if let Some(v) = given(self.base) {
             c.base = util::get_duration(name("base", "backoff.base"), v, Ctx::Config)?;
@@ -94,7 +95,12 @@ pub(crate) fn backoff_config_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Backo
             Ok(None)
         }
     };
-    let (base, cap, multiplier, jitter) = (get("base")?, get("cap")?, get("multiplier")?, get("jitter")?);
+    let (base, cap, multiplier, jitter) = (
+        get("base")?,
+        get("cap")?,
+        get("multiplier")?,
+        get("jitter")?,
+    );
     BackoffArgs {
         base: base.as_ref(),
         cap: cap.as_ref(),
@@ -147,9 +153,8 @@ impl PyBackoff {
     /// A backoff with `config` (already valid) and a randomly seeded generator.
     pub(crate) fn from_config(config: BackoffConfig) -> PyResult<Self> {
         Ok(PyBackoff {
-            b: Backoff::new(config).map_err(|e| {
-                pyo3::exceptions::PyValueError::new_err(e.to_string())
-            })?,
+            b: Backoff::new(config)
+                .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?,
             rng: Rng::new(crate::rng::random_seed()),
         })
     }
@@ -168,7 +173,7 @@ impl PyBackoff {
         })
     }
 
-    fn from_bits(
+    fn bits_delay(
         &self,
         retry: &Bound<'_, PyAny>,
         bits: &Bound<'_, PyAny>,
@@ -269,7 +274,7 @@ impl PyBackoff {
         bits: &Bound<'_, PyAny>,
         prev: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<f64> {
-        Ok(util::secs(self.from_bits(retry, bits, prev)?))
+        Ok(util::secs(self.bits_delay(retry, bits, prev)?))
     }
 
     /// `delay_from_bits` in integer nanoseconds.
@@ -280,7 +285,7 @@ impl PyBackoff {
         bits: &Bound<'_, PyAny>,
         prev: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<u64> {
-        Ok(self.from_bits(retry, bits, prev)?.as_u64())
+        Ok(self.bits_delay(retry, bits, prev)?.as_u64())
     }
 
     fn __repr__(&self) -> String {

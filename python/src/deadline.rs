@@ -150,7 +150,11 @@ impl PyDeadline {
 
     /// Nanoseconds left at `now` (0 once expired, `None` for no deadline).
     #[pyo3(signature = (now = None))]
-    fn time_left_ns(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+    fn time_left_ns(
+        &self,
+        py: Python<'_>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<u64>> {
         let now = util::get_now(py, now)?;
         Ok((!self.d.is_none()).then(|| self.d.time_left(now).as_u64()))
     }
@@ -187,8 +191,8 @@ impl PyDeadline {
 
     /// The time left at `now` as a `grpc-timeout` header value (rounded down), or `None`
     /// for no deadline.
-    #[pyo3(signature = (now = None))]
-    fn to_grpc_timeout(
+    #[pyo3(name = "to_grpc_timeout", signature = (now = None))]
+    fn grpc_timeout_header(
         &self,
         py: Python<'_>,
         now: Option<&Bound<'_, PyAny>>,
@@ -199,15 +203,17 @@ impl PyDeadline {
 
     /// The time left at `now` in whole milliseconds (rounded down) as a header value, or
     /// `None` for no deadline.
-    #[pyo3(signature = (now = None))]
-    fn to_millis(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
+    #[pyo3(name = "to_millis", signature = (now = None))]
+    fn millis_header(
+        &self,
+        py: Python<'_>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<String>> {
         let now = util::get_now(py, now)?;
         Ok(self.d.to_millis(now).map(|h| h.as_str().to_owned()))
     }
 
-    fn __reduce__<'py>(
-        slf: &Bound<'py, Self>,
-    ) -> PyResult<(Bound<'py, PyType>, (Option<u64>,))> {
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyType>, (Option<u64>,))> {
         Ok((slf.get_type(), (slf.get().expires_at(),)))
     }
 
@@ -292,7 +298,10 @@ impl PyAttemptBudget {
             }
             AttemptBudget::Expired => "AttemptBudget('expired')".to_owned(),
             AttemptBudget::TooLittleLeft { left } => {
-                format!("AttemptBudget('too_little_left', left_ns={})", left.as_u64())
+                format!(
+                    "AttemptBudget('too_little_left', left_ns={})",
+                    left.as_u64()
+                )
             }
         }
     }

@@ -19,13 +19,43 @@ pyo3::create_exception!(
     "Base of every refusal by a guard. Attributes: `reason` (str or None), `retry_after` \
      (seconds or None) and `retry_after_ns` (int or None)."
 );
-pyo3::create_exception!(guards, BreakerOpen, GuardError, "The circuit breaker refused the call.");
-pyo3::create_exception!(guards, BulkheadFull, GuardError, "Every bulkhead slot is taken.");
-pyo3::create_exception!(guards, BudgetExhausted, GuardError, "The retry budget has no token for this retry.");
-pyo3::create_exception!(guards, LimitExceeded, GuardError, "The concurrency limit is reached.");
-pyo3::create_exception!(guards, AdmissionRejected, GuardError, "Admission control shed the request.");
+pyo3::create_exception!(
+    guards,
+    BreakerOpen,
+    GuardError,
+    "The circuit breaker refused the call."
+);
+pyo3::create_exception!(
+    guards,
+    BulkheadFull,
+    GuardError,
+    "Every bulkhead slot is taken."
+);
+pyo3::create_exception!(
+    guards,
+    BudgetExhausted,
+    GuardError,
+    "The retry budget has no token for this retry."
+);
+pyo3::create_exception!(
+    guards,
+    LimitExceeded,
+    GuardError,
+    "The concurrency limit is reached."
+);
+pyo3::create_exception!(
+    guards,
+    AdmissionRejected,
+    GuardError,
+    "Admission control shed the request."
+);
 pyo3::create_exception!(guards, QueueFull, GuardError, "The wait queue is full.");
-pyo3::create_exception!(guards, Throttled, GuardError, "The adaptive throttle rejected the request locally.");
+pyo3::create_exception!(
+    guards,
+    Throttled,
+    GuardError,
+    "The adaptive throttle rejected the request locally."
+);
 pyo3::create_exception!(
     guards,
     RetriesExhausted,
@@ -82,7 +112,13 @@ pub(crate) fn deadline_exceeded(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> 
 
 /// A Python `ConfigError` from core's error (field, kind and expected values kept).
 pub(crate) fn config_error(py: Python<'_>, e: CoreConfigError) -> PyErr {
-    config_error_parts(py, e.field(), e.kind().as_str(), e.expected(), &e.to_string())
+    config_error_parts(
+        py,
+        e.field(),
+        e.kind().as_str(),
+        e.expected(),
+        &e.to_string(),
+    )
 }
 
 /// A Python `ConfigError` from its parts.

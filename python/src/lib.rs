@@ -31,6 +31,36 @@ mod rng;
 mod time;
 mod util;
 
+/// Python allocates the objects that hold a pyclass's fields with 16-byte alignment, so
+/// a field that needs more (core's cache-line-aligned counters) would be misaligned. Every
+/// pyclass is checked here at compile time; core guards with such fields are boxed.
+macro_rules! check_pyclass_alignment {
+    ($($t:ty),* $(,)?) => {
+        $(const _: () = assert!(
+            std::mem::align_of::<$t>() <= 16,
+            "pyclass needs more than 16-byte alignment: box the core value"
+        );)*
+    };
+}
+
+check_pyclass_alignment!(
+    clock::FakeClock,
+    clock::FakeSleep,
+    time::PyNanos,
+    priority::PyPriority,
+    rng::PyRng,
+    deadline::PyDeadline,
+    deadline::PyDeadlineConfig,
+    deadline::PyAttemptBudget,
+    backoff::PyBackoff,
+    retry_policy::PyRetryPolicy,
+    retry_policy::PyRetryDecision,
+    queue_discipline::PyQueueDiscipline,
+    queue_discipline::Waiter,
+    queue_discipline::Dequeued,
+    queue_discipline::Dropped,
+);
+
 #[pymodule(name = "_guards")]
 fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

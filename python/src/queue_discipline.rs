@@ -104,7 +104,9 @@ impl Waiter {
     /// How long it has waited at `now`, integer nanoseconds.
     #[pyo3(signature = (now = None))]
     fn age_ns(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
-        Ok(util::get_now(py, now)?.as_u64().saturating_sub(self.enqueued_at))
+        Ok(util::get_now(py, now)?
+            .as_u64()
+            .saturating_sub(self.enqueued_at))
     }
 
     /// Whether its deadline has passed at `now`.

@@ -117,10 +117,7 @@ impl<'a, 'py> Gate<'a, 'py> {
     }
 }
 
-fn outcome_of(
-    outcome: &Bound<'_, PyAny>,
-    retry_after: Option<Nanos>,
-) -> PyResult<Outcome> {
+fn outcome_of(outcome: &Bound<'_, PyAny>, retry_after: Option<Nanos>) -> PyResult<Outcome> {
     let name = util::get_str("outcome", outcome)?;
     Outcome::from_name(&name, retry_after).ok_or_else(|| {
         util::bad_value(
@@ -277,7 +274,11 @@ impl PyRetryPolicy {
                 &mut c.retry_other_transient,
             ),
             ("retry_throttled", retry_throttled, &mut c.retry_throttled),
-            ("honor_retry_after", honor_retry_after, &mut c.honor_retry_after),
+            (
+                "honor_retry_after",
+                honor_retry_after,
+                &mut c.honor_retry_after,
+            ),
         ];
         for (name, arg, slot) in flags {
             if let Some(v) = given(arg) {
@@ -370,7 +371,12 @@ impl PyRetryPolicy {
         rng: Option<&Bound<'_, PyAny>>,
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyRetryDecision> {
-        let made = util::get_u32("attempts_made", attempts_made, Ctx::Arg, "an int in 0..=2**32-1")?;
+        let made = util::get_u32(
+            "attempts_made",
+            attempts_made,
+            Ctx::Arg,
+            "an int in 0..=2**32-1",
+        )?;
         let retry_after = util::opt_duration("retry_after", retry_after, Ctx::Arg)?;
         let outcome = outcome_of(outcome, retry_after)?;
         let idem = idempotency_of(idempotency)?;

@@ -285,7 +285,11 @@ pub(crate) fn get_now(py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResul
 }
 
 /// A priority class: an int in 0..=7 (0 is the most important).
-pub(crate) fn get_priority(field: &'static str, v: &Bound<'_, PyAny>, ctx: Ctx) -> PyResult<Priority> {
+pub(crate) fn get_priority(
+    field: &'static str,
+    v: &Bound<'_, PyAny>,
+    ctx: Ctx,
+) -> PyResult<Priority> {
     let level = get_uint(field, v, ctx, 7, "a priority class in 0..=7")?;
     u8::try_from(level)
         .ok()
