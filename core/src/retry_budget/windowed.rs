@@ -395,6 +395,11 @@ impl<const BUCKETS: usize> WindowedBudget<BUCKETS> {
         let d = slot.deposits.load(Ordering::Acquire);
         let w = slot.withdrawals.load(Ordering::Acquire);
         if tag_of_word(d) != want || tag_of_word(w) != want {
+            // The head moved on and a newer sweep re-claimed the bucket: start again. (If
+            // the head had not moved this would mean a bucket of a swept window lost its
+            // claim, which the protocol rules out; sweeping again here makes even that
+            // case heal instead of looping.)
+            self.sweep(head);
             return None;
         }
         Some((d & LOW32, w & LOW32))
