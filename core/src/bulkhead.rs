@@ -219,9 +219,10 @@ pub struct BulkheadStats {
     pub acquired: u64,
     /// Requests refused at the cap.
     pub rejected: u64,
-    /// Permits released.
+    /// Permits released. Derived, not counted: every release that returns a slot lowers
+    /// the gauge, so this is `acquired − in_flight` and the three always agree.
     pub released: u64,
-    /// Calls in flight (a gauge, read separately from the counters).
+    /// Calls in flight (the gauge).
     pub in_flight: u64,
 }
 
@@ -233,7 +234,6 @@ pub struct Bulkhead {
     in_flight: AtomicU64,
     acquired: Counter,
     rejected: Counter,
-    released: Counter,
 }
 
 impl Bulkhead {
@@ -245,7 +245,6 @@ impl Bulkhead {
             in_flight: AtomicU64::new(0),
             acquired: Counter::new(),
             rejected: Counter::new(),
-            released: Counter::new(),
         })
     }
 
@@ -308,10 +307,7 @@ impl Bulkhead {
                 Ordering::Release,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => {
-                    self.released.incr();
-                    return;
-                }
+                Ok(_) => return,
                 Err(actual) => cur = actual,
             }
         }
@@ -327,13 +323,16 @@ impl Bulkhead {
         self.config.max_concurrent.saturating_sub(self.in_flight())
     }
 
-    /// Counters and the in-flight gauge.
+    /// Counters and the in-flight gauge. Read without stopping traffic: the gauge first,
+    /// then the counters, so that `released = acquired − in_flight` is never negative.
     pub fn stats(&self) -> BulkheadStats {
+        let in_flight = self.in_flight();
+        let acquired = self.acquired.get();
         BulkheadStats {
-            acquired: self.acquired.get(),
+            acquired,
             rejected: self.rejected.get(),
-            released: self.released.get(),
-            in_flight: self.in_flight(),
+            released: acquired.saturating_sub(in_flight),
+            in_flight,
         }
     }
 }
