@@ -208,7 +208,9 @@ fn tag_of_word(word: u64) -> u64 {
 ///
 /// Every loop retries only because another call changed the state, so the protocol is
 /// lock-free. The common path (same bucket as the previous call) is: one load of `head`,
-/// one of `swept`, then one `fetch_add` (deposit) or two loads and one CAS (withdraw).
+/// one of `swept`, then one `fetch_add` (deposit), or four loads (the oldest bucket's two
+/// words and the two totals) and one CAS (withdraw). The deposit and withdrawal counts in
+/// [`WindowedBudget::stats`] are the running totals themselves.
 ///
 /// Tags are the bucket number's low 24 bits plus an 8-bit era; the era advances whenever
 /// the head jumps by 2^23 buckets or more, so a bucket's tag from before a long idle gap
@@ -244,8 +246,6 @@ pub struct WindowedBudget<const BUCKETS: usize = DEFAULT_BUCKETS> {
     deposit_total: AtomicU64,
     withdraw_total: AtomicU64,
     slots: [Slot; BUCKETS],
-    deposits: Counter,
-    withdrawals: Counter,
     refusals: Counter,
 }
 
@@ -274,8 +274,6 @@ impl<const BUCKETS: usize> WindowedBudget<BUCKETS> {
             deposit_total: AtomicU64::new(0),
             withdraw_total: AtomicU64::new(0),
             slots: core::array::from_fn(|_| Slot::new()),
-            deposits: Counter::new(),
-            withdrawals: Counter::new(),
             refusals: Counter::new(),
         })
     }
@@ -301,7 +299,6 @@ impl<const BUCKETS: usize> WindowedBudget<BUCKETS> {
     pub fn deposit(&self, now: Nanos) {
         self.prepare(now);
         self.deposit_total.fetch_add(1, Ordering::AcqRel);
-        self.deposits.incr();
     }
 
     /// May a retry go at `now`? Records the withdrawal and returns `true` if the window's
@@ -327,10 +324,7 @@ impl<const BUCKETS: usize> WindowedBudget<BUCKETS> {
                     Ordering::AcqRel,
                     Ordering::Acquire,
                 ) {
-                    Ok(_) => {
-                        self.withdrawals.incr();
-                        return true;
-                    }
+                    Ok(_) => return true,
                     Err(actual) => w_total = actual,
                 }
             }
@@ -365,11 +359,13 @@ impl<const BUCKETS: usize> WindowedBudget<BUCKETS> {
         self.tokens_micros(now) as f64 / MICROS_PER_TOKEN as f64
     }
 
-    /// Counters: deposits (requests), withdrawals (retries allowed) and refusals.
+    /// Counters: deposits (requests), withdrawals (retries allowed) and refusals. The
+    /// first two are the running totals the protocol keeps anyway, so counting them costs
+    /// nothing extra.
     pub fn stats(&self) -> RetryBudgetStats {
         RetryBudgetStats {
-            deposits: self.deposits.get(),
-            withdrawals: self.withdrawals.get(),
+            deposits: self.deposit_total.load(Ordering::Relaxed),
+            withdrawals: self.withdraw_total.load(Ordering::Relaxed),
             refusals: self.refusals.get(),
             refunds: 0,
             failures: 0,
