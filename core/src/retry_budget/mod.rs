@@ -7,7 +7,7 @@
 //! times. The seed's setting C4 brings the retries reaching stock down to about 1.1 ×.
 //!
 //! Four budgets are here, each lock-free on fixed-point atomic state, each a
-//! [`RetryGate`](crate::retry_policy::RetryGate) so that a retry policy or hedging can ask
+//! [`RetryGate`] so that a retry policy or hedging can ask
 //! any of them:
 //!
 //! | mode | type | earns | spends | refuses |
