@@ -339,10 +339,27 @@ impl Bulkhead {
 
 #[cfg(test)]
 mod tests {
-    extern crate std;
     use super::*;
     use crate::error::ConfigErrorKind;
-    use std::string::ToString;
+    use core::fmt::Write;
+
+    /// A fixed buffer to format into without `alloc`.
+    struct Buf {
+        bytes: [u8; 64],
+        len: usize,
+    }
+
+    impl Write for Buf {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            let end = self.len + s.len();
+            self.bytes
+                .get_mut(self.len..end)
+                .ok_or(fmt::Error)?
+                .copy_from_slice(s.as_bytes());
+            self.len = end;
+            Ok(())
+        }
+    }
 
     fn bulkhead(max: u64) -> Bulkhead {
         Bulkhead::new(BulkheadConfig {
@@ -451,6 +468,14 @@ mod tests {
             in_flight: 12,
             max_concurrent: 12,
         };
-        assert_eq!(full.to_string(), "bulkhead full: 12 of 12 calls in flight");
+        let mut buf = Buf {
+            bytes: [0; 64],
+            len: 0,
+        };
+        write!(buf, "{full}").unwrap();
+        assert_eq!(
+            core::str::from_utf8(&buf.bytes[..buf.len]).unwrap(),
+            "bulkhead full: 12 of 12 calls in flight"
+        );
     }
 }
