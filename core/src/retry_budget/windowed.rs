@@ -338,8 +338,11 @@ impl<const BUCKETS: usize> WindowedBudget<BUCKETS> {
             let Some((d_snap, w_snap)) = self.window_start(now) else {
                 continue;
             };
-            let d_total = self.deposit_total.load(Ordering::Acquire);
+            // Withdrawals first: every grant counted here was justified by deposits made
+            // before it, all of which the later load of the deposit total sees, so a
+            // reading racing grants never dips below what the budget really holds.
             let w_total = self.withdraw_total.load(Ordering::Acquire);
+            let d_total = self.deposit_total.load(Ordering::Acquire);
             let w_win = (w_total.wrapping_sub(w_snap) & LOW32) as u128;
             let spent = w_win.saturating_mul(MICROS_PER_TOKEN as u128);
             let earned = self.earned(d_total, d_snap);
