@@ -241,3 +241,23 @@ fn windowed_stale_sweep_cannot_clobber_a_newer_claim() {
         }
     });
 }
+
+/// A balance reading racing a deposit and the grant it pays for never reads below zero
+/// (withdrawals are read before deposits, so every grant seen is backed by deposits seen).
+#[test]
+fn windowed_reading_never_dips_below_zero() {
+    loom::model(|| {
+        let b = Arc::new(windowed(0.0, 1.0));
+        b.deposit(Nanos(0)); // sweep outside the race
+        assert!(b.withdraw(Nanos(0)));
+        let b2 = Arc::clone(&b);
+        let h = thread::spawn(move || {
+            b2.deposit(Nanos(0));
+            assert!(b2.withdraw(Nanos(0)));
+        });
+        let reading = b.tokens_micros(Nanos(0));
+        assert!(reading >= 0, "read {reading}");
+        h.join().unwrap();
+        assert_eq!(b.tokens_micros(Nanos(0)), 0);
+    });
+}
