@@ -70,11 +70,17 @@ pub mod retry_budget;
 pub mod retry_policy;
 
 pub use backoff::{Backoff, BackoffConfig, Jitter};
+pub use bulkhead::{
+    Bulkhead, BulkheadConfig, BulkheadFull, BulkheadGuard, BulkheadPermit, BulkheadStats,
+};
 pub use counter::Counter;
 pub use deadline::{AttemptBudget, Deadline, DeadlineConfig};
 pub use error::{ConfigError, ConfigErrorKind};
 pub use priority::Priority;
 pub use queue_discipline::{QueueDiscipline, QueueDisciplineConfig, QueueDisciplineStats};
+pub use retry_budget::{
+    RetryBudget, RetryBudgetConfig, RetryBudgetMode, RetryBudgetStats, RetryReceipt,
+};
 pub use retry_policy::{
     GiveUpReason, Idempotency, RetryCause, RetryContext, RetryDecision, RetryGate, RetryPolicy,
     RetryPolicyConfig,

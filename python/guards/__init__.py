@@ -21,30 +21,8 @@ Conventions:
 
 from __future__ import annotations
 
-from ._guards import (
-    AdmissionRejected,
-    BreakerOpen,
-    BudgetExhausted,
-    BulkheadFull,
-    ConfigError,
-    DeadlineExceeded,
-    Dequeued,
-    Dropped,
-    FakeClock,
-    GuardError,
-    LimitExceeded,
-    Nanos,
-    Priority,
-    QueueDiscipline,
-    QueueFull,
-    RetriesExhausted,
-    Throttled,
-    Waiter,
-    __version__,
-    current_clock,
-    monotonic_ns,
-    now_ns,
-)
+from . import _guards
+from ._guards import *  # noqa: F401,F403  (every native name; see _guards.pyi)
 
 # The Pythonic layer: each module's ``__all__`` decides what it adds to ``guards``.
 from . import context as _context
@@ -56,34 +34,8 @@ from .middleware import *  # noqa: F401,F403
 from .prometheus import *  # noqa: F401,F403
 from .retry import *  # noqa: F401,F403
 
-__all__ = [
-    # errors
-    "GuardError",
-    "BreakerOpen",
-    "BulkheadFull",
-    "BudgetExhausted",
-    "LimitExceeded",
-    "DeadlineExceeded",
-    "AdmissionRejected",
-    "QueueFull",
-    "Throttled",
-    "RetriesExhausted",
-    "ConfigError",
-    # time
-    "Nanos",
-    "FakeClock",
-    "monotonic_ns",
-    "now_ns",
-    "current_clock",
-    # shared types
-    "Priority",
-    # queue discipline
-    "QueueDiscipline",
-    "Waiter",
-    "Dequeued",
-    "Dropped",
-    "__version__",
-]
+__all__: list[str] = []
+__all__ += _guards.__all__
 __all__ += _context.__all__
 __all__ += _middleware.__all__
 __all__ += _prometheus.__all__

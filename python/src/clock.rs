@@ -22,7 +22,9 @@ static INSTALLED: AtomicUsize = AtomicUsize::new(0);
 static STACK: Mutex<Vec<Py<FakeClock>>> = Mutex::new(Vec::new());
 
 fn stack() -> std::sync::MutexGuard<'static, Vec<Py<FakeClock>>> {
-    STACK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    STACK
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The real monotonic clock in nanoseconds.
@@ -40,7 +42,9 @@ pub(crate) fn monotonic(_py: Python<'_>) -> PyResult<Nanos> {
     }
     let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
     let nanos = u64::try_from(ts.tv_nsec).unwrap_or(0);
-    Ok(Nanos(secs.saturating_mul(1_000_000_000).saturating_add(nanos)))
+    Ok(Nanos(
+        secs.saturating_mul(1_000_000_000).saturating_add(nanos),
+    ))
 }
 
 /// The real monotonic clock in nanoseconds (`time.monotonic_ns()` off Linux).

@@ -19,13 +19,43 @@ pyo3::create_exception!(
     "Base of every refusal by a guard. Attributes: `reason` (str or None), `retry_after` \
      (seconds or None) and `retry_after_ns` (int or None)."
 );
-pyo3::create_exception!(guards, BreakerOpen, GuardError, "The circuit breaker refused the call.");
-pyo3::create_exception!(guards, BulkheadFull, GuardError, "Every bulkhead slot is taken.");
-pyo3::create_exception!(guards, BudgetExhausted, GuardError, "The retry budget has no token for this retry.");
-pyo3::create_exception!(guards, LimitExceeded, GuardError, "The concurrency limit is reached.");
-pyo3::create_exception!(guards, AdmissionRejected, GuardError, "Admission control shed the request.");
+pyo3::create_exception!(
+    guards,
+    BreakerOpen,
+    GuardError,
+    "The circuit breaker refused the call."
+);
+pyo3::create_exception!(
+    guards,
+    BulkheadFull,
+    GuardError,
+    "Every bulkhead slot is taken."
+);
+pyo3::create_exception!(
+    guards,
+    BudgetExhausted,
+    GuardError,
+    "The retry budget has no token for this retry."
+);
+pyo3::create_exception!(
+    guards,
+    LimitExceeded,
+    GuardError,
+    "The concurrency limit is reached."
+);
+pyo3::create_exception!(
+    guards,
+    AdmissionRejected,
+    GuardError,
+    "Admission control shed the request."
+);
 pyo3::create_exception!(guards, QueueFull, GuardError, "The wait queue is full.");
-pyo3::create_exception!(guards, Throttled, GuardError, "The adaptive throttle rejected the request locally.");
+pyo3::create_exception!(
+    guards,
+    Throttled,
+    GuardError,
+    "The adaptive throttle rejected the request locally."
+);
 pyo3::create_exception!(
     guards,
     RetriesExhausted,
@@ -40,6 +70,15 @@ pyo3::create_exception!(
     "A configuration value was rejected. `field` names it (as spelled in the keyword \
      argument), `kind` says why (`not_finite`, `negative`, `zero`, `out_of_range`, \
      `inconsistent`) and `expected` describes the valid values."
+);
+
+pyo3::create_exception!(
+    guards,
+    HeaderError,
+    PyValueError,
+    "A deadline header (`grpc-timeout` or milliseconds) could not be parsed. `kind` names \
+     why (`empty`, `missing_unit`, `unknown_unit`, `no_digits`, `invalid_character`, \
+     `too_many_digits`, `overflow`)."
 );
 
 /// `DeadlineExceeded(GuardError, TimeoutError)`: two bases, so it is built by calling
@@ -73,7 +112,13 @@ pub(crate) fn deadline_exceeded(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> 
 
 /// A Python `ConfigError` from core's error (field, kind and expected values kept).
 pub(crate) fn config_error(py: Python<'_>, e: CoreConfigError) -> PyErr {
-    config_error_parts(py, e.field(), e.kind().as_str(), e.expected(), &e.to_string())
+    config_error_parts(
+        py,
+        e.field(),
+        e.kind().as_str(),
+        e.expected(),
+        &e.to_string(),
+    )
 }
 
 /// A Python `ConfigError` from its parts.
@@ -89,6 +134,16 @@ pub(crate) fn config_error_parts(
         inst.setattr("field", field)?;
         inst.setattr("kind", kind)?;
         inst.setattr("expected", expected)?;
+        Ok(PyErr::from_value(inst))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+/// A Python `HeaderError` with its `kind`.
+pub(crate) fn header_error(py: Python<'_>, kind: &str, message: String) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let inst = py.get_type::<HeaderError>().call1((message,))?;
+        inst.setattr("kind", kind)?;
         Ok(PyErr::from_value(inst))
     };
     build().unwrap_or_else(|e| e)
@@ -140,5 +195,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(t.name()?, t)?;
     }
     m.add("ConfigError", cfg)?;
+    let hdr = py.get_type::<HeaderError>();
+    hdr.setattr("kind", py.None())?;
+    m.add("HeaderError", hdr)?;
     Ok(())
 }

@@ -20,12 +20,46 @@
 
 use pyo3::prelude::*;
 
+mod backoff;
 mod clock;
+mod deadline;
 mod errors;
 mod priority;
 mod queue_discipline;
+mod retry_policy;
+mod rng;
 mod time;
 mod util;
+
+/// Python allocates the objects that hold a pyclass's fields with 16-byte alignment, so
+/// a field that needs more (core's cache-line-aligned counters) would be misaligned. Every
+/// pyclass is checked here at compile time; core guards with such fields are boxed.
+macro_rules! check_pyclass_alignment {
+    ($($t:ty),* $(,)?) => {
+        $(const _: () = assert!(
+            std::mem::align_of::<$t>() <= 16,
+            "pyclass needs more than 16-byte alignment: box the core value"
+        );)*
+    };
+}
+
+check_pyclass_alignment!(
+    clock::FakeClock,
+    clock::FakeSleep,
+    time::PyNanos,
+    priority::PyPriority,
+    rng::PyRng,
+    deadline::PyDeadline,
+    deadline::PyDeadlineConfig,
+    deadline::PyAttemptBudget,
+    backoff::PyBackoff,
+    retry_policy::PyRetryPolicy,
+    retry_policy::PyRetryDecision,
+    queue_discipline::PyQueueDiscipline,
+    queue_discipline::Waiter,
+    queue_discipline::Dequeued,
+    queue_discipline::Dropped,
+);
 
 #[pymodule(name = "_guards")]
 fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -36,9 +70,15 @@ fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(clock::now_ns, m)?)?;
     m.add_function(wrap_pyfunction!(clock::current_clock, m)?)?;
     m.add_class::<clock::FakeClock>()?;
+    m.add_class::<clock::FakeSleep>()?;
     m.add_class::<time::PyNanos>()?;
     m.add_class::<priority::PyPriority>()?;
 
+    m.add_class::<rng::PyRng>()?;
+
+    deadline::register(m)?;
+    backoff::register(m)?;
+    retry_policy::register(m)?;
     queue_discipline::register(m)?;
     Ok(())
 }

@@ -104,7 +104,9 @@ impl Waiter {
     /// How long it has waited at `now`, integer nanoseconds.
     #[pyo3(signature = (now = None))]
     fn age_ns(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
-        Ok(util::get_now(py, now)?.as_u64().saturating_sub(self.enqueued_at))
+        Ok(util::get_now(py, now)?
+            .as_u64()
+            .saturating_sub(self.enqueued_at))
     }
 
     /// Whether its deadline has passed at `now`.
@@ -246,7 +248,10 @@ impl PyQueueDiscipline {
     /// `QueueDiscipline(capacity=128, interval=0.1, target=0.005, lifo=True, codel=True,
     /// priority=True)`; durations in seconds.
     #[new]
-    #[pyo3(signature = (*, capacity = None, interval = None, target = None, lifo = None, codel = None, priority = None))]
+    #[pyo3(
+        signature = (*, capacity = None, interval = None, target = None, lifo = None, codel = None, priority = None),
+        text_signature = "(*, capacity=128, interval=0.1, target=0.005, lifo=True, codel=True, priority=True)"
+    )]
     fn new(
         py: Python<'_>,
         capacity: Option<&Bound<'_, PyAny>>,

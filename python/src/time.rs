@@ -44,6 +44,12 @@ impl PyNanos {
         util::secs(guards_core::Nanos(self.ns))
     }
 
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, pyo3::types::PyType>, (u64,))> {
+        Ok((slf.get_type(), (slf.get().ns,)))
+    }
+
     fn __int__(&self) -> u64 {
         self.ns
     }

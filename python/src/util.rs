@@ -11,7 +11,7 @@ use guards_core::{ConfigError as CoreConfigError, ConfigErrorKind, Nanos, Priori
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString, PyType};
 
 use crate::errors;
 use crate::time::PyNanos;
@@ -166,6 +166,17 @@ pub(crate) fn get_str(field: &'static str, v: &Bound<'_, PyAny>) -> PyResult<Str
     }
 }
 
+/// The bytes of a `str` (UTF-8) or `bytes` value.
+pub(crate) fn str_or_bytes(field: &'static str, v: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(s) = v.cast::<PyString>() {
+        Ok(s.to_cow()?.as_bytes().to_vec())
+    } else if let Ok(b) = v.cast::<PyBytes>() {
+        Ok(b.as_bytes().to_vec())
+    } else {
+        Err(type_error(field, "a str or bytes", v))
+    }
+}
+
 static TIMEDELTA: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 fn timedelta_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
@@ -274,7 +285,11 @@ pub(crate) fn get_now(py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResul
 }
 
 /// A priority class: an int in 0..=7 (0 is the most important).
-pub(crate) fn get_priority(field: &'static str, v: &Bound<'_, PyAny>, ctx: Ctx) -> PyResult<Priority> {
+pub(crate) fn get_priority(
+    field: &'static str,
+    v: &Bound<'_, PyAny>,
+    ctx: Ctx,
+) -> PyResult<Priority> {
     let level = get_uint(field, v, ctx, 7, "a priority class in 0..=7")?;
     u8::try_from(level)
         .ok()

@@ -1,0 +1,418 @@
+"""Replays the shared conformance vectors (``tests/vectors/*.json``) through the Python
+classes. Results must equal the Rust runners' exactly: same decisions, same integers, same
+floats bit for bit, same JSON types (an int is not a float, a bool is not an int).
+
+Each guard's encoding (ops, arguments, results) is the one documented at the top of its
+Rust runner, ``core/tests/conformance/<guard>.rs``; the runner here for that guard follows
+it. A vector file without a runner here, an op a runner does not know, or a config key it
+does not understand fails the test: nothing is skipped.
+
+Durations in vectors are integer nanoseconds: a non-negative one is passed as
+``guards.Nanos`` (exact); a negative one, which core's types cannot hold, is passed as
+negative seconds, so the Python class reports it the way it reports user input
+(``ConfigError`` with kind ``negative``). ``"nan"``, ``"inf"`` and ``"-inf"`` stand for the
+non-finite floats.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import guards
+
+VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors"
+
+# ----------------------------------------------------------------- helpers
+
+
+def num(v: Any) -> Any:
+    """A JSON number, with the spellings of the non-finite floats."""
+    if isinstance(v, str):
+        spelled = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+        if v not in spelled:
+            raise AssertionError(f"not a number: {v!r}")
+        return spelled[v]
+    return v
+
+
+def dur(v: Any) -> Any:
+    """A duration given in integer nanoseconds, as the Python API takes it."""
+    v = num(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise AssertionError(f"duration is not a number: {v!r}")
+    if isinstance(v, int) and v >= 0:
+        return guards.Nanos(v)
+    return v / 1e9  # negative or non-finite: let the binding judge it as user input
+
+
+def strict_eq(got: Any, want: Any) -> bool:
+    """JSON equality that, like serde_json's, tells 1 from 1.0 and True from 1."""
+    if isinstance(want, bool) or isinstance(got, bool):
+        return type(got) is type(want) and got == want
+    if isinstance(want, int) and isinstance(got, int):
+        return got == want
+    if isinstance(want, float) and isinstance(got, float):
+        return got == want or (math.isnan(got) and math.isnan(want))
+    if isinstance(want, list) and isinstance(got, list):
+        return len(got) == len(want) and all(strict_eq(g, w) for g, w in zip(got, want))
+    if isinstance(want, dict) and isinstance(got, dict):
+        return got.keys() == want.keys() and all(strict_eq(got[k], want[k]) for k in want)
+    if want is None or isinstance(want, str):
+        return got == want and type(got) is type(want)
+    return False
+
+
+class Config:
+    """A case's config; every key must be consumed by the runner."""
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.raw = dict(raw)
+        self.used: set[str] = set()
+
+    def take(self, key: str, conv: Callable[[Any], Any] = lambda v: v) -> dict[str, Any]:
+        """``{key: conv(value)}`` if the key is present, else ``{}``."""
+        if key not in self.raw:
+            return {}
+        self.used.add(key)
+        return {key: conv(self.raw[key])}
+
+    def check_all_used(self) -> None:
+        unknown = set(self.raw) - self.used
+        assert not unknown, f"config keys this runner does not understand: {sorted(unknown)}"
+
+
+@dataclass
+class Runner:
+    """How to build a guard from a case's config and run one step on it."""
+
+    build: Callable[[Config, int], Any]
+    step: Callable[[Any, dict[str, Any]], Any]
+
+
+def op_of(step: dict[str, Any]) -> str:
+    return str(step["op"])
+
+
+def unknown_op(step: dict[str, Any]) -> Any:
+    raise AssertionError(f"op {op_of(step)!r} is not supported by this runner: {step}")
+
+
+# ----------------------------------------------------------------- queue_discipline
+
+
+def queue_build(c: Config, seed: int) -> Any:
+    kw: dict[str, Any] = {}
+    kw |= c.take("capacity")
+    kw |= c.take("interval", dur)
+    kw |= c.take("target", dur)
+    kw |= c.take("lifo")
+    kw |= c.take("codel")
+    kw |= c.take("priority")
+    c.check_all_used()
+    return guards.QueueDiscipline(**kw)
+
+
+def queue_drops(dropped: list[guards.Dropped]) -> list[dict[str, Any]]:
+    return [{"id": d.id, "reason": d.reason} for d in dropped]
+
+
+def queue_step(q: guards.QueueDiscipline, s: dict[str, Any]) -> Any:
+    op = op_of(s)
+    if op == "push":
+        try:
+            q.push(s["id"], priority=s["priority"], deadline=s.get("deadline"), now=s["now"])
+        except guards.QueueFull:
+            return False
+        return True
+    if op == "pop":
+        served, dropped = q.pop(now=s["now"])
+        return {
+            "served": None if served is None else {"id": served.id, "order": served.order},
+            "dropped": queue_drops(dropped),
+        }
+    if op == "expire":
+        return {"dropped": queue_drops(q.expire(now=s["now"]))}
+    if op == "remove":
+        return q.remove(s["id"]) is not None
+    if op == "len":
+        return q.len()
+    if op == "len_by_priority":
+        return q.len_by_priority()
+    if op == "oldest_age":
+        return q.oldest_age_ns(now=s["now"])
+    if op == "is_standing":
+        return q.is_standing(now=s["now"])
+    if op == "stats":
+        return q.stats()
+    return unknown_op(s)
+
+
+# ----------------------------------------------------------------- shared by several guards
+
+
+def hex_word(w: int) -> str:
+    """A 64-bit word as the vectors spell it: "0x" + 16 lowercase hex digits."""
+    return f"{w:#018x}"
+
+
+def parse_hex(s: str) -> int:
+    assert s.startswith("0x"), f"hex words start with 0x: {s!r}"
+    return int(s, 16)
+
+
+@dataclass
+class Seeded:
+    """A guard (or plain config) with the case's SplitMix64 generator."""
+
+    guard: Any
+    rng: guards.Rng
+
+
+# ----------------------------------------------------------------- deadline
+
+
+def deadline_of(v: Any) -> guards.Deadline:
+    return guards.Deadline(v)
+
+
+def deadline_value(d: guards.Deadline) -> Any:
+    return d.expires_at
+
+
+def header_result(parse: Callable[[], Any], ok: Callable[[Any], Any]) -> Any:
+    try:
+        value = parse()
+    except guards.HeaderError as e:
+        return {"error": e.kind}
+    return {"ok": ok(value)}
+
+
+def deadline_build(c: Config) -> Any:
+    kw: dict[str, Any] = {}
+    kw |= c.take("attempt_timeout", dur)
+    kw |= c.take("margin", dur)
+    c.check_all_used()
+    return guards.DeadlineConfig(**kw)
+
+
+def deadline_step(cfg: guards.DeadlineConfig, s: dict[str, Any]) -> Any:
+    op = op_of(s)
+    if op == "after":
+        return deadline_value(guards.Deadline.after(guards.Nanos(s["timeout"]), now=s["now"]))
+    if op == "time_left":
+        return deadline_of(s["deadline"]).time_left_ns(now=s["now"])
+    if op == "is_expired":
+        return deadline_of(s["deadline"]).is_expired(now=s["now"])
+    if op == "min":
+        return deadline_value(deadline_of(s["a"]).min(deadline_of(s["b"])))
+    if op == "attempt_budget":
+        b = cfg.attempt_budget(deadline_of(s["deadline"]), now=s["now"])
+        if b.decision == "start":
+            return {"decision": "start", "budget": b.budget_ns}
+        if b.decision == "too_little_left":
+            return {"decision": "too_little_left", "left": b.left_ns}
+        return {"decision": b.decision}
+    if op == "encode_grpc_timeout":
+        return guards.encode_grpc_timeout(guards.Nanos(s["timeout"]))
+    if op == "encode_millis":
+        return guards.encode_millis(guards.Nanos(s["timeout"]))
+    if op == "to_grpc_timeout":
+        return deadline_of(s["deadline"]).to_grpc_timeout(now=s["now"])
+    if op == "to_millis":
+        return deadline_of(s["deadline"]).to_millis(now=s["now"])
+    if op == "parse_grpc_timeout":
+        return header_result(lambda: guards.parse_grpc_timeout(s["value"]), lambda n: n.ns)
+    if op == "parse_millis":
+        return header_result(lambda: guards.parse_millis(s["value"]), lambda n: n.ns)
+    if op == "from_grpc_timeout":
+        return header_result(
+            lambda: guards.Deadline.from_grpc_timeout(s["value"], now=s["now"]), deadline_value
+        )
+    if op == "from_millis":
+        return header_result(
+            lambda: guards.Deadline.from_millis(s["value"], now=s["now"]), deadline_value
+        )
+    return unknown_op(s)
+
+
+# ----------------------------------------------------------------- backoff
+
+
+def backoff_kwargs(c: Config) -> dict[str, Any]:
+    kw: dict[str, Any] = {}
+    kw |= c.take("base", dur)
+    kw |= c.take("cap", dur)
+    kw |= c.take("multiplier", num)
+    kw |= c.take("jitter")
+    return kw
+
+
+def backoff_build(c: Config, seed: int) -> Any:
+    kw = backoff_kwargs(c)
+    c.check_all_used()
+    return Seeded(guards.Backoff(**kw), guards.Rng(seed))
+
+
+def backoff_step(g: Seeded, s: dict[str, Any]) -> Any:
+    b: guards.Backoff = g.guard
+    op = op_of(s)
+    prev = guards.Nanos(s.get("prev", 0))
+    if op == "ceiling":
+        return b.ceiling_ns(s["retry"])
+    if op == "max_delay":
+        return b.max_delay_ns(s["retry"])
+    if op == "delay":
+        return b.delay_ns(s["retry"], prev, rng=g.rng)
+    if op == "delay_from_bits":
+        return b.delay_from_bits_ns(s["retry"], parse_hex(s["bits"]), prev)
+    if op == "rng_next_u64":
+        return hex_word(g.rng.next_u64())
+    if op == "fnv1a64":
+        return hex_word(guards.fnv1a64(s["id"]))
+    if op == "stable_offset":
+        return guards.stable_offset_ns(s["id"], guards.Nanos(s["period"]))
+    if op == "next_stable_run":
+        return guards.next_stable_run(s["id"], guards.Nanos(s["period"]), now=s["now"])
+    return unknown_op(s)
+
+
+# ----------------------------------------------------------------- retry_policy
+
+
+@dataclass
+class PolicyCase:
+    policy: guards.RetryPolicy
+    rng: guards.Rng
+    gate_calls: list[dict[str, Any]]
+
+
+class ScriptedGate:
+    """A gate with a fixed answer that logs every question in the case's shared log."""
+
+    def __init__(self, allow: bool, log: list[dict[str, Any]]) -> None:
+        self.allow = allow
+        self.log = log
+
+    def allow_retry(self, now: int, cause: str) -> bool:
+        self.log.append({"now": now, "cause": cause})
+        return self.allow
+
+
+def retry_policy_build(c: Config, seed: int) -> Any:
+    kw: dict[str, Any] = {}
+    kw |= c.take("max_attempts")
+    for flag in (
+        "retry_timeouts",
+        "retry_connection_errors",
+        "retry_other_transient",
+        "retry_throttled",
+        "honor_retry_after",
+    ):
+        kw |= c.take(flag)
+    kw |= c.take("max_retry_after", dur)
+    kw |= c.take("min_attempt_time", dur)
+    kw |= c.take("unkeyed_side_effects")
+    if "backoff" in c.raw:
+        inner = Config(c.raw["backoff"])
+        kw["backoff"] = backoff_kwargs(inner)
+        inner.check_all_used()
+        c.used.add("backoff")
+    c.check_all_used()
+    return PolicyCase(guards.RetryPolicy(**kw), guards.Rng(seed), [])
+
+
+def retry_policy_step(g: PolicyCase, s: dict[str, Any]) -> Any:
+    op = op_of(s)
+    if op == "decide":
+        gate = None
+        if "gate" in s:
+            assert s["gate"] in ("allow", "refuse"), s
+            gate = ScriptedGate(s["gate"] == "allow", g.gate_calls)
+        d = g.policy.decide(
+            s["attempts_made"],
+            s["outcome"],
+            retry_after=dur(s["retry_after"]) if s.get("retry_after") is not None else None,
+            idempotency=s.get("idempotency"),
+            time_left=dur(s["time_left"]) if s.get("time_left") is not None else None,
+            prev_delay=guards.Nanos(s.get("prev_delay", 0)),
+            gate=gate,
+            rng=g.rng,
+            now=s["now"],
+        )
+        return {"retry": d.delay_ns} if d.retry else {"give_up": d.reason}
+    if op == "gate_calls":
+        return list(g.gate_calls)
+    if op == "stats":
+        return g.policy.stats()
+    if op == "worst_case_time":
+        return g.policy.worst_case_time_ns(guards.Nanos(s["attempt_timeout"]))
+    if op == "rng_next_u64":
+        return hex_word(g.rng.next_u64())
+    return unknown_op(s)
+
+
+# ----------------------------------------------------------------- registry
+
+RUNNERS: dict[str, Runner] = {
+    "deadline": Runner(lambda c, _seed: deadline_build(c), deadline_step),
+    "backoff": Runner(backoff_build, backoff_step),
+    "retry_policy": Runner(retry_policy_build, retry_policy_step),
+    "queue_discipline": Runner(queue_build, queue_step),
+}
+
+# ----------------------------------------------------------------- the test
+
+
+def load_cases() -> list[Any]:
+    params = []
+    files = sorted(VECTORS.glob("*.json"))
+    assert files, f"no vector files in {VECTORS}"
+    for path in files:
+        data = json.loads(path.read_text())
+        assert data["guard"] == path.stem, f"{path}: wrong guard field"
+        assert data["cases"], f"{path}: no cases"
+        for case in data["cases"]:
+            params.append(pytest.param(path.stem, case, id=f"{path.stem}/{case['name']}"))
+    return params
+
+
+CASES = load_cases()
+
+
+def test_every_vector_file_has_a_runner() -> None:
+    guards_in_files = {p.stem for p in VECTORS.glob("*.json")}
+    missing = guards_in_files - set(RUNNERS)
+    assert not missing, f"vector files without a Python runner: {sorted(missing)}"
+
+
+@pytest.mark.parametrize(("guard", "case"), CASES)
+def test_vector(guard: str, case: dict[str, Any]) -> None:
+    runner = RUNNERS.get(guard)
+    assert runner is not None, f"no Python runner for {guard}"
+    known = {"name", "note", "config", "steps", "expect_error", "seed"}
+    assert not set(case) - known, f"case keys this runner does not know: {set(case) - known}"
+    config = Config(case.get("config", {}))
+    seed = int(case.get("seed", 0))
+    if "expect_error" in case:
+        want = case["expect_error"]
+        assert "steps" not in case or not case["steps"], "an error case has no steps"
+        with pytest.raises(guards.ConfigError) as info:
+            runner.build(config, seed)
+        assert (info.value.field, info.value.kind) == (want["field"], want["kind"]), str(info.value)
+        return
+    g = runner.build(config, seed)
+    for i, step in enumerate(case.get("steps", [])):
+        for _ in range(int(step.get("repeat", 1))):
+            got = runner.step(g, step)
+            if "expect" in step:
+                want = step["expect"]
+                assert strict_eq(got, want), (
+                    f"case {case['name']}, step {i} ({step}): got {got!r}, expected {want!r}"
+                )
