@@ -286,7 +286,9 @@ class Guarded:
             return CANCELLED
         if self._ignore is not None and self._ignore(exc):
             return IGNORE
-        if isinstance(exc, GuardError) and not isinstance(exc, (DeadlineExceeded, RetriesExhausted)):
+        if isinstance(exc, GuardError) and not isinstance(
+            exc, (DeadlineExceeded, RetriesExhausted)
+        ):
             return IGNORE  # a nested guard refused: not the dependency failing
         if self._failure is not None and not self._failure(exc):
             return IGNORE
@@ -491,5 +493,10 @@ def guarded(
     limiters and admission.
     """
     return Guarded(
-        guards, failure=failure, ignore=ignore, fallback=fallback, brownout=brownout, priority=priority
+        guards,
+        failure=failure,
+        ignore=ignore,
+        fallback=fallback,
+        brownout=brownout,
+        priority=priority,
     )

@@ -12,6 +12,7 @@ round them.
 from __future__ import annotations
 
 import datetime
+import functools
 import inspect
 import math
 from collections.abc import Callable
@@ -143,12 +144,16 @@ def exception_matcher(field: str, spec: ExcSpec) -> Optional[Callable[[BaseExcep
 
 
 def is_async_callable(fn: object) -> bool:
-    """Whether calling ``fn`` returns a coroutine (``async def``, also behind partial)."""
-    while hasattr(fn, "func") and not inspect.isfunction(fn):  # functools.partial
-        fn = getattr(fn, "func")
+    """Whether calling ``fn`` returns a coroutine: an ``async def`` function or method,
+    one behind ``functools.partial``, or an object whose class has ``async def
+    __call__``."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
     if inspect.iscoroutinefunction(fn):
         return True
-    call = getattr(fn, "__call__", None)
+    if inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isbuiltin(fn):
+        return False
+    call = getattr(type(fn), "__call__", None)
     return call is not None and inspect.iscoroutinefunction(call)
 
 
@@ -157,7 +162,13 @@ def snake_case(name: str) -> str:
     for i, ch in enumerate(name):
         if ch.isupper() and i and not name[i - 1].isupper():
             out.append("_")
-        elif ch.isupper() and i and i + 1 < len(name) and name[i + 1].islower() and name[i - 1].isupper():
+        elif (
+            ch.isupper()
+            and i
+            and i + 1 < len(name)
+            and name[i + 1].islower()
+            and name[i - 1].isupper()
+        ):
             out.append("_")
         out.append(ch.lower())
     return "".join(out)

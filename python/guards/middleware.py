@@ -52,7 +52,12 @@ from ._guards import AdmissionRejected, now_ns
 from ._util import check_callable, check_int, config_error, fail_type
 from .context import _DEADLINE, extract_deadline
 
-__all__ = ["AdmissionMiddleware", "WSGIAdmissionMiddleware", "priority_from_header", "DEFAULT_EXEMPT_PATHS"]
+__all__ = [
+    "AdmissionMiddleware",
+    "WSGIAdmissionMiddleware",
+    "priority_from_header",
+    "DEFAULT_EXEMPT_PATHS",
+]
 
 #: Paths a load balancer probes: never shed.
 DEFAULT_EXEMPT_PATHS = ("/health", "/healthz", "/livez", "/readyz", "/ready")
@@ -62,7 +67,10 @@ _STATS = ("requests", "exempt", "admitted", "rejected", "errors", "overloaded")
 
 
 def priority_from_header(
-    name: str = "x-priority", *, default: Optional[int] = None, names: Optional[dict[str, int]] = None
+    name: str = "x-priority",
+    *,
+    default: Optional[int] = None,
+    names: Optional[dict[str, int]] = None,
 ) -> Callable[[Any], Optional[int]]:
     """A ``priority=`` callable reading the request's priority class from header ``name``.
 
@@ -88,7 +96,11 @@ def priority_from_header(
 
     def priority(scope_or_environ: Any) -> Optional[int]:
         value: Any = None
-        if isinstance(scope_or_environ, dict) and "headers" in scope_or_environ and "type" in scope_or_environ:
+        if (
+            isinstance(scope_or_environ, dict)
+            and "headers" in scope_or_environ
+            and "type" in scope_or_environ
+        ):
             for k, v in scope_or_environ["headers"]:
                 if k.lower() == raw_name:
                     value = v.decode("latin-1")

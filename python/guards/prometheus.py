@@ -113,7 +113,9 @@ class PrometheusCollector(_Collector):  # type: ignore[misc,valid-type]
         if not _NAME_OK.match(namespace):
             raise config_error("namespace", "out_of_range", "a Prometheus metric name prefix")
         if not _NAME_OK.match(label) or label.startswith("__") or label == "priority":
-            raise config_error("label", "out_of_range", "a Prometheus label name other than 'priority'")
+            raise config_error(
+                "label", "out_of_range", "a Prometheus label name other than 'priority'"
+            )
         self._namespace = namespace
         self._label = label
         self._lock = threading.Lock()
@@ -188,7 +190,14 @@ class PrometheusCollector(_Collector):  # type: ignore[misc,valid-type]
         yield from families.values()
 
     def _family(
-        self, families: dict[str, Any], base: str, gauge: bool, kind: str, key: str, *, by_priority: bool
+        self,
+        families: dict[str, Any],
+        base: str,
+        gauge: bool,
+        kind: str,
+        key: str,
+        *,
+        by_priority: bool,
     ) -> Any:
         fam = families.get(base)
         if fam is None:
@@ -200,4 +209,3 @@ class PrometheusCollector(_Collector):  # type: ignore[misc,valid-type]
                 fam = CounterMetricFamily(base, doc, labels=labels)
             families[base] = fam
         return fam
-

@@ -101,20 +101,40 @@ OUTCOMES = (
     "permanent",
 )
 #: Outcomes a retry could fix: failures a gRPC-style budget is told about.
-_RETRYABLE = frozenset(("timeout", "connection_error", "other_transient", "throttled", "overloaded"))
+_RETRYABLE = frozenset(
+    ("timeout", "connection_error", "other_transient", "throttled", "overloaded")
+)
 _IDEMPOTENCY = ("idempotent", "keyed_side_effect", "unkeyed_side_effect")
 _NO_TIMEOUT = Nanos(2**64 - 1)
 
 # Class names (anywhere in an exception's MRO) of HTTP client libraries' errors, so they
 # are classified without importing those libraries.
-_TIMEOUT_NAMES = frozenset(("TimeoutException", "Timeout", "ReadTimeout", "ConnectTimeout", "ServerTimeoutError"))
-_CONNECTION_NAMES = frozenset(
-    ("ConnectError", "NetworkError", "RemoteProtocolError", "ClientConnectionError", "ConnectionError")
+_TIMEOUT_NAMES = frozenset(
+    ("TimeoutException", "Timeout", "ReadTimeout", "ConnectTimeout", "ServerTimeoutError")
 )
-_LOCAL_REFUSALS = (BreakerOpen, BulkheadFull, LimitExceeded, QueueFull, Throttled, AdmissionRejected, BudgetExhausted)
+_CONNECTION_NAMES = frozenset(
+    (
+        "ConnectError",
+        "NetworkError",
+        "RemoteProtocolError",
+        "ClientConnectionError",
+        "ConnectionError",
+    )
+)
+_LOCAL_REFUSALS = (
+    BreakerOpen,
+    BulkheadFull,
+    LimitExceeded,
+    QueueFull,
+    Throttled,
+    AdmissionRejected,
+    BudgetExhausted,
+)
 
 
-def http_outcome(status: int, retry_after: Union[float, int, str, None] = None) -> tuple[str, Optional[float]]:
+def http_outcome(
+    status: int, retry_after: Union[float, int, str, None] = None
+) -> tuple[str, Optional[float]]:
     """The retry outcome of an HTTP status: ``(outcome, retry_after_seconds)``.
 
     2xx/3xx ``success``; 408 ``timeout``; 429 ``throttled``; 503 ``throttled`` when it
@@ -235,8 +255,16 @@ class RetryState:
 
     __slots__ = ("fn", "attempt", "exception", "result", "outcome", "delay", "delay_ns")
 
-    def __init__(self, fn: Any, attempt: int, exception: Optional[BaseException], result: Any,
-                 outcome: str, delay: float, delay_ns: int) -> None:
+    def __init__(
+        self,
+        fn: Any,
+        attempt: int,
+        exception: Optional[BaseException],
+        result: Any,
+        outcome: str,
+        delay: float,
+        delay_ns: int,
+    ) -> None:
         self.fn = fn
         self.attempt = attempt
         self.exception = exception
@@ -246,8 +274,10 @@ class RetryState:
         self.delay_ns = delay_ns
 
     def __repr__(self) -> str:
-        return (f"RetryState(attempt={self.attempt}, outcome={self.outcome!r}, "
-                f"delay={self.delay!r}, exception={self.exception!r})")
+        return (
+            f"RetryState(attempt={self.attempt}, outcome={self.outcome!r}, "
+            f"delay={self.delay!r}, exception={self.exception!r})"
+        )
 
 
 _STAT_NAMES = (
@@ -348,10 +378,16 @@ class Retry:
             self.policy = policy
         else:
             self.policy = RetryPolicy(**{k: v for k, v in policy_kwargs.items() if v is not None})
-        if budget is not None and not (hasattr(budget, "withdraw") or hasattr(budget, "allow_retry")):
+        if budget is not None and not (
+            hasattr(budget, "withdraw") or hasattr(budget, "allow_retry")
+        ):
             fail_type("budget", "a guards.RetryBudget (or a retry gate) or None", budget)
         self.budget = budget
-        self._attempt_timeout = None if attempt_timeout is None else Nanos(_positive("attempt_timeout", attempt_timeout))
+        self._attempt_timeout = (
+            None
+            if attempt_timeout is None
+            else Nanos(_positive("attempt_timeout", attempt_timeout))
+        )
         self._timeout = None if timeout is None else Nanos(duration_ns("timeout", timeout))
         self._margin = Nanos(0 if margin is None else duration_ns("margin", margin))
         if self._attempt_timeout is not None and self._margin.ns >= self._attempt_timeout.ns:
@@ -366,7 +402,9 @@ class Retry:
         elif not isinstance(idempotency, str):
             fail_type("idempotency", "a str or a bool", idempotency)
         if idempotency not in _IDEMPOTENCY:
-            raise config_error("idempotency", "out_of_range", " | ".join(repr(i) for i in _IDEMPOTENCY))
+            raise config_error(
+                "idempotency", "out_of_range", " | ".join(repr(i) for i in _IDEMPOTENCY)
+            )
         self.idempotency = idempotency
         self._reraise = check_bool("reraise", reraise)
         self._on_retry = check_callable("on_retry", on_retry)
@@ -387,7 +425,11 @@ class Retry:
             if got is not None:
                 return _check_outcome(got)
         outcome, after = classify_exception(exc)
-        if self._retry_on is not None and outcome not in ("overloaded",) and not self._retry_on(exc):
+        if (
+            self._retry_on is not None
+            and outcome not in ("overloaded",)
+            and not self._retry_on(exc)
+        ):
             return "permanent", None
         return outcome, after
 
@@ -408,8 +450,9 @@ class Retry:
         own = Deadline.after(self._timeout, now=now)
         return own if inherited is None else own.min(inherited)
 
-    def _attempt_deadline(self, overall: Optional[Deadline], now: int, attempts: int,
-                          last: Optional[BaseException]) -> Optional[Deadline]:
+    def _attempt_deadline(
+        self, overall: Optional[Deadline], now: int, attempts: int, last: Optional[BaseException]
+    ) -> Optional[Deadline]:
         """The attempt's own deadline, or raise when it should not start."""
         if overall is None and self._attempt_timeout is None:
             return None
@@ -425,10 +468,28 @@ class Retry:
             for k, v in deltas.items():
                 c[k] += v
 
-    def _give_up(self, reason: str, last: Optional[BaseException], attempts: int,
-                 *, not_started: bool = False, retry_after: Optional[float] = None) -> BaseException:
+    def _count_result_give_up(self, reason: str, attempts: int) -> None:
+        self._count(
+            **{"calls": 1, "attempts": attempts, "retries": attempts - 1, "failures": 1, reason: 1}
+        )
+
+    def _give_up(
+        self,
+        reason: str,
+        last: Optional[BaseException],
+        attempts: int,
+        *,
+        not_started: bool = False,
+        retry_after: Optional[float] = None,
+    ) -> BaseException:
         """The exception to raise when giving up for ``reason`` (counted here)."""
-        deltas = {"failures": 1, reason: 1}
+        deltas = {
+            "calls": 1,
+            "attempts": attempts,
+            "retries": max(attempts - 1, 0),
+            "failures": 1,
+            reason: 1,
+        }
         if not_started:
             deltas["not_started"] = 1
         self._count(**deltas)
@@ -440,12 +501,19 @@ class Retry:
         if reason == "deadline_exceeded":
             err: GuardError = DeadlineExceeded(
                 f"gave up after {attempts} attempt(s): no time left for another"
-                if attempts else "the deadline had passed before the first attempt")
+                if attempts
+                else "the deadline had passed before the first attempt"
+            )
         elif reason == "budget_exhausted":
-            err = BudgetExhausted(f"gave up after {attempts} attempt(s): the retry budget refused a retry")
+            err = BudgetExhausted(
+                f"gave up after {attempts} attempt(s): the retry budget refused a retry"
+            )
         else:
-            what = ("every attempt failed" if reason == "attempts_exhausted"
-                    else "the server asked to wait longer than max_retry_after")
+            what = (
+                "every attempt failed"
+                if reason == "attempts_exhausted"
+                else "the server asked to wait longer than max_retry_after"
+            )
             err = RetriesExhausted(f"gave up after {attempts} attempt(s): {what}")
         err.reason = reason
         err.attempts = attempts  # type: ignore[attr-defined]
@@ -453,10 +521,19 @@ class Retry:
             err.retry_after = retry_after
             err.retry_after_ns = Nanos.from_seconds(retry_after).ns
         err.__cause__ = last
+        err.__suppress_context__ = True
         return err
 
-    def _decide(self, attempts: int, outcome: str, retry_after: Optional[float],
-                overall: Optional[Deadline], prev_ns: int, gate: Optional[_GateReceipt], now: int) -> Any:
+    def _decide(
+        self,
+        attempts: int,
+        outcome: str,
+        retry_after: Optional[float],
+        overall: Optional[Deadline],
+        prev_ns: int,
+        gate: Optional[_GateReceipt],
+        now: int,
+    ) -> Any:
         budget = self.budget
         if budget is not None and outcome in _RETRYABLE:
             on_failure = getattr(budget, "on_failure", None)
@@ -493,10 +570,19 @@ class Retry:
                 on_success(gate.receipt if gate is not None else None, now=now_ns())
         self._count(calls=1, attempts=attempts, successes=1, retries=attempts - 1)
 
-    def _notify(self, fn: Any, attempts: int, exc: Optional[BaseException], result: Any,
-                outcome: str, decision: Any) -> None:
+    def _notify(
+        self,
+        fn: Any,
+        attempts: int,
+        exc: Optional[BaseException],
+        result: Any,
+        outcome: str,
+        decision: Any,
+    ) -> None:
         if self._on_retry is not None:
-            self._on_retry(RetryState(fn, attempts, exc, result, outcome, decision.delay, decision.delay_ns))
+            self._on_retry(
+                RetryState(fn, attempts, exc, result, outcome, decision.delay, decision.delay_ns)
+            )
 
     # ------------------------------------------------------------------ sync
     def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
@@ -506,38 +592,38 @@ class Retry:
         prev_ns = 0
         last: Optional[BaseException] = None
         while True:
-                attempt_deadline = self._attempt_deadline(overall, now, attempts, last)
-                attempts += 1
-                token = None if attempt_deadline is None else _DEADLINE.set(attempt_deadline)
-                try:
-                    result = fn(*args, **kwargs)
-                except Exception as exc:  # noqa: BLE001 - classified below
-                    last = exc
-                    outcome, retry_after = self._outcome(exc)
-                    result = None
-                else:
-                    if self._retry_on_result is None:
-                        self._succeeded(gate, attempts)
-                        return result
-                    outcome, retry_after = self._result_outcome(result)
-                    if outcome == "success":
-                        self._succeeded(gate, attempts)
-                        return result
-                    last = None
-                finally:
-                    if token is not None:
-                        _DEADLINE.reset(token)
-                now = now_ns()
-                decision = self._decide(attempts, outcome, retry_after, overall, prev_ns, gate, now)
-                if not decision.retry:
-                    if last is None:  # a rejected result: hand back the last one
-                        self._count(**{"failures": 1, decision.reason: 1})
-                        return result
-                    raise self._give_up(decision.reason, last, attempts, retry_after=retry_after)
-                self._notify(fn, attempts, last, result, outcome, decision)
-                prev_ns = decision.delay_ns
-                self._do_sleep(decision.delay)
-                now = now_ns()
+            attempt_deadline = self._attempt_deadline(overall, now, attempts, last)
+            attempts += 1
+            token = None if attempt_deadline is None else _DEADLINE.set(attempt_deadline)
+            try:
+                result = fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - classified below
+                last = exc
+                outcome, retry_after = self._outcome(exc)
+                result = None
+            else:
+                if self._retry_on_result is None:
+                    self._succeeded(gate, attempts)
+                    return result
+                outcome, retry_after = self._result_outcome(result)
+                if outcome == "success":
+                    self._succeeded(gate, attempts)
+                    return result
+                last = None
+            finally:
+                if token is not None:
+                    _DEADLINE.reset(token)
+            now = now_ns()
+            decision = self._decide(attempts, outcome, retry_after, overall, prev_ns, gate, now)
+            if not decision.retry:
+                if last is None:  # a rejected result: hand back the last one
+                    self._count_result_give_up(decision.reason, attempts)
+                    return result
+                raise self._give_up(decision.reason, last, attempts, retry_after=retry_after)
+            self._notify(fn, attempts, last, result, outcome, decision)
+            prev_ns = decision.delay_ns
+            self._do_sleep(decision.delay)
+            now = now_ns()
 
     def _do_sleep(self, seconds: float) -> None:
         if self._sleep is not None:
@@ -601,7 +687,7 @@ class Retry:
                 decision = self._decide(attempts, outcome, retry_after, overall, prev_ns, gate, now)
                 if not decision.retry:
                     if last is None:
-                        self._count(**{"failures": 1, decision.reason: 1})
+                        self._count_result_give_up(decision.reason, attempts)
                         return result
                     raise self._give_up(decision.reason, last, attempts, retry_after=retry_after)
                 self._notify(fn, attempts, last, result, outcome, decision)
@@ -609,7 +695,7 @@ class Retry:
                 await self._do_asleep(decision.delay)
                 now = now_ns()
         except asyncio.CancelledError:
-            self._count(cancelled=1, calls=1, attempts=attempts)
+            self._count(cancelled=1, calls=1, attempts=attempts, retries=max(attempts - 1, 0))
             raise
 
     async def _do_asleep(self, seconds: float) -> None:

@@ -61,14 +61,14 @@ def _exceptions(field: str, errors: Any) -> list[BaseException]:
     if isinstance(errors, BaseException):
         return [errors]
     if isinstance(errors, type) and issubclass(errors, BaseException):
-        return [errors(field)]
+        return [errors("flaky failure")]
     if isinstance(errors, Iterable) and not isinstance(errors, (str, bytes)):
         out: list[BaseException] = []
         for e in errors:
             if isinstance(e, BaseException):
                 out.append(e)
             elif isinstance(e, type) and issubclass(e, BaseException):
-                out.append(e(field))
+                out.append(e("flaky failure"))
             else:
                 fail_type(field, "exceptions or exception types", e)
         return out
@@ -85,12 +85,18 @@ class Flaky:
     GIL is what it counts).
     """
 
-    def __init__(self, errors: Any = ConnectionError, times: Optional[int] = None, result: Any = None) -> None:
+    def __init__(
+        self, errors: Any = ConnectionError, times: Optional[int] = None, result: Any = None
+    ) -> None:
         self._errors = _exceptions("errors", errors)
         if not self._errors:
             raise ValueError("`errors` must name at least one exception")
         if times is None:
-            times = len(self._errors) if isinstance(errors, Iterable) and not isinstance(errors, type) else 1
+            times = (
+                len(self._errors)
+                if isinstance(errors, Iterable) and not isinstance(errors, type)
+                else 1
+            )
         self.times = check_int("times", times, 0, 2**31)
         self.result = result
         self.calls = 0
@@ -158,5 +164,3 @@ def exhaust(guard: Any, *, now: Optional[int] = None, **kwargs: Any) -> list[Any
         except GuardError:
             return permits
     raise RuntimeError("the guard never refused after 1,000,000 acquisitions")
-
-
