@@ -99,18 +99,20 @@ def _now(now: Optional[int]) -> int:
 def time_left(now: Optional[int] = None) -> Optional[float]:
     """Seconds left before the inherited deadline (0.0 once passed), or ``None`` when no
     deadline is set. Pass it as an HTTP client's timeout."""
+    at = _now(now)
     d = _DEADLINE.get()
     if d is None:
         return None
-    return d.time_left(now=_now(now))
+    return d.time_left(now=at)
 
 
 def time_left_ns(now: Optional[int] = None) -> Optional[int]:
     """:func:`time_left` in integer nanoseconds."""
+    at = _now(now)
     d = _DEADLINE.get()
     if d is None:
         return None
-    return d.time_left_ns(now=_now(now))
+    return d.time_left_ns(now=at)
 
 
 def _expired_error(d: Deadline, what: str = "the deadline has passed") -> DeadlineExceeded:
@@ -123,8 +125,9 @@ def _expired_error(d: Deadline, what: str = "the deadline has passed") -> Deadli
 
 def check_deadline(now: Optional[int] = None) -> None:
     """Raise :class:`guards.DeadlineExceeded` if the inherited deadline has passed."""
+    at = _now(now)
     d = _DEADLINE.get()
-    if d is not None and d.is_expired(now=_now(now)):
+    if d is not None and d.is_expired(now=at):
         raise _expired_error(d)
 
 
