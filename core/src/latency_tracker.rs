@@ -497,6 +497,13 @@ impl<const W: usize, const B: usize> LatencyTracker<W, B> {
         quantile_of(&counts, total, q)
     }
 
+    /// The number of samples in the merged windows and their `q`-quantile, in one pass.
+    pub fn count_and_quantile(&self, now: Nanos, q: f64) -> (u64, Option<Nanos>) {
+        let mut counts = [0u64; B];
+        let total = self.merge(now, &mut counts);
+        (total, quantile_of(&counts, total, q))
+    }
+
     /// Count, P50, P95, P99, P99.9 and max in one pass over the ring.
     pub fn summary(&self, now: Nanos) -> LatencySummary {
         let mut counts = [0u64; B];
