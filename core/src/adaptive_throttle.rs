@@ -354,8 +354,7 @@ impl<const B: usize> AdaptiveThrottle<B> {
     }
 
     #[inline]
-    fn count_in(&self, words: &[AtomicU64; B], now: Nanos) {
-        let (position, tag, _) = self.locate(now);
+    fn count_at(&self, words: &[AtomicU64; B], position: usize, tag: u32) {
         if let Some(word) = words.get(position) {
             if !tagged_increment(word, tag) {
                 self.stale.incr();
@@ -363,9 +362,19 @@ impl<const B: usize> AdaptiveThrottle<B> {
         }
     }
 
+    #[inline]
+    fn count_in(&self, words: &[AtomicU64; B], now: Nanos) {
+        let (position, tag, _) = self.locate(now);
+        self.count_at(words, position, tag);
+    }
+
     /// Requests and accepts in the window at `now`.
     pub fn window(&self, now: Nanos) -> ThrottleWindow {
         let (current, _, slot) = self.locate(now);
+        self.window_at(current, slot)
+    }
+
+    fn window_at(&self, current: usize, slot: u64) -> ThrottleWindow {
         let b = B as u64;
         let mut out = ThrottleWindow::default();
         for (position, (req, acc)) in self.requests.iter().zip(self.accepts.iter()).enumerate() {
@@ -404,16 +413,18 @@ impl<const B: usize> AdaptiveThrottle<B> {
     }
 
     fn decide(&self, now: Nanos, rng: &Rng) -> bool {
-        let p = self.reject_probability(now);
+        let (position, tag, slot) = self.locate(now);
+        let w = self.window_at(position, slot);
+        let p = self.config.reject_probability(w.requests, w.accepts);
         let reject = p > 0.0 && rng.next_f64() < p;
         if reject {
             self.throttled.incr();
             if self.config.count_rejected {
-                self.count_in(&self.requests, now);
+                self.count_at(&self.requests, position, tag);
             }
         } else {
             self.admitted.incr();
-            self.count_in(&self.requests, now);
+            self.count_at(&self.requests, position, tag);
         }
         reject
     }
