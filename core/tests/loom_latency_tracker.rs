@@ -123,3 +123,27 @@ fn read_during_records() {
         assert_eq!(t.count(at(0)), 2);
     });
 }
+
+/// Three writers on one word: two in the current lap, one a whole ring late. The current
+/// lap ends with exactly its two counts, however the three interleave.
+#[test]
+fn two_current_one_late_writer() {
+    loom::model(|| {
+        let t = Arc::new(tiny());
+        let handles: Vec<_> = [at(2), at(2), at(0)]
+            .into_iter()
+            .map(|now| {
+                let t = Arc::clone(&t);
+                thread::spawn(move || t.record(now, Nanos(3)))
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(t.count(at(2)), 2);
+        assert_eq!(t.count(at(0)), 0);
+        let s = t.stats();
+        assert_eq!(s.recorded + s.stale, 3);
+        assert!(s.recorded >= 2);
+    });
+}
