@@ -374,15 +374,22 @@ impl<const B: usize> AdaptiveThrottle<B> {
         self.window_at(current, slot)
     }
 
+    /// Sum the `B` newest buckets ending at `slot` (whose position is `current`): slot
+    /// `lap·B + p` for positions `p <= current`, `(lap − 1)·B + p` for the others (none
+    /// in lap 0).
     fn window_at(&self, current: usize, slot: u64) -> ThrottleWindow {
-        let b = B as u64;
+        let lap = slot / B as u64;
+        let this_lap = lap as u32;
+        let previous_lap = lap.checked_sub(1).map(|l| l as u32);
         let mut out = ThrottleWindow::default();
         for (position, (req, acc)) in self.requests.iter().zip(self.accepts.iter()).enumerate() {
-            let back = (current as u64 + b - position as u64) % b;
-            let Some(s) = slot.checked_sub(back) else {
-                continue;
+            let tag = if position <= current {
+                this_lap
+            } else if let Some(previous) = previous_lap {
+                previous
+            } else {
+                break;
             };
-            let tag = (s / b) as u32;
             out.requests += tagged_count(req, tag);
             out.accepts += tagged_count(acc, tag);
         }
