@@ -69,13 +69,17 @@ pub mod queue_discipline;
 pub mod retry_budget;
 pub mod retry_policy;
 
+pub use adaptive_throttle::{AdaptiveThrottle, AdaptiveThrottleConfig};
 pub use backoff::{Backoff, BackoffConfig, Jitter};
+pub use brownout::{Brownout, BrownoutConfig, BrownoutDecision, BrownoutTable, RefusalKind};
 pub use bulkhead::{
     Bulkhead, BulkheadConfig, BulkheadFull, BulkheadGuard, BulkheadPermit, BulkheadStats,
 };
 pub use counter::Counter;
 pub use deadline::{AttemptBudget, Deadline, DeadlineConfig};
 pub use error::{ConfigError, ConfigErrorKind};
+pub use hedging::{HedgeDecision, Hedging, HedgingConfig};
+pub use latency_tracker::{LatencyTracker, LatencyTrackerConfig};
 pub use priority::Priority;
 pub use queue_discipline::{QueueDiscipline, QueueDisciplineConfig, QueueDisciplineStats};
 pub use retry_budget::{

@@ -187,6 +187,10 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     base.setattr("retry_after", py.None())?;
     base.setattr("retry_after_ns", py.None())?;
     py.get_type::<RetriesExhausted>().setattr("attempts", 0)?;
+    py.get_type::<BulkheadFull>()
+        .setattr("in_flight", py.None())?;
+    py.get_type::<BulkheadFull>()
+        .setattr("max_concurrent", py.None())?;
     let cfg = py.get_type::<ConfigError>();
     cfg.setattr("field", py.None())?;
     cfg.setattr("kind", py.None())?;

@@ -21,11 +21,13 @@
 use pyo3::prelude::*;
 
 mod backoff;
+mod bulkhead;
 mod clock;
 mod deadline;
 mod errors;
 mod priority;
 mod queue_discipline;
+mod retry_budget;
 mod retry_policy;
 mod rng;
 mod time;
@@ -55,6 +57,10 @@ check_pyclass_alignment!(
     backoff::PyBackoff,
     retry_policy::PyRetryPolicy,
     retry_policy::PyRetryDecision,
+    retry_budget::PyRetryBudget,
+    retry_budget::RetryReceiptObj,
+    bulkhead::PyBulkhead,
+    bulkhead::PyPermit,
     queue_discipline::PyQueueDiscipline,
     queue_discipline::Waiter,
     queue_discipline::Dequeued,
@@ -79,6 +85,8 @@ fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     deadline::register(m)?;
     backoff::register(m)?;
     retry_policy::register(m)?;
+    retry_budget::register(m)?;
+    bulkhead::register(m)?;
     queue_discipline::register(m)?;
     Ok(())
 }

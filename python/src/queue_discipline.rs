@@ -331,7 +331,7 @@ impl PyQueueDiscipline {
             errors::refusal(
                 &py.get_type::<QueueFull>(),
                 full.to_string(),
-                Some("queue_full"),
+                Some("full"),
                 None,
             )
         })

@@ -22,6 +22,7 @@ use pyo3::types::PyDict;
 use crate::backoff::{self, PyBackoff};
 use crate::deadline::PyDeadline;
 use crate::errors;
+use crate::retry_budget::PyRetryBudget;
 use crate::rng::PyRng;
 use crate::util::{self, given, Ctx};
 
@@ -54,24 +55,50 @@ impl RetryGate for PyGate<'_, '_> {
     }
 }
 
-/// A native guard that can gate retries (filled in as guards are bound).
+/// A native guard that can gate retries.
 pub(crate) fn native_gate<'a>(v: &'a Bound<'_, PyAny>) -> Option<NativeGate<'a>> {
-    let _ = v;
+    if let Ok(b) = v.cast::<PyRetryBudget>() {
+        return Some(NativeGate::RetryBudget(&b.get().b));
+    }
     None
 }
 
 /// A reference to a native retry gate.
 pub(crate) enum NativeGate<'a> {
-    #[allow(dead_code)]
-    None(std::marker::PhantomData<&'a ()>),
+    RetryBudget(&'a guards_core::RetryBudget),
 }
 
 impl RetryGate for NativeGate<'_> {
-    fn allow_retry(&self, _now: Nanos, _cause: RetryCause) -> bool {
+    fn allow_retry(&self, now: Nanos, cause: RetryCause) -> bool {
         match self {
-            NativeGate::None(_) => true,
+            NativeGate::RetryBudget(b) => b.allow_retry(now, cause),
         }
     }
+}
+
+/// A retry cause: `"timeout"`, `"transient"` (the default), `"throttled"` or `"hedge"`.
+pub(crate) fn cause_of(v: Option<&Bound<'_, PyAny>>) -> PyResult<RetryCause> {
+    let Some(v) = given(v) else {
+        return Ok(RetryCause::Transient);
+    };
+    let name = util::get_str("cause", v)?;
+    [
+        RetryCause::Timeout,
+        RetryCause::Transient,
+        RetryCause::Throttled,
+        RetryCause::Hedge,
+    ]
+    .into_iter()
+    .find(|c| c.as_str() == name)
+    .ok_or_else(|| {
+        util::bad_value(
+            v.py(),
+            Ctx::Arg,
+            "cause",
+            ConfigErrorKind::OutOfRange,
+            "one of \"timeout\", \"transient\", \"throttled\", \"hedge\"",
+        )
+    })
 }
 
 /// How a `gate=` argument will be asked.

@@ -71,7 +71,7 @@ def test_refusals_raised_natively_carry_reason() -> None:
     q.push(1, now=0)
     with pytest.raises(guards.QueueFull) as info:
         q.push(2, now=0)
-    assert info.value.reason == "queue_full"
+    assert info.value.reason == "full"
     assert info.value.retry_after is None
     assert "refused" in str(info.value)
 
@@ -83,7 +83,7 @@ def test_errors_pickle_with_their_attributes() -> None:
         q.push(2, now=0)
     copy = pickle.loads(pickle.dumps(info.value))
     assert type(copy) is guards.QueueFull
-    assert copy.reason == "queue_full"
+    assert copy.reason == "full"
     with pytest.raises(guards.ConfigError) as cinfo:
         guards.QueueDiscipline(target=1.0, interval=0.5)
     ccopy = pickle.loads(pickle.dumps(cinfo.value))

@@ -115,7 +115,7 @@ def test_full_queue_raises_queue_full() -> None:
     with pytest.raises(guards.QueueFull) as info:
         q.push(3, now=0)
     assert isinstance(info.value, guards.GuardError)
-    assert info.value.reason == "queue_full"
+    assert info.value.reason == "full"
     assert q.stats()["rejected_full"] == 1
     assert len(q) == 2
 

@@ -358,12 +358,116 @@ def retry_policy_step(g: PolicyCase, s: dict[str, Any]) -> Any:
     return unknown_op(s)
 
 
+# ----------------------------------------------------------------- bulkhead
+
+
+@dataclass
+class BulkheadCase:
+    bulkhead: guards.Bulkhead
+    permits: list[Any]
+
+
+def bulkhead_build(c: Config, _seed: int) -> Any:
+    kw = c.take("max_concurrent")
+    c.check_all_used()
+    return BulkheadCase(guards.Bulkhead(**kw), [])
+
+
+def bulkhead_step(g: BulkheadCase, s: dict[str, Any]) -> Any:
+    b = g.bulkhead
+    op = op_of(s)
+    if op == "try_acquire":
+        try:
+            g.permits.append(b.acquire())
+        except guards.BulkheadFull as e:
+            return {"acquired": False, "in_flight": e.in_flight, "max_concurrent": e.max_concurrent}
+        return {"acquired": True}
+    if op == "release":
+        permit = g.permits[s["permit"]]
+        assert permit.release(), f"permit {s['permit']} was not held"
+        return None
+    if op == "in_flight":
+        return b.in_flight()
+    if op == "available":
+        return b.available()
+    if op == "stats":
+        return b.stats()
+    if op == "from_littles_law":
+        try:
+            sized = guards.Bulkhead.from_littles_law(
+                num(s["rate_per_sec"]), guards.Nanos(s["p99"]), num(s["headroom"])
+            )
+        except guards.ConfigError as e:
+            return {"error": {"field": e.field, "kind": e.kind}}
+        return {"max_concurrent": sized.max_concurrent}
+    return unknown_op(s)
+
+
+# ----------------------------------------------------------------- retry_budget
+
+
+@dataclass
+class BudgetCase:
+    budget: guards.RetryBudget
+    receipts: list[Any]
+
+
+def retry_budget_build(c: Config, _seed: int) -> Any:
+    kw: dict[str, Any] = {}
+    kw |= c.take("mode")
+    for key in ("capacity", "ratio", "max_tokens", "token_ratio", "min_retries_per_sec", "percent_can_retry"):
+        kw |= c.take(key, num)
+    for key in ("transient_cost", "timeout_cost", "throttled_cost", "hedge_cost", "success_increment"):
+        kw |= c.take(key)
+    kw |= c.take("ttl", dur)
+    c.check_all_used()
+    return BudgetCase(guards.RetryBudget(**kw), [])
+
+
+def retry_budget_step(g: BudgetCase, s: dict[str, Any]) -> Any:
+    b = g.budget
+    op = op_of(s)
+    now = s.get("now", 0)
+    cause = s.get("cause", "transient")
+    if op == "deposit":
+        b.deposit(now=now)
+        return None
+    if op == "withdraw":
+        r = b.withdraw(cause, now=now)
+        if r is None:
+            return False
+        g.receipts.append(r)
+        return True
+    if op == "allow_retry":
+        return b.allow_retry(now, cause)
+    if op == "on_success":
+        receipt = g.receipts[s["receipt"]] if "receipt" in s else None
+        b.on_success(receipt, now=now)
+        return None
+    if op == "on_failure":
+        b.on_failure(now=now)
+        return None
+    if op == "tokens_micros":
+        return b.tokens_micros(now=now)
+    if op == "tokens":
+        return b.tokens(now=now)
+    if op == "receipt_cost_micros":
+        receipt = g.receipts[s["receipt"]]
+        assert not receipt.used, f"receipt {s['receipt']} not held"
+        return receipt.cost_micros
+    if op == "stats":
+        return b.stats()
+    return unknown_op(s)
+
+
 # ----------------------------------------------------------------- registry
 
 RUNNERS: dict[str, Runner] = {
     "deadline": Runner(lambda c, _seed: deadline_build(c), deadline_step),
     "backoff": Runner(backoff_build, backoff_step),
     "retry_policy": Runner(retry_policy_build, retry_policy_step),
+    "retry_budget": Runner(retry_budget_build, retry_budget_step),
+    "bulkhead": Runner(bulkhead_build, bulkhead_step),
     "queue_discipline": Runner(queue_build, queue_step),
 }
 
