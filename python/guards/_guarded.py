@@ -20,11 +20,11 @@ reports how it went to each guard in reverse order:
 ================  =================  ==============  ======================
 how it ended      CircuitBreaker     Bulkhead        Limiter / Admission
 ================  =================  ==============  ======================
-returned          ``on_success``     ``release``     ``on_success``
-failure           ``on_failure``     ``release``     ``on_ignore``
-timeout/overload  ``on_failure``     ``release``     ``on_dropped``
-ignored           ``on_ignore``      ``release``     ``on_ignore``
-cancelled         probe: failure,    ``release``     ``on_ignore``
+returned          ``on_success``     released        ``on_success``
+failure           ``on_failure``     released        ``on_ignore``
+timeout/overload  ``on_failure``     released        ``on_dropped``
+ignored           ``on_ignore``      released        ``on_ignore``
+cancelled         probe: failure,    released        ``on_ignore``
                   else ``on_ignore``
 ================  =================  ==============  ======================
 
@@ -158,10 +158,10 @@ class _BulkheadAdapter(_Adapter):
     __slots__ = ()
 
     def acquire(self, now: int) -> Any:
-        return self.guard.try_acquire()
+        return self.guard.acquire()  # raises BulkheadFull
 
     def report(self, token: Any, outcome: int, now: int) -> None:
-        self.guard.release(token)
+        token.release()
 
 
 class _LimiterAdapter(_Adapter):

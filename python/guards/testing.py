@@ -148,19 +148,23 @@ def trip(breaker: Any, *, now: Optional[int] = None) -> int:
 
 
 def exhaust(guard: Any, *, now: Optional[int] = None, **kwargs: Any) -> list[Any]:
-    """Take every free slot of a bulkhead or limiter; returns the permits (release them,
-    or give them back with ``with``, to restore the guard)."""
+    """Take every free slot of a bulkhead, limiter or admission; returns the permits
+    (release them, or give them back to the guard, to restore it). ``kwargs`` are passed to
+    ``acquire`` (e.g. ``priority=3``)."""
     from ._guards import GuardError  # noqa: PLC0415
 
-    if not hasattr(guard, "try_acquire"):
-        fail_type("guard", "a Bulkhead or Limiter", guard)
+    acquire = getattr(guard, "acquire", None)
+    if not callable(acquire):
+        fail_type("guard", "a Bulkhead, Limiter or Admission", guard)
+    if now is not None:
+        kwargs["now"] = instant_ns("now", now)
     permits: list[Any] = []
     for _ in range(1_000_000):
         try:
-            if now is None:
-                permits.append(guard.try_acquire(**kwargs))
-            else:
-                permits.append(guard.try_acquire(now=instant_ns("now", now), **kwargs))
+            permit = acquire(**kwargs)
         except GuardError:
             return permits
+        if permit is None:
+            return permits
+        permits.append(permit)
     raise RuntimeError("the guard never refused after 1,000,000 acquisitions")

@@ -1,0 +1,193 @@
+"""guards.guarded: breakers, bulkheads and limiters as with / async with blocks and as
+decorators; outcomes reported to each guard; brownout fallbacks; threads; cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from helpers import config_error, run_threads, type_error
+
+import guards
+from guards.testing import exhaust, trip
+
+
+class HTTPError(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status_code = status
+
+
+# ------------------------------------------------------------------ bulkhead
+
+
+def test_with_bulkhead_holds_a_slot_for_the_block() -> None:
+    b = guards.Bulkhead(max_concurrent=2)
+    g = guards.guarded(b)
+    with g:
+        assert b.in_flight() == 1
+        with g:
+            assert b.in_flight() == 2
+            with pytest.raises(guards.BulkheadFull) as info:
+                with g:
+                    raise AssertionError("must not run")
+            assert info.value.reason == "full"
+        assert b.in_flight() == 1
+    assert b.in_flight() == 0
+    s = b.stats()
+    assert (s["acquired"], s["rejected"], s["released"]) == (2, 1, 2)
+
+
+def test_bulkhead_slot_is_released_when_the_block_raises() -> None:
+    b = guards.Bulkhead(max_concurrent=1)
+    with pytest.raises(KeyError):
+        with guards.guarded(b):
+            raise KeyError("boom")
+    assert b.in_flight() == 0
+
+
+def test_bulkhead_decorator_sync_and_async() -> None:
+    b = guards.Bulkhead(max_concurrent=1)
+
+    @guards.guarded(b)
+    def inside() -> int:
+        return b.in_flight()
+
+    @guards.guarded(b)
+    async def ainside() -> int:
+        await asyncio.sleep(0)
+        return b.in_flight()
+
+    assert inside() == 1
+    assert asyncio.run(ainside()) == 1
+    assert inside.guarded.guards == (b,)
+    assert b.in_flight() == 0
+
+
+def test_threads_never_exceed_the_bulkhead() -> None:
+    b = guards.Bulkhead(max_concurrent=3)
+    g = guards.guarded(b)
+    lock = threading.Lock()
+    state = {"inside": 0, "max": 0, "ran": 0, "refused": 0}
+
+    def body(_: int) -> None:
+        for _ in range(300):
+            try:
+                with g:
+                    with lock:
+                        state["inside"] += 1
+                        state["max"] = max(state["max"], state["inside"])
+                    with lock:
+                        state["inside"] -= 1
+                        state["ran"] += 1
+            except guards.BulkheadFull:
+                with lock:
+                    state["refused"] += 1
+
+    run_threads(8, body)
+    assert state["max"] <= 3
+    assert state["ran"] + state["refused"] == 2400
+    s = b.stats()
+    assert s["acquired"] == state["ran"]
+    assert s["rejected"] == state["refused"]
+    assert b.in_flight() == 0
+
+
+@pytest.mark.asyncio
+async def test_async_with_bulkhead_released_on_cancellation() -> None:
+    b = guards.Bulkhead(max_concurrent=1)
+    entered = asyncio.Event()
+
+    async def hold() -> None:
+        async with guards.guarded(b):
+            entered.set()
+            await asyncio.sleep(30)
+
+    task = asyncio.ensure_future(hold())
+    await entered.wait()
+    assert b.in_flight() == 1
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert b.in_flight() == 0
+
+
+@pytest.mark.asyncio
+async def test_tasks_sharing_one_guarded_object() -> None:
+    b = guards.Bulkhead(max_concurrent=10)
+    g = guards.guarded(b)
+    peak = {"n": 0}
+
+    async def body(delay: float) -> None:
+        async with g:
+            peak["n"] = max(peak["n"], b.in_flight())
+            await asyncio.sleep(delay)
+
+    await asyncio.gather(*(body(0.001 * (i % 3)) for i in range(10)))
+    assert peak["n"] >= 2  # they really overlapped
+    assert b.in_flight() == 0
+    assert b.stats()["acquired"] == 10
+
+
+def test_testing_exhaust_fills_a_bulkhead() -> None:
+    b = guards.Bulkhead(max_concurrent=4)
+    permits = exhaust(b)
+    assert len(permits) == 4
+    assert b.available() == 0
+    for p in permits:
+        p.release()
+    assert b.available() == 4
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def test_guarded_rejects_bad_arguments() -> None:
+    with pytest.raises(TypeError, match="at least one guard"):
+        guards.guarded()
+    with type_error("guards"):
+        guards.guarded(object())
+    with type_error("guards"):
+        guards.guarded(guards.RetryPolicy())
+    b = guards.Bulkhead()
+    with type_error("failure"):
+        guards.guarded(b, failure=5)  # type: ignore[arg-type]
+    with type_error("ignore"):
+        guards.guarded(b, ignore=(KeyError, 3))  # type: ignore[arg-type]
+    with type_error("priority"):
+        guards.guarded(b, priority="high")  # type: ignore[arg-type]
+    with config_error("priority", "out_of_range"):
+        guards.guarded(b, priority=8)
+    with type_error("brownout"):
+        guards.guarded(b, brownout="optional")
+    with type_error("fn"):
+        guards.guarded(b)(42)  # type: ignore[arg-type]
+
+
+def test_blocks_exited_out_of_order_are_an_error() -> None:
+    b = guards.Bulkhead()
+    g1, g2 = guards.guarded(b), guards.guarded(b)
+    g1.__enter__()
+    g2.__enter__()
+    with pytest.raises(RuntimeError, match="reverse order"):
+        g1.__exit__(None, None, None)
+    g2.__exit__(None, None, None)
+    g1.__exit__(None, None, None)
+    assert b.in_flight() == 0
+
+
+def test_refusal_kind_table() -> None:
+    assert guards.refusal_kind(guards.BreakerOpen("x")) == "breaker_open"
+    assert guards.refusal_kind(guards.BulkheadFull("x")) == "bulkhead_full"
+    assert guards.refusal_kind(guards.LimitExceeded("x")) == "bulkhead_full"
+    assert guards.refusal_kind(guards.BudgetExhausted("x")) == "budget_exhausted"
+    assert guards.refusal_kind(guards.Throttled("x")) == "throttled"
+    assert guards.refusal_kind(guards.DeadlineExceeded("x")) == "timeout"
+    assert guards.refusal_kind(TimeoutError()) == "timeout"
+    assert guards.refusal_kind(HTTPError(503)) == "overloaded"
+    assert guards.refusal_kind(HTTPError(500)) == "failed"
+    assert guards.refusal_kind(ValueError()) == "failed"
+
+
+_ = (trip,)
