@@ -98,7 +98,10 @@ def sync_contenders() -> dict[str, tuple[str, Callable[[], Any]]]:
 def async_contenders() -> dict[str, tuple[str, Callable[[], Any]]]:
     out: dict[str, tuple[str, Callable[[], Any]]] = {}
     out["bare await"] = ("baseline", anoop)
-    out["guards @guarded(CircuitBreaker) async"] = ("breaker", guards.guarded(guards.CircuitBreaker())(anoop))
+    out["guards @guarded(CircuitBreaker) async"] = (
+        "breaker",
+        guards.guarded(guards.CircuitBreaker())(anoop),
+    )
     try:
         import aiobreaker
 
@@ -109,10 +112,16 @@ def async_contenders() -> dict[str, tuple[str, Callable[[], Any]]]:
     try:
         import tenacity
 
-        out["tenacity @retry async"] = ("retry", tenacity.retry(stop=tenacity.stop_after_attempt(3))(anoop))
+        out["tenacity @retry async"] = (
+            "retry",
+            tenacity.retry(stop=tenacity.stop_after_attempt(3))(anoop),
+        )
     except ImportError:
         pass
-    out["guards @guarded(Bulkhead) async"] = ("bulkhead", guards.guarded(guards.Bulkhead(max_concurrent=64))(anoop))
+    out["guards @guarded(Bulkhead) async"] = (
+        "bulkhead",
+        guards.guarded(guards.Bulkhead(max_concurrent=64))(anoop),
+    )
     return out
 
 
@@ -144,7 +153,9 @@ def time_async(fn: Callable[[], Any], number: int, repeat: int) -> float:
         runner.close()
 
 
-def report(title: str, results: dict[str, tuple[str, float]]) -> list[tuple[str, str, float, Optional[float]]]:
+def report(
+    title: str, results: dict[str, tuple[str, float]]
+) -> list[tuple[str, str, float, Optional[float]]]:
     base = next(ns for name, (group, ns) in results.items() if group == "baseline")
     print(f"\n{title}  (bare call: {base:.0f} ns)")
     print(f"  {'contender':52} {'ns/call':>9} {'overhead':>9}  ratio to guards")
@@ -173,10 +184,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     number = args.number or (5_000 if args.quick else 50_000)
     repeat = args.repeat or (3 if args.quick else 7)
 
-    print(f"guards {guards.__version__}, Python {platform.python_version()} ({sys.implementation.name}), "
-          f"{platform.machine()}; best of {repeat} x {number} calls")
-    sync = {name: (group, time_sync(fn, number, repeat)) for name, (group, fn) in sync_contenders().items()}
-    asyn = {name: (group, time_async(fn, number, repeat)) for name, (group, fn) in async_contenders().items()}
+    print(
+        f"guards {guards.__version__}, Python {platform.python_version()} ({sys.implementation.name}), "
+        f"{platform.machine()}; best of {repeat} x {number} calls"
+    )
+    sync = {
+        name: (group, time_sync(fn, number, repeat))
+        for name, (group, fn) in sync_contenders().items()
+    }
+    asyn = {
+        name: (group, time_async(fn, number, repeat))
+        for name, (group, fn) in async_contenders().items()
+    }
     rows = report("sync", sync) + report("asyncio", asyn)
 
     print("\nratios (peer overhead / guards overhead; goal >= 10x):")

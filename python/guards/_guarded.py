@@ -135,6 +135,10 @@ class _Adapter:
     def report(self, token: Any, outcome: int, now: int) -> None:  # pragma: no cover
         raise NotImplementedError
 
+    def fast_paths(self) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
+        """(take a slot now, give it back as a success now), as direct native calls."""
+        return (lambda: self.acquire(now_ns())), (lambda t: self.report(t, SUCCESS, now_ns()))
+
 
 class _BreakerAdapter(_Adapter):
     __slots__ = ()
@@ -162,6 +166,9 @@ class _BulkheadAdapter(_Adapter):
 
     def report(self, token: Any, outcome: int, now: int) -> None:
         token.release()
+
+    def fast_paths(self) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
+        return self.guard.acquire, _n.BulkheadPermit.release
 
 
 class _LimiterAdapter(_Adapter):
@@ -418,21 +425,55 @@ class Guarded:
         """Decorate ``fn`` (a function or an ``async def``)."""
         if not callable(fn):
             fail_type("fn", "a callable", fn)
-        if is_async_callable(fn):
+        is_async = is_async_callable(fn)
+        if self._brownout is None and len(self._adapters) == 1:
+            wrapper = self._single(fn, self._adapters[0], is_async)
+        elif is_async:
 
-            @functools.wraps(fn)
-            async def awrapper(*args: Any, **kwargs: Any) -> Any:
+            async def wrapper(*args: Any, **kwargs: Any) -> Any:
                 return await self.acall(fn, *args, **kwargs)
 
-            awrapper.guarded = self  # type: ignore[attr-defined]
-            return awrapper  # type: ignore[return-value]
+        else:
 
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            return self.call(fn, *args, **kwargs)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                return self.call(fn, *args, **kwargs)
 
+        functools.update_wrapper(wrapper, fn)
         wrapper.guarded = self  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]
+
+    def _single(self, fn: Callable[..., Any], adapter: _Adapter, is_async: bool) -> Any:
+        """A decorator for one guard and no brownout: the hot path of most services, with
+        nothing between the caller and the native calls but one Python frame."""
+        acquire, succeed = adapter.fast_paths()
+        report = adapter.report
+        classify = self.classify
+
+        if is_async:
+
+            async def awrapper(*args: Any, **kwargs: Any) -> Any:
+                token = acquire()
+                try:
+                    result = await fn(*args, **kwargs)
+                except BaseException as exc:
+                    report(token, classify(exc), now_ns())
+                    raise
+                succeed(token)
+                return result
+
+            return awrapper
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            token = acquire()
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                report(token, classify(exc), now_ns())
+                raise
+            succeed(token)
+            return result
+
+        return wrapper
 
     # ---------------------------------------------------------- stats
     @property

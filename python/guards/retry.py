@@ -301,6 +301,10 @@ _STAT_NAMES = (
 )
 
 
+_IDX = {name: i for i, name in enumerate(_STAT_NAMES)}
+_CALLS, _ATTEMPTS, _SUCCESSES = _IDX["calls"], _IDX["attempts"], _IDX["successes"]
+
+
 class _GateReceipt:
     """The retry budget as the policy's gate, keeping the receipt of the retry it paid for
     (handed back on success so a quota can refund it)."""
@@ -410,7 +414,15 @@ class Retry:
         self._on_retry = check_callable("on_retry", on_retry)
         self._sleep = check_callable("sleep", sleep)
         self._lock = threading.Lock()
-        self._counts = dict.fromkeys(_STAT_NAMES, 0)
+        self._n = [0] * len(_STAT_NAMES)
+        # Nothing to do before or after a first attempt that succeeds: no budget to tell,
+        # no deadline of our own, no result to inspect.
+        self._simple = (
+            budget is None
+            and self._attempt_timeout is None
+            and self._timeout is None
+            and self._retry_on_result is None
+        )
 
     metrics_kind = "retry"
 
@@ -464,9 +476,9 @@ class Retry:
 
     def _count(self, **deltas: int) -> None:
         with self._lock:
-            c = self._counts
+            n = self._n
             for k, v in deltas.items():
-                c[k] += v
+                n[_IDX[k]] += v
 
     def _count_result_give_up(self, reason: str, attempts: int) -> None:
         self._count(
@@ -550,14 +562,16 @@ class Retry:
             now=now,
         )
 
-    def _start(self) -> tuple[int, Optional[Deadline], Optional[_GateReceipt]]:
+    def _start(
+        self, deposit: bool = True
+    ) -> tuple[int, Optional[Deadline], Optional[_GateReceipt]]:
         now = now_ns()
         budget = self.budget
         gate = None
         if budget is not None:
-            deposit = getattr(budget, "deposit", None)
-            if deposit is not None:
-                deposit(now=now)
+            deposit_fn = getattr(budget, "deposit", None)
+            if deposit and deposit_fn is not None:
+                deposit_fn(now=now)
             if hasattr(budget, "withdraw"):
                 gate = _GateReceipt(budget)
         return now, self._overall(now), gate
@@ -587,32 +601,46 @@ class Retry:
     # ------------------------------------------------------------------ sync
     def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(*args, **kwargs)`` with retries."""
-        now, overall, gate = self._start()
+        return self._run(fn, args, kwargs, None)
+
+    def _run(
+        self, fn: Callable[..., Any], args: Any, kwargs: Any, first: Optional[Exception]
+    ) -> Any:
+        """The retry loop; ``first`` is the exception of a first attempt already made by
+        the fast path (then nothing was deposited: the fast path runs without a budget)."""
+        now, overall, gate = self._start(deposit=first is None)
         attempts = 0
         prev_ns = 0
         last: Optional[BaseException] = None
+        result: Any = None
         while True:
-            attempt_deadline = self._attempt_deadline(overall, now, attempts, last)
-            attempts += 1
-            token = None if attempt_deadline is None else _DEADLINE.set(attempt_deadline)
-            try:
-                result = fn(*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - classified below
-                last = exc
-                outcome, retry_after = self._outcome(exc)
-                result = None
+            if first is not None:
+                attempts = 1
+                last = first
+                first = None
+                outcome, retry_after = self._outcome(last)
             else:
-                if self._retry_on_result is None:
-                    self._succeeded(gate, attempts)
-                    return result
-                outcome, retry_after = self._result_outcome(result)
-                if outcome == "success":
-                    self._succeeded(gate, attempts)
-                    return result
-                last = None
-            finally:
-                if token is not None:
-                    _DEADLINE.reset(token)
+                attempt_deadline = self._attempt_deadline(overall, now, attempts, last)
+                attempts += 1
+                token = None if attempt_deadline is None else _DEADLINE.set(attempt_deadline)
+                try:
+                    result = fn(*args, **kwargs)
+                except Exception as exc:  # noqa: BLE001 - classified below
+                    last = exc
+                    outcome, retry_after = self._outcome(exc)
+                    result = None
+                else:
+                    if self._retry_on_result is None:
+                        self._succeeded(gate, attempts)
+                        return result
+                    outcome, retry_after = self._result_outcome(result)
+                    if outcome == "success":
+                        self._succeeded(gate, attempts)
+                        return result
+                    last = None
+                finally:
+                    if token is not None:
+                        _DEADLINE.reset(token)
             now = now_ns()
             decision = self._decide(attempts, outcome, retry_after, overall, prev_ns, gate, now)
             if not decision.retry:
@@ -639,50 +667,64 @@ class Retry:
     async def acall(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Run ``await fn(*args, **kwargs)`` with retries (each attempt cancelled when it
         outlives its budget)."""
-        now, overall, gate = self._start()
+        return await self._arun(fn, args, kwargs, None)
+
+    async def _arun(
+        self, fn: Callable[..., Any], args: Any, kwargs: Any, first: Optional[Exception]
+    ) -> Any:
+        now, overall, gate = self._start(deposit=first is None)
         attempts = 0
         prev_ns = 0
         last: Optional[BaseException] = None
+        result: Any = None
         try:
             while True:
-                attempt_deadline = self._attempt_deadline(overall, now, attempts, last)
-                attempts += 1
-                token = None if attempt_deadline is None else _DEADLINE.set(attempt_deadline)
-                canceller = None
-                try:
-                    if attempt_deadline is not None:
-                        left = attempt_deadline.time_left_ns(now=now)
-                        canceller = CancelAfter(left / 1e9)
-                        canceller.start()
-                    result = await fn(*args, **kwargs)
-                except BaseException as exc:
-                    timed_out = canceller is not None and canceller.stop(type(exc))
-                    result = None
-                    if timed_out:
-                        last = DeadlineExceeded("the attempt outlived its budget and was cancelled")
-                        last.reason = "attempt_timeout"
-                        last.__cause__ = exc
-                        self._count(attempt_timeouts=1)
-                        outcome, retry_after = "timeout", None
-                    elif isinstance(exc, Exception):
-                        last = exc
-                        outcome, retry_after = self._outcome(exc)
-                    else:
-                        raise
+                if first is not None:
+                    attempts = 1
+                    last = first
+                    first = None
+                    outcome, retry_after = self._outcome(last)
                 else:
-                    if canceller is not None:
-                        canceller.stop(None)
-                    if self._retry_on_result is None:
-                        self._succeeded(gate, attempts)
-                        return result
-                    outcome, retry_after = self._result_outcome(result)
-                    if outcome == "success":
-                        self._succeeded(gate, attempts)
-                        return result
-                    last = None
-                finally:
-                    if token is not None:
-                        _DEADLINE.reset(token)
+                    attempt_deadline = self._attempt_deadline(overall, now, attempts, last)
+                    attempts += 1
+                    token = None if attempt_deadline is None else _DEADLINE.set(attempt_deadline)
+                    canceller = None
+                    try:
+                        if attempt_deadline is not None:
+                            left = attempt_deadline.time_left_ns(now=now)
+                            canceller = CancelAfter(left / 1e9)
+                            canceller.start()
+                        result = await fn(*args, **kwargs)
+                    except BaseException as exc:
+                        timed_out = canceller is not None and canceller.stop(type(exc))
+                        result = None
+                        if timed_out:
+                            last = DeadlineExceeded(
+                                "the attempt outlived its budget and was cancelled"
+                            )
+                            last.reason = "attempt_timeout"
+                            last.__cause__ = exc
+                            self._count(attempt_timeouts=1)
+                            outcome, retry_after = "timeout", None
+                        elif isinstance(exc, Exception):
+                            last = exc
+                            outcome, retry_after = self._outcome(exc)
+                        else:
+                            raise
+                    else:
+                        if canceller is not None:
+                            canceller.stop(None)
+                        if self._retry_on_result is None:
+                            self._succeeded(gate, attempts)
+                            return result
+                        outcome, retry_after = self._result_outcome(result)
+                        if outcome == "success":
+                            self._succeeded(gate, attempts)
+                            return result
+                        last = None
+                    finally:
+                        if token is not None:
+                            _DEADLINE.reset(token)
                 now = now_ns()
                 decision = self._decide(attempts, outcome, retry_after, overall, prev_ns, gate, now)
                 if not decision.retry:
@@ -714,19 +756,52 @@ class Retry:
     def __call__(self, fn: F) -> F:
         if not callable(fn):
             fail_type("fn", "a callable", fn)
+        simple = self._simple
+        lock = self._lock
+        get_deadline = _DEADLINE.get
+        run, arun = self._run, self._arun
+        me = self
+
+        # The fast path: a first attempt that succeeds costs one call of ``fn``, one
+        # context-variable read and one lock for the counters.
         if is_async_callable(fn):
 
-            @functools.wraps(fn)
             async def awrapper(*args: Any, **kwargs: Any) -> Any:
-                return await self.acall(fn, *args, **kwargs)
+                if simple and get_deadline() is None:
+                    try:
+                        result = await fn(*args, **kwargs)
+                    except Exception as exc:  # noqa: BLE001 - the loop classifies it
+                        return await arun(fn, args, kwargs, exc)
+                    except asyncio.CancelledError:
+                        me._count(cancelled=1, calls=1, attempts=1)
+                        raise
+                    with lock:
+                        n = me._n
+                        n[_CALLS] += 1
+                        n[_ATTEMPTS] += 1
+                        n[_SUCCESSES] += 1
+                    return result
+                return await arun(fn, args, kwargs, None)
 
+            functools.update_wrapper(awrapper, fn)
             awrapper.retry = self  # type: ignore[attr-defined]
             return awrapper  # type: ignore[return-value]
 
-        @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            return self.call(fn, *args, **kwargs)
+            if simple and get_deadline() is None:
+                try:
+                    result = fn(*args, **kwargs)
+                except Exception as exc:  # noqa: BLE001 - the loop classifies it
+                    return run(fn, args, kwargs, exc)
+                with lock:
+                    n = me._n
+                    n[_CALLS] += 1
+                    n[_ATTEMPTS] += 1
+                    n[_SUCCESSES] += 1
+                return result
+            return run(fn, args, kwargs, None)
 
+        functools.update_wrapper(wrapper, fn)
         wrapper.retry = self  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]
 
@@ -738,11 +813,19 @@ class Retry:
         (calls cancelled by their caller), ``not_started`` (a deadline had passed before
         an attempt), and one per give-up reason."""
         with self._lock:
-            return dict(self._counts)
+            return dict(zip(_STAT_NAMES, self._n))
 
     def reset_stats(self) -> None:
         with self._lock:
-            self._counts = dict.fromkeys(_STAT_NAMES, 0)
+            self._n = [0] * len(_STAT_NAMES)
+        # Nothing to do before or after a first attempt that succeeds: no budget to tell,
+        # no deadline of our own, no result to inspect.
+        self._simple = (
+            budget is None
+            and self._attempt_timeout is None
+            and self._timeout is None
+            and self._retry_on_result is None
+        )
 
     def __repr__(self) -> str:
         return f"guards.Retry(max_attempts={self.policy.max_attempts})"

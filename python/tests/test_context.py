@@ -120,7 +120,9 @@ def test_threads_inherit_only_through_a_copied_context(clock: guards.FakeClock) 
     got: dict[str, int | None] = {}
     with guards.deadline(2.0):
         ctx = contextvars.copy_context()
-        t1 = threading.Thread(target=lambda: got.__setitem__("copied", ctx.run(guards.time_left_ns)))
+        t1 = threading.Thread(
+            target=lambda: got.__setitem__("copied", ctx.run(guards.time_left_ns))
+        )
         t2 = threading.Thread(target=lambda: got.__setitem__("plain", guards.time_left_ns()))
         for t in (t1, t2):
             t.start()
@@ -258,7 +260,9 @@ def test_extract_from_mapping_asgi_list_and_wsgi_environ(clock: guards.FakeClock
     assert guards.extract_deadline([(b"grpc-timeout", b"59m")]).expires_at == want
     assert guards.extract_deadline({"HTTP_GRPC_TIMEOUT": "59m"}).expires_at == want
     assert (
-        guards.extract_deadline({"x-envoy-expected-rq-timeout-ms": "59"}, format="millis").expires_at
+        guards.extract_deadline(
+            {"x-envoy-expected-rq-timeout-ms": "59"}, format="millis"
+        ).expires_at
         == want
     )
     assert guards.extract_deadline({"other": "1"}) is None

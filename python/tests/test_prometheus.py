@@ -30,7 +30,9 @@ class FakeGuard:
         return dict(self._stats)
 
 
-def scrape(collector: guards.PrometheusCollector) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+def scrape(
+    collector: guards.PrometheusCollector,
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     registry = CollectorRegistry()
     registry.register(collector)
     out: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
@@ -50,7 +52,10 @@ def test_counters_gauges_and_per_priority_lists() -> None:
     assert samples[("guards_fake_limit", (("guard", "door"),))] == 80
     assert samples[("guards_fake_tokens", (("guard", "door"),))] == 9.5
     for prio, want in enumerate([1, 0, 2]):
-        key = ("guards_fake_admitted_by_priority_total", (("guard", "door"), ("priority", str(prio))))
+        key = (
+            "guards_fake_admitted_by_priority_total",
+            (("guard", "door"), ("priority", str(prio))),
+        )
         assert samples[key] == want
 
 

@@ -64,13 +64,17 @@ def test_jittered_waits_match_the_policy_seeded_the_same_way(clock: guards.FakeC
     prev = 0
     expected = []
     for attempt in (1, 2, 3):
-        d = policy.decide(attempt, "connection_error", prev_delay=guards.Nanos(prev), now=clock.now())
+        d = policy.decide(
+            attempt, "connection_error", prev_delay=guards.Nanos(prev), now=clock.now()
+        )
         expected.append(d.delay_ns)
         prev = d.delay_ns
     assert [s.delay_ns for s in rec.states] == expected
 
 
-def test_attempts_exhausted_raises_retries_exhausted_with_the_cause(clock: guards.FakeClock) -> None:
+def test_attempts_exhausted_raises_retries_exhausted_with_the_cause(
+    clock: guards.FakeClock,
+) -> None:
     flaky = Flaky(ConnectionError, times=10)
     fn = guards.retry(max_attempts=3)(flaky)
     with pytest.raises(guards.RetriesExhausted) as info:
@@ -82,7 +86,12 @@ def test_attempts_exhausted_raises_retries_exhausted_with_the_cause(clock: guard
     assert isinstance(err, guards.GuardError)
     assert flaky.calls == 3
     stats = fn.retry.stats()
-    assert (stats["calls"], stats["attempts"], stats["failures"], stats["attempts_exhausted"]) == (1, 3, 1, 1)
+    assert (stats["calls"], stats["attempts"], stats["failures"], stats["attempts_exhausted"]) == (
+        1,
+        3,
+        1,
+        1,
+    )
 
 
 def test_reraise_raises_the_last_exception_itself(clock: guards.FakeClock) -> None:
@@ -356,7 +365,9 @@ def test_a_deadline_already_passed_starts_no_attempt(clock: guards.FakeClock) ->
     assert fn.retry.stats()["not_started"] == 1
 
 
-def test_sync_attempt_is_not_interrupted_and_its_late_result_is_kept(clock: guards.FakeClock) -> None:
+def test_sync_attempt_is_not_interrupted_and_its_late_result_is_kept(
+    clock: guards.FakeClock,
+) -> None:
     @guards.retry(attempt_timeout=0.1)
     def slow() -> str:
         clock.advance(5.0)  # far past the attempt's budget
@@ -423,7 +434,9 @@ def test_budget_shared_by_threads_pays_for_at_most_its_tokens(clock: guards.Fake
 # ------------------------------------------------------------------ threads
 
 
-def test_one_decorated_function_shared_by_threads_counts_every_call(clock: guards.FakeClock) -> None:
+def test_one_decorated_function_shared_by_threads_counts_every_call(
+    clock: guards.FakeClock,
+) -> None:
     lock = threading.Lock()
     seen = {"n": 0}
 
