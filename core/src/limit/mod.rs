@@ -244,7 +244,7 @@ impl Limit {
     }
 
     /// The mutable state as plain words (crate-internal: the limiter stores them in atomics).
-    pub(crate) fn to_words(&self) -> StateWords {
+    pub(crate) fn to_words(self) -> StateWords {
         match self {
             Limit::Fixed(_) => [0; STATE_WORDS],
             Limit::Aimd(a) => a.to_words(),
