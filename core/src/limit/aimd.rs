@@ -19,8 +19,8 @@
 //!    at `now`.
 //!
 //! The "being used" test keeps an idle service from growing its limit without evidence.
-//! The `min(L − 1, …)` term makes every decrease remove at least one (with `r` close to 1,
-//! `⌊L·r⌋` can equal `L`).
+//! The `min(L − 1, …)` term guarantees that every decrease removes at least one, whatever
+//! the float rounding of `L·r`.
 //!
 //! # Why
 //! AIMD needs no latency model: it reacts only to the loss signal, so it suits clients of
