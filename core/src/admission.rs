@@ -313,8 +313,6 @@ pub struct AdmissionStats {
     pub refused_limit_reached: u64,
     /// Refusals at the adaptive limit or a priority's share of it.
     pub refused_overloaded: u64,
-    /// Calls admitted, by priority level.
-    pub admitted_by_priority: [u64; MAX_PRIORITIES],
     /// Calls refused (either reason), by priority level.
     pub refused_by_priority: [u64; MAX_PRIORITIES],
     /// Tickets released with `on_success`.
@@ -421,7 +419,6 @@ impl Admission {
             admitted: s.acquired,
             refused_limit_reached: s.rejected_partition_cap,
             refused_overloaded: s.rejected_limit_reached.wrapping_add(s.rejected_reserved),
-            admitted_by_priority: s.acquired_by_priority,
             refused_by_priority: s.rejected_by_priority,
             succeeded: s.succeeded,
             dropped: s.dropped,
@@ -522,7 +519,6 @@ mod tests {
         );
         assert_eq!(s.refused_by_priority[1], 2);
         assert_eq!(s.refused_by_priority[0], 1);
-        assert_eq!(s.admitted_by_priority[0], 17);
         for ticket in inside {
             door.on_ignore(ticket);
         }

@@ -51,27 +51,36 @@
 //! full limit.
 //!
 //! # The window fold (how the limit adapts without a lock)
-//! Finished calls add their sample to four window accumulators: RTT sum, drop count,
-//! maximum in-flight, and — last, with `Release` — the sample count. A window is *due*
-//! when `now ≥ window_start + window` and it holds at least `min_window_samples` samples.
-//! A control word holds `sequence << 1 | busy`. The thread whose sample finds the window
-//! due loads the control word; if the busy bit is clear it compare-and-swaps the *same*
-//! word to set the busy bit. Exactly one thread can win that CAS for a given sequence
-//! number; a loser, or anyone who finds the bit set, skips: it never waits, and its sample
-//! simply belongs to the next window. The winner swaps the accumulators to zero (count
-//! first, `Acquire`), turns them into one [`LimitSample`] (`rtt` = mean, `in_flight` =
-//! maximum, `dropped` = any drop), updates the algorithm, whose state lives in a few
-//! atomic words only the busy-bit holder touches, publishes the new limit and
-//! per-priority thresholds, starts the next window at `now`, and finally stores
-//! `(sequence + 1) << 1` with `Release`, clearing the bit. The next owner's `Acquire` CAS
-//! reads that store, so it sees every state word the previous owner wrote.
+//! Finished calls add their sample to running totals that are never reset — RTT sum,
+//! drop count and, last, with `Release`, the sample count — and raise a window maximum of
+//! the in-flight count. The samples of the current window are the totals minus the
+//! totals the previous fold read. A window is *due* when `now ≥ window_start + window`
+//! and it holds at least `min_window_samples` samples. A control word holds
+//! `sequence << 1 | busy`. The thread whose sample finds the window due loads the control
+//! word; if the busy bit is clear it compare-and-swaps the *same* word to set the busy
+//! bit. Exactly one thread can win that CAS for a given sequence number; a loser, or anyone
+//! who finds the bit set, skips: it never waits, and its sample simply belongs to the next
+//! window. The winner reads the totals (the count first, with `Acquire`), subtracts the
+//! previous fold's, swaps the window maximum to zero, turns them into one
+//! [`LimitSample`] (`rtt` = mean, `in_flight` = maximum, `dropped` = any drop), updates
+//! the algorithm, whose state lives in a few atomic words only the busy-bit holder
+//! touches, publishes the new limit and per-priority thresholds, starts the next window at
+//! `now`, and finally stores `(sequence + 1) << 1` with `Release`, clearing the bit. The
+//! next owner's `Acquire` CAS reads that store, so it sees every word the previous owner
+//! wrote.
+//!
+//! On the hot path an acquire is one CAS loop on the in-flight count; a success is a
+//! decrement, two adds (RTT, count), a load or two and, rarely, the fold. `acquired`,
+//! `succeeded` and `dropped` in [`LimiterStats`] are derived from those totals rather
+//! than counted separately, so two threads share as few written words as possible.
 //!
 //! Guarantees under concurrency: the in-flight count never goes above the threshold a
 //! caller read during its `try_acquire` (the limit may be lowered while calls are in
 //! flight; no call is admitted until the count is below the new one); each window is
 //! folded at most once and the algorithm's updates never overlap; no sample is lost — a
-//! sample that lands while a window is being folded may have its count in one window and
-//! its RTT in the next (so a window's mean can be off by that one sample); with one thread,
+//! sample that lands while a window is being folded may have its RTT or drop read by this
+//! fold and its count by the next (so a window's mean can be off by that one sample); with
+//! one thread,
 //! the aggregation is exact and the limit sequence is fully determined by the calls.
 //!
 //! # Examples
@@ -142,6 +151,8 @@ pub const MAX_SAMPLE_RTT: Nanos = Nanos(1 << 40);
 
 const ONE_DAY: Nanos = Nanos::from_secs(86_400);
 const BUSY: u64 = 1;
+/// In-flight counts at or above this can only come from a wrapped decrement.
+const WRAPPED: u64 = 1 << 63;
 
 const SHARE_FIELDS: [&str; MAX_PRIORITIES] = [
     "partitions[0].share",
@@ -408,7 +419,7 @@ impl LimiterPermit {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LimiterStats {
-    /// Calls admitted.
+    /// Calls admitted (derived: in flight + given back).
     pub acquired: u64,
     /// Refusals because the limit was reached.
     pub rejected_limit_reached: u64,
@@ -416,8 +427,6 @@ pub struct LimiterStats {
     pub rejected_partition_cap: u64,
     /// Refusals because the rest of the limit is reserved for more important priorities.
     pub rejected_reserved: u64,
-    /// Calls admitted, by priority level.
-    pub acquired_by_priority: [u64; MAX_PRIORITIES],
     /// Calls refused (any reason), by priority level.
     pub rejected_by_priority: [u64; MAX_PRIORITIES],
     /// Permits given back with `on_success`.
@@ -452,26 +461,36 @@ impl LimiterStats {
 #[derive(Debug)]
 pub struct Limiter {
     config: LimiterConfig,
-    in_flight: AtomicU64,
+    // Read on every call, written once per fold at most.
     limit: AtomicU64,
     thresholds: [AtomicU64; MAX_PRIORITIES],
     /// `sequence << 1 | BUSY`.
     ctl: AtomicU64,
     window_start: AtomicU64,
-    w_samples: AtomicU64,
-    w_drops: AtomicU64,
-    w_rtt_sum: AtomicU64,
-    w_max_in_flight: AtomicU64,
+    /// `samples`, `drops` and `rtt_sum` as the last fold read them (owner-written).
+    folded_samples: AtomicU64,
+    folded_drops: AtomicU64,
+    folded_rtt_sum: AtomicU64,
     last_rtt: AtomicU64,
     state: [AtomicU64; STATE_WORDS],
-    acquired: Counter,
-    acquired_by_priority: [Counter; MAX_PRIORITIES],
+    /// Keeps the words above off the cache line(s) the words below bounce on.
+    _pad_read_mostly: [u64; 8],
+    // Written on every call.
+    in_flight: AtomicU64,
+    /// Samples (successes and drops) ever recorded; never reset.
+    samples: AtomicU64,
+    /// Drops ever recorded; never reset.
+    drops: AtomicU64,
+    /// Sum of sample RTTs ever recorded (adaptive limits only), wrapping.
+    rtt_sum: AtomicU64,
+    /// The largest in-flight count of the current window; swapped to 0 by the fold.
+    window_max_in_flight: AtomicU64,
+    _pad_hot: [u64; 8],
+    // Written on refusals and rare events.
     rejected_limit_reached: Counter,
     rejected_partition_cap: Counter,
     rejected_reserved: Counter,
     rejected_by_priority: [Counter; MAX_PRIORITIES],
-    succeeded: Counter,
-    dropped: Counter,
     ignored: Counter,
     windows: Counter,
     limit_changes: Counter,
@@ -495,20 +514,21 @@ impl Limiter {
             }),
             ctl: AtomicU64::new(0),
             window_start: AtomicU64::new(0),
-            w_samples: AtomicU64::new(0),
-            w_drops: AtomicU64::new(0),
-            w_rtt_sum: AtomicU64::new(0),
-            w_max_in_flight: AtomicU64::new(0),
+            samples: AtomicU64::new(0),
+            drops: AtomicU64::new(0),
+            rtt_sum: AtomicU64::new(0),
+            window_max_in_flight: AtomicU64::new(0),
+            folded_samples: AtomicU64::new(0),
+            folded_drops: AtomicU64::new(0),
+            folded_rtt_sum: AtomicU64::new(0),
             last_rtt: AtomicU64::new(0),
             state: core::array::from_fn(|i| AtomicU64::new(words.get(i).copied().unwrap_or(0))),
-            acquired: Counter::new(),
-            acquired_by_priority: core::array::from_fn(|_| Counter::new()),
+            _pad_read_mostly: [0; 8],
+            _pad_hot: [0; 8],
             rejected_limit_reached: Counter::new(),
             rejected_partition_cap: Counter::new(),
             rejected_reserved: Counter::new(),
             rejected_by_priority: core::array::from_fn(|_| Counter::new()),
-            succeeded: Counter::new(),
-            dropped: Counter::new(),
             ignored: Counter::new(),
             windows: Counter::new(),
             limit_changes: Counter::new(),
@@ -573,10 +593,6 @@ impl Limiter {
                 Err(actual) => current = actual,
             }
         }
-        self.acquired.incr();
-        if let Some(c) = self.acquired_by_priority.get(priority.index()) {
-            c.incr();
-        }
         Ok(LimiterPermit {
             start: now,
             in_flight: current + 1,
@@ -600,14 +616,12 @@ impl Limiter {
 
     /// The call succeeded at `now`: free its slot and record its RTT.
     pub fn on_success(&self, permit: LimiterPermit, now: Nanos) {
-        self.succeeded.incr();
         self.finish(&permit, now, false);
     }
 
     /// The call was dropped at `now` (timeout, 429/503, overload): free its slot and
     /// record an overload sample.
     pub fn on_dropped(&self, permit: LimiterPermit, now: Nanos) {
-        self.dropped.incr();
         self.finish(&permit, now, true);
     }
 
@@ -621,25 +635,27 @@ impl Limiter {
 
     /// A snapshot of the counters.
     pub fn stats(&self) -> LimiterStats {
+        // Derived rather than counted, to keep the hot path to the fewest shared writes.
+        let ignored = self.ignored.get();
+        let drops = self.drops.load(Ordering::Relaxed);
+        let samples = self.samples.load(Ordering::Relaxed);
+        let in_flight = self.in_flight();
         LimiterStats {
-            acquired: self.acquired.get(),
+            acquired: in_flight.wrapping_add(samples).wrapping_add(ignored),
             rejected_limit_reached: self.rejected_limit_reached.get(),
             rejected_partition_cap: self.rejected_partition_cap.get(),
             rejected_reserved: self.rejected_reserved.get(),
-            acquired_by_priority: core::array::from_fn(|i| {
-                self.acquired_by_priority.get(i).map_or(0, Counter::get)
-            }),
             rejected_by_priority: core::array::from_fn(|i| {
                 self.rejected_by_priority.get(i).map_or(0, Counter::get)
             }),
-            succeeded: self.succeeded.get(),
-            dropped: self.dropped.get(),
-            ignored: self.ignored.get(),
+            succeeded: samples.saturating_sub(drops),
+            dropped: drops,
+            ignored,
             windows: self.windows.get(),
             limit_changes: self.limit_changes.get(),
             folds_skipped: self.folds_skipped.get(),
             limit: self.limit(),
-            in_flight: self.in_flight(),
+            in_flight,
         }
     }
 
@@ -671,53 +687,66 @@ impl Limiter {
         }
     }
 
-    /// Decrement the in-flight count, never below zero (a permit from another limiter
-    /// must not wrap it).
+    /// Decrement the in-flight count with one `fetch_sub`. Giving back a permit this
+    /// limiter did not issue is a bug, and must not wrap the count (which would refuse
+    /// everything after): a decrement that finds the count at zero, or already wrapped by
+    /// another such decrement (at or above 2^63, far beyond any real count), adds its one
+    /// back at once. So a foreign release is a no-op; meanwhile the count reads as huge
+    /// and callers are refused, never over-admitted.
     fn release_slot(&self) {
-        let mut current = self.in_flight.load(Ordering::Relaxed);
-        while current > 0 {
-            match self.in_flight.compare_exchange_weak(
-                current,
-                current - 1,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return,
-                Err(actual) => current = actual,
-            }
+        let prev = self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if prev == 0 || prev >= WRAPPED {
+            self.in_flight.fetch_add(1, Ordering::Relaxed);
         }
     }
 
     fn finish(&self, permit: &LimiterPermit, now: Nanos, dropped: bool) {
         self.release_slot();
         if self.config.limit.algorithm() == LimitAlgorithm::Fixed {
+            if dropped {
+                self.drops.fetch_add(1, Ordering::Relaxed);
+            }
+            self.samples.fetch_add(1, Ordering::Relaxed);
             return;
         }
         let rtt = now.saturating_sub(permit.start).min_of(MAX_SAMPLE_RTT);
-        // RTT, drops and in-flight first; the count last with Release, so whoever swaps
-        // the count with Acquire also sees this sample's other fields.
-        self.w_rtt_sum.fetch_add(rtt.0, Ordering::Relaxed);
+        // RTT, drop and in-flight first; the sample count last with Release, so whoever
+        // reads the count with Acquire also sees this sample's other fields.
+        self.rtt_sum.fetch_add(rtt.0, Ordering::Relaxed);
         if dropped {
-            self.w_drops.fetch_add(1, Ordering::Relaxed);
+            self.drops.fetch_add(1, Ordering::Relaxed);
         }
-        self.w_max_in_flight
-            .fetch_max(permit.in_flight, Ordering::Relaxed);
-        self.w_samples.fetch_add(1, Ordering::Release);
+        // Most samples do not raise the window's maximum: a load spares the RMW.
+        if permit.in_flight > self.window_max_in_flight.load(Ordering::Relaxed) {
+            self.window_max_in_flight
+                .fetch_max(permit.in_flight, Ordering::Relaxed);
+        }
+        self.samples.fetch_add(1, Ordering::Release);
         self.try_fold(now);
     }
 
     /// Fold the current window into the algorithm if it is due and nobody else is doing
     /// it. Never waits.
     fn try_fold(&self, now: Nanos) {
+        // Cheap early exit for the common case (window not over yet); checked again below
+        // in the order that makes the decision consistent.
+        let window = self.config.window;
+        if now < Nanos(self.window_start.load(Ordering::Relaxed)).saturating_add(window) {
+            return;
+        }
         let c = self.ctl.load(Ordering::Acquire);
         if c & BUSY != 0 {
             return;
         }
         let start = Nanos(self.window_start.load(Ordering::Relaxed));
-        if now < start.saturating_add(self.config.window) {
+        if now < start.saturating_add(window) {
             return;
         }
-        if self.w_samples.load(Ordering::Relaxed) < self.config.min_window_samples {
+        let pending = self
+            .samples
+            .load(Ordering::Relaxed)
+            .wrapping_sub(self.folded_samples.load(Ordering::Relaxed));
+        if pending < self.config.min_window_samples {
             return;
         }
         if self
@@ -729,11 +758,19 @@ impl Limiter {
             return;
         }
 
-        // We own the window and the algorithm state until the Release store below.
-        let samples = self.w_samples.swap(0, Ordering::Acquire);
-        let rtt_sum = self.w_rtt_sum.swap(0, Ordering::Relaxed);
-        let drops = self.w_drops.swap(0, Ordering::Relaxed);
-        let max_in_flight = self.w_max_in_flight.swap(0, Ordering::Relaxed);
+        // We own the window and the algorithm state until the Release store below. The
+        // count is read first (Acquire): every sample it includes has its RTT and drop
+        // in the sums read after it.
+        let samples_now = self.samples.load(Ordering::Acquire);
+        let rtt_now = self.rtt_sum.load(Ordering::Relaxed);
+        let drops_now = self.drops.load(Ordering::Relaxed);
+        let max_in_flight = self.window_max_in_flight.swap(0, Ordering::Relaxed);
+        let samples = samples_now.wrapping_sub(self.folded_samples.load(Ordering::Relaxed));
+        let rtt_sum = rtt_now.wrapping_sub(self.folded_rtt_sum.load(Ordering::Relaxed));
+        let drops = drops_now.wrapping_sub(self.folded_drops.load(Ordering::Relaxed));
+        self.folded_samples.store(samples_now, Ordering::Relaxed);
+        self.folded_rtt_sum.store(rtt_now, Ordering::Relaxed);
+        self.folded_drops.store(drops_now, Ordering::Relaxed);
         let mean_rtt = rtt_sum.checked_div(samples).unwrap_or(0);
         let sample = LimitSample {
             now,
@@ -961,6 +998,21 @@ mod tests {
             (s.succeeded, s.dropped, s.ignored, s.in_flight),
             (2, 1, 1, 0)
         );
+    }
+
+    #[test]
+    fn double_foreign_release_is_undone() {
+        let a = Limiter::new(fixed(2)).unwrap();
+        let b = Limiter::new(fixed(2)).unwrap();
+        let p = a.try_acquire(Nanos(0), Priority::CRITICAL).unwrap();
+        let q = a.try_acquire(Nanos(0), Priority::CRITICAL).unwrap();
+        // Simulate the interleaving: two wrapped decrements, then their undos.
+        b.in_flight.fetch_sub(1, Ordering::Relaxed);
+        b.on_ignore(p);
+        b.in_flight.fetch_add(1, Ordering::Relaxed);
+        assert_eq!(b.in_flight(), 0);
+        b.on_ignore(q);
+        assert_eq!(b.in_flight(), 0);
     }
 
     #[test]

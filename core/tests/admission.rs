@@ -69,8 +69,7 @@ fn reserves_and_views_count_toward_one_total() {
     assert_eq!(r.in_flight(), 65);
     inside.push(r);
     let s = door.stats();
-    assert_eq!(s.admitted_by_priority[0], 41);
-    assert_eq!(s.admitted_by_priority[3], 24);
+    assert_eq!(s.admitted, 65);
     assert_eq!(s.refused_by_priority[3], 1);
     assert_eq!(s.refused_by_priority[1], 1);
     for t in inside {
@@ -186,7 +185,8 @@ proptest! {
 
 /// One thread sends views, the other reserves and views, against the seed's 64/80 door:
 /// no view ever gets in with 64 already inside, nothing with 80, the count never exceeds
-/// 80, and it returns to zero.
+/// 80, and it returns to zero. Each thread tries to hold up to 90, so even alone it
+/// presses against both limits (the assertions do not depend on the threads overlapping).
 #[test]
 fn stress_two_threads_at_the_door() {
     let door = Arc::new(Admission::new(AdmissionConfig::default()).unwrap());
@@ -201,7 +201,7 @@ fn stress_two_threads_at_the_door() {
                 let mut tries = 0u64;
                 start.wait();
                 for i in 0..30_000u64 {
-                    if inside.len() < 50 && rng.below(3) != 0 {
+                    if inside.len() < 90 && rng.below(3) != 0 {
                         let priority = if t == 1 && rng.below(2) == 0 {
                             RESERVE
                         } else {

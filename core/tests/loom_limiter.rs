@@ -205,3 +205,28 @@ fn algorithm_state_is_handed_over_between_owners() {
         }
     });
 }
+
+/// Misuse: two permits of another limiter are given back concurrently while a call is
+/// admitted. The wrapped decrements undo themselves, so the count ends small (never stuck
+/// near 2^64 refusing everything) and no call is admitted above the limit.
+#[test]
+fn foreign_releases_never_brick_the_count() {
+    loom::model(|| {
+        let other = Limiter::new(fixed(2)).unwrap();
+        let p = other.try_acquire(Nanos(0), Priority::CRITICAL).unwrap();
+        let q = other.try_acquire(Nanos(0), Priority::CRITICAL).unwrap();
+        let l = Arc::new(Limiter::new(fixed(1)).unwrap());
+        let (l1, l2) = (Arc::clone(&l), Arc::clone(&l));
+        let t1 = thread::spawn(move || l1.on_ignore(p));
+        let t2 = thread::spawn(move || l2.on_ignore(q));
+        let got = l.try_acquire(Nanos(0), Priority::CRITICAL).ok();
+        t1.join().unwrap();
+        t2.join().unwrap();
+        assert!(l.in_flight() <= 1, "count {}", l.in_flight());
+        if let Some(p) = got {
+            assert!(p.in_flight() <= p.threshold());
+            l.on_ignore(p);
+        }
+        assert_eq!(l.in_flight(), 0);
+    });
+}

@@ -29,8 +29,8 @@
 //! - `limit`, `in_flight` — integer.
 //! - `threshold` — `priority`; integer.
 //! - `stats` — an object with every `AdmissionStats` field (`admitted`,
-//!   `refused_limit_reached`, `refused_overloaded`, `admitted_by_priority` and
-//!   `refused_by_priority` as lists of 8 integers, `succeeded`, `dropped`, `ignored`,
+//!   `refused_limit_reached`, `refused_overloaded`, `refused_by_priority` as a list of 8
+//!   integers, `succeeded`, `dropped`, `ignored`,
 //!   `in_flight`, `limit`); only the keys present in `expect` are compared.
 
 use std::collections::{HashMap, VecDeque};
@@ -100,7 +100,6 @@ fn stats_json(s: &AdmissionStats) -> Value {
         "admitted": s.admitted,
         "refused_limit_reached": s.refused_limit_reached,
         "refused_overloaded": s.refused_overloaded,
-        "admitted_by_priority": s.admitted_by_priority.to_vec(),
         "refused_by_priority": s.refused_by_priority.to_vec(),
         "succeeded": s.succeeded,
         "dropped": s.dropped,

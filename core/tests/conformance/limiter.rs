@@ -32,7 +32,7 @@
 //! - `retry_after` — integer ns (the hint a refusal would carry now).
 //! - `stats` — an object with every `LimiterStats` field (`acquired`,
 //!   `rejected_limit_reached`, `rejected_partition_cap`, `rejected_reserved`,
-//!   `acquired_by_priority` and `rejected_by_priority` as lists of 8 integers, `succeeded`,
+//!   `rejected_by_priority` as a list of 8 integers, `succeeded`,
 //!   `dropped`, `ignored`, `windows`, `limit_changes`, `folds_skipped`, `limit`,
 //!   `in_flight`); only the keys present in `expect` are compared.
 
@@ -115,7 +115,6 @@ fn stats_json(s: &LimiterStats) -> Value {
         "rejected_limit_reached": s.rejected_limit_reached,
         "rejected_partition_cap": s.rejected_partition_cap,
         "rejected_reserved": s.rejected_reserved,
-        "acquired_by_priority": s.acquired_by_priority.to_vec(),
         "rejected_by_priority": s.rejected_by_priority.to_vec(),
         "succeeded": s.succeeded,
         "dropped": s.dropped,
