@@ -479,21 +479,20 @@ impl Drop for AdmissionScope<'_> {
 
 #[cfg(test)]
 mod tests {
-    extern crate std;
     use super::*;
     use crate::limit::AimdConfig;
     use crate::ConfigErrorKind;
-    use std::vec::Vec;
+    use heapless::Vec;
 
     #[test]
     fn seed_thresholds_exactly() {
         let door = Admission::new(AdmissionConfig::default()).unwrap();
         let t = Nanos(0);
-        let mut inside = Vec::new();
+        let mut inside: Vec<AdmissionTicket, 128> = Vec::new();
         for i in 0..64 {
             let ticket = door.try_acquire(t, Priority::SHEDDABLE).unwrap();
             assert_eq!(ticket.in_flight(), i + 1);
-            inside.push(ticket);
+            inside.push(ticket).unwrap();
         }
         let v = door.try_acquire(t, Priority::CRITICAL).unwrap_err();
         assert_eq!(
@@ -501,7 +500,9 @@ mod tests {
             (AdmissionRefuseReason::LimitReached, 64, 64)
         );
         for _ in 64..80 {
-            inside.push(door.try_acquire(t, Priority::CRITICAL_PLUS).unwrap());
+            inside
+                .push(door.try_acquire(t, Priority::CRITICAL_PLUS).unwrap())
+                .unwrap();
         }
         let r = door.try_acquire(t, Priority::CRITICAL_PLUS).unwrap_err();
         assert_eq!(
@@ -511,7 +512,9 @@ mod tests {
         // One leaves: 79 inside, a reserve fits, a view still does not.
         door.on_success(inside.pop().unwrap(), Nanos(1));
         assert!(door.try_acquire(t, Priority::CRITICAL).is_err());
-        inside.push(door.try_acquire(t, Priority::CRITICAL_PLUS).unwrap());
+        inside
+            .push(door.try_acquire(t, Priority::CRITICAL_PLUS).unwrap())
+            .unwrap();
         let s = door.stats();
         assert_eq!(
             (s.admitted, s.refused_limit_reached, s.refused_overloaded),

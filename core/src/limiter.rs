@@ -20,7 +20,9 @@
 //! call timed out or was refused downstream: an overload signal) or [`Limiter::on_ignore`]
 //! (the call says nothing about capacity, e.g. a client error; no sample). In Rust,
 //! [`Limiter::acquire_scoped`] gives a guard that reports `on_ignore` if it is dropped
-//! unreported. A permit dropped without being given back leaks its slot.
+//! unreported. A permit dropped without being given back leaks its slot; a permit given
+//! back to a limiter that did not issue it is a bug, which the count survives (it never
+//! wraps below zero) but cannot detect while other calls are in flight.
 //!
 //! # Partitions by priority
 //! Each [`Priority`] level `p` has a [`PartitionConfig`] `{ share, max_in_flight }`. A
@@ -80,8 +82,8 @@
 //! folded at most once and the algorithm's updates never overlap; no sample is lost — a
 //! sample that lands while a window is being folded may have its RTT or drop read by this
 //! fold and its count by the next (so a window's mean can be off by that one sample); with
-//! one thread,
-//! the aggregation is exact and the limit sequence is fully determined by the calls.
+//! one thread the aggregation is exact and the limit sequence is fully determined by the
+//! calls. The loom models in `core/tests/loom_limiter.rs` check each of these.
 //!
 //! # Examples
 //! ```
@@ -114,9 +116,10 @@
 //!   `AbstractPartitionedLimiter` (percentage partitions, rounded up, at least 1),
 //!   `WindowedLimit` (samples aggregated per window of 1 s with at least 10 samples,
 //!   averaging RTT, keeping the maximum in-flight and whether anything dropped), and the
-//!   `Listener` with `onSuccess` / `onDropped` / `onIgnore`. Our partitions are thresholds
-//!   on one shared count, rounded down (reservations are strict), and a window without
-//!   enough samples is extended rather than discarded.
+//!   `Listener` with `onSuccess` / `onDropped` / `onIgnore`. There a partition's share
+//!   binds only once the whole limit is used; ours are strict thresholds on one shared
+//!   count, rounded down, and a window without enough samples is extended rather than
+//!   discarded.
 //! - The seed text, Part 6 (stock refuses views at 64 calls inside and reserves at 80)
 //!   and Part 8 (adaptive limits).
 //! - Google SRE book, "Handling Overload": criticality levels, shedding the least
@@ -146,7 +149,7 @@ pub const DEFAULT_SHARE: f64 = 1.0;
 /// Default for [`PartitionConfig::max_in_flight`]: no cap. Valid range: `1..=u64::MAX`.
 pub const DEFAULT_MAX_IN_FLIGHT: u64 = u64::MAX;
 /// The largest RTT one sample contributes to a window's mean (about 18 minutes), so that a
-/// window's RTT sum cannot overflow.
+/// window's RTT sum stays exact (below 2^64) for any window of fewer than 2^24 samples.
 pub const MAX_SAMPLE_RTT: Nanos = Nanos(1 << 40);
 
 const ONE_DAY: Nanos = Nanos::from_secs(86_400);
@@ -854,11 +857,10 @@ impl Drop for LimiterScope<'_> {
 
 #[cfg(test)]
 mod tests {
-    extern crate std;
     use super::*;
     use crate::limit::{AimdConfig, VegasConfig};
     use crate::ConfigErrorKind;
-    use std::vec::Vec;
+    use heapless::Vec;
 
     fn fixed(n: u64) -> LimiterConfig {
         LimiterConfig {
@@ -891,14 +893,18 @@ mod tests {
         cfg.partitions = [PartitionConfig::cap(64); MAX_PRIORITIES];
         cfg.partitions[0] = PartitionConfig::cap(80);
         let l = Limiter::new(cfg).unwrap();
-        let mut permits = Vec::new();
+        let mut permits: Vec<LimiterPermit, 128> = Vec::new();
         for _ in 0..64 {
-            permits.push(l.try_acquire(Nanos(0), Priority::SHEDDABLE).unwrap());
+            permits
+                .push(l.try_acquire(Nanos(0), Priority::SHEDDABLE).unwrap())
+                .unwrap();
         }
         let v = l.try_acquire(Nanos(0), Priority::SHEDDABLE).unwrap_err();
         assert_eq!(v.reason, LimiterRejectReason::PartitionCap);
         for _ in 0..16 {
-            permits.push(l.try_acquire(Nanos(0), Priority::CRITICAL_PLUS).unwrap());
+            permits
+                .push(l.try_acquire(Nanos(0), Priority::CRITICAL_PLUS).unwrap())
+                .unwrap();
         }
         let r = l
             .try_acquire(Nanos(0), Priority::CRITICAL_PLUS)
@@ -918,13 +924,17 @@ mod tests {
         let l = Limiter::new(cfg).unwrap();
         assert_eq!(l.threshold(Priority::CRITICAL), 9);
         assert_eq!(l.threshold(Priority::CRITICAL_PLUS), 10);
-        let mut permits = Vec::new();
+        let mut permits: Vec<LimiterPermit, 128> = Vec::new();
         for _ in 0..9 {
-            permits.push(l.try_acquire(Nanos(0), Priority::CRITICAL).unwrap());
+            permits
+                .push(l.try_acquire(Nanos(0), Priority::CRITICAL).unwrap())
+                .unwrap();
         }
         let r = l.try_acquire(Nanos(0), Priority::CRITICAL).unwrap_err();
         assert_eq!(r.reason, LimiterRejectReason::ReservedForHigherPriority);
-        permits.push(l.try_acquire(Nanos(0), Priority::CRITICAL_PLUS).unwrap());
+        permits
+            .push(l.try_acquire(Nanos(0), Priority::CRITICAL_PLUS).unwrap())
+            .unwrap();
         let r = l
             .try_acquire(Nanos(0), Priority::CRITICAL_PLUS)
             .unwrap_err();
