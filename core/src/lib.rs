@@ -48,6 +48,7 @@
 
 pub mod counter;
 pub mod error;
+pub mod hash;
 pub mod math;
 pub mod priority;
 pub mod rng;
