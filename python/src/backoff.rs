@@ -78,29 +78,11 @@ pub(crate) fn backoff_config_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Backo
             v,
         ));
     };
-    for key in m.keys()?.iter() {
-        let k: String = key
-            .extract()
-            .map_err(|_| util::type_error("backoff", "a mapping with str keys", v))?;
-        if !matches!(k.as_str(), "base" | "cap" | "multiplier" | "jitter") {
-            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                "`backoff` has an unknown setting {k:?} (expected base, cap, multiplier, jitter)"
-            )));
-        }
-    }
-    let get = |k: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
-        if m.contains(k)? {
-            Ok(Some(m.get_item(k)?))
-        } else {
-            Ok(None)
-        }
-    };
-    let (base, cap, multiplier, jitter) = (
-        get("base")?,
-        get("cap")?,
-        get("multiplier")?,
-        get("jitter")?,
-    );
+    util::check_mapping_keys("backoff", m, &["base", "cap", "multiplier", "jitter"])?;
+    let base = util::mapping_get(m, "base")?;
+    let cap = util::mapping_get(m, "cap")?;
+    let multiplier = util::mapping_get(m, "multiplier")?;
+    let jitter = util::mapping_get(m, "jitter")?;
     BackoffArgs {
         base: base.as_ref(),
         cap: cap.as_ref(),

@@ -20,11 +20,15 @@
 
 use pyo3::prelude::*;
 
+mod adaptive_throttle;
 mod backoff;
+mod brownout;
 mod bulkhead;
 mod clock;
 mod deadline;
 mod errors;
+mod hedging;
+mod latency_tracker;
 mod priority;
 mod queue_discipline;
 mod retry_budget;
@@ -61,6 +65,12 @@ check_pyclass_alignment!(
     retry_budget::RetryReceiptObj,
     bulkhead::PyBulkhead,
     bulkhead::PyPermit,
+    latency_tracker::PyLatencyTracker,
+    hedging::PyHedging,
+    hedging::PyHedgeDecision,
+    adaptive_throttle::PyAdaptiveThrottle,
+    brownout::PyBrownout,
+    brownout::PyBrownoutTable,
     queue_discipline::PyQueueDiscipline,
     queue_discipline::Waiter,
     queue_discipline::Dequeued,
@@ -87,6 +97,10 @@ fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     retry_policy::register(m)?;
     retry_budget::register(m)?;
     bulkhead::register(m)?;
+    latency_tracker::register(m)?;
+    hedging::register(m)?;
+    adaptive_throttle::register(m)?;
+    brownout::register(m)?;
     queue_discipline::register(m)?;
     Ok(())
 }

@@ -11,7 +11,7 @@ use guards_core::{ConfigError as CoreConfigError, ConfigErrorKind, Nanos, Priori
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyMapping, PyString, PyType};
 
 use crate::errors;
 use crate::time::PyNanos;
@@ -321,4 +321,37 @@ pub(crate) fn stats_dict<'py>(
 #[inline]
 pub(crate) fn secs(n: Nanos) -> f64 {
     n.as_secs_f64()
+}
+
+/// Refuse a settings mapping (`field=`) with keys other than `allowed`.
+pub(crate) fn check_mapping_keys(
+    field: &str,
+    m: &Bound<'_, PyMapping>,
+    allowed: &[&str],
+) -> PyResult<()> {
+    for key in m.keys()?.iter() {
+        let k: String = key.extract().map_err(|_| {
+            PyTypeError::new_err(format!("`{field}` must be a mapping with str keys"))
+        })?;
+        if !allowed.contains(&k.as_str()) {
+            return Err(PyTypeError::new_err(format!(
+                "`{field}` has an unknown setting {k:?} (expected {})",
+                allowed.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `m[key]` if present (and not None).
+pub(crate) fn mapping_get<'py>(
+    m: &Bound<'py, PyMapping>,
+    key: &str,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if m.contains(key)? {
+        let v = m.get_item(key)?;
+        Ok((!v.is_none()).then_some(v))
+    } else {
+        Ok(None)
+    }
 }

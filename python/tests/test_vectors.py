@@ -460,6 +460,210 @@ def retry_budget_step(g: BudgetCase, s: dict[str, Any]) -> Any:
     return unknown_op(s)
 
 
+# ----------------------------------------------------------------- latency_tracker
+
+
+def tracker_kwargs(c: Config) -> dict[str, Any]:
+    kw: dict[str, Any] = {}
+    kw |= c.take("window", dur)
+    kw |= c.take("timeout_quantile", num)
+    kw |= c.take("timeout_factor", num)
+    kw |= c.take("min_samples")
+    return kw
+
+
+def latency_tracker_build(c: Config, _seed: int) -> Any:
+    kw = tracker_kwargs(c)
+    c.check_all_used()
+    return guards.LatencyTracker(**kw)
+
+
+def latency_tracker_step(t: guards.LatencyTracker, s: dict[str, Any]) -> Any:
+    op = op_of(s)
+    if op == "record":
+        t.record_ns(s["latency"], now=s["now"])
+        return None
+    if op == "count":
+        return t.count(now=s["now"])
+    if op == "quantile":
+        return t.quantile_ns(num(s["q"]), now=s["now"])
+    if op == "summary":
+        return t.summary_ns(now=s["now"])
+    if op == "propose_timeout":
+        return t.propose_timeout_ns(now=s["now"])
+    if op == "false_timeout_rate":
+        return t.false_timeout_rate(guards.Nanos(s["timeout"]), now=s["now"])
+    if op == "stats":
+        return t.stats()
+    return unknown_op(s)
+
+
+# ----------------------------------------------------------------- hedging
+
+
+class FixedHedgeGate:
+    """A gate that answers every hedge the same way (and checks the cause)."""
+
+    def __init__(self, allow: bool) -> None:
+        self.allow = allow
+
+    def allow_retry(self, now: int, cause: str) -> bool:
+        assert cause == "hedge", cause
+        return self.allow
+
+
+def hedging_build(c: Config, _seed: int) -> Any:
+    kw: dict[str, Any] = {}
+    kw |= c.take("delay_quantile", num)
+    kw |= c.take("min_delay", dur)
+    kw |= c.take("max_delay", dur)
+    kw |= c.take("max_hedges")
+    kw |= c.take("min_samples")
+    kw |= c.take("refresh_interval", dur)
+    if "tracker" in c.raw:
+        inner = Config(c.raw["tracker"])
+        kw["tracker"] = tracker_kwargs(inner)
+        inner.check_all_used()
+        c.used.add("tracker")
+    c.check_all_used()
+    return guards.Hedging(**kw)
+
+
+def hedging_step(h: guards.Hedging, s: dict[str, Any]) -> Any:
+    op = op_of(s)
+    if op == "record_latency":
+        h.record_latency_ns(s["latency"], now=s["now"])
+        return None
+    if op == "hedge_delay":
+        return h.hedge_delay_ns(now=s["now"])
+    if op == "should_hedge":
+        gate = None
+        if "gate" in s:
+            assert s["gate"] in ("allow", "deny"), s
+            gate = FixedHedgeGate(s["gate"] == "allow")
+        d = h.should_hedge(
+            s["request_started"], s["hedges_sent"], idempotent=s["idempotent"], gate=gate, now=s["now"]
+        )
+        if d.decision == "wait_until":
+            return {"decision": "wait_until", "at": d.at}
+        if d.decision == "never":
+            return {"decision": "never", "reason": d.reason}
+        return {"decision": d.decision}
+    if op == "stats":
+        return h.stats()
+    return unknown_op(s)
+
+
+# ----------------------------------------------------------------- adaptive_throttle
+
+
+def adaptive_throttle_build(c: Config, _seed: int) -> Any:
+    kw: dict[str, Any] = {}
+    kw |= c.take("window", dur)
+    for key in ("k", "aggression", "max_reject_probability"):
+        kw |= c.take(key, num)
+    kw |= c.take("min_requests")
+    kw |= c.take("count_rejected")
+    kw |= c.take("seed")
+    c.check_all_used()
+    return guards.AdaptiveThrottle(**kw)
+
+
+def adaptive_throttle_step(t: guards.AdaptiveThrottle, s: dict[str, Any]) -> Any:
+    op = op_of(s)
+    if op == "should_reject":
+        return t.should_reject(now=s["now"])
+    if op == "on_accepted":
+        t.on_accepted(now=s["now"])
+        return None
+    if op == "on_rejected_by_backend":
+        t.on_rejected_by_backend(now=s["now"])
+        return None
+    if op == "reject_probability":
+        return t.reject_probability(now=s["now"])
+    if op == "window":
+        return t.window(now=s["now"])
+    if op == "stats":
+        return t.stats()
+    return unknown_op(s)
+
+
+# ----------------------------------------------------------------- brownout
+
+
+def brownout_kwargs(c: Config) -> dict[str, Any]:
+    kw: dict[str, Any] = {}
+    kw |= c.take("optional")
+    kw |= c.take("exempt")
+    kw |= c.take("fallback_on")
+    return kw
+
+
+@dataclass
+class BrownoutTableCase:
+    table: guards.BrownoutTable
+
+
+def brownout_build(c: Config, _seed: int) -> Any:
+    if "operations" in c.raw:
+        c.used.add("operations")
+        c.check_all_used()
+        table = guards.BrownoutTable()
+        for op in c.raw["operations"]:
+            inner = Config(op)
+            key = inner.take("key")["key"]
+            table.register(key, **brownout_kwargs(inner))
+            inner.check_all_used()
+        return BrownoutTableCase(table)
+    kw = brownout_kwargs(c)
+    c.check_all_used()
+    return guards.Brownout(**kw)
+
+
+def brownout_step(g: Any, s: dict[str, Any]) -> Any:
+    op = op_of(s)
+    if isinstance(g, BrownoutTableCase):
+        t = g.table
+        if op == "on_refusal":
+            return t.on_refusal(s["key"], s["kind"])
+        if op == "on_full":
+            return t.on_full(s["key"])
+        if op == "stats":
+            return t.stats(s["key"])
+        if op == "totals":
+            return t.totals()
+        if op == "unknown":
+            return t.unknown()
+        if op == "register":
+            inner = Config(s["config"])
+            kw = brownout_kwargs(inner)
+            inner.check_all_used()
+            try:
+                return t.register(s["key"], **kw)
+            except guards.ConfigError as e:
+                return {"error": "config", "field": e.field, "kind": e.kind}
+            except ValueError as e:
+                assert "already registered" in str(e), e
+                return {"error": "duplicate"}
+            except RuntimeError as e:
+                assert "full" in str(e), e
+                return {"error": "full"}
+        return unknown_op(s)
+    b: guards.Brownout = g
+    if op == "on_refusal":
+        return b.on_refusal(s["kind"])
+    if op == "decide":
+        return b.decide(s["kind"])
+    if op == "on_full":
+        b.on_full()
+        return None
+    if op == "stats":
+        return b.stats()
+    if op == "operation_key":
+        return hex_word(guards.operation_key(s["name"]))
+    return unknown_op(s)
+
+
 # ----------------------------------------------------------------- registry
 
 RUNNERS: dict[str, Runner] = {
@@ -469,6 +673,10 @@ RUNNERS: dict[str, Runner] = {
     "retry_budget": Runner(retry_budget_build, retry_budget_step),
     "bulkhead": Runner(bulkhead_build, bulkhead_step),
     "queue_discipline": Runner(queue_build, queue_step),
+    "latency_tracker": Runner(latency_tracker_build, latency_tracker_step),
+    "hedging": Runner(hedging_build, hedging_step),
+    "adaptive_throttle": Runner(adaptive_throttle_build, adaptive_throttle_step),
+    "brownout": Runner(brownout_build, brownout_step),
 }
 
 # ----------------------------------------------------------------- the test
