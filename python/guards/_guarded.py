@@ -193,6 +193,28 @@ class _LimiterAdapter(_Adapter):
             g.on_ignore(token)
 
 
+class _ThrottleAdapter(_Adapter):
+    """Client-side adaptive throttling: ``admit`` may reject locally (``Throttled``);
+    the backend's answer is reported as accepted (anything but an overload signal) or
+    rejected (a timeout, a 503/429)."""
+
+    __slots__ = ()
+
+    def acquire(self, now: int) -> Any:
+        self.guard.admit(now=now)  # raises Throttled
+        return None
+
+    def report(self, token: Any, outcome: int, now: int) -> None:
+        if outcome == SUCCESS or outcome == FAILURE:
+            self.guard.on_accepted(now=now)
+        elif outcome == DROPPED:
+            self.guard.on_rejected_by_backend(now=now)
+
+    def fast_paths(self) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
+        admit, accepted = self.guard.admit, self.guard.on_accepted
+        return admit, (lambda _t: accepted())
+
+
 def _adapter(guard: Any, priority: Optional[int]) -> _Adapter:
     kinds = {
         "CircuitBreaker": _BreakerAdapter,
@@ -207,7 +229,14 @@ def _adapter(guard: Any, priority: Optional[int]) -> _Adapter:
         cls = getattr(_n, cls_name, None)
         if cls is not None and isinstance(guard, cls):
             return _LimiterAdapter(guard, snake_case(cls_name), priority)
-    fail_type("guards", "guards.CircuitBreaker, Bulkhead, Limiter or Admission instances", guard)
+    cls = getattr(_n, "AdaptiveThrottle", None)
+    if cls is not None and isinstance(guard, cls):
+        return _ThrottleAdapter(guard, "adaptive_throttle")
+    fail_type(
+        "guards",
+        "guards.CircuitBreaker, Bulkhead, Limiter, Admission or AdaptiveThrottle instances",
+        guard,
+    )
     raise AssertionError(name)  # unreachable: fail_type raises
 
 

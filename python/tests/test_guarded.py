@@ -140,6 +140,138 @@ def test_testing_exhaust_fills_a_bulkhead() -> None:
     assert b.available() == 4
 
 
+# ------------------------------------------------------------------ brownout / fallback
+
+
+def full_bulkhead() -> tuple[guards.Bulkhead, list[object]]:
+    b = guards.Bulkhead(max_concurrent=1)
+    return b, exhaust(b)
+
+
+def test_fallback_value_when_a_guard_refuses() -> None:
+    b, held = full_bulkhead()
+
+    @guards.guarded(b, fallback=[])
+    def badges() -> list[str]:
+        raise AssertionError("must not run while the bulkhead is full")
+
+    assert badges() == []
+    stats = badges.guarded.stats()
+    assert stats["brownout_degraded"] == 1
+    assert stats["bulkhead_rejected"] == 2  # exhaust() was refused once too
+
+
+def test_fallback_callable_when_the_call_fails() -> None:
+    b = guards.Bulkhead(max_concurrent=4)
+    made = []
+
+    def default() -> str:
+        made.append(1)
+        return "n/a"
+
+    @guards.guarded(b, fallback=default)
+    def rating() -> str:
+        raise HTTPError(503)
+
+    assert rating() == "n/a"
+    assert rating() == "n/a"
+    assert made == [1, 1]
+    assert b.in_flight() == 0
+
+
+def test_full_answers_are_counted() -> None:
+    g = guards.guarded(guards.Bulkhead(), fallback=None)
+    assert g.call(lambda: 5) == 5
+    assert g.stats()["brownout_full"] == 1
+
+
+def test_fallback_only_for_the_listed_kinds() -> None:
+    b, held = full_bulkhead()
+    brownout = guards.Brownout(optional=True, fallback_on=["bulkhead_full"])
+    g = guards.guarded(b, fallback="cached", brownout=brownout)
+    assert g.call(lambda: "live") == "cached"  # refused: listed
+    held[0].release()
+    with pytest.raises(KeyError):  # failed: not listed, so it fails fast
+        g.call(lambda: {}["missing"])
+    s = brownout.stats()
+    assert (s["degraded"], s["errors"]) == (1, 1)
+
+
+def test_required_operation_fails_fast() -> None:
+    b, held = full_bulkhead()
+    brownout = guards.Brownout()  # required
+    g = guards.guarded(b, fallback="unused", brownout=brownout)
+    with pytest.raises(guards.BulkheadFull):
+        g.call(lambda: "live")
+    assert brownout.stats()["errors"] == 1
+
+
+def test_exempt_operation_proceeds_without_the_full_guard() -> None:
+    b, held = full_bulkhead()
+    brownout = guards.Brownout(exempt=True)
+    health = guards.guarded(b, brownout=brownout)
+    assert health.call(lambda: "healthy") == "healthy"
+    assert brownout.stats()["proceeded"] == 1
+    assert b.in_flight() == 1  # only the permit held by the test
+
+
+@pytest.mark.asyncio
+async def test_async_fallback() -> None:
+    b, held = full_bulkhead()
+
+    @guards.guarded(b, fallback=lambda: "later")
+    async def fetch() -> str:
+        raise AssertionError("must not run")
+
+    assert await fetch() == "later"
+
+    @guards.guarded(guards.Bulkhead(), fallback=0)
+    async def fails() -> int:
+        await asyncio.sleep(0)
+        raise TimeoutError
+
+    assert await fails() == 0
+
+
+def test_with_blocks_do_not_serve_fallbacks() -> None:
+    b, held = full_bulkhead()
+    with pytest.raises(guards.BulkheadFull):
+        with guards.guarded(b, fallback="ignored here"):
+            raise AssertionError("must not run")
+
+
+# ------------------------------------------------------------------ adaptive throttle
+
+
+def test_adaptive_throttle_is_told_what_the_backend_answered() -> None:
+    t = guards.AdaptiveThrottle()
+    g = guards.guarded(t)
+    assert g.call(lambda: 1) == 1
+    with pytest.raises(HTTPError):
+        g.call(lambda: (_ for _ in ()).throw(HTTPError(503)))
+    with pytest.raises(HTTPError):
+        g.call(lambda: (_ for _ in ()).throw(HTTPError(404)))
+    s = t.stats()
+    assert (s["admitted"], s["accepted"], s["rejected_by_backend"]) == (3, 2, 1)
+
+
+def test_adaptive_throttle_rejects_locally_once_the_backend_keeps_refusing(
+    clock: guards.FakeClock,
+) -> None:
+    t = guards.AdaptiveThrottle(seed=7)
+
+    @guards.guarded(t, fallback="shed")
+    def call() -> str:
+        raise HTTPError(503)
+
+    answers = [call() for _ in range(200)]
+    assert answers == ["shed"] * 200
+    s = t.stats()
+    assert s["throttled"] > 0  # some never left the process
+    assert s["admitted"] + s["throttled"] == 200
+    assert s["rejected_by_backend"] == s["admitted"]
+
+
 # ------------------------------------------------------------------ bad input
 
 
