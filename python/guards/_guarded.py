@@ -382,16 +382,14 @@ class Guarded:
     def __enter__(self) -> GuardedCall:
         return self._push()
 
-    def __exit__(self, et: Any, e: Any, tb: Any) -> bool:
+    def __exit__(self, et: Any, e: Any, tb: Any) -> None:
         self._pop(e)
-        return False
 
     async def __aenter__(self) -> GuardedCall:
         return self._push()
 
-    async def __aexit__(self, et: Any, e: Any, tb: Any) -> bool:
+    async def __aexit__(self, et: Any, e: Any, tb: Any) -> None:
         self._pop(e)
-        return False
 
     # ---------------------------------------------------------- calls
     def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:

@@ -194,9 +194,8 @@ class DeadlineScope:
         self._push(eff, None)
         return eff
 
-    def __exit__(self, et: Any, e: Any, tb: Any) -> bool:
+    def __exit__(self, et: Any, e: Any, tb: Any) -> None:
         self._pop()
-        return False
 
     # ---- async
     async def __aenter__(self) -> Deadline:
@@ -212,11 +211,10 @@ class DeadlineScope:
         self._push(eff, canceller)
         return eff
 
-    async def __aexit__(self, et: Any, e: Any, tb: Any) -> bool:
+    async def __aexit__(self, et: Any, e: Any, tb: Any) -> None:
         eff, canceller = self._pop()
         if canceller is not None and canceller.stop(et):
             raise _expired_error(eff, "the deadline passed while the block ran") from e
-        return False
 
     # ---- decorator
     def __call__(self, fn: F) -> F:

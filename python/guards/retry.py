@@ -409,7 +409,7 @@ class Retry:
             raise config_error(
                 "idempotency", "out_of_range", " | ".join(repr(i) for i in _IDEMPOTENCY)
             )
-        self.idempotency = idempotency
+        self.idempotency: Any = idempotency
         self._reraise = check_bool("reraise", reraise)
         self._on_retry = check_callable("on_retry", on_retry)
         self._sleep = check_callable("sleep", sleep)
@@ -466,7 +466,7 @@ class Retry:
         self, overall: Optional[Deadline], now: int, attempts: int, last: Optional[BaseException]
     ) -> Optional[Deadline]:
         """The attempt's own deadline, or raise when it should not start."""
-        if overall is None and self._attempt_timeout is None:
+        if self._attempt_timeout is None and (overall is None or overall.is_none()):
             return None
         d = overall if overall is not None else Deadline.none()
         budget = d.attempt_budget(self._attempt_timeout or _NO_TIMEOUT, self._margin, now=now)
@@ -551,9 +551,10 @@ class Retry:
             on_failure = getattr(budget, "on_failure", None)
             if on_failure is not None:
                 on_failure(now=now)
+        named: Any = outcome
         return self.policy.decide(
             attempts,
-            outcome,
+            named,
             retry_after=retry_after,
             idempotency=self.idempotency,
             deadline=overall,
@@ -690,8 +691,12 @@ class Retry:
                     token = None if attempt_deadline is None else _DEADLINE.set(attempt_deadline)
                     canceller = None
                     try:
-                        if attempt_deadline is not None:
-                            left = attempt_deadline.time_left_ns(now=now)
+                        left = (
+                            None
+                            if attempt_deadline is None
+                            else attempt_deadline.time_left_ns(now=now)
+                        )
+                        if left is not None:
                             canceller = CancelAfter(left / 1e9)
                             canceller.start()
                         result = await fn(*args, **kwargs)
@@ -818,14 +823,6 @@ class Retry:
     def reset_stats(self) -> None:
         with self._lock:
             self._n = [0] * len(_STAT_NAMES)
-        # Nothing to do before or after a first attempt that succeeds: no budget to tell,
-        # no deadline of our own, no result to inspect.
-        self._simple = (
-            budget is None
-            and self._attempt_timeout is None
-            and self._timeout is None
-            and self._retry_on_result is None
-        )
 
     def __repr__(self) -> str:
         return f"guards.Retry(max_attempts={self.policy.max_attempts})"

@@ -621,3 +621,15 @@ def test_bad_classifier_answers_are_reported(clock: guards.FakeClock) -> None:
         guards.retry(classify=lambda e: 3)(Flaky(KeyError))()
     with pytest.raises(ValueError, match="`retry_after`"):
         guards.retry(classify=lambda e: ("throttled", -1))(Flaky(KeyError))()
+
+
+@pytest.mark.asyncio
+async def test_async_attempt_under_a_scope_without_deadline_is_not_cancelled() -> None:
+    @guards.retry
+    async def call() -> str:
+        await asyncio.sleep(0.001)
+        return "done"
+
+    async with guards.deadline():  # publishes "no deadline"
+        assert await call() == "done"
+    assert call.retry.stats()["attempt_timeouts"] == 0
