@@ -68,7 +68,6 @@ from ._guards import (
     QueueFull,
     RetriesExhausted,
     Throttled,
-    now_ns,
 )
 from ._util import ExcSpec, check_int, exception_matcher, fail_type, is_async_callable, snake_case
 
@@ -129,24 +128,24 @@ class _Adapter:
         self.guard = guard
         self.kind = kind
 
-    def acquire(self, now: int) -> Any:  # pragma: no cover - abstract
+    def acquire(self, now: Optional[int]) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def report(self, token: Any, outcome: int, now: int) -> None:  # pragma: no cover
+    def report(self, token: Any, outcome: int, now: Optional[int]) -> None:  # pragma: no cover
         raise NotImplementedError
 
     def fast_paths(self) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
         """(take a slot now, give it back as a success now), as direct native calls."""
-        return (lambda: self.acquire(now_ns())), (lambda t: self.report(t, SUCCESS, now_ns()))
+        return (lambda: self.acquire(None)), (lambda t: self.report(t, SUCCESS, None))
 
 
 class _BreakerAdapter(_Adapter):
     __slots__ = ()
 
-    def acquire(self, now: int) -> Any:
+    def acquire(self, now: Optional[int]) -> Any:
         return self.guard.try_acquire(now=now)
 
-    def report(self, token: Any, outcome: int, now: int) -> None:
+    def report(self, token: Any, outcome: int, now: Optional[int]) -> None:
         g = self.guard
         if outcome == SUCCESS:
             g.on_success(token, now=now)
@@ -161,10 +160,10 @@ class _BreakerAdapter(_Adapter):
 class _BulkheadAdapter(_Adapter):
     __slots__ = ()
 
-    def acquire(self, now: int) -> Any:
+    def acquire(self, now: Optional[int]) -> Any:
         return self.guard.acquire()  # raises BulkheadFull
 
-    def report(self, token: Any, outcome: int, now: int) -> None:
+    def report(self, token: Any, outcome: int, now: Optional[int]) -> None:
         token.release()
 
     def fast_paths(self) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
@@ -178,12 +177,12 @@ class _LimiterAdapter(_Adapter):
         super().__init__(guard, kind)
         self.priority = priority
 
-    def acquire(self, now: int) -> Any:
+    def acquire(self, now: Optional[int]) -> Any:
         if self.priority is None:
             return self.guard.try_acquire(now=now)
         return self.guard.try_acquire(priority=self.priority, now=now)
 
-    def report(self, token: Any, outcome: int, now: int) -> None:
+    def report(self, token: Any, outcome: int, now: Optional[int]) -> None:
         g = self.guard
         if outcome == SUCCESS:
             g.on_success(token, now=now)
@@ -200,11 +199,11 @@ class _ThrottleAdapter(_Adapter):
 
     __slots__ = ()
 
-    def acquire(self, now: int) -> Any:
+    def acquire(self, now: Optional[int]) -> Any:
         self.guard.admit(now=now)  # raises Throttled
         return None
 
-    def report(self, token: Any, outcome: int, now: int) -> None:
+    def report(self, token: Any, outcome: int, now: Optional[int]) -> None:
         if outcome == SUCCESS or outcome == FAILURE:
             self.guard.on_accepted(now=now)
         elif outcome == DROPPED:
@@ -249,14 +248,14 @@ class GuardedCall:
     overload signal (a timeout, a 503), ``call.ignore()`` nothing at all; the last mark
     wins. An exception leaving the block still decides first."""
 
-    __slots__ = ("_owner", "_tokens", "_mark", "_parent", "_done")
+    __slots__ = ("_owner", "_adapter", "_token", "_mark", "_parent")
 
-    def __init__(self, owner: Guarded, tokens: list[tuple[_Adapter, Any]], parent: Any) -> None:
+    def __init__(self, owner: Guarded, adapter: Optional[_Adapter], token: Any, parent: Any) -> None:
         self._owner = owner
-        self._tokens = tokens
+        self._adapter = adapter  # the guard when there is one; else ``_token`` is the list
+        self._token = token
         self._mark = SUCCESS
         self._parent = parent
-        self._done = False
 
     def failure(self) -> None:
         self._mark = FAILURE
@@ -270,13 +269,18 @@ class GuardedCall:
     def success(self) -> None:
         self._mark = SUCCESS
 
+    def _taken(self) -> list[tuple[_Adapter, Any]]:
+        if self._adapter is not None:
+            return [(self._adapter, self._token)]
+        return self._token  # type: ignore[no-any-return]
+
     @property
     def probe_timeout(self) -> Optional[float]:
         """If a breaker let this call through as a half-open probe: the probe's timeout in
         seconds (else ``None``)."""
-        for adapter, token in self._tokens:
+        for adapter, token in self._taken():
             if isinstance(adapter, _BreakerAdapter) and getattr(token, "is_probe", False):
-                return getattr(token, "probe_timeout", None)
+                return getattr(token, "probe_timeout", None)  # type: ignore[no-any-return]
         return None
 
 
@@ -304,6 +308,7 @@ class Guarded:
         if not guards:
             raise TypeError("guarded() needs at least one guard (`guards`)")
         self._adapters = tuple(_adapter(g, priority) for g in guards)
+        self._one = self._adapters[0] if len(self._adapters) == 1 else None
         self._failure = exception_matcher("failure", failure)
         self._ignore = exception_matcher("ignore", ignore)
         if brownout is not None:
@@ -333,7 +338,7 @@ class Guarded:
         return FAILURE
 
     # ---------------------------------------------------------- acquire / release
-    def _acquire(self, now: int, skip_refused: bool) -> list[tuple[_Adapter, Any]]:
+    def _acquire(self, now: Optional[int], skip_refused: bool) -> list[tuple[_Adapter, Any]]:
         """Take every guard in order; on a refusal give back what was taken and raise
         (or, for an exempt brownout operation, go on without that guard)."""
         taken: list[tuple[_Adapter, Any]] = []
@@ -351,7 +356,7 @@ class Guarded:
         return taken
 
     @staticmethod
-    def _release(taken: list[tuple[_Adapter, Any]], outcome: int, now: int) -> None:
+    def _release(taken: list[tuple[_Adapter, Any]], outcome: int, now: Optional[int]) -> None:
         for adapter, token in reversed(taken):
             adapter.report(token, outcome, now)
 
@@ -367,7 +372,11 @@ class Guarded:
 
     # ---------------------------------------------------------- with
     def _push(self) -> GuardedCall:
-        call = GuardedCall(self, self._acquire(now_ns(), False), _ENTRIES.get())
+        one = self._one
+        if one is not None:
+            call = GuardedCall(self, one, one.acquire(None), _ENTRIES.get())
+        else:
+            call = GuardedCall(self, None, self._acquire(None, False), _ENTRIES.get())
         _ENTRIES.set(call)
         return call
 
@@ -377,7 +386,10 @@ class Guarded:
             raise RuntimeError("guarded blocks must be exited in the reverse order of entry")
         _ENTRIES.set(call._parent)
         outcome = call._mark if e is None else self.classify(e)
-        self._release(call._tokens, outcome, now_ns())
+        if call._adapter is not None:
+            call._adapter.report(call._token, outcome, None)
+        else:
+            self._release(call._token, outcome, None)
 
     def __enter__(self) -> GuardedCall:
         return self._push()
@@ -396,17 +408,17 @@ class Guarded:
         """``fn(*args, **kwargs)`` under the guards (with the fallback, if any)."""
         brownout = self._brownout is not None
         try:
-            taken = self._acquire(now_ns(), brownout)
+            taken = self._acquire(None, brownout)
         except GuardError as refusal:
             return self._on_refused(refusal)
         try:
             result = fn(*args, **kwargs)
         except BaseException as exc:
-            self._release(taken, self.classify(exc), now_ns())
+            self._release(taken, self.classify(exc), None)
             if brownout and isinstance(exc, Exception):
                 return self._on_failed(exc)
             raise
-        self._release(taken, SUCCESS, now_ns())
+        self._release(taken, SUCCESS, None)
         if brownout:
             self._brownout.on_full()
         return result
@@ -415,17 +427,17 @@ class Guarded:
         """``await fn(*args, **kwargs)`` under the guards (with the fallback, if any)."""
         brownout = self._brownout is not None
         try:
-            taken = self._acquire(now_ns(), brownout)
+            taken = self._acquire(None, brownout)
         except GuardError as refusal:
             return self._on_refused(refusal)
         try:
             result = await fn(*args, **kwargs)
         except BaseException as exc:
-            self._release(taken, self.classify(exc), now_ns())
+            self._release(taken, self.classify(exc), None)
             if brownout and isinstance(exc, Exception):
                 return self._on_failed(exc)
             raise
-        self._release(taken, SUCCESS, now_ns())
+        self._release(taken, SUCCESS, None)
         if brownout:
             self._brownout.on_full()
         return result
@@ -483,7 +495,7 @@ class Guarded:
                 try:
                     result = await fn(*args, **kwargs)
                 except BaseException as exc:
-                    report(token, classify(exc), now_ns())
+                    report(token, classify(exc), None)
                     raise
                 succeed(token)
                 return result
@@ -495,7 +507,7 @@ class Guarded:
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:
-                report(token, classify(exc), now_ns())
+                report(token, classify(exc), None)
                 raise
             succeed(token)
             return result
