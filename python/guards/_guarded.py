@@ -171,25 +171,31 @@ class _BulkheadAdapter(_Adapter):
 
 
 class _LimiterAdapter(_Adapter):
-    __slots__ = ("priority",)
+    """Limiter and Admission: a permit (ticket) that reports its own outcome once."""
 
-    def __init__(self, guard: Any, kind: str, priority: Optional[int]) -> None:
+    __slots__ = ("priority", "permit_type")
+
+    def __init__(self, guard: Any, kind: str, priority: Optional[int], permit_type: Any) -> None:
         super().__init__(guard, kind)
         self.priority = priority
+        self.permit_type = permit_type
 
     def acquire(self, now: Optional[int]) -> Any:
-        if self.priority is None:
-            return self.guard.try_acquire(now=now)
-        return self.guard.try_acquire(priority=self.priority, now=now)
+        return self.guard.acquire(priority=self.priority, now=now)  # raises on refusal
 
     def report(self, token: Any, outcome: int, now: Optional[int]) -> None:
-        g = self.guard
         if outcome == SUCCESS:
-            g.on_success(token, now=now)
+            token.on_success(now=now)
         elif outcome == DROPPED:
-            g.on_dropped(token, now=now)
+            token.on_dropped(now=now)
         else:
-            g.on_ignore(token)
+            token.on_ignore()
+
+    def fast_paths(self) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
+        acquire = self.guard.acquire
+        if self.priority is not None:
+            acquire = functools.partial(acquire, self.priority)
+        return acquire, self.permit_type.on_success
 
 
 class _ThrottleAdapter(_Adapter):
@@ -224,10 +230,10 @@ def _adapter(guard: Any, priority: Optional[int]) -> _Adapter:
         cls = getattr(_n, cls_name, None)
         if cls is not None and isinstance(guard, cls):
             return adapter(guard, snake_case(cls_name))
-    for cls_name in ("Limiter", "Admission"):
+    for cls_name, permit_name in (("Limiter", "LimiterPermit"), ("Admission", "AdmissionTicket")):
         cls = getattr(_n, cls_name, None)
         if cls is not None and isinstance(guard, cls):
-            return _LimiterAdapter(guard, snake_case(cls_name), priority)
+            return _LimiterAdapter(guard, snake_case(cls_name), priority, getattr(_n, permit_name))
     cls = getattr(_n, "AdaptiveThrottle", None)
     if cls is not None and isinstance(guard, cls):
         return _ThrottleAdapter(guard, "adaptive_throttle")

@@ -48,7 +48,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Optional, Union
 
 from . import _guards as _n
-from ._guards import AdmissionRejected, now_ns
+from ._guards import AdmissionRejected
 from ._util import check_callable, check_int, config_error, fail_type
 from .context import _DEADLINE, extract_deadline
 
@@ -133,6 +133,9 @@ def _exempt_matcher(exempt: Any) -> Callable[[str], bool]:
 
 
 def _retry_after_header(err: BaseException) -> Optional[str]:
+    secs = getattr(err, "retry_after_secs", None)  # the native refusal's whole seconds
+    if isinstance(secs, int) and not isinstance(secs, bool):
+        return str(secs)
     ra = getattr(err, "retry_after", None)
     if ra is None:
         return None
@@ -191,20 +194,16 @@ class _Door:
 
     def admit(self, request: Any) -> Any:
         """A ticket, or raise AdmissionRejected."""
-        p = self.priority_of(request)
-        if p is None:
-            return self.admission.try_acquire()
-        return self.admission.try_acquire(priority=p)
+        return self.admission.acquire(priority=self.priority_of(request))
 
     def release(self, ticket: Any, status: Optional[int], failed: bool) -> None:
-        now = now_ns()
         if failed or status is None:
-            self.admission.on_ignore(ticket)
+            ticket.on_ignore()
         elif status in _OVERLOAD_STATUSES:
             self.count("overloaded")
-            self.admission.on_dropped(ticket, now=now)
+            ticket.on_dropped()
         else:
-            self.admission.on_success(ticket, now=now)
+            ticket.on_success()
 
     def deadline_of(self, headers: Any) -> Any:
         if self._deadline is None:
