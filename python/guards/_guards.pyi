@@ -6,7 +6,7 @@ import datetime
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol, SupportsIndex, TypedDict, final
 
-from typing_extensions import Self, TypeAlias
+from typing_extensions import Self, TypeAlias, disjoint_base
 
 __all__ = [
     "__version__",
@@ -663,6 +663,7 @@ def operation_key(name: str) -> int: ...
 
 _Algorithm: TypeAlias = Literal["fixed", "aimd", "vegas", "gradient"]
 
+@disjoint_base
 class Limit:
     """A concurrency limit algorithm (base of FixedLimit, AimdLimit, VegasLimit, GradientLimit)."""
 
