@@ -176,9 +176,15 @@ pub(crate) fn scan(cells: &[AtomicU64], buckets: u64, period: u64, epoch: u8) ->
 }
 
 /// Empty every cell (done while half-open, before the close is published).
+///
+/// Each cell is emptied with a swap (a read-modify-write) rather than a plain store, so that
+/// a delayed writer's compare-and-swap can never succeed on the value the clear replaced.
+/// (A plain store gives the same guarantee on real hardware; loom models a store racing a
+/// compare-and-swap more loosely than the memory model does, and the swap keeps the model
+/// exact at no cost on this rare path.)
 pub(crate) fn clear(cells: &[AtomicU64]) {
     for cell in cells {
-        cell.store(0, Ordering::Release);
+        cell.swap(0, Ordering::AcqRel);
     }
 }
 
