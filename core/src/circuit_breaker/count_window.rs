@@ -150,11 +150,11 @@ pub(crate) fn scan(slots: &[AtomicU64], tag: u64) -> WindowCounts {
     let mut c = WindowCounts::default();
     for slot in slots {
         let v = slot.load(Ordering::Acquire);
-        if v >> SLOT_POS_SHIFT != 0 && slot_tag(v) == tag {
-            c.calls += 1;
-            c.failures += v & FAILED;
-            c.slow += (v & SLOW) >> 1;
-        }
+        // Branch-free: outcome bits are unpredictable, so a branch per slot mispredicts.
+        let counted = ((v >> SLOT_POS_SHIFT != 0) & (slot_tag(v) == tag)) as u64;
+        c.calls += counted;
+        c.failures += counted & v;
+        c.slow += counted & (v >> 1);
     }
     c
 }
