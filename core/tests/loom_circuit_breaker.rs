@@ -277,18 +277,24 @@ fn two_probe_failures_reopen_once() {
 }
 
 /// A reader racing a re-opening never uses a stale open-until: it is refused either as
-/// half-open-full (before) or as open with exactly the new instant (after).
+/// half-open-full (before) or as open with exactly the new instant (after), and a status
+/// snapshot never shows an open state without its instant.
 #[test]
 fn reader_never_sees_a_stale_open_until() {
     loom::model(|| {
         let b = opened(count_config(1, 1.0, 1), ms(0));
         let probe = b.try_acquire(ms(5)).unwrap();
         let (b1, b2) = (b.clone(), b.clone());
-        let (e, r) = both(
+        let (e, (r, st)) = both(
             move || b1.on_failure(probe, ms(6)),
-            move || b2.try_acquire(ms(7)),
+            move || (b2.try_acquire(ms(7)), b2.status()),
         );
         assert_eq!(e, OutcomeEffect::Reopened);
+        match st.state {
+            BreakerState::HalfOpen => assert_eq!((st.generation, st.open_until), (2, Nanos::ZERO)),
+            BreakerState::Open => assert_eq!((st.generation, st.open_until), (3, ms(11))),
+            BreakerState::Closed => panic!("{st:?}"),
+        }
         match r {
             Err(r) if r.reason == RejectReason::HalfOpenFull => assert_eq!(r.retry_at, ms(8)),
             Err(r) => {

@@ -507,34 +507,45 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
     /// ended reports [`BreakerState::HalfOpen`], since the next call will be a probe. Reading
     /// never changes the state.
     pub fn state(&self, now: Nanos) -> BreakerState {
-        let mark = self.mark.load(Ordering::Acquire);
-        let w = Word::unpack(self.state.load(Ordering::Acquire));
-        if w.state == OPEN
-            && state::mark_is_for(mark, w.generation)
-            && now >= state::decode_mark(mark)
-        {
-            return BreakerState::HalfOpen;
+        match self.snapshot() {
+            (w, Some(until)) if w.state == OPEN && now >= until => BreakerState::HalfOpen,
+            (w, _) => BreakerState::from_code(w.state),
         }
-        BreakerState::from_code(w.state)
     }
 
     /// A snapshot of the state word and the open-until instant.
     pub fn status(&self) -> BreakerStatus {
-        let raw = self.state.load(Ordering::Acquire);
-        let mark = self.mark.load(Ordering::Acquire);
-        let w = Word::unpack(raw);
-        let open_until = if w.state == OPEN && state::mark_is_for(mark, w.generation) {
-            state::decode_mark(mark)
-        } else {
-            Nanos::ZERO
-        };
+        let (w, until) = self.snapshot();
         BreakerStatus {
             state: BreakerState::from_code(w.state),
             generation: w.generation,
             probes_issued: w.issued,
             probes_passed: w.passed,
             consecutive_opens: w.opens,
-            open_until,
+            open_until: until.unwrap_or(Nanos::ZERO),
+        }
+    }
+
+    /// A consistent pair: the state word and, if it is open, that generation's open-until
+    /// instant. The instant is written before the open state is published, so a mismatch
+    /// means the state has moved on since it was loaded: load it again.
+    fn snapshot(&self) -> (Word, Option<Nanos>) {
+        let mut raw = self.state.load(Ordering::Acquire);
+        loop {
+            let w = Word::unpack(raw);
+            if w.state != OPEN {
+                return (w, None);
+            }
+            let mark = self.mark.load(Ordering::Acquire);
+            if state::mark_is_for(mark, w.generation) {
+                return (w, Some(state::decode_mark(mark)));
+            }
+            let again = self.state.load(Ordering::Acquire);
+            if again == raw {
+                // Not reachable by the protocol; report open without an instant.
+                return (w, None);
+            }
+            raw = again;
         }
     }
 
