@@ -103,7 +103,7 @@
 //!   recorded in the current closed generation, and its counts agree with them (see
 //!   `count_window.rs`): positions are claimed only under the current epoch's tag, slots are
 //!   only ever replaced by newer positions, and clearing is the switch to a new tag.
-//! - **No missed trip.** A writer re-evaluates the window when its outcome is a failure or
+//! - **No missed trip.** A writer evaluates the window when its outcome is a failure or
 //!   slow, or when it could raise the number of calls judged (filling a count window, a new
 //!   or nearly empty time bucket). Before scanning, an evaluating writer performs an
 //!   acquire-release increment of a shared word; those increments are totally ordered, so the
@@ -118,6 +118,17 @@
 //!   switches the head (so its slot is older than the new window) or is refused a position;
 //!   in the time window it writes under its own epoch tag, which the next closed generation
 //!   neither counts nor lets overwrite its buckets.
+//!
+//! The tags are finite, so each guarantee above assumes a thread is not stalled between two
+//! of its own atomic steps for longer than it takes the breaker to wrap the tag: 2^32
+//! transitions for the generation in a permit, 1,024 generations (and the same microsecond)
+//! for the open-until tag, 16,384 generations for the count window's epoch tag, 127
+//! generations for the time window's, and 2^32 bucket widths for a time bucket left untouched
+//! (its stale count would be read as current only at an exact multiple of that gap).
+//!
+//! Every loom model in `tests/loom_circuit_breaker.rs` runs each actor on a spawned thread:
+//! loom then explores every interleaving of the two, and each protocol rule above has a
+//! model that fails when the rule is broken.
 //!
 //! Breaker state is `#[repr(C)]`, atomics and plain data, no pointers: it can live in memory
 //! shared between processes.
