@@ -18,11 +18,6 @@ use crate::sync::{AtomicU64, Ordering};
 /// Default number of slots of a [`KeyedBreakers`] set: 16.
 pub const DEFAULT_KEYED_SLOTS: usize = 16;
 
-/// FNV-1a 64-bit offset basis.
-const FNV_OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-/// FNV-1a 64-bit prime.
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
-
 /// The key of a name, the same in every language: FNV-1a, 64 bits.
 ///
 /// Start from the offset basis `0xcbf29ce484222325`; for each byte, XOR it into the low byte
@@ -36,14 +31,7 @@ const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 /// assert_eq!(key_of(b"a"), 0xaf63dc4c8601ec8c);
 /// ```
 pub const fn key_of(bytes: &[u8]) -> u64 {
-    let mut hash = FNV_OFFSET_BASIS;
-    let mut rest = bytes;
-    while let [byte, tail @ ..] = rest {
-        hash ^= *byte as u64;
-        hash = hash.wrapping_mul(FNV_PRIME);
-        rest = tail;
-    }
-    hash
+    crate::hash::fnv1a64(bytes)
 }
 
 /// An empty slot's key word.
