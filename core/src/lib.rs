@@ -77,6 +77,7 @@ pub use brownout::{Brownout, BrownoutConfig, BrownoutDecision, BrownoutTable, Re
 pub use bulkhead::{
     Bulkhead, BulkheadConfig, BulkheadFull, BulkheadGuard, BulkheadPermit, BulkheadStats,
 };
+pub use circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
 pub use counter::Counter;
 pub use deadline::{AttemptBudget, Deadline, DeadlineConfig};
 pub use error::{ConfigError, ConfigErrorKind};

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Awaitable, Callable, Generator, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol, SupportsIndex, TypedDict, final
 
-from typing_extensions import Self, TypeAlias
+from typing_extensions import Self, TypeAlias, disjoint_base
 
 __all__ = [
     "__version__",
@@ -54,6 +54,16 @@ __all__ = [
     "Brownout",
     "BrownoutTable",
     "operation_key",
+    "Limit",
+    "FixedLimit",
+    "AimdLimit",
+    "VegasLimit",
+    "GradientLimit",
+    "Gradient2Limit",
+    "Limiter",
+    "LimiterPermit",
+    "Admission",
+    "AdmissionTicket",
     "QueueDiscipline",
     "Waiter",
     "Dequeued",
@@ -82,8 +92,17 @@ class BulkheadFull(GuardError):
     max_concurrent: int | None
 
 class BudgetExhausted(GuardError): ...
-class LimitExceeded(GuardError): ...
-class AdmissionRejected(GuardError): ...
+class LimitExceeded(GuardError):
+    threshold: int | None
+    in_flight: int | None
+    priority: int | None
+
+class AdmissionRejected(GuardError):
+    retry_after_secs: int | None
+    threshold: int | None
+    in_flight: int | None
+    priority: int | None
+
 class QueueFull(GuardError): ...
 class Throttled(GuardError): ...
 
@@ -639,6 +658,183 @@ class BrownoutTable:
     def __contains__(self, key: str | int, /) -> bool: ...
 
 def operation_key(name: str) -> int: ...
+
+# ---------------------------------------------------------------- limits
+
+_Algorithm: TypeAlias = Literal["fixed", "aimd", "vegas", "gradient"]
+
+@disjoint_base
+class Limit:
+    """A concurrency limit algorithm (base of FixedLimit, AimdLimit, VegasLimit, GradientLimit)."""
+
+    def __new__(cls, algorithm: _Algorithm, **settings: Any) -> Self: ...
+    @property
+    def algorithm(self) -> str: ...
+    def config(self) -> dict[str, Any]: ...
+    @property
+    def limit(self) -> int: ...
+    def update(
+        self, rtt: _Duration, in_flight: _Instant, dropped: bool | None = None, now: _Instant | None = None
+    ) -> int: ...
+    @property
+    def estimate(self) -> float | None: ...
+    @property
+    def min_rtt(self) -> float | None: ...
+    @property
+    def min_rtt_ns(self) -> int | None: ...
+    @property
+    def long_rtt(self) -> float | None: ...
+    @property
+    def long_rtt_ns(self) -> float | None: ...
+
+@final
+class FixedLimit(Limit):
+    def __new__(cls, limit: int) -> Self: ...
+
+@final
+class AimdLimit(Limit):
+    def __new__(
+        cls,
+        *,
+        initial_limit: int = 10,
+        min_limit: int = 1,
+        max_limit: int = 1000,
+        backoff_ratio: float = 0.5,
+        interval: _Duration = 0.1,
+        latency_target: _Duration | None = None,
+    ) -> Self: ...
+
+@final
+class VegasLimit(Limit):
+    def __new__(
+        cls,
+        *,
+        initial_limit: int = 20,
+        min_limit: int = 1,
+        max_limit: int = 1000,
+        smoothing: float = 1.0,
+        alpha: float = 3.0,
+        beta: float = 6.0,
+        threshold: float = 1.0,
+        probe_multiplier: int = 30,
+        probe_jitter: float = 0.5,
+        probe_seed: int = 0,
+    ) -> Self: ...
+
+@final
+class GradientLimit(Limit):
+    def __new__(
+        cls,
+        *,
+        initial_limit: int = 20,
+        min_limit: int = 1,
+        max_limit: int = 200,
+        smoothing: float = 0.2,
+        queue_size: float = 4.0,
+        long_window: int = 600,
+        warmup_samples: int = 10,
+    ) -> Self: ...
+
+Gradient2Limit = GradientLimit
+
+_LimitArg: TypeAlias = Limit | int | Mapping[str, Any]
+
+class _Partition(TypedDict, total=False):
+    share: float
+    max_in_flight: int
+
+# ---------------------------------------------------------------- limiter
+
+@final
+class LimiterPermit:
+    """A limiter slot; report one outcome (``on_success``, ``on_dropped``, ``on_ignore``)."""
+
+    def on_success(self, now: _Instant | None = None) -> bool: ...
+    def on_dropped(self, now: _Instant | None = None) -> bool: ...
+    def on_ignore(self) -> bool: ...
+    @property
+    def done(self) -> bool: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def in_flight(self) -> int: ...
+    @property
+    def threshold(self) -> int: ...
+    @property
+    def priority(self) -> int: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, exc_type: object = None, _exc: object = None, _tb: object = None) -> bool: ...
+
+@final
+class Limiter:
+    """An adaptive concurrency limiter with priority partitions."""
+
+    def __new__(
+        cls,
+        *,
+        limit: _LimitArg | None = None,
+        window: _Duration = 0.1,
+        min_window_samples: int = 10,
+        partitions: Sequence[_Partition | None] | None = None,
+        min_retry_after: _Duration = 0.001,
+        max_retry_after: _Duration = 1.0,
+    ) -> Self: ...
+    def config(self) -> dict[str, Any]: ...
+    def acquire(self, priority: int | None = None, now: _Instant | None = None) -> LimiterPermit: ...
+    def try_acquire(self, priority: int | None = None, now: _Instant | None = None) -> LimiterPermit | None: ...
+    @property
+    def limit(self) -> int: ...
+    def in_flight(self) -> int: ...
+    def threshold(self, priority: int | None = None) -> int: ...
+    def retry_after(self) -> float: ...
+    def retry_after_ns(self) -> int: ...
+    def stats(self) -> dict[str, int]: ...
+    def rejected_by_priority(self) -> list[int]: ...
+
+# ---------------------------------------------------------------- admission
+
+@final
+class AdmissionTicket:
+    """A place inside; report one outcome (``on_success``, ``on_dropped``, ``on_ignore``)."""
+
+    def on_success(self, now: _Instant | None = None) -> bool: ...
+    def on_dropped(self, now: _Instant | None = None) -> bool: ...
+    def on_ignore(self) -> bool: ...
+    @property
+    def done(self) -> bool: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def in_flight(self) -> int: ...
+    @property
+    def priority(self) -> int: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, exc_type: object = None, _exc: object = None, _tb: object = None) -> bool: ...
+
+@final
+class Admission:
+    """Admission control at a server's door: per-priority caps and an optional adaptive limit."""
+
+    def __new__(
+        cls,
+        *,
+        limits: Sequence[int | None] | None = None,
+        limit: _LimitArg | None = None,
+        shares: Sequence[float | None] | None = None,
+        window: _Duration = 0.1,
+        min_window_samples: int = 10,
+        min_retry_after: _Duration = 1.0,
+        max_retry_after: _Duration = 60.0,
+    ) -> Self: ...
+    def config(self) -> dict[str, Any]: ...
+    def acquire(self, priority: int | None = None, now: _Instant | None = None) -> AdmissionTicket: ...
+    def try_acquire(self, priority: int | None = None, now: _Instant | None = None) -> AdmissionTicket | None: ...
+    def in_flight(self) -> int: ...
+    @property
+    def limit(self) -> int: ...
+    def threshold(self, priority: int | None = None) -> int: ...
+    def stats(self) -> dict[str, int]: ...
+    def refused_by_priority(self) -> list[int]: ...
 
 # ---------------------------------------------------------------- queue discipline
 

@@ -21,6 +21,7 @@
 use pyo3::prelude::*;
 
 mod adaptive_throttle;
+mod admission;
 mod backoff;
 mod brownout;
 mod bulkhead;
@@ -29,6 +30,8 @@ mod deadline;
 mod errors;
 mod hedging;
 mod latency_tracker;
+mod limit;
+mod limiter;
 mod priority;
 mod queue_discipline;
 mod retry_budget;
@@ -71,6 +74,15 @@ check_pyclass_alignment!(
     adaptive_throttle::PyAdaptiveThrottle,
     brownout::PyBrownout,
     brownout::PyBrownoutTable,
+    limit::PyLimit,
+    limit::PyFixedLimit,
+    limit::PyAimdLimit,
+    limit::PyVegasLimit,
+    limit::PyGradientLimit,
+    limiter::PyLimiter,
+    limiter::PyLimiterPermit,
+    admission::PyAdmission,
+    admission::PyAdmissionTicket,
     queue_discipline::PyQueueDiscipline,
     queue_discipline::Waiter,
     queue_discipline::Dequeued,
@@ -101,6 +113,9 @@ fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     hedging::register(m)?;
     adaptive_throttle::register(m)?;
     brownout::register(m)?;
+    limit::register(m)?;
+    limiter::register(m)?;
+    admission::register(m)?;
     queue_discipline::register(m)?;
     Ok(())
 }

@@ -355,3 +355,32 @@ pub(crate) fn mapping_get<'py>(
         Ok(None)
     }
 }
+
+/// A list (or tuple) of at most `max` items, for per-priority settings.
+pub(crate) fn short_list<'py>(
+    field: &'static str,
+    v: &Bound<'py, PyAny>,
+    max: usize,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    if v.is_instance_of::<PyString>() || v.cast::<PyMapping>().is_ok() {
+        return Err(type_error(
+            field,
+            "a list (one entry per priority class)",
+            v,
+        ));
+    }
+    let iter = v
+        .try_iter()
+        .map_err(|_| type_error(field, "a list (one entry per priority class)", v))?;
+    let items = iter.collect::<PyResult<Vec<_>>>()?;
+    if items.len() > max {
+        return Err(bad_value(
+            v.py(),
+            Ctx::Config,
+            field,
+            ConfigErrorKind::OutOfRange,
+            "at most 8 entries (one per priority class)",
+        ));
+    }
+    Ok(items)
+}

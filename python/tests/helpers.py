@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -57,4 +58,4 @@ def config_error(field: str, kind: str | None = None) -> Any:
 
 def type_error(field: str) -> Any:
     """``pytest.raises(TypeError)`` whose message names ``field``."""
-    return pytest.raises(TypeError, match=f"`{field}`")
+    return pytest.raises(TypeError, match=re.escape(f"`{field}`"))

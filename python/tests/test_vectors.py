@@ -664,6 +664,198 @@ def brownout_step(g: Any, s: dict[str, Any]) -> Any:
     return unknown_op(s)
 
 
+# ----------------------------------------------------------------- limit, limiter, admission
+
+LIMIT_DURATIONS = {"interval", "latency_target"}
+LIMIT_FLOATS = {
+    "backoff_ratio",
+    "smoothing",
+    "alpha",
+    "beta",
+    "threshold",
+    "probe_jitter",
+    "queue_size",
+}
+
+
+def limit_spec(raw: dict[str, Any]) -> dict[str, Any]:
+    """A limit config object of the vectors as the mapping `limit=` takes (every key kept:
+    the binding rejects the ones an algorithm does not have)."""
+    out: dict[str, Any] = {}
+    for k, v in raw.items():
+        if k in LIMIT_DURATIONS:
+            out[k] = dur(v)
+        elif k in LIMIT_FLOATS:
+            out[k] = num(v)
+        else:
+            out[k] = v
+    return out
+
+
+def limit_build(c: Config, _seed: int) -> Any:
+    spec = limit_spec(c.raw)
+    c.used |= set(c.raw)
+    algorithm = spec.pop("algorithm")
+    return guards.Limit(algorithm, **spec)
+
+
+def limit_step(lim: guards.Limit, s: dict[str, Any]) -> Any:
+    op = op_of(s)
+    if op == "update":
+        return lim.update(guards.Nanos(s["rtt"]), s["in_flight"], s["dropped"], now=s["now"])
+    if op == "limit":
+        return lim.limit
+    if op == "estimate":
+        assert lim.estimate is not None, f"estimate on {lim.algorithm}"
+        return lim.estimate
+    if op == "min_rtt":
+        assert lim.min_rtt_ns is not None, f"min_rtt on {lim.algorithm}"
+        return lim.min_rtt_ns
+    if op == "long_rtt":
+        assert lim.long_rtt_ns is not None, f"long_rtt on {lim.algorithm}"
+        return lim.long_rtt_ns
+    return unknown_op(s)
+
+
+def stats_subset(step: dict[str, Any], got: dict[str, Any]) -> Any:
+    """Keep the keys `expect` names (the limiter and admission runners compare only those)."""
+    want = step.get("expect")
+    if not isinstance(want, dict):
+        return got
+    unknown = set(want) - set(got)
+    assert not unknown, f"unknown stats keys {unknown}"
+    return {k: got[k] for k in want}
+
+
+@dataclass
+class HeldCase:
+    """A limiter or admission door with named FIFO lists of held permits/tickets."""
+
+    guard: Any
+    held: dict[str, list[Any]]
+
+    def take(self, name: str) -> Any:
+        queue = self.held.get(name)
+        assert queue, f"no permit held under {name!r}"
+        return queue.pop(0)
+
+
+def limiter_build(c: Config, _seed: int) -> Any:
+    kw: dict[str, Any] = {}
+    kw |= c.take("limit", limit_spec)
+    kw |= c.take("window", dur)
+    kw |= c.take("min_window_samples")
+    kw |= c.take("min_retry_after", dur)
+    kw |= c.take("max_retry_after", dur)
+    if "partitions" in c.raw:
+        parts = []
+        for p in c.raw["partitions"]:
+            inner = Config(p)
+            entry = inner.take("share", num) | inner.take("max_in_flight")
+            inner.check_all_used()
+            parts.append(entry)
+        kw["partitions"] = parts
+        c.used.add("partitions")
+    c.check_all_used()
+    return HeldCase(guards.Limiter(**kw), {})
+
+
+def limiter_step(g: HeldCase, s: dict[str, Any]) -> Any:
+    lim: guards.Limiter = g.guard
+    op = op_of(s)
+    if op == "try_acquire":
+        try:
+            p = lim.acquire(s["priority"], now=s["now"])
+        except guards.LimitExceeded as e:
+            return {
+                "admitted": False,
+                "reason": e.reason,
+                "retry_after": e.retry_after_ns,
+                "threshold": e.threshold,
+                "in_flight": e.in_flight,
+            }
+        got = {"admitted": True, "in_flight": p.in_flight, "threshold": p.threshold}
+        if "permit" in s:
+            g.held.setdefault(s["permit"], []).append(p)
+        else:
+            assert p.on_ignore()
+        return got
+    if op == "on_success":
+        assert g.take(s["permit"]).on_success(now=s["now"])
+        return None
+    if op == "on_dropped":
+        assert g.take(s["permit"]).on_dropped(now=s["now"])
+        return None
+    if op == "on_ignore":
+        assert g.take(s["permit"]).on_ignore()
+        return None
+    if op == "limit":
+        return lim.limit
+    if op == "in_flight":
+        return lim.in_flight()
+    if op == "threshold":
+        return lim.threshold(s["priority"])
+    if op == "retry_after":
+        return lim.retry_after_ns()
+    if op == "stats":
+        return stats_subset(s, {**lim.stats(), "rejected_by_priority": lim.rejected_by_priority()})
+    return unknown_op(s)
+
+
+def admission_build(c: Config, _seed: int) -> Any:
+    kw: dict[str, Any] = {}
+    kw |= c.take("limits")
+    kw |= c.take("shares", lambda v: [num(x) for x in v])
+    kw |= c.take("limit", limit_spec)
+    kw |= c.take("window", dur)
+    kw |= c.take("min_window_samples")
+    kw |= c.take("min_retry_after", dur)
+    kw |= c.take("max_retry_after", dur)
+    c.check_all_used()
+    return HeldCase(guards.Admission(**kw), {})
+
+
+def admission_step(g: HeldCase, s: dict[str, Any]) -> Any:
+    door: guards.Admission = g.guard
+    op = op_of(s)
+    if op == "try_acquire":
+        try:
+            t = door.acquire(s["priority"], now=s["now"])
+        except guards.AdmissionRejected as e:
+            return {
+                "admitted": False,
+                "reason": e.reason,
+                "retry_after": e.retry_after_ns,
+                "retry_after_secs": e.retry_after_secs,
+                "in_flight": e.in_flight,
+                "threshold": e.threshold,
+            }
+        got = {"admitted": True, "in_flight": t.in_flight}
+        if "ticket" in s:
+            g.held.setdefault(s["ticket"], []).append(t)
+        else:
+            assert t.on_ignore()
+        return got
+    if op == "on_success":
+        assert g.take(s["ticket"]).on_success(now=s["now"])
+        return None
+    if op == "on_dropped":
+        assert g.take(s["ticket"]).on_dropped(now=s["now"])
+        return None
+    if op == "on_ignore":
+        assert g.take(s["ticket"]).on_ignore()
+        return None
+    if op == "limit":
+        return door.limit
+    if op == "in_flight":
+        return door.in_flight()
+    if op == "threshold":
+        return door.threshold(s["priority"])
+    if op == "stats":
+        return stats_subset(s, {**door.stats(), "refused_by_priority": door.refused_by_priority()})
+    return unknown_op(s)
+
+
 # ----------------------------------------------------------------- registry
 
 RUNNERS: dict[str, Runner] = {
@@ -677,6 +869,9 @@ RUNNERS: dict[str, Runner] = {
     "hedging": Runner(hedging_build, hedging_step),
     "adaptive_throttle": Runner(adaptive_throttle_build, adaptive_throttle_step),
     "brownout": Runner(brownout_build, brownout_step),
+    "limit": Runner(limit_build, limit_step),
+    "limiter": Runner(limiter_build, limiter_step),
+    "admission": Runner(admission_build, admission_step),
 }
 
 # ----------------------------------------------------------------- the test
