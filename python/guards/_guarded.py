@@ -143,18 +143,20 @@ class _BreakerAdapter(_Adapter):
     __slots__ = ()
 
     def acquire(self, now: Optional[int]) -> Any:
-        return self.guard.try_acquire(now=now)
+        return self.guard.acquire(now=now)  # raises BreakerOpen
 
     def report(self, token: Any, outcome: int, now: Optional[int]) -> None:
-        g = self.guard
         if outcome == SUCCESS:
-            g.on_success(token, now=now)
+            token.on_success(now=now)
         elif outcome == FAILURE or outcome == DROPPED:
-            g.on_failure(token, now=now)
+            token.on_failure(now=now)
         elif outcome == CANCELLED and token.is_probe:
-            g.on_failure(token, now=now)
+            token.on_failure(now=now)  # an abandoned probe must not hold the half-open state
         else:
-            g.on_ignore(token)
+            token.on_ignore()
+
+    def fast_paths(self) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
+        return self.guard.acquire, _n.BreakerPermit.on_success
 
 
 class _BulkheadAdapter(_Adapter):

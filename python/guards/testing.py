@@ -128,21 +128,21 @@ class AsyncFlaky(Flaky):
 def trip(breaker: Any, *, now: Optional[int] = None) -> int:
     """Open ``breaker`` by reporting failures until it refuses; returns the failures made.
 
-    Uses only the breaker's public API (``try_acquire`` and ``on_failure``), so the
-    breaker's window, thresholds and counters behave exactly as in production.
+    Uses only the breaker's public API (``acquire`` and the permit's ``on_failure``), so
+    its window, thresholds and counters behave exactly as in production.
     """
-    from ._guards import GuardError  # noqa: PLC0415
+    from ._guards import CircuitBreaker, GuardError  # noqa: PLC0415
 
-    if not hasattr(breaker, "try_acquire") or not hasattr(breaker, "on_failure"):
-        fail_type("breaker", "a CircuitBreaker", breaker)
+    if not isinstance(breaker, CircuitBreaker):
+        fail_type("breaker", "a guards.CircuitBreaker", breaker)
     at = None if now is None else instant_ns("now", now)
     made = 0
     for _ in range(1_000_000):
         try:
-            permit = breaker.try_acquire(now=at)
+            permit = breaker.acquire(now=at)
         except GuardError:
             return made
-        breaker.on_failure(permit, now=at)
+        permit.on_failure(now=at)
         made += 1
     raise RuntimeError("the breaker never opened after 1,000,000 failures")
 

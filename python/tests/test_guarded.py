@@ -140,6 +140,89 @@ def test_testing_exhaust_fills_a_bulkhead() -> None:
     assert b.available() == 4
 
 
+# ------------------------------------------------------------------ limiter / admission
+
+
+def test_limiter_block_reports_success_dropped_and_ignored() -> None:
+    lim = guards.Limiter(limit=2)
+    g = guards.guarded(lim)
+    with g:
+        with g:
+            with pytest.raises(guards.LimitExceeded) as info:
+                with g:
+                    raise AssertionError("must not run")
+            assert info.value.retry_after is not None
+    with pytest.raises(TimeoutError):
+        with g:
+            raise TimeoutError  # an overload signal: the adaptive limit hears "dropped"
+    with pytest.raises(HTTPError):
+        with g:
+            raise HTTPError(503)  # the callee shed it: dropped too
+    with pytest.raises(KeyError):
+        with g:
+            raise KeyError("a client error says nothing about capacity")
+    with g as call:
+        call.dropped()  # no exception, but the reply said "overloaded"
+    s = lim.stats()
+    assert (s["acquired"], s["succeeded"], s["dropped"], s["ignored"]) == (6, 2, 3, 1)
+    assert s["rejected_limit_reached"] == 1
+    assert lim.in_flight() == 0
+
+
+def test_limiter_priority_is_passed_on() -> None:
+    lim = guards.Limiter(limit=4, partitions=[{"max_in_flight": 4}] + [{"max_in_flight": 1}] * 7)
+    low = guards.guarded(lim, priority=3)
+    high = guards.guarded(lim, priority=0)
+    with low:
+        with pytest.raises(guards.LimitExceeded) as info:
+            with low:
+                pass
+        assert info.value.reason == "partition_cap"
+        with high:
+            assert lim.in_flight() == 2
+
+
+def test_limiter_decorator_counts_under_threads() -> None:
+    lim = guards.Limiter(limit=3)
+    lock = threading.Lock()
+    inside = {"now": 0, "max": 0}
+
+    @guards.guarded(lim)
+    def work() -> None:
+        with lock:
+            inside["now"] += 1
+            inside["max"] = max(inside["max"], inside["now"])
+        with lock:
+            inside["now"] -= 1
+
+    def body(_: int) -> int:
+        refused = 0
+        for _ in range(300):
+            try:
+                work()
+            except guards.LimitExceeded:
+                refused += 1
+        return refused
+
+    refused = sum(run_threads(6, body))
+    s = lim.stats()
+    assert inside["max"] <= 3
+    assert s["acquired"] + refused == 1800
+    assert s["succeeded"] == s["acquired"]
+    assert lim.in_flight() == 0
+
+
+def test_admission_as_a_guard() -> None:
+    door = guards.Admission(limits=[1] * 8)
+    g = guards.guarded(door)
+    with g:
+        with pytest.raises(guards.AdmissionRejected) as info:
+            with g:
+                pass
+        assert info.value.retry_after == 1.0
+    assert door.stats()["succeeded"] == 1
+
+
 # ------------------------------------------------------------------ brownout / fallback
 
 
