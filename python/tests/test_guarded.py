@@ -19,6 +19,208 @@ class HTTPError(Exception):
         self.status_code = status
 
 
+def small_breaker(**kwargs: object) -> guards.CircuitBreaker:
+    """Judges the last 4 calls; opens at 50 % failures for 5 s; one probe."""
+    settings: dict[str, object] = {"window_size": 4, "open_duration": 5.0, "half_open_probes": 1}
+    settings.update(kwargs)
+    return guards.CircuitBreaker(**settings)  # type: ignore[arg-type]
+
+
+def fail(exc: BaseException) -> None:
+    raise exc
+
+
+# ------------------------------------------------------------------ circuit breaker
+
+
+def test_breaker_opens_after_failures_in_with_blocks(clock: guards.FakeClock) -> None:
+    br = small_breaker()
+    g = guards.guarded(br)
+    for _ in range(4):
+        with pytest.raises(ConnectionError):
+            with g:
+                raise ConnectionError("down")
+    assert br.state() == "open"
+    with pytest.raises(guards.BreakerOpen) as info:
+        with g:
+            raise AssertionError("must not run while open")
+    assert info.value.retry_after == 5.0
+    assert info.value.reason == "open"
+    s = br.stats()
+    assert (s["failures"], s["closed_to_open"], s["rejected_open"]) == (4, 1, 1)
+
+
+def test_breaker_decorator_counts_successes_and_failures(clock: guards.FakeClock) -> None:
+    br = small_breaker(window_size=10)
+
+    @guards.guarded(br)
+    def call(x: int) -> int:
+        if x < 0:
+            raise ValueError("negative")
+        return x * 2
+
+    assert call(2) == 4
+    with pytest.raises(ValueError):
+        call(-1)
+    s = br.stats()
+    assert (s["successes"], s["failures"]) == (1, 1)
+    assert call.__name__ == "call"
+
+
+def test_ignore_and_failure_decide_what_counts(clock: guards.FakeClock) -> None:
+    br = small_breaker(window_size=10)
+    g = guards.guarded(br, failure=(ConnectionError, TimeoutError), ignore=KeyError)
+    for exc in (KeyError("k"), ValueError("v"), ConnectionError("c"), TimeoutError()):
+        with pytest.raises(type(exc)):
+            g.call(fail, exc)
+    s = br.stats()
+    assert (s["ignored"], s["failures"]) == (2, 2)  # KeyError ignored, ValueError not a failure
+
+
+def test_refusals_of_nested_guards_are_not_failures(clock: guards.FakeClock) -> None:
+    br = small_breaker(window_size=10)
+    inner = guards.Bulkhead(max_concurrent=1)
+    held = exhaust(inner)
+    with pytest.raises(guards.BulkheadFull):
+        with guards.guarded(br):
+            with guards.guarded(inner):
+                pass
+    s = br.stats()
+    assert (s["failures"], s["ignored"]) == (0, 1)
+    held[0].release()
+
+
+def test_marking_a_failure_without_an_exception(clock: guards.FakeClock) -> None:
+    br = small_breaker()
+    g = guards.guarded(br)
+    for _ in range(4):
+        with g as call:
+            status = 500  # e.g. a response the client did not raise for
+            if status >= 500:
+                call.failure()
+    assert br.state() == "open"
+
+
+def test_half_open_probe_closes_the_breaker(clock: guards.FakeClock) -> None:
+    br = small_breaker(probe_timeout=0.25)
+    trip(br)
+    g = guards.guarded(br)
+    clock.advance(5.0)
+    with g as call:
+        assert call.probe_timeout == 0.25
+    assert br.state() == "closed"
+    with g as call:
+        assert call.probe_timeout is None
+
+
+def test_cancelled_probe_counts_as_failed_and_cancelled_call_as_ignored(
+    clock: guards.FakeClock,
+) -> None:
+    br = small_breaker(window_size=10)
+    g = guards.guarded(br)
+
+    async def hang() -> None:
+        async with g:
+            await asyncio.sleep(30)
+
+    async def cancel_one() -> None:
+        task = asyncio.ensure_future(hang())
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_one())
+    assert br.stats()["ignored"] == 1  # an ordinary call abandoned: no verdict
+
+    br2 = small_breaker()
+    trip(br2)
+    clock.advance(5.0)
+    g = guards.guarded(br2)
+    asyncio.run(cancel_one())  # the probe is abandoned: it must not hold half-open
+    s = br2.stats()
+    assert s["probe_failures"] == 1
+    assert br2.state() == "open"
+
+
+def test_open_breaker_serves_the_fallback(clock: guards.FakeClock) -> None:
+    br = small_breaker()
+    trip(br)
+
+    @guards.guarded(br, fallback="cached badge")
+    def badge() -> str:
+        return "live badge"
+
+    assert badge() == "cached badge"
+    clock.advance(5.0)
+    assert badge() == "live badge"  # the probe went through and closed it
+    assert br.state() == "closed"
+
+
+@pytest.mark.asyncio
+async def test_async_breaker_decorator_like_aiobreaker(clock: guards.FakeClock) -> None:
+    br = small_breaker()
+
+    @guards.guarded(br)
+    async def fetch(fail_it: bool) -> str:
+        await asyncio.sleep(0)
+        if fail_it:
+            raise ConnectionError("down")
+        return "ok"
+
+    assert await fetch(False) == "ok"
+    for _ in range(3):
+        with pytest.raises(ConnectionError):
+            await fetch(True)
+    with pytest.raises(guards.BreakerOpen):
+        await fetch(False)
+
+
+def test_threads_share_one_guarded_breaker(clock: guards.FakeClock) -> None:
+    br = guards.CircuitBreaker(window_size=50)
+    g = guards.guarded(br)
+
+    def body(i: int) -> int:
+        ok = 0
+        for k in range(200):
+            try:
+                with g:
+                    if (i + k) % 10 == 0:
+                        raise ConnectionError("one in ten fails")
+                ok += 1
+            except ConnectionError:
+                pass
+        return ok
+
+    oks = sum(run_threads(6, body))
+    s = br.stats()
+    assert br.state() == "closed"  # 10 % failures never reach 50 %
+    assert s["successes"] == oks
+    assert s["successes"] + s["failures"] == 1200
+
+
+def test_breaker_and_bulkhead_together_release_in_reverse(clock: guards.FakeClock) -> None:
+    br = small_breaker()
+    b = guards.Bulkhead(max_concurrent=1)
+    g = guards.guarded(br, b)
+    with pytest.raises(ConnectionError):
+        with g:
+            assert b.in_flight() == 1
+            raise ConnectionError
+    assert b.in_flight() == 0
+    assert br.stats()["failures"] == 1
+    trip(br)
+    with pytest.raises(guards.BreakerOpen):
+        with g:
+            pass
+    assert b.stats()["acquired"] == 1  # the open breaker refused before the bulkhead
+
+
+def test_testing_trip_rejects_other_guards() -> None:
+    with type_error("breaker"):
+        trip(guards.Bulkhead())
+
+
 # ------------------------------------------------------------------ bulkhead
 
 
@@ -403,6 +605,3 @@ def test_refusal_kind_table() -> None:
     assert guards.refusal_kind(HTTPError(503)) == "overloaded"
     assert guards.refusal_kind(HTTPError(500)) == "failed"
     assert guards.refusal_kind(ValueError()) == "failed"
-
-
-_ = (trip,)

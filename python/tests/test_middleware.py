@@ -56,7 +56,9 @@ class Gate:
             self.inside -= 1
 
 
-def get(port: int, path: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+def get(
+    port: int, path: str, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT_LIMIT)
     try:
         conn.request("GET", path, headers=headers or {})
@@ -112,10 +114,14 @@ def asgi_app(gate: Gate, seen: dict[str, Any]) -> Starlette:
 
 
 @pytest.fixture
-def asgi_server() -> Iterator[Callable[..., tuple[int, Gate, guards.AdmissionMiddleware, dict[str, Any]]]]:
+def asgi_server() -> Iterator[
+    Callable[..., tuple[int, Gate, guards.AdmissionMiddleware, dict[str, Any]]]
+]:
     servers: list[tuple[Any, threading.Thread, Gate]] = []
 
-    def start(door: guards.Admission, **kwargs: Any) -> tuple[int, Gate, guards.AdmissionMiddleware, dict[str, Any]]:
+    def start(
+        door: guards.Admission, **kwargs: Any
+    ) -> tuple[int, Gate, guards.AdmissionMiddleware, dict[str, Any]]:
         gate = Gate()
         seen: dict[str, Any] = {}
         mw = guards.AdmissionMiddleware(asgi_app(gate, seen), door, **kwargs)
@@ -159,7 +165,12 @@ def test_asgi_sheds_with_503_and_retry_after_on_loopback(asgi_server: Any) -> No
     s = mw.stats()
     assert (s["requests"], s["exempt"], s["admitted"], s["rejected"]) == (4, 1, 2, 1)
     d = door.stats()
-    assert (d["admitted"], d["refused_limit_reached"], d["succeeded"], d["in_flight"]) == (2, 1, 2, 0)
+    assert (d["admitted"], d["refused_limit_reached"], d["succeeded"], d["in_flight"]) == (
+        2,
+        1,
+        2,
+        0,
+    )
 
 
 def test_asgi_priority_from_a_header_keeps_room_for_important_requests(asgi_server: Any) -> None:
@@ -184,7 +195,13 @@ def test_asgi_reports_outcomes_to_the_admission() -> None:
         assert client.get("/shed").status_code == 503  # the app's own 503: dropped
         assert client.get("/boom").status_code == 500  # an exception: ignored
     d = door.stats()
-    assert (d["admitted"], d["succeeded"], d["dropped"], d["ignored"], d["in_flight"]) == (3, 1, 1, 1, 0)
+    assert (d["admitted"], d["succeeded"], d["dropped"], d["ignored"], d["in_flight"]) == (
+        3,
+        1,
+        1,
+        1,
+        0,
+    )
     s = mw.stats()
     assert (s["overloaded"], s["errors"]) == (1, 1)
 
@@ -268,11 +285,17 @@ class _QuietHandler(WSGIRequestHandler):
 def wsgi_server() -> Iterator[Callable[..., tuple[int, Gate, guards.WSGIAdmissionMiddleware]]]:
     servers: list[tuple[Any, threading.Thread, Gate]] = []
 
-    def start(door: guards.Admission, **kwargs: Any) -> tuple[int, Gate, guards.WSGIAdmissionMiddleware]:
+    def start(
+        door: guards.Admission, **kwargs: Any
+    ) -> tuple[int, Gate, guards.WSGIAdmissionMiddleware]:
         gate = Gate()
         mw = guards.WSGIAdmissionMiddleware(wsgi_app(gate, {}), door, **kwargs)
-        server = make_server("127.0.0.1", 0, mw, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
-        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        server = make_server(
+            "127.0.0.1", 0, mw, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler
+        )
+        thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         thread.start()
         servers.append((server, thread, gate))
         return server.server_address[1], gate, mw
