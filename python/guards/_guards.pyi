@@ -64,6 +64,9 @@ __all__ = [
     "LimiterPermit",
     "Admission",
     "AdmissionTicket",
+    "CircuitBreaker",
+    "KeyedBreakers",
+    "BreakerPermit",
     "QueueDiscipline",
     "Waiter",
     "Dequeued",
@@ -86,7 +89,9 @@ class GuardError(Exception):
     retry_after: float | None
     retry_after_ns: int | None
 
-class BreakerOpen(GuardError): ...
+class BreakerOpen(GuardError):
+    retry_at: int | None
+
 class BulkheadFull(GuardError):
     in_flight: int | None
     max_concurrent: int | None
@@ -388,6 +393,102 @@ class RetryPolicy:
     def worst_case_time(self, attempt_timeout: _Duration) -> float: ...
     def worst_case_time_ns(self, attempt_timeout: _Duration) -> int: ...
     def stats(self) -> dict[str, int]: ...
+
+# ---------------------------------------------------------------- circuit breaker
+
+_Effect: TypeAlias = Literal["counted", "opened", "probe_passed", "closed", "reopened", "discarded"]
+_State: TypeAlias = Literal["closed", "open", "half_open"]
+
+@final
+class BreakerPermit:
+    """A breaker call or half-open probe; report one outcome."""
+
+    def on_success(self, now: _Instant | None = None) -> _Effect | None: ...
+    def on_failure(self, now: _Instant | None = None) -> _Effect | None: ...
+    def on_ignore(self) -> bool: ...
+    @property
+    def done(self) -> bool: ...
+    @property
+    def kind(self) -> Literal["call", "probe"]: ...
+    @property
+    def is_probe(self) -> bool: ...
+    @property
+    def generation(self) -> int: ...
+    @property
+    def acquired_at(self) -> int: ...
+    @property
+    def probe_timeout(self) -> float | None: ...
+    @property
+    def probe_timeout_ns(self) -> int | None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, exc_type: object = None, _exc: object = None, _tb: object = None) -> bool: ...
+
+@final
+class CircuitBreaker:
+    """A circuit breaker over a count or time window."""
+
+    def __new__(
+        cls,
+        *,
+        window_kind: Literal["count", "time"] = "count",
+        window_size: int = 100,
+        window_duration: _Duration = 10.0,
+        window_buckets: int = 10,
+        failure_rate_threshold: float = 0.5,
+        slow_call_duration: _Duration = 60.0,
+        slow_call_rate_threshold: float = 1.0,
+        minimum_calls: int = 0,
+        open_duration: _Duration = 5.0,
+        open_duration_multiplier: float = 1.0,
+        max_open_duration: _Duration = 300.0,
+        half_open_probes: int = 3,
+        probe_timeout: _Duration = 1.0,
+        capacity: Literal[128, 1024, 8192, 65536] = 128,
+    ) -> Self: ...
+    def config(self) -> dict[str, Any]: ...
+    def acquire(self, now: _Instant | None = None) -> BreakerPermit: ...
+    def try_acquire(self, now: _Instant | None = None) -> BreakerPermit | None: ...
+    def state(self, now: _Instant | None = None) -> _State: ...
+    def status(self) -> dict[str, Any]: ...
+    def window_counts(self, now: _Instant | None = None) -> dict[str, int]: ...
+    def stats(self) -> dict[str, int]: ...
+
+_Key: TypeAlias = int | str | bytes
+
+@final
+class KeyedBreakers:
+    """One circuit breaker per key, in a fixed set of slots."""
+
+    def __new__(
+        cls,
+        *,
+        slots: Literal[4, 16, 64, 256] = 16,
+        window_kind: Literal["count", "time"] = "count",
+        window_size: int = 100,
+        window_duration: _Duration = 10.0,
+        window_buckets: int = 10,
+        failure_rate_threshold: float = 0.5,
+        slow_call_duration: _Duration = 60.0,
+        slow_call_rate_threshold: float = 1.0,
+        minimum_calls: int = 0,
+        open_duration: _Duration = 5.0,
+        open_duration_multiplier: float = 1.0,
+        max_open_duration: _Duration = 300.0,
+        half_open_probes: int = 3,
+        probe_timeout: _Duration = 1.0,
+    ) -> Self: ...
+    @staticmethod
+    def key_of(data: str | bytes) -> int: ...
+    def config(self) -> dict[str, Any]: ...
+    def get_or_insert(self, key: _Key) -> bool: ...
+    def acquire(self, key: _Key, now: _Instant | None = None) -> BreakerPermit: ...
+    def try_acquire(self, key: _Key, now: _Instant | None = None) -> BreakerPermit | None: ...
+    def state(self, key: _Key, now: _Instant | None = None) -> _State: ...
+    def status(self, key: _Key) -> dict[str, Any] | None: ...
+    def window_counts(self, key: _Key, now: _Instant | None = None) -> dict[str, int] | None: ...
+    def stats(self, key: _Key | None = None) -> dict[str, int] | None: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, key: _Key, /) -> bool: ...
 
 # ---------------------------------------------------------------- retry budget
 

@@ -25,6 +25,7 @@ mod admission;
 mod backoff;
 mod brownout;
 mod bulkhead;
+mod circuit_breaker;
 mod clock;
 mod deadline;
 mod errors;
@@ -83,6 +84,9 @@ check_pyclass_alignment!(
     limiter::PyLimiterPermit,
     admission::PyAdmission,
     admission::PyAdmissionTicket,
+    circuit_breaker::PyCircuitBreaker,
+    circuit_breaker::PyKeyedBreakers,
+    circuit_breaker::PyBreakerPermit,
     queue_discipline::PyQueueDiscipline,
     queue_discipline::Waiter,
     queue_discipline::Dequeued,
@@ -116,6 +120,7 @@ fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     limit::register(m)?;
     limiter::register(m)?;
     admission::register(m)?;
+    circuit_breaker::register(m)?;
     queue_discipline::register(m)?;
     Ok(())
 }

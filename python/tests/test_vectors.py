@@ -856,6 +856,88 @@ def admission_step(g: HeldCase, s: dict[str, Any]) -> Any:
     return unknown_op(s)
 
 
+# ----------------------------------------------------------------- circuit_breaker
+
+BREAKER_DURATIONS = {"window_duration", "slow_call_duration", "open_duration", "max_open_duration", "probe_timeout"}
+BREAKER_FLOATS = {"failure_rate_threshold", "slow_call_rate_threshold", "open_duration_multiplier"}
+BREAKER_INTS = {"window_size", "window_buckets", "minimum_calls", "half_open_probes"}
+
+
+@dataclass
+class BreakerCase:
+    guard: Any  # a CircuitBreaker, or KeyedBreakers for keyed cases
+    keyed: bool
+    queues: dict[str, list[Any]]
+
+
+def breaker_build(c: Config, _seed: int) -> Any:
+    kw = breaker_kwargs(c)
+    return BreakerCase(guards.CircuitBreaker(**kw), False, {})
+
+
+def breaker_kwargs(c: Config) -> dict[str, Any]:
+    kw: dict[str, Any] = {}
+    kw |= c.take("window_kind")
+    for key in BREAKER_DURATIONS:
+        kw |= c.take(key, dur)
+    for key in BREAKER_FLOATS:
+        kw |= c.take(key, num)
+    for key in BREAKER_INTS:
+        kw |= c.take(key)
+    c.check_all_used()
+    return kw
+
+
+def breaker_step(g: BreakerCase, s: dict[str, Any]) -> Any:
+    op = op_of(s)
+    keyed: Any = g.guard if g.keyed else None
+    key_args: tuple[Any, ...] = (s["key"],) if g.keyed and "key" in s else ()
+    if g.keyed and op not in ("get_or_insert", "len", "key_of"):
+        assert "key" in s, f"keyed step without key: {s}"
+    if op == "try_acquire":
+        try:
+            p = g.guard.acquire(*key_args, now=s["now"])
+        except guards.BreakerOpen as e:
+            assert e.retry_after_ns == max(0, e.retry_at - s["now"])
+            return {"rejected": e.reason, "retry_at": e.retry_at}
+        if p.is_probe:
+            got = {"admitted": "probe", "generation": p.generation, "probe_timeout": p.probe_timeout_ns}
+        else:
+            got = {"admitted": "call", "generation": p.generation}
+        if "as" in s:
+            g.queues.setdefault(s["as"], []).append(p)
+        else:
+            # Dropped unreported, as the Rust runner does: keep it alive so that the
+            # binding's release-on-collection does not report an outcome.
+            g.queues.setdefault("\0dropped", []).append(p)
+        return got
+    if op in ("on_success", "on_failure", "on_ignore"):
+        queue = g.queues.get(s["permit"])
+        assert queue, f"no permit in {s['permit']!r}"
+        p = queue.pop(0)
+        if op == "on_ignore":
+            assert p.on_ignore()
+            return None
+        return getattr(p, op)(now=s["now"])
+    if op == "state":
+        return g.guard.state(*key_args, now=s["now"])
+    if op == "status":
+        return g.guard.status(*key_args)
+    if op == "window_counts":
+        return g.guard.window_counts(*key_args, now=s["now"])
+    if op == "stats":
+        return stats_subset(s, g.guard.stats(*key_args))
+    if op == "get_or_insert":
+        assert keyed is not None
+        return "ok" if keyed.get_or_insert(s["key"]) else "full"
+    if op == "len":
+        assert keyed is not None
+        return len(keyed)
+    if op == "key_of":
+        return hex_word(guards.KeyedBreakers.key_of(s["bytes"]))
+    return unknown_op(s)
+
+
 # ----------------------------------------------------------------- registry
 
 RUNNERS: dict[str, Runner] = {
@@ -872,6 +954,7 @@ RUNNERS: dict[str, Runner] = {
     "limit": Runner(limit_build, limit_step),
     "limiter": Runner(limiter_build, limiter_step),
     "admission": Runner(admission_build, admission_step),
+    "circuit_breaker": Runner(breaker_build, breaker_step),
 }
 
 # ----------------------------------------------------------------- the test
@@ -903,7 +986,7 @@ def test_every_vector_file_has_a_runner() -> None:
 def test_vector(guard: str, case: dict[str, Any]) -> None:
     runner = RUNNERS.get(guard)
     assert runner is not None, f"no Python runner for {guard}"
-    known = {"name", "note", "config", "steps", "expect_error", "seed"}
+    known = {"name", "note", "config", "steps", "expect_error", "seed", "keyed_slots"}
     assert not set(case) - known, f"case keys this runner does not know: {set(case) - known}"
     config = Config(case.get("config", {}))
     seed = int(case.get("seed", 0))
@@ -914,7 +997,13 @@ def test_vector(guard: str, case: dict[str, Any]) -> None:
             runner.build(config, seed)
         assert (info.value.field, info.value.kind) == (want["field"], want["kind"]), str(info.value)
         return
-    g = runner.build(config, seed)
+    if "keyed_slots" in case:
+        # A keyed set of breakers sharing the case's config (circuit_breaker only).
+        assert guard == "circuit_breaker", case["name"]
+        kw = breaker_kwargs(config)
+        g: Any = BreakerCase(guards.KeyedBreakers(slots=case["keyed_slots"], **kw), True, {})
+    else:
+        g = runner.build(config, seed)
     for i, step in enumerate(case.get("steps", [])):
         for _ in range(int(step.get("repeat", 1))):
             got = runner.step(g, step)
