@@ -161,6 +161,8 @@ def test_asgi_sheds_with_503_and_retry_after_on_loopback(asgi_server: Any) -> No
     held.join(WAIT_LIMIT)
     assert out[0][0] == 200 and out[0][2] == b"held"
     assert get(port, "/fast")[0] == 200
+    # the ticket goes back just after the last byte is sent
+    wait_for(lambda: door.in_flight() == 0, "the last ticket to be given back")
 
     s = mw.stats()
     assert (s["requests"], s["exempt"], s["admitted"], s["rejected"]) == (4, 1, 2, 1)
@@ -184,6 +186,7 @@ def test_asgi_priority_from_a_header_keeps_room_for_important_requests(asgi_serv
     assert get(port, "/fast", {"x-priority": "critical_plus"})[0] == 200  # 0: room for 2
     gate.open.set()
     held.join(WAIT_LIMIT)
+    wait_for(lambda: door.in_flight() == 0, "the last ticket to be given back")
     assert door.refused_by_priority()[:4] == [0, 1, 0, 1]
 
 
