@@ -143,15 +143,15 @@ class _BreakerAdapter(_Adapter):
     __slots__ = ()
 
     def acquire(self, now: Optional[int]) -> Any:
-        return self.guard.acquire(now=now)  # raises BreakerOpen
+        return self.guard.acquire()  # raises BreakerOpen (natives read the clock)
 
     def report(self, token: Any, outcome: int, now: Optional[int]) -> None:
         if outcome == SUCCESS:
-            token.on_success(now=now)
+            token.on_success()
         elif outcome == FAILURE or outcome == DROPPED:
-            token.on_failure(now=now)
+            token.on_failure()
         elif outcome == CANCELLED and token.is_probe:
-            token.on_failure(now=now)  # an abandoned probe must not hold the half-open state
+            token.on_failure()  # an abandoned probe must not hold the half-open state
         else:
             token.on_ignore()
 
@@ -183,13 +183,15 @@ class _LimiterAdapter(_Adapter):
         self.permit_type = permit_type
 
     def acquire(self, now: Optional[int]) -> Any:
-        return self.guard.acquire(priority=self.priority, now=now)  # raises on refusal
+        if self.priority is None:
+            return self.guard.acquire()  # raises on refusal
+        return self.guard.acquire(self.priority)
 
     def report(self, token: Any, outcome: int, now: Optional[int]) -> None:
         if outcome == SUCCESS:
-            token.on_success(now=now)
+            token.on_success()
         elif outcome == DROPPED:
-            token.on_dropped(now=now)
+            token.on_dropped()
         else:
             token.on_ignore()
 
@@ -208,14 +210,14 @@ class _ThrottleAdapter(_Adapter):
     __slots__ = ()
 
     def acquire(self, now: Optional[int]) -> Any:
-        self.guard.admit(now=now)  # raises Throttled
+        self.guard.admit()  # raises Throttled
         return None
 
     def report(self, token: Any, outcome: int, now: Optional[int]) -> None:
         if outcome == SUCCESS or outcome == FAILURE:
-            self.guard.on_accepted(now=now)
+            self.guard.on_accepted()
         elif outcome == DROPPED:
-            self.guard.on_rejected_by_backend(now=now)
+            self.guard.on_rejected_by_backend()
 
     def fast_paths(self) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
         admit, accepted = self.guard.admit, self.guard.on_accepted
@@ -258,7 +260,9 @@ class GuardedCall:
 
     __slots__ = ("_owner", "_adapter", "_token", "_mark", "_parent")
 
-    def __init__(self, owner: Guarded, adapter: Optional[_Adapter], token: Any, parent: Any) -> None:
+    def __init__(
+        self, owner: Guarded, adapter: Optional[_Adapter], token: Any, parent: Any
+    ) -> None:
         self._owner = owner
         self._adapter = adapter  # the guard when there is one; else ``_token`` is the list
         self._token = token
@@ -317,6 +321,8 @@ class Guarded:
             raise TypeError("guarded() needs at least one guard (`guards`)")
         self._adapters = tuple(_adapter(g, priority) for g in guards)
         self._one = self._adapters[0] if len(self._adapters) == 1 else None
+        if self._one is not None:
+            self._one_acquire, self._one_succeed = self._one.fast_paths()
         self._failure = exception_matcher("failure", failure)
         self._ignore = exception_matcher("ignore", ignore)
         if brownout is not None:
@@ -382,7 +388,7 @@ class Guarded:
     def _push(self) -> GuardedCall:
         one = self._one
         if one is not None:
-            call = GuardedCall(self, one, one.acquire(None), _ENTRIES.get())
+            call = GuardedCall(self, one, self._one_acquire(), _ENTRIES.get())
         else:
             call = GuardedCall(self, None, self._acquire(None, False), _ENTRIES.get())
         _ENTRIES.set(call)
@@ -394,13 +400,15 @@ class Guarded:
             raise RuntimeError("guarded blocks must be exited in the reverse order of entry")
         _ENTRIES.set(call._parent)
         outcome = call._mark if e is None else self.classify(e)
-        if call._adapter is not None:
-            call._adapter.report(call._token, outcome, None)
-        else:
+        adapter = call._adapter
+        if adapter is None:
             self._release(call._token, outcome, None)
+        elif outcome == SUCCESS:
+            self._one_succeed(call._token)
+        else:
+            adapter.report(call._token, outcome, None)
 
-    def __enter__(self) -> GuardedCall:
-        return self._push()
+    __enter__ = _push
 
     def __exit__(self, et: Any, e: Any, tb: Any) -> None:
         self._pop(e)

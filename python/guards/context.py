@@ -103,7 +103,7 @@ def time_left(now: Optional[int] = None) -> Optional[float]:
     d = _DEADLINE.get()
     if d is None:
         return None
-    return d.time_left(now=at)
+    return d.time_left(at)
 
 
 def time_left_ns(now: Optional[int] = None) -> Optional[int]:
@@ -112,7 +112,7 @@ def time_left_ns(now: Optional[int] = None) -> Optional[int]:
     d = _DEADLINE.get()
     if d is None:
         return None
-    return d.time_left_ns(now=at)
+    return d.time_left_ns(at)
 
 
 def _expired_error(d: Deadline, what: str = "the deadline has passed") -> DeadlineExceeded:
@@ -127,7 +127,7 @@ def check_deadline(now: Optional[int] = None) -> None:
     """Raise :class:`guards.DeadlineExceeded` if the inherited deadline has passed."""
     at = _now(now)
     d = _DEADLINE.get()
-    if d is not None and d.is_expired(now=at):
+    if d is not None and d.is_expired(at):
         raise _expired_error(d)
 
 
@@ -156,7 +156,7 @@ class DeadlineScope:
         if self._at is not None:
             own = Deadline.at(self._at)
         elif self._timeout_ns is not None:
-            own = Deadline.after(Nanos(self._timeout_ns), now=now)
+            own = Deadline.after(Nanos(self._timeout_ns), now)
         else:
             own = Deadline.none()
         inherited = _DEADLINE.get()
@@ -189,7 +189,7 @@ class DeadlineScope:
     def __enter__(self) -> Deadline:
         now = now_ns()
         eff = self._effective(now)
-        if eff.is_expired(now=now):
+        if eff.is_expired(now):
             raise _expired_error(eff, "the deadline had passed before the block started")
         self._push(eff, None)
         return eff
@@ -201,9 +201,9 @@ class DeadlineScope:
     async def __aenter__(self) -> Deadline:
         now = now_ns()
         eff = self._effective(now)
-        if eff.is_expired(now=now):
+        if eff.is_expired(now):
             raise _expired_error(eff, "the deadline had passed before the block started")
-        left = eff.time_left_ns(now=now)
+        left = eff.time_left_ns(now)
         canceller = None
         if left is not None:
             canceller = CancelAfter(left / 1e9)
@@ -344,7 +344,7 @@ def deadline_header(
     if not isinstance(d, Deadline):
         fail_type("deadline", "a guards.Deadline or None", d)
     at = _now(now)
-    return d.to_grpc_timeout(now=at) if fmt == "grpc" else d.to_millis(now=at)
+    return d.to_grpc_timeout(at) if fmt == "grpc" else d.to_millis(at)
 
 
 def inject_deadline(
@@ -435,8 +435,8 @@ def extract_deadline(
     at = _now(now)
     try:
         if fmt == "grpc":
-            return Deadline.from_grpc_timeout(value, now=at)
-        return Deadline.from_millis(value, now=at)
+            return Deadline.from_grpc_timeout(value, at)
+        return Deadline.from_millis(value, at)
     except ValueError:
         if strict:
             raise

@@ -194,7 +194,8 @@ class _Door:
 
     def admit(self, request: Any) -> Any:
         """A ticket, or raise AdmissionRejected."""
-        return self.admission.acquire(priority=self.priority_of(request))
+        p = self.priority_of(request)
+        return self.admission.acquire() if p is None else self.admission.acquire(p)
 
     def release(self, ticket: Any, status: Optional[int], failed: bool) -> None:
         if failed or status is None:

@@ -316,7 +316,7 @@ class _GateReceipt:
         self.receipt: Any = None
 
     def allow_retry(self, now: int, cause: str) -> bool:
-        r = self.budget.withdraw(cause, now=now)
+        r = self.budget.withdraw(cause, now)
         if r is None or r is False:
             return False
         self.receipt = None if r is True else r
@@ -459,7 +459,7 @@ class Retry:
         inherited = _DEADLINE.get()
         if self._timeout is None:
             return inherited
-        own = Deadline.after(self._timeout, now=now)
+        own = Deadline.after(self._timeout, now)
         return own if inherited is None else own.min(inherited)
 
     def _attempt_deadline(
@@ -469,10 +469,10 @@ class Retry:
         if self._attempt_timeout is None and (overall is None or overall.is_none()):
             return None
         d = overall if overall is not None else Deadline.none()
-        budget = d.attempt_budget(self._attempt_timeout or _NO_TIMEOUT, self._margin, now=now)
+        budget = d.attempt_budget(self._attempt_timeout or _NO_TIMEOUT, self._margin, now)
         if not budget.should_start:
             raise self._give_up("deadline_exceeded", last, attempts, not_started=True)
-        return budget.attempt_deadline(now=now)
+        return budget.attempt_deadline(now)
 
     def _count(self, **deltas: int) -> None:
         with self._lock:
@@ -550,7 +550,7 @@ class Retry:
         if budget is not None and outcome in _RETRYABLE:
             on_failure = getattr(budget, "on_failure", None)
             if on_failure is not None:
-                on_failure(now=now)
+                on_failure(now)
         named: Any = outcome
         return self.policy.decide(
             attempts,
@@ -572,7 +572,7 @@ class Retry:
         if budget is not None:
             deposit_fn = getattr(budget, "deposit", None)
             if deposit and deposit_fn is not None:
-                deposit_fn(now=now)
+                deposit_fn(now)
             if hasattr(budget, "withdraw"):
                 gate = _GateReceipt(budget)
         return now, self._overall(now), gate
@@ -582,7 +582,7 @@ class Retry:
         if budget is not None:
             on_success = getattr(budget, "on_success", None)
             if on_success is not None:
-                on_success(gate.receipt if gate is not None else None, now=now_ns())
+                on_success(gate.receipt if gate is not None else None)
         self._count(calls=1, attempts=attempts, successes=1, retries=attempts - 1)
 
     def _notify(
@@ -692,9 +692,7 @@ class Retry:
                     canceller = None
                     try:
                         left = (
-                            None
-                            if attempt_deadline is None
-                            else attempt_deadline.time_left_ns(now=now)
+                            None if attempt_deadline is None else attempt_deadline.time_left_ns(now)
                         )
                         if left is not None:
                             canceller = CancelAfter(left / 1e9)
