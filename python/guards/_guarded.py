@@ -411,7 +411,22 @@ class Guarded:
     __enter__ = _push
 
     def __exit__(self, et: Any, e: Any, tb: Any) -> None:
-        self._pop(e)
+        # _pop, inlined: this runs once per block
+        call = _ENTRIES.get()
+        if call is None or call._owner is not self:
+            raise RuntimeError("guarded blocks must be exited in the reverse order of entry")
+        _ENTRIES.set(call._parent)
+        adapter = call._adapter
+        if e is None and adapter is not None and call._mark == SUCCESS:
+            self._one_succeed(call._token)
+            return
+        outcome = call._mark if e is None else self.classify(e)
+        if adapter is None:
+            self._release(call._token, outcome, None)
+        elif outcome == SUCCESS:
+            self._one_succeed(call._token)
+        else:
+            adapter.report(call._token, outcome, None)
 
     async def __aenter__(self) -> GuardedCall:
         return self._push()
