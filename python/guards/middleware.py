@@ -20,13 +20,17 @@ load balancer's probes is taken out of rotation exactly when it is needed.
     # WSGI: Flask, Django (wsgi.py), Pyramid, ...
     flask_app.wsgi_app = guards.WSGIAdmissionMiddleware(flask_app.wsgi_app, door)
 
+    # aiohttp
+    app = aiohttp.web.Application(middlewares=[guards.AiohttpAdmissionMiddleware(door)])
+
 How each response is reported to the admission (an adaptive limit learns from it): a
 response with status 503 or 429 from the application is an overload signal
 (``on_dropped``); any other response is a success (``on_success``, timed from admission
 to the end of the body); an exception or a client that went away says nothing about
 capacity (``on_ignore``).
 
-``priority``: a callable receiving the ASGI ``scope`` (or the WSGI ``environ``) and
+``priority``: a callable receiving the ASGI ``scope`` (the WSGI ``environ``, the aiohttp
+``request``) and
 returning the request's priority class, 0 (most important) to 7; ``None`` means the
 default (1, critical). :func:`priority_from_header` reads it from a request header.
 ``exempt``: paths never shed (exact matches; default ``/health``, ``/healthz``,
@@ -55,6 +59,7 @@ from .context import _DEADLINE, extract_deadline
 __all__ = [
     "AdmissionMiddleware",
     "WSGIAdmissionMiddleware",
+    "AiohttpAdmissionMiddleware",
     "priority_from_header",
     "DEFAULT_EXEMPT_PATHS",
 ]
@@ -77,7 +82,7 @@ def priority_from_header(
     The value is a number 0..7 or, case-insensitively, a name: ``critical_plus`` (0),
     ``critical`` (1), ``sheddable_plus`` (2), ``sheddable`` (3), or one of ``names``.
     A missing or unreadable value gives ``default`` (``None``: the admission's default).
-    Works for both ASGI scopes and WSGI environs.
+    Works for ASGI scopes, WSGI environs and request objects with ``headers`` (aiohttp).
     """
     if not isinstance(name, str) or not name:
         fail_type("name", "a non-empty str", name)
@@ -107,6 +112,10 @@ def priority_from_header(
                     break
         elif isinstance(scope_or_environ, dict):
             value = scope_or_environ.get(environ_key)
+        else:  # a request object with headers (aiohttp, or any other)
+            headers = getattr(scope_or_environ, "headers", None)
+            if headers is not None:
+                value = headers.get(name)
         if value is None:
             return default
         text = value.strip().lower()
@@ -398,3 +407,66 @@ class _ReleasingBody:
                 close()
         finally:
             self._release()
+
+
+class AiohttpAdmissionMiddleware(_Door):
+    """aiohttp admission middleware (see the module docs):
+    ``web.Application(middlewares=[AiohttpAdmissionMiddleware(admission=None, *,
+    priority=None, exempt=DEFAULT_EXEMPT_PATHS, deadline=None, body=...)])``.
+
+    ``priority`` receives the ``aiohttp.web.Request``. An ``aiohttp.web.HTTPException``
+    raised by a handler is a response like any other (a raised ``HTTPServiceUnavailable``
+    is an overload signal). Importing guards does not need aiohttp; answering a refused
+    request does.
+    """
+
+    __middleware_version__ = 1  # the new-style middleware signature (request, handler)
+
+    def __init__(
+        self,
+        admission: Any = None,
+        *,
+        priority: Optional[Callable[[Any], Optional[int]]] = None,
+        exempt: Any = DEFAULT_EXEMPT_PATHS,
+        deadline: Optional[str] = None,
+        body: Union[bytes, str] = b"overloaded: try again later\n",
+    ) -> None:
+        super().__init__(admission, priority, exempt, deadline, body)
+
+    async def __call__(self, request: Any, handler: Any) -> Any:
+        from aiohttp import web  # noqa: PLC0415
+
+        self.count("requests")
+        if self._exempt(request.path):
+            self.count("exempt")
+            return await handler(request)
+        try:
+            ticket = self.admit(request)
+        except AdmissionRejected as refused:
+            self.count("rejected")
+            headers = {"Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store"}
+            ra = _retry_after_header(refused)
+            if ra is not None:
+                headers["Retry-After"] = ra
+            return web.Response(status=503, body=self._body, headers=headers)
+        self.count("admitted")
+        deadline = self.deadline_of(request.headers)
+        token = None if deadline is None else _DEADLINE.set(deadline)
+        status: Optional[int] = None
+        failed = True
+        try:
+            response = await handler(request)
+            status = getattr(response, "status", None)
+            failed = False
+            return response
+        except web.HTTPException as answer:  # a response raised as an exception
+            status = answer.status
+            failed = False
+            raise
+        except Exception:
+            self.count("errors")
+            raise
+        finally:
+            if token is not None:
+                _DEADLINE.reset(token)
+            self.release(ticket, status, failed)

@@ -451,3 +451,93 @@ def test_a_bad_priority_from_the_callable_is_a_type_error() -> None:
     mw = guards.WSGIAdmissionMiddleware(wsgi_app(Gate(), {}), priority=lambda environ: "high")
     with type_error("priority"):
         mw({"PATH_INFO": "/x"}, lambda *a: None)
+
+
+# ------------------------------------------------------------------ aiohttp
+
+
+def aiohttp_app(
+    door: guards.Admission, hold: asyncio.Event, inside: list[int], **kwargs: Any
+) -> Any:
+    from aiohttp import web
+
+    async def held(request: Any) -> Any:
+        inside.append(1)
+        await asyncio.wait_for(hold.wait(), WAIT_LIMIT)
+        return web.Response(text="held")
+
+    async def fast(request: Any) -> Any:
+        return web.Response(text=str(guards.time_left()))
+
+    async def shed(request: Any) -> Any:
+        raise web.HTTPServiceUnavailable()
+
+    async def health(request: Any) -> Any:
+        return web.Response(text="ok")
+
+    mw = guards.AiohttpAdmissionMiddleware(door, **kwargs)
+    app = web.Application(middlewares=[mw])
+    app.router.add_get("/hold", held)
+    app.router.add_get("/fast", fast)
+    app.router.add_get("/shed", shed)
+    app.router.add_get("/healthz", health)
+    return app, mw
+
+
+@pytest.mark.asyncio
+async def test_aiohttp_sheds_with_503_and_retry_after_on_loopback() -> None:
+    aiohttp = pytest.importorskip("aiohttp")
+    from aiohttp.test_utils import TestClient as AioClient
+    from aiohttp.test_utils import TestServer
+
+    door = guards.Admission(limits=[1] * 8)
+    hold = asyncio.Event()
+    inside: list[int] = []
+    app, mw = aiohttp_app(door, hold, inside, deadline="grpc")
+    async with AioClient(TestServer(app, host="127.0.0.1")) as client:
+        first = asyncio.ensure_future(client.get("/hold"))
+        while not inside:
+            await asyncio.sleep(0.002)
+        refused = await client.get("/fast")
+        assert refused.status == 503
+        assert refused.headers["Retry-After"] == "1"
+        assert (await client.get("/healthz")).status == 200  # exempt
+        hold.set()
+        held = await first
+        assert (held.status, await held.text()) == (200, "held")
+        r = await client.get("/fast", headers={"grpc-timeout": "1S"})
+        left = float(await r.text())
+        assert 0 < left <= 1.0  # the caller's deadline, published for the handler
+        assert (await client.get("/shed")).status == 503  # the handler's own 503: dropped
+    assert isinstance(aiohttp.__version__, str)
+    s = mw.stats()
+    assert (s["requests"], s["exempt"], s["admitted"], s["rejected"], s["overloaded"]) == (
+        5,
+        1,
+        3,
+        1,
+        1,
+    )
+    d = door.stats()
+    assert (d["succeeded"], d["dropped"], d["in_flight"]) == (2, 1, 0)
+
+
+@pytest.mark.asyncio
+async def test_aiohttp_priority_from_header() -> None:
+    pytest.importorskip("aiohttp")
+    from aiohttp.test_utils import TestClient as AioClient
+    from aiohttp.test_utils import TestServer
+
+    door = guards.Admission(limits=[2, 1, 1, 1, 1, 1, 1, 1])
+    hold = asyncio.Event()
+    inside: list[int] = []
+    app, _ = aiohttp_app(door, hold, inside, priority=guards.priority_from_header())
+    async with AioClient(TestServer(app, host="127.0.0.1")) as client:
+        first = asyncio.ensure_future(client.get("/hold", headers={"x-priority": "3"}))
+        while not inside:
+            await asyncio.sleep(0.002)
+        assert (await client.get("/fast", headers={"x-priority": "3"})).status == 503
+        assert (await client.get("/fast", headers={"x-priority": "0"})).status == 200
+        hold.set()
+        assert (await first).status == 200
+    assert door.refused_by_priority()[3] == 1
