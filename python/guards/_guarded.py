@@ -351,6 +351,15 @@ class Guarded:
             return DROPPED
         return FAILURE
 
+    def _outcome_of(self, exc: BaseException, taken: list[tuple[_Adapter, Any]]) -> int:
+        """``classify(exc)``; if a user's ``failure``/``ignore`` predicate raises, the
+        slots are given back (as ignored) before its error propagates."""
+        try:
+            return self.classify(exc)
+        except BaseException:
+            self._release(taken, IGNORE, None)
+            raise
+
     # ---------------------------------------------------------- acquire / release
     def _acquire(self, now: Optional[int], skip_refused: bool) -> list[tuple[_Adapter, Any]]:
         """Take every guard in order; on a refusal give back what was taken and raise
@@ -399,7 +408,7 @@ class Guarded:
         if call is None or call._owner is not self:
             raise RuntimeError("guarded blocks must be exited in the reverse order of entry")
         _ENTRIES.set(call._parent)
-        outcome = call._mark if e is None else self.classify(e)
+        outcome = call._mark if e is None else self._outcome_of(e, call._taken())
         adapter = call._adapter
         if adapter is None:
             self._release(call._token, outcome, None)
@@ -420,7 +429,7 @@ class Guarded:
         if e is None and adapter is not None and call._mark == SUCCESS:
             self._one_succeed(call._token)
             return
-        outcome = call._mark if e is None else self.classify(e)
+        outcome = call._mark if e is None else self._outcome_of(e, call._taken())
         if adapter is None:
             self._release(call._token, outcome, None)
         elif outcome == SUCCESS:
@@ -445,7 +454,7 @@ class Guarded:
         try:
             result = fn(*args, **kwargs)
         except BaseException as exc:
-            self._release(taken, self.classify(exc), None)
+            self._release(taken, self._outcome_of(exc, taken), None)
             if brownout and isinstance(exc, Exception):
                 return self._on_failed(exc)
             raise
@@ -464,7 +473,7 @@ class Guarded:
         try:
             result = await fn(*args, **kwargs)
         except BaseException as exc:
-            self._release(taken, self.classify(exc), None)
+            self._release(taken, self._outcome_of(exc, taken), None)
             if brownout and isinstance(exc, Exception):
                 return self._on_failed(exc)
             raise
@@ -519,6 +528,13 @@ class Guarded:
         report = adapter.report
         classify = self.classify
 
+        def outcome_of(exc: BaseException, token: Any) -> int:
+            try:
+                return classify(exc)
+            except BaseException:
+                report(token, IGNORE, None)  # give the slot back, then surface the bug
+                raise
+
         if is_async:
 
             async def awrapper(*args: Any, **kwargs: Any) -> Any:
@@ -526,7 +542,7 @@ class Guarded:
                 try:
                     result = await fn(*args, **kwargs)
                 except BaseException as exc:
-                    report(token, classify(exc), None)
+                    report(token, outcome_of(exc, token), None)
                     raise
                 succeed(token)
                 return result
@@ -538,7 +554,7 @@ class Guarded:
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:
-                report(token, classify(exc), None)
+                report(token, outcome_of(exc, token), None)
                 raise
             succeed(token)
             return result

@@ -582,6 +582,29 @@ def test_guarded_rejects_bad_arguments() -> None:
         guards.guarded(b)(42)  # type: ignore[arg-type]
 
 
+def test_a_raising_predicate_still_gives_the_slot_back() -> None:
+    def broken(exc: BaseException) -> bool:
+        raise LookupError("predicate bug")
+
+    b = guards.Bulkhead(max_concurrent=1)
+    for g in (
+        guards.guarded(b, failure=broken),
+        guards.guarded(b, guards.Bulkhead(), ignore=broken),
+    ):
+        with pytest.raises(LookupError):
+            with g:
+                raise ValueError("the call failed")
+        assert b.in_flight() == 0
+
+        @g
+        def fails() -> None:
+            raise ValueError
+
+        with pytest.raises(LookupError):
+            fails()
+        assert b.in_flight() == 0
+
+
 def test_blocks_exited_out_of_order_are_an_error() -> None:
     b = guards.Bulkhead()
     g1, g2 = guards.guarded(b), guards.guarded(b)

@@ -633,3 +633,48 @@ async def test_async_attempt_under_a_scope_without_deadline_is_not_cancelled() -
     async with guards.deadline():  # publishes "no deadline"
         assert await call() == "done"
     assert call.retry.stats()["attempt_timeouts"] == 0
+
+
+# ------------------------------------------------------------------ guards.testing
+
+from guards.testing import fake_clock  # noqa: E402,F401  (a pytest fixture for users)
+
+
+def test_fake_clock_fixture_installs_a_clock(fake_clock: guards.FakeClock) -> None:
+    assert guards.current_clock() is fake_clock
+    assert guards.now_ns() == S
+    guards.retry(backoff=NO_JITTER)(Flaky(ConnectionError, times=1))()
+    assert fake_clock.now() == S + 100 * MS
+
+
+def test_flaky_helpers() -> None:
+    f = Flaky([KeyError("a"), ValueError("b")], result=3)
+    with pytest.raises(KeyError):
+        f()
+    with pytest.raises(ValueError):
+        f()
+    assert f() == 3
+    assert f.calls == 3
+    never = Flaky(ConnectionError, times=0, result="x")
+    assert never() == "x"
+    with type_error("errors"):
+        Flaky(5)
+    with type_error("errors"):
+        Flaky([KeyError, "oops"])
+    with config_error("times", "negative"):
+        Flaky(KeyError, times=-1)
+    with type_error("times"):
+        Flaky(KeyError, times=1.5)  # type: ignore[arg-type]
+
+
+def test_installed_clock_helper() -> None:
+    from guards.testing import installed_clock
+
+    with installed_clock(now=5) as c:
+        assert guards.now_ns() == 5
+        c.advance(ns=1)
+        assert guards.now_ns() == 6
+    assert guards.current_clock() is None
+    with type_error("now"):
+        with installed_clock(now=1.5):  # type: ignore[arg-type]
+            pass
