@@ -34,6 +34,9 @@ which ones count; ``ignore=`` lists exceptions that say nothing about the depend
 inner call, ...) is ignored too: it is not the dependency failing. A timeout
 (``TimeoutError``, :class:`guards.DeadlineExceeded`) or an exception carrying HTTP status
 503 or 429 is an overload signal, which a limiter counts as a dropped call.
+An :class:`guards.AdaptiveThrottle` may refuse locally (``Throttled``) before the call;
+afterwards it is told the backend accepted the call (returned, or failed otherwise) or
+rejected it (timeout/overload); ignored and cancelled calls tell it nothing.
 *cancelled* is a ``BaseException`` that is not an ``Exception``: ``asyncio.CancelledError``,
 ``KeyboardInterrupt``, ``GeneratorExit``. A breaker probe abandoned that way counts as
 failed (as core requires), an ordinary call as ignored.
