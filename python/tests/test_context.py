@@ -60,6 +60,10 @@ def test_scope_accepts_timedelta_nanos_and_an_instant(clock: guards.FakeClock) -
         assert d.expires_at == now + 7
     with guards.deadline(at=now + 123) as d:
         assert d.expires_at == now + 123
+    with guards.deadline(at=guards.Deadline.after(1, now)) as d:
+        assert d.expires_at == now + 1_000_000_000
+    with guards.deadline(at=guards.Deadline.none()) as d:
+        assert d.is_none()
     with guards.deadline() as d:  # only inherits: no deadline at all here
         assert d.is_none()
 
