@@ -346,12 +346,13 @@ fn part2_adaptive_limit() -> Result<(), Box<dyn std::error::Error>> {
         println!();
     }
     println!();
-    println!(
-        "AIMD's 20 ms target is below what the slowed dependency can ever do (40 ms a call), so it"
-    );
-    println!("halves to its floor and sheds most calls until the slowdown ends: a latency target goes stale");
-    println!(
-        "like a fixed cap. Vegas and Gradient2 measure the queue instead and keep serving ~150/s."
-    );
+    for line in [
+        "AIMD's 20 ms target is below what the slowed dependency can ever do (40 ms a call), so it",
+        "halves to its floor and sheds most calls until the slowdown ends: a latency target goes",
+        "stale like a fixed cap. Vegas and Gradient2 measure the queue instead: they cut the limit",
+        "to 6-13 and shed only part of the load, while latency stays near the service time.",
+    ] {
+        println!("{line}");
+    }
     Ok(())
 }
