@@ -404,7 +404,13 @@ impl PyCircuitBreaker {
         now: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let now = util::get_now(py, now)?;
-        counts_dict(py, with_b!(&self.b, b => b.window_counts(now)))
+        let counts = if self.capacity >= 8192 {
+            let inner = &self.b;
+            py.detach(|| with_b!(inner, b => b.window_counts(now)))
+        } else {
+            with_b!(&self.b, b => b.window_counts(now))
+        };
+        counts_dict(py, counts)
     }
 
     /// Counters: outcomes, probes, refusals and transitions.
@@ -734,6 +740,14 @@ enum Outcome {
 }
 
 impl Owner {
+    /// Whether evaluating an outcome scans enough cells to be worth releasing the GIL.
+    fn scans_slowly(&self) -> bool {
+        match self {
+            Owner::One(b) => b.get().capacity >= 8192,
+            Owner::Keyed(..) => false,
+        }
+    }
+
     /// Report `outcome` for `p`; `None` when the keyed breaker is gone (cannot happen:
     /// keys are never removed).
     fn report(&self, p: BreakerPermit, outcome: Outcome) -> Option<OutcomeEffect> {
@@ -788,9 +802,17 @@ impl PyBreakerPermit {
         self.permit.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
-    fn finish(&self, outcome: Outcome) -> Option<&'static str> {
+    fn finish(&self, py: Python<'_>, outcome: Outcome) -> Option<&'static str> {
         let p = self.take()?;
-        self.owner.report(p, outcome).map(OutcomeEffect::as_str)
+        let owner = &self.owner;
+        let effect = if owner.scans_slowly() {
+            // A failure (or any outcome while the window fills) scans the whole count
+            // window: thousands of cells for the large capacities, worth releasing the GIL.
+            py.detach(|| owner.report(p, outcome))
+        } else {
+            owner.report(p, outcome)
+        };
+        effect.map(OutcomeEffect::as_str)
     }
 }
 
@@ -818,7 +840,7 @@ impl PyBreakerPermit {
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<&'static str>> {
         let now = util::get_now(py, now)?;
-        Ok(self.finish(Outcome::Success(now)))
+        Ok(self.finish(py, Outcome::Success(now)))
     }
 
     /// The call failed at `now`. Returns the effect, or `None` if already reported.
@@ -829,7 +851,7 @@ impl PyBreakerPermit {
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<&'static str>> {
         let now = util::get_now(py, now)?;
-        Ok(self.finish(Outcome::Failure(now)))
+        Ok(self.finish(py, Outcome::Failure(now)))
     }
 
     /// Record nothing (the call's result says nothing about the callee); a probe gives its

@@ -59,19 +59,30 @@ pub(crate) fn type_error(field: &str, what: &str, v: &Bound<'_, PyAny>) -> PyErr
 /// An integer as i128, `None` when it does not fit (caller reports out of range);
 /// `Err(TypeError)` for non-integers, floats and bools.
 fn int_of(field: &str, what: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<i128>> {
-    if v.is_instance_of::<PyBool>() || v.is_instance_of::<PyFloat>() {
+    if v.is_instance_of::<PyInt>() {
+        if v.is_instance_of::<PyBool>() {
+            return Err(type_error(field, what, v));
+        }
+        return Ok(wide_int(v));
+    }
+    if v.is_instance_of::<PyFloat>() || !v.hasattr("__index__")? {
         return Err(type_error(field, what, v));
     }
-    let idx;
-    let v = if v.is_instance_of::<PyInt>() {
-        v
-    } else if v.hasattr("__index__")? {
-        idx = v.call_method0("__index__")?;
-        &idx
-    } else {
-        return Err(type_error(field, what, v));
-    };
-    Ok(v.extract::<i128>().ok())
+    let idx = v.call_method0("__index__")?;
+    Ok(wide_int(&idx))
+}
+
+/// A Python int as i128 (`None` beyond ±2**127). The common case, a non-negative int
+/// below 2**64, is one C call.
+#[inline]
+fn wide_int(v: &Bound<'_, PyAny>) -> Option<i128> {
+    if let Ok(u) = v.extract::<u64>() {
+        return Some(i128::from(u));
+    }
+    if let Ok(i) = v.extract::<i64>() {
+        return Some(i128::from(i));
+    }
+    v.extract::<i128>().ok()
 }
 
 /// A float (a Python `float` or `int`, not `bool`). NaN and infinities pass through:

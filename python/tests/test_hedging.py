@@ -134,3 +134,13 @@ def test_threads_share_one_policy() -> None:
 
     hedges = sum(run_threads(4, work))
     assert hedges == 8000 == h.stats()["hedges"]
+
+
+def test_fake_clock_drives_the_default_now(clock: guards.FakeClock) -> None:
+    h = guards.Hedging(min_samples=1, refresh_interval=0)
+    h.record_latency(0.02)
+    started = clock.now()
+    d = h.should_hedge(started)
+    assert d.decision == "wait_until" and d.at is not None
+    clock.set(d.at)
+    assert h.should_hedge(started).hedge
