@@ -44,6 +44,13 @@ failed (as core requires), an ordinary call as ignored.
 Inside a ``with`` block, the object ``as`` gives you can mark the outcome when no
 exception says it: ``call.failure()`` (e.g. for a 5xx response), ``call.ignore()``.
 
+Deadlines: a guarded call or block inherits the deadline of its context
+(:func:`guards.deadline`, ``@guards.retry`` attempts, the admission middleware) and does
+not start -- no guard is taken -- once it has passed. ``timeout=`` gives it its own
+deadline, ``min(timeout, inherited time left)``: published for the block, and in asyncio
+the block is cancelled when it passes, which the guards hear as a timeout (a breaker
+failure, a limiter's dropped call).
+
 Brownouts: with ``fallback=`` (a value, or a callable taking no arguments), a decorated
 call that a guard refuses or that fails returns the fallback instead of raising, as the
 native :class:`guards.Brownout` decides (by default an optional operation that serves the
@@ -72,7 +79,16 @@ from ._guards import (
     RetriesExhausted,
     Throttled,
 )
-from ._util import ExcSpec, check_int, exception_matcher, fail_type, is_async_callable, snake_case
+from ._deadline import _DEADLINE, DeadlineScope, _expired_error
+from ._util import (
+    ExcSpec,
+    check_int,
+    exception_matcher,
+    fail_type,
+    is_async_callable,
+    positive_duration_ns,
+    snake_case,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -84,6 +100,14 @@ IGNORE = 3  # says nothing about the dependency
 CANCELLED = 4  # abandoned (BaseException that is not an Exception)
 
 _MISSING: Any = object()
+_TOO_LATE = "the deadline had passed before the call started"
+
+
+def check_inherited() -> None:
+    """Refuse to start once the inherited deadline has passed (no guard is taken)."""
+    d = _DEADLINE.get()
+    if d is not None and d.is_expired():
+        raise _expired_error(d, _TOO_LATE)
 
 
 def _status_of(exc: BaseException) -> Optional[int]:
@@ -261,7 +285,7 @@ class GuardedCall:
     overload signal (a timeout, a 503), ``call.ignore()`` nothing at all; the last mark
     wins. An exception leaving the block still decides first."""
 
-    __slots__ = ("_owner", "_adapter", "_token", "_mark", "_parent")
+    __slots__ = ("_owner", "_adapter", "_token", "_mark", "_parent", "_scope")
 
     def __init__(
         self, owner: Guarded, adapter: Optional[_Adapter], token: Any, parent: Any
@@ -271,6 +295,7 @@ class GuardedCall:
         self._token = token
         self._mark = SUCCESS
         self._parent = parent
+        self._scope: Optional[DeadlineScope] = None
 
     def failure(self) -> None:
         self._mark = FAILURE
@@ -317,7 +342,9 @@ class Guarded:
         fallback: Any = _MISSING,
         brownout: Any = None,
         priority: Optional[int] = None,
+        timeout: Any = None,
     ) -> None:
+        self._timeout_ns = None if timeout is None else positive_duration_ns("timeout", timeout)
         if priority is not None:
             priority = check_int("priority", priority, 0, 7)
         if not guards:
@@ -396,21 +423,32 @@ class Guarded:
         fb = self._fallback
         return fb() if callable(fb) else fb
 
+    # ---------------------------------------------------------- deadlines
+    def _scope(self) -> Optional[DeadlineScope]:
+        """The deadline scope the call runs in: its own ``timeout`` (never beyond the
+        inherited deadline), or ``None`` when it only inherits."""
+        return None if self._timeout_ns is None else DeadlineScope(self._timeout_ns, None)
+
     # ---------------------------------------------------------- with
-    def _push(self) -> GuardedCall:
+    def _push(self, scope: Optional[DeadlineScope]) -> GuardedCall:
+        check_inherited()
         one = self._one
         if one is not None:
             call = GuardedCall(self, one, self._one_acquire(), _ENTRIES.get())
         else:
             call = GuardedCall(self, None, self._acquire(None, False), _ENTRIES.get())
+        call._scope = scope
         _ENTRIES.set(call)
         return call
 
-    def _pop(self, e: Optional[BaseException]) -> None:
+    def _pop(self, e: Optional[BaseException]) -> GuardedCall:
         call = _ENTRIES.get()
         if call is None or call._owner is not self:
             raise RuntimeError("guarded blocks must be exited in the reverse order of entry")
         _ENTRIES.set(call._parent)
+        return call
+
+    def _settle(self, call: GuardedCall, e: Optional[BaseException]) -> None:
         outcome = call._mark if e is None else self._outcome_of(e, call._taken())
         adapter = call._adapter
         if adapter is None:
@@ -420,42 +458,65 @@ class Guarded:
         else:
             adapter.report(call._token, outcome, None)
 
-    __enter__ = _push
+    def __enter__(self) -> GuardedCall:
+        if self._timeout_ns is None:
+            return self._push(None)
+        scope = DeadlineScope(self._timeout_ns, None)
+        call = self._push(scope)
+        try:
+            scope.__enter__()
+        except BaseException as exc:
+            self._settle(self._pop(exc), exc)
+            raise
+        return call
 
     def __exit__(self, et: Any, e: Any, tb: Any) -> None:
-        # _pop, inlined: this runs once per block
-        call = _ENTRIES.get()
-        if call is None or call._owner is not self:
-            raise RuntimeError("guarded blocks must be exited in the reverse order of entry")
-        _ENTRIES.set(call._parent)
-        adapter = call._adapter
-        if e is None and adapter is not None and call._mark == SUCCESS:
-            self._one_succeed(call._token)
-            return
-        outcome = call._mark if e is None else self._outcome_of(e, call._taken())
-        if adapter is None:
-            self._release(call._token, outcome, None)
-        elif outcome == SUCCESS:
-            self._one_succeed(call._token)
+        call = self._pop(e)
+        if call._scope is not None:
+            call._scope.__exit__(et, e, tb)
+        if e is None and call._adapter is not None and call._mark == SUCCESS:
+            self._one_succeed(call._token)  # the common case, without a call more
         else:
-            adapter.report(call._token, outcome, None)
+            self._settle(call, e)
 
     async def __aenter__(self) -> GuardedCall:
-        return self._push()
+        if self._timeout_ns is None:
+            return self._push(None)
+        scope = DeadlineScope(self._timeout_ns, None)
+        call = self._push(scope)
+        try:
+            await scope.__aenter__()
+        except BaseException as exc:
+            self._settle(self._pop(exc), exc)
+            raise
+        return call
 
     async def __aexit__(self, et: Any, e: Any, tb: Any) -> None:
-        self._pop(e)
+        call = self._pop(e)
+        if call._scope is not None:
+            try:
+                await call._scope.__aexit__(et, e, tb)
+            except DeadlineExceeded as expired:  # the block was cancelled at its deadline
+                self._settle(call, expired)
+                raise
+        self._settle(call, e)
 
     # ---------------------------------------------------------- calls
     def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` under the guards (with the fallback, if any)."""
         brownout = self._brownout is not None
         try:
+            check_inherited()
             taken = self._acquire(None, brownout)
         except GuardError as refusal:
             return self._on_refused(refusal)
         try:
-            result = fn(*args, **kwargs)
+            scope = self._scope()
+            if scope is None:
+                result = fn(*args, **kwargs)
+            else:
+                with scope:
+                    result = fn(*args, **kwargs)
         except BaseException as exc:
             self._release(taken, self._outcome_of(exc, taken), None)
             if brownout and isinstance(exc, Exception):
@@ -467,14 +528,21 @@ class Guarded:
         return result
 
     async def acall(self, fn: Callable[..., Awaitable[Any]], /, *args: Any, **kwargs: Any) -> Any:
-        """``await fn(*args, **kwargs)`` under the guards (with the fallback, if any)."""
+        """``await fn(*args, **kwargs)`` under the guards (with the fallback, if any); with
+        a ``timeout`` (or an inherited deadline) the call is cancelled when it passes."""
         brownout = self._brownout is not None
         try:
+            check_inherited()
             taken = self._acquire(None, brownout)
         except GuardError as refusal:
             return self._on_refused(refusal)
         try:
-            result = await fn(*args, **kwargs)
+            scope = self._scope()
+            if scope is None:
+                result = await fn(*args, **kwargs)
+            else:
+                async with scope:
+                    result = await fn(*args, **kwargs)
         except BaseException as exc:
             self._release(taken, self._outcome_of(exc, taken), None)
             if brownout and isinstance(exc, Exception):
@@ -496,7 +564,9 @@ class Guarded:
 
     def _serve_or_raise(self, exc: BaseException, *, asked: bool) -> Any:
         if asked:
-            decision = getattr(exc, "_guards_decision", "fail_fast")
+            decision = getattr(exc, "_guards_decision", None)
+            if decision is None:  # refused before any guard: the deadline had passed
+                decision = self._brownout_decides(exc)
         else:
             decision = self._brownout_decides(exc)
         if decision == "serve_fallback" and self._fallback is not _MISSING:
@@ -508,7 +578,7 @@ class Guarded:
         if not callable(fn):
             fail_type("fn", "a callable", fn)
         is_async = is_async_callable(fn)
-        if self._brownout is None and len(self._adapters) == 1:
+        if self._brownout is None and self._timeout_ns is None and len(self._adapters) == 1:
             wrapper = self._single(fn, self._adapters[0], is_async)
         elif is_async:
 
@@ -525,11 +595,13 @@ class Guarded:
         return wrapper  # type: ignore[return-value]
 
     def _single(self, fn: Callable[..., Any], adapter: _Adapter, is_async: bool) -> Any:
-        """A decorator for one guard and no brownout: the hot path of most services, with
-        nothing between the caller and the native calls but one Python frame."""
+        """A decorator for one guard, no brownout and no timeout of its own: the hot path
+        of most services, with nothing between the caller and the native calls but one
+        Python frame (and a look at the inherited deadline)."""
         acquire, succeed = adapter.fast_paths()
         report = adapter.report
         classify = self.classify
+        get_deadline = _DEADLINE.get
 
         def outcome_of(exc: BaseException, token: Any) -> int:
             try:
@@ -541,6 +613,9 @@ class Guarded:
         if is_async:
 
             async def awrapper(*args: Any, **kwargs: Any) -> Any:
+                d = get_deadline()
+                if d is not None and d.is_expired():
+                    raise _expired_error(d, _TOO_LATE)
                 token = acquire()
                 try:
                     result = await fn(*args, **kwargs)
@@ -553,6 +628,9 @@ class Guarded:
             return awrapper
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            d = get_deadline()
+            if d is not None and d.is_expired():
+                raise _expired_error(d, _TOO_LATE)
             token = acquire()
             try:
                 result = fn(*args, **kwargs)
@@ -610,6 +688,7 @@ def guarded(
     fallback: Any = _MISSING,
     brownout: Any = None,
     priority: Optional[int] = None,
+    timeout: Any = None,
 ) -> Guarded:
     """Guard a block or a call with circuit breakers, bulkheads, limiters and admission
     (see the module docs): ``with guarded(breaker, bulkhead): ...``,
@@ -620,7 +699,13 @@ def guarded(
     (or zero-argument callable) a decorated call returns when refused or failed, as
     ``brownout`` decides. ``brownout``: a :class:`guards.Brownout` (default with a
     fallback: an optional operation). ``priority``: the priority class (0..7) passed to
-    limiters and admission.
+    limiters and admission. ``timeout``: the call's own deadline (seconds, timedelta or
+    Nanos), never beyond the inherited one: published for the call, and in asyncio the
+    call is cancelled when it passes (a :class:`guards.DeadlineExceeded`, which the
+    guards hear as a timeout).
+
+    Whatever the settings, a call does not start (and takes no guard) once the deadline it
+    inherits has passed: :class:`guards.DeadlineExceeded`.
     """
     return Guarded(
         guards,
@@ -629,4 +714,5 @@ def guarded(
         fallback=fallback,
         brownout=brownout,
         priority=priority,
+        timeout=timeout,
     )

@@ -52,9 +52,10 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Optional, Union
 
 from . import _guards as _n
+from ._deadline import _DEADLINE
 from ._guards import AdmissionRejected
 from ._util import check_callable, check_int, config_error, fail_type
-from .context import _DEADLINE, extract_deadline
+from .context import extract_deadline
 
 __all__ = [
     "AdmissionMiddleware",

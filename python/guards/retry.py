@@ -58,6 +58,7 @@ import threading
 import time
 from typing import Any, Callable, Optional, TypeVar, Union, overload
 
+from ._deadline import _DEADLINE, CancelAfter
 from ._guards import (
     AdmissionRejected,
     BreakerOpen,
@@ -85,7 +86,6 @@ from ._util import (
     fail_type,
     is_async_callable,
 )
-from .context import CancelAfter, _DEADLINE
 
 __all__ = ["retry", "Retry", "RetryState", "classify_exception", "http_outcome"]
 

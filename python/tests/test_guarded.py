@@ -425,6 +425,99 @@ def test_admission_as_a_guard() -> None:
     assert door.stats()["succeeded"] == 1
 
 
+# ------------------------------------------------------------------ deadlines
+
+
+def test_no_call_starts_after_the_inherited_deadline(clock: guards.FakeClock) -> None:
+    br = small_breaker()
+    b = guards.Bulkhead()
+
+    @guards.guarded(br)
+    def one() -> None:
+        raise AssertionError("must not run")
+
+    both = guards.guarded(br, b)
+    with guards.deadline(1.0):
+        clock.advance(1.0)
+        with pytest.raises(guards.DeadlineExceeded):
+            one()
+        with pytest.raises(guards.DeadlineExceeded):
+            both.call(one)
+        with pytest.raises(guards.DeadlineExceeded):
+            with both:
+                raise AssertionError("must not run")
+    assert br.stats()["successes"] + br.stats()["failures"] + br.stats()["ignored"] == 0
+    assert b.stats()["acquired"] == 0
+
+
+def test_timeout_is_published_and_never_extends_the_inherited_deadline(
+    clock: guards.FakeClock,
+) -> None:
+    g = guards.guarded(guards.Bulkhead(), timeout=0.5)
+    with g:
+        assert guards.time_left_ns() == 500 * 1_000_000
+    assert g.call(guards.time_left_ns) == 500 * 1_000_000
+    with guards.deadline(0.2):
+        assert g.call(guards.time_left_ns) == 200 * 1_000_000
+        with g:
+            assert guards.time_left_ns() == 200 * 1_000_000
+    assert guards.current_deadline() is None
+
+
+@pytest.mark.asyncio
+async def test_async_timeout_cancels_and_counts_as_a_timeout() -> None:
+    br = small_breaker(window_size=10)
+    lim = guards.Limiter(limit=5)
+    finished = []
+
+    @guards.guarded(br, lim, timeout=0.02)
+    async def slow() -> None:
+        try:
+            await asyncio.sleep(30)
+        finally:
+            finished.append("cleanup")
+
+    with pytest.raises(guards.DeadlineExceeded):
+        await slow()
+    assert finished == ["cleanup"]
+    assert br.stats()["failures"] == 1  # a timeout is the dependency's failure
+    assert lim.stats()["dropped"] == 1  # and an overload signal for the limit
+    assert lim.in_flight() == 0
+
+    g = guards.guarded(lim, timeout=0.02)
+    with pytest.raises(guards.DeadlineExceeded):
+        async with g:
+            await asyncio.sleep(30)
+    assert lim.stats()["dropped"] == 2
+    async with g:  # a quick block is not cancelled
+        await asyncio.sleep(0)
+    assert lim.stats()["succeeded"] == 1
+
+
+@pytest.mark.asyncio
+async def test_async_timeout_with_a_fallback() -> None:
+    @guards.guarded(guards.Bulkhead(), timeout=0.01, fallback="stale")
+    async def slow() -> str:
+        await asyncio.sleep(30)
+        return "fresh"
+
+    assert await slow() == "stale"
+
+
+def test_expired_deadline_with_a_fallback_serves_it(clock: guards.FakeClock) -> None:
+    g = guards.guarded(guards.Bulkhead(), fallback="cached")
+    with guards.deadline(1.0):
+        clock.advance(2.0)
+        assert g.call(lambda: "live") == "cached"
+
+
+def test_timeout_bad_input() -> None:
+    with config_error("timeout", "zero"):
+        guards.guarded(guards.Bulkhead(), timeout=0)
+    with type_error("timeout"):
+        guards.guarded(guards.Bulkhead(), timeout="1s")
+
+
 # ------------------------------------------------------------------ brownout / fallback
 
 
