@@ -39,6 +39,25 @@ impl Counter {
         self.0.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Add `n` through exclusive access: a plain add, no atomic read-modify-write. For
+    /// guards that take `&mut self` (e.g. the queue discipline).
+    #[inline]
+    pub fn add_mut(&mut self, n: u64) {
+        #[cfg(not(loom))]
+        {
+            let v = self.0.get_mut();
+            *v = v.wrapping_add(n);
+        }
+        #[cfg(loom)]
+        self.0.with_mut(|v| *v = v.wrapping_add(n));
+    }
+
+    /// Add one through exclusive access (see [`Counter::add_mut`]).
+    #[inline]
+    pub fn incr_mut(&mut self) {
+        self.add_mut(1);
+    }
+
     /// The current count.
     #[inline]
     pub fn get(&self) -> u64 {

@@ -72,5 +72,6 @@ pub mod retry_policy;
 pub use counter::Counter;
 pub use error::{ConfigError, ConfigErrorKind};
 pub use priority::Priority;
+pub use queue_discipline::{QueueDiscipline, QueueDisciplineConfig, QueueDisciplineStats};
 pub use rng::Rng;
 pub use time::Nanos;
