@@ -107,8 +107,13 @@ impl Sim {
             self.take_server(r, svc, inst);
             self.run_step(r);
         } else {
+            let qdeadline = if self.topo.services[svc].queue.deadline_check {
+                expires
+            } else {
+                Nanos::MAX
+            };
             let ins = &mut self.svcs[svc].instances[inst];
-            if ins.queue.push(now, r.to_u64(), priority, expires) {
+            if ins.queue.push(now, r.to_u64(), priority, qdeadline) {
                 ins.queued += 1;
             } else {
                 self.metrics.svc[svc].refused += 1;
@@ -120,9 +125,15 @@ impl Sim {
     fn take_server(&mut self, r: CallRef, svc: usize, inst: usize) {
         self.svcs[svc].instances[inst].busy += 1;
         self.busy_change(svc, true);
+        let now = self.now;
         if let Some(c) = self.calls.get_mut(r) {
             c.has_server = true;
             c.phase = Phase::Running;
+            let waited = now.saturating_sub(c.arrived).as_u64();
+            let s = &mut self.svcs[svc];
+            s.wait_sum = s.wait_sum.saturating_add(waited);
+            s.wait_max = s.wait_max.max(waited);
+            self.metrics.svc[svc].started += 1;
         }
     }
 
@@ -772,7 +783,7 @@ impl Sim {
     pub(super) fn flush(&mut self, svc: usize) {
         let now = self.now;
         for inst in 0..self.svcs[svc].instances.len() {
-            let ids = self.svcs[svc].instances[inst].queue.drain();
+            let ids = self.svcs[svc].instances[inst].queue.drain(now);
             for id in ids {
                 let r = CallRef::from_u64(id);
                 let Some(c) = self.calls.get_mut(r) else { continue };

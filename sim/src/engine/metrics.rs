@@ -102,6 +102,8 @@ counters! {
         dup_commits => "duplicate_commits",
         /// Actions committed for the second time (counted once each).
         dup_actions => "duplicate_actions",
+        /// Calls that got a server after waiting in the queue (or at once).
+        started => "started",
     }
 }
 
@@ -109,6 +111,9 @@ counters! {
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct ServiceGauges {
     pub queue: u64,
+    pub busy_now: u64,
+    pub wait_sum: u64,
+    pub wait_max: u64,
     pub inside: u64,
     pub busy: f64,
     pub instances: u64,

@@ -108,6 +108,9 @@ struct SvcState {
     busy_last: Nanos,
     busy_area: f64,
     shed: Option<u32>,
+    /// Queue waits of the calls that got a server this interval: sum and maximum (ns).
+    wait_sum: u64,
+    wait_max: u64,
 }
 
 /// Per-edge state shared by all caller instances.
@@ -179,6 +182,8 @@ impl Sim {
                 busy_last: t.start,
                 busy_area: 0.0,
                 shed: None,
+                wait_sum: 0,
+                wait_max: 0,
             });
         }
         let mut edges = Vec::with_capacity(t.edges.len());
@@ -451,6 +456,9 @@ impl Sim {
                 s.busy_last = b;
                 sg.push(ServiceGauges {
                     queue: s.instances.iter().map(|i| u64::from(i.queued)).sum(),
+                    busy_now: s.busy_total,
+                    wait_sum: std::mem::take(&mut s.wait_sum),
+                    wait_max: std::mem::take(&mut s.wait_max),
                     inside: s.instances.iter().map(|i| u64::from(i.inside)).sum(),
                     busy: s.busy_area / iv,
                     instances: s.active.len() as u64,
@@ -519,8 +527,31 @@ impl Sim {
                 values: gauge(|g| g.busy),
             });
             columns.push(Column {
+                name: format!("{p}.busy_now"),
+                values: gauge(|g| g.busy_now as f64),
+            });
+            columns.push(Column {
                 name: format!("{p}.instances"),
                 values: gauge(|g| g.instances as f64),
+            });
+            let started = &m.hist_svc[i];
+            columns.push(Column {
+                name: format!("{p}.wait_mean_ms"),
+                values: g
+                    .iter()
+                    .zip(started)
+                    .map(|(g, c)| {
+                        if c.started == 0 {
+                            0.0
+                        } else {
+                            g.wait_sum as f64 / c.started as f64 / 1e6
+                        }
+                    })
+                    .collect(),
+            });
+            columns.push(Column {
+                name: format!("{p}.wait_max_ms"),
+                values: gauge(|g| g.wait_max as f64 / 1e6),
             });
         }
         let latencies = self

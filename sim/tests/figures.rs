@@ -1,0 +1,305 @@
+//! Every figure seed.md states for the Basketly runs, as a test with the seed's tolerances:
+//! rates ±15 %, times ±1 s. Seeds 1 and 2 unless a figure names one seed. Where the model
+//! cannot reach a figure, the test asserts the miss (see `assert_miss`) and says so with
+//! the numbers. Figures that depend on rare reserve-breaker openings are judged over
+//! several seeds (basketly-model.md, top).
+//!
+//! "During the hiccup" means the steady state 20:00:02 to 20:00:20 (basketly-model.md §4).
+//! Gauges (queues, calls inside) are read at the instant named, i.e. at the end of the
+//! interval before it.
+//!
+//! Run in release: `cargo test -p guards-sim --release --test figures`.
+#![cfg_attr(debug_assertions, allow(unused))]
+
+mod common;
+
+use common::*;
+
+const SEEDS: [u64; 2] = [1, 2];
+
+/// C0 runs to 20:02:01 once per seed; every C0 figure reads that run.
+fn c0(seed: u64) -> std::sync::Arc<guards_sim::SimResult> {
+    run("C0", seed, Some("20:02:01"), &[])
+}
+
+// ---------------------------------------------------------------- W1, healthy, Part 2
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn w1_threads_busy_about_26() {
+    // Part 1, W1: Little's law gives ≈ 26 threads busy; the run's time average over
+    // 19:59:46..19:59:54 is about 26.
+    for seed in SEEDS {
+        let r = c0(seed);
+        let busy = mean(&r, "shopapi_busy", "19:59:46", "19:59:54");
+        assert_rate(&format!("seed {seed} W1 threads busy"), busy, 26.0);
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn healthy_stock_latency_percentiles() {
+    // Part 2: healthy stock calls as shop-api sees them over 60 s: P50 3.0 ms, P95
+    // 12.2 ms, P99 18.7 ms (Part 8), and 60 ms ≈ 2 × P99.9, i.e. P99.9 ≈ 30 ms.
+    for seed in SEEDS {
+        let r = preset("healthy", seed);
+        let p = |q: &str| {
+            r.summary_value(&format!("stock_latency_ms.{q}"))
+                .and_then(|v| v.as_f64())
+                .expect("percentile")
+        };
+        assert_rate(&format!("seed {seed} P50"), p("p50"), 3.0);
+        assert_rate(&format!("seed {seed} P95"), p("p95"), 12.2);
+        assert_rate(&format!("seed {seed} P99"), p("p99"), 18.7);
+        assert_rate(&format!("seed {seed} P99.9 (60 ms / 2)"), p("p999"), 30.0);
+        let mean = p("mean");
+        assert_rate(&format!("seed {seed} mean stock call (W1: 0.0042 s)"), mean, 4.2);
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn healthy_five_ms_timeout_fails_about_31_percent() {
+    // Part 2: with a 5 ms timeout about 31 % of healthy stock calls would time out
+    // (seeds 1 and 2: 30.7 % and 30.5 %).
+    for (seed, want) in [(1, 0.307), (2, 0.305)] {
+        let r = preset("healthy", seed);
+        let over = r
+            .summary_value("stock_over_5ms")
+            .and_then(|v| v.as_f64())
+            .unwrap();
+        assert_rate(&format!("seed {seed} share over 5 ms"), over, want);
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn healthy_315_calls_per_instance() {
+    // Parts 7/8: 315 stock calls a second per shop-api instance.
+    for seed in SEEDS {
+        let r = preset("healthy", seed);
+        let per_instance = mean(&r, "stock_calls", "20:00:01", "20:00:59") / 4.0;
+        assert_rate(&format!("seed {seed} stock calls per instance"), per_instance, 315.0);
+    }
+}
+
+// ---------------------------------------------------------------- C0 (Parts 1, 2, 10)
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn c0_goodput_falls_to_zero_within_two_seconds_and_stays() {
+    for seed in SEEDS {
+        let r = c0(seed);
+        let before = mean(&r, "goodput", "19:59:50", "20:00:00");
+        assert_rate(&format!("seed {seed} goodput before"), before, 2060.0);
+        let g = r.column("goodput").unwrap();
+        let from = r.index_of(guards_sim::topology::clock::hms(20, 0, 2)).unwrap();
+        let nonzero: Vec<_> = g[from..].iter().filter(|v| **v > 0.0).collect();
+        assert!(nonzero.is_empty(), "seed {seed}: goodput not zero after 20:00:02: {nonzero:?}");
+        assert_eq!(recovered(&r), None, "seed {seed}: C0 never recovers");
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn c0_stale_db_work_200_then_2000() {
+    // Part 1: database work finished for nobody, about 200/s in the hiccup, then about
+    // 2,000/s (its full capacity) once healthy.
+    for seed in SEEDS {
+        let r = c0(seed);
+        assert_rate(&format!("seed {seed} stale in hiccup"), hiccup_mean(&r, "db_stale"), 200.0);
+        let after = mean(&r, "db_stale", "20:00:22", "20:00:30");
+        assert_rate(&format!("seed {seed} stale after"), after, 2000.0);
+        let done = mean(&r, "db_done", "20:00:22", "20:00:30");
+        assert_rate(&format!("seed {seed} db busy after (W3)"), done, 2000.0);
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn c0_apps_send_about_6180_attempts() {
+    // Part 1: 3 × 2,060 ≈ 6,180 app attempts a second once every action retries.
+    for seed in SEEDS {
+        let r = c0(seed);
+        let a = mean(&r, "app_attempts", "20:00:06", "20:00:30");
+        assert_rate(&format!("seed {seed} app attempts"), a, 6180.0);
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn c0_connection_wait_about_0_6_s_and_db_timeout_never_fires() {
+    // Part 2: about 120 waiting for a connection, ≈ 0.6 s wait, under 0.8 s at the
+    // longest; the database layer's 5 s timeout never fires.
+    for seed in SEEDS {
+        let r = c0(seed);
+        assert_rate(&format!("seed {seed} conn wait"), gauge_at(&r, "conn_wait", "20:00:10"), 120.0);
+        assert_rate(
+            &format!("seed {seed} connection wait"),
+            hiccup_mean(&r, "svc.db.wait_mean_ms"),
+            600.0,
+        );
+        let max = r.column("svc.db.wait_max_ms").unwrap().iter().cloned().fold(0.0, f64::max);
+        assert!(max < 800.0, "seed {seed}: longest connection wait {max} ms");
+        let db_timeouts: f64 = ["edge.stock->db.read.timeouts", "edge.stock->db.write.timeouts"]
+            .iter()
+            .map(|c| r.column(c).unwrap().iter().sum::<f64>())
+            .sum();
+        assert_eq!(db_timeouts, 0.0, "seed {seed}");
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn c0_inside_stock_3100_to_3200_at_20_00_15() {
+    for seed in SEEDS {
+        let r = c0(seed);
+        let inside = gauge_at(&r, "inside_stock", "20:00:15");
+        assert_range(&format!("seed {seed} inside stock at 20:00:15"), inside, 3100.0, 3200.0);
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn c0_about_403000_queued_in_shopapi_at_20_02_00() {
+    for seed in SEEDS {
+        let r = c0(seed);
+        let q = gauge_at(&r, "shopapi_queue", "20:02:00");
+        assert_rate(&format!("seed {seed} queued in shop-api"), q, 403_000.0);
+    }
+}
+
+// ---------------------------------------------------------------- C1, 10z (Part 2), 11y
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn c1_recovers_at_20_00_20() {
+    for seed in SEEDS {
+        let r = preset("C1", seed);
+        assert_time(&format!("seed {seed} C1"), recovered(&r).as_deref(), "20:00:20");
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn c1_sends_5_4_times_the_calls_stock_needs() {
+    for seed in SEEDS {
+        let r = preset("C1", seed);
+        assert_rate(&format!("seed {seed} C1 ×"), hiccup_mean(&r, "stock_calls") / 1260.0, 5.4);
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn ten_z_cancel_changes_nothing() {
+    // 10z with the cancel working: sending the whole time left recovers at 20:00:20 like C1.
+    for seed in SEEDS {
+        let r = preset("10z-cancel", seed);
+        assert_time(&format!("seed {seed} 10z-cancel"), recovered(&r).as_deref(), "20:00:20");
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn ten_z_without_cancel_brings_stale_work_back() {
+    // 10z: stock keeps working on attempts shop-api abandoned after 60 ms; the stale-work
+    // loop of C0 comes back (the seed's table is missing: we check the loop qualitatively,
+    // most database work in the hiccup is stale, against almost none in C1).
+    for seed in SEEDS {
+        let r = preset("10z", seed);
+        let stale = hiccup_mean(&r, "db_stale");
+        let done = hiccup_mean(&r, "db_done");
+        assert!(stale > 0.5 * done, "seed {seed}: 10z stale {stale:.0} of {done:.0}");
+        let c1 = preset("C1", seed);
+        assert!(hiccup_mean(&c1, "db_stale") < 0.1 * done, "seed {seed}: C1 stale");
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn eleven_y_no_duplicate_commits_from_c1_on() {
+    // Event 11y: from C1 on an abandoned attempt is cancelled before it commits.
+    for setting in ["C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8"] {
+        for seed in SEEDS {
+            let r = preset(setting, seed);
+            let dups: f64 = r.column("duplicate_commits").unwrap().iter().sum();
+            assert_eq!(dups, 0.0, "{setting} seed {seed}");
+        }
+    }
+    // ... and C0 has them (the count itself is held back by the seed).
+    let r = c0(1);
+    assert!(r.sum("duplicate_commits", "20:00:00", "20:00:20").unwrap() > 0.0);
+}
+
+// ---------------------------------------------------------------- C2, C3 (Parts 3, 4)
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn c2_and_c3_send_1_9_times_the_calls_stock_needs() {
+    for setting in ["C2", "C3"] {
+        for seed in SEEDS {
+            let r = preset(setting, seed);
+            let x = hiccup_mean(&r, "stock_calls") / 1260.0;
+            assert_rate(&format!("{setting} seed {seed} ×"), x, 1.9);
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn jitter_fixed_wait_lands_in_one_slot() {
+    // Part 4: 1,200 cart views fail at 20:00:20.000; with a fixed 1 s wait all retries
+    // land in the one 10 ms slot starting at 20:00:21.000.
+    let r = preset("jitter-fixed", 1);
+    let retries = r.column("retries").unwrap();
+    let total: f64 = retries.iter().sum();
+    assert_eq!(total, 1200.0);
+    let i = r.index_of(guards_sim::topology::clock::hms(20, 0, 21)).unwrap();
+    assert_eq!(retries[i], 1200.0);
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn jitter_full_spreads_about_12_per_slot() {
+    // Part 4: with full jitter over 0..1 s each 10 ms slot gets about 12 (seed 1: never
+    // fewer than 5 or more than 25).
+    let r = preset("jitter-full", 1);
+    let retries = r.column("retries").unwrap();
+    let from = r.index_of(guards_sim::topology::clock::hms(20, 0, 20)).unwrap();
+    let slots = &retries[from..from + 100];
+    let total: f64 = slots.iter().sum();
+    assert_eq!(total, 1200.0);
+    let min = slots.iter().cloned().fold(f64::MAX, f64::min);
+    let max = slots.iter().cloned().fold(0.0, f64::max);
+    assert!(min >= 5.0 * 0.85 && max <= 25.0 * 1.15, "min {min} max {max}");
+}
+
+// ---------------------------------------------------------------- Replay A on C0 (Part 8)
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn replay_a_on_c0_goodput_stays_zero() {
+    // Part 10: doubling shop-api at 20:00:10 on C0 leaves goodput at zero, and puts more
+    // calls inside stock at 20:00:15 than the 3,100-3,200 without the extra instances.
+    for seed in SEEDS {
+        let r = preset("A-C0", seed);
+        let g = r.column("goodput").unwrap();
+        let t = |s: &str| r.index_of(guards_sim::topology::clock::parse(s).unwrap()).unwrap();
+        let scale = t("20:00:10");
+        for i in t("20:00:02")..r.len() {
+            if i != scale {
+                assert_eq!(g[i], 0.0, "seed {seed} at {}", r.clock_labels()[i]);
+            }
+        }
+        // Expected miss: the four new instances start with empty queues and idle threads;
+        // for the fraction of a second before stock calls fill their threads they serve
+        // product pages, so the scaling second shows some goodput.
+        assert_miss(
+            &format!("seed {seed} A-C0 goodput in the scaling second"),
+            g[scale] == 0.0,
+            &format!("simulated {} at 20:00:10 (offered {}), seed: zero", g[scale], r.column("offered").unwrap()[scale]),
+        );
+        let inside = gauge_at(&r, "inside_stock", "20:00:15");
+        assert!(inside > 3200.0, "seed {seed}: {inside}");
+    }
+}
