@@ -13,7 +13,10 @@ fn time(setting: &str, start: &str, until: &str, reps: usize) -> (f64, u64) {
     let mut best = f64::MAX;
     let mut events = 0;
     for _ in 0..reps {
-        let mut c = match Config::with_overrides(setting, &[format!("start={start}"), format!("until={until}")]) {
+        let mut c = match Config::with_overrides(
+            setting,
+            &[format!("start={start}"), format!("until={until}")],
+        ) {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("{setting}: {e}");
@@ -36,7 +39,10 @@ fn time(setting: &str, start: &str, until: &str, reps: usize) -> (f64, u64) {
 }
 
 fn main() {
-    println!("{:<10} {:>10} {:>12} {:>14}", "setting", "sim s", "wall s", "M events/s");
+    println!(
+        "{:<10} {:>10} {:>12} {:>14}",
+        "setting", "sim s", "wall s", "M events/s"
+    );
     let rows = [
         ("C0", "19:59:45", "20:00:15"),
         ("C0", "19:59:55", "20:00:25"),

@@ -161,7 +161,9 @@ impl SimResult {
 
     /// Clock labels (`HH:MM:SS`) of the interval starts.
     pub fn clock_labels(&self) -> Vec<String> {
-        (0..self.len()).map(|i| clock::format(self.time_of(i))).collect()
+        (0..self.len())
+            .map(|i| clock::format(self.time_of(i)))
+            .collect()
     }
 
     /// The interval containing instant `t`.
@@ -213,7 +215,11 @@ impl SimResult {
     pub fn summary_value(&self, key: &str) -> Option<&SummaryValue> {
         let mut parts = key.split('.');
         let first = parts.next()?;
-        let mut v = self.summary.iter().find(|(k, _)| k == first).map(|(_, v)| v)?;
+        let mut v = self
+            .summary
+            .iter()
+            .find(|(k, _)| k == first)
+            .map(|(_, v)| v)?;
         for p in parts {
             v = v.get(p)?;
         }
@@ -295,7 +301,9 @@ impl SimResult {
         for (i, label) in self.clock_labels().iter().enumerate() {
             out.push_str(label);
             for ((_, c), w) in cols.iter().zip(&widths) {
-                let v = c.and_then(|c| c.get(i)).map_or("-".to_string(), |v| fmt_value(*v));
+                let v = c
+                    .and_then(|c| c.get(i))
+                    .map_or("-".to_string(), |v| fmt_value(*v));
                 out.push_str(&format!(" {v:>w$}"));
             }
             out.push('\n');

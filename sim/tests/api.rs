@@ -109,7 +109,14 @@ fn every_preset_builds_and_starts() {
         let sim = Sim::new(topo, 1).unwrap_or_else(|e| panic!("{name}: {e}"));
         let r = sim.run(start.saturating_add(Nanos::from_millis(200)));
         assert_eq!(r.setting, "custom");
-        assert_eq!(r.len(), if *name == "jitter-fixed" || *name == "jitter-full" { 20 } else { 0 });
+        assert_eq!(
+            r.len(),
+            if *name == "jitter-fixed" || *name == "jitter-full" {
+                20
+            } else {
+                0
+            }
+        );
     }
 }
 
@@ -127,7 +134,9 @@ fn json_has_the_issue_shape() {
         if *name == "reads_served" {
             continue;
         }
-        let s = v["series"][*name].as_array().unwrap_or_else(|| panic!("{name}"));
+        let s = v["series"][*name]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name}"));
         assert_eq!(s.len(), 3, "{name}");
     }
     assert!(v["series"]["goodput"][1].is_u64());
@@ -249,4 +258,37 @@ fn inconsistent_topologies_are_refused() {
     let mut t = mm2();
     t.interval = Nanos::ZERO;
     assert!(matches!(Sim::new(t, 1), Err(SimError::Topology { .. })));
+}
+
+#[test]
+fn basketly_topology_round_trips_through_json() {
+    for name in [
+        "C0",
+        "C8",
+        "A-C7",
+        "P-offset",
+        "15t",
+        "H-hedge",
+        "jitter-full",
+        "ops-flush",
+    ] {
+        let t = Config::preset(name).unwrap().topology().unwrap();
+        let text = t.to_json();
+        let back = Topology::from_json(&text).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
+        assert_eq!(back, t, "{name}");
+    }
+}
+
+#[test]
+fn json_topology_errors_name_the_path() {
+    let e =
+        Topology::from_json("{\"services\": [{\"name\": \"a\", \"servers\": -1}]}").unwrap_err();
+    assert!(e.to_string().contains("services[0].servers"), "{e}");
+    let e = Topology::from_json("{\"bogus\": 1}").unwrap_err();
+    assert!(matches!(e, SimError::UnknownKey { .. }), "{e:?}");
+    let e =
+        Topology::from_json("{\"edges\": [{\"name\": \"x\", \"from\": \"nope\"}]}").unwrap_err();
+    assert!(e.to_string().contains("edges[0].from"), "{e}");
+    let e = Topology::from_json("not json").unwrap_err();
+    assert!(matches!(e, SimError::BadValue { .. }), "{e:?}");
 }

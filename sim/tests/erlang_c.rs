@@ -77,8 +77,14 @@ fn healthy_stock_latency_is_erlang_c() {
             let sim = quantile_sorted(&lat, q).unwrap().as_u64() as f64 / 1e6;
             let want = analytic_quantile(q);
             let err = (sim - want).abs() / want;
-            eprintln!("seed {seed} q {q}: simulated {sim:.3} ms, analytic {want:.3} ms ({:.2} %)", err * 100.0);
-            assert!(err <= 0.02, "seed {seed} q {q}: simulated {sim:.3} ms vs analytic {want:.3} ms");
+            eprintln!(
+                "seed {seed} q {q}: simulated {sim:.3} ms, analytic {want:.3} ms ({:.2} %)",
+                err * 100.0
+            );
+            assert!(
+                err <= 0.02,
+                "seed {seed} q {q}: simulated {sim:.3} ms vs analytic {want:.3} ms"
+            );
         }
     }
 }

@@ -53,7 +53,11 @@ fn healthy_stock_latency_percentiles() {
         assert_rate(&format!("seed {seed} P99"), p("p99"), 18.7);
         assert_rate(&format!("seed {seed} P99.9 (60 ms / 2)"), p("p999"), 30.0);
         let mean = p("mean");
-        assert_rate(&format!("seed {seed} mean stock call (W1: 0.0042 s)"), mean, 4.2);
+        assert_rate(
+            &format!("seed {seed} mean stock call (W1: 0.0042 s)"),
+            mean,
+            4.2,
+        );
     }
 }
 
@@ -79,7 +83,11 @@ fn healthy_315_calls_per_instance() {
     for seed in SEEDS {
         let r = preset("healthy", seed);
         let per_instance = mean(&r, "stock_calls", "20:00:01", "20:00:59") / 4.0;
-        assert_rate(&format!("seed {seed} stock calls per instance"), per_instance, 315.0);
+        assert_rate(
+            &format!("seed {seed} stock calls per instance"),
+            per_instance,
+            315.0,
+        );
     }
 }
 
@@ -93,9 +101,14 @@ fn c0_goodput_falls_to_zero_within_two_seconds_and_stays() {
         let before = mean(&r, "goodput", "19:59:50", "20:00:00");
         assert_rate(&format!("seed {seed} goodput before"), before, 2060.0);
         let g = r.column("goodput").unwrap();
-        let from = r.index_of(guards_sim::topology::clock::hms(20, 0, 2)).unwrap();
+        let from = r
+            .index_of(guards_sim::topology::clock::hms(20, 0, 2))
+            .unwrap();
         let nonzero: Vec<_> = g[from..].iter().filter(|v| **v > 0.0).collect();
-        assert!(nonzero.is_empty(), "seed {seed}: goodput not zero after 20:00:02: {nonzero:?}");
+        assert!(
+            nonzero.is_empty(),
+            "seed {seed}: goodput not zero after 20:00:02: {nonzero:?}"
+        );
         assert_eq!(recovered(&r), None, "seed {seed}: C0 never recovers");
     }
 }
@@ -107,7 +120,11 @@ fn c0_stale_db_work_200_then_2000() {
     // 2,000/s (its full capacity) once healthy.
     for seed in SEEDS {
         let r = c0(seed);
-        assert_rate(&format!("seed {seed} stale in hiccup"), hiccup_mean(&r, "db_stale"), 200.0);
+        assert_rate(
+            &format!("seed {seed} stale in hiccup"),
+            hiccup_mean(&r, "db_stale"),
+            200.0,
+        );
         let after = mean(&r, "db_stale", "20:00:22", "20:00:30");
         assert_rate(&format!("seed {seed} stale after"), after, 2000.0);
         let done = mean(&r, "db_done", "20:00:22", "20:00:30");
@@ -133,18 +150,30 @@ fn c0_connection_wait_about_0_6_s_and_db_timeout_never_fires() {
     // longest; the database layer's 5 s timeout never fires.
     for seed in SEEDS {
         let r = c0(seed);
-        assert_rate(&format!("seed {seed} conn wait"), gauge_at(&r, "conn_wait", "20:00:10"), 120.0);
+        assert_rate(
+            &format!("seed {seed} conn wait"),
+            gauge_at(&r, "conn_wait", "20:00:10"),
+            120.0,
+        );
         assert_rate(
             &format!("seed {seed} connection wait"),
             hiccup_mean(&r, "svc.db.wait_mean_ms"),
             600.0,
         );
-        let max = r.column("svc.db.wait_max_ms").unwrap().iter().cloned().fold(0.0, f64::max);
-        assert!(max < 800.0, "seed {seed}: longest connection wait {max} ms");
-        let db_timeouts: f64 = ["edge.stock->db.read.timeouts", "edge.stock->db.write.timeouts"]
+        let max = r
+            .column("svc.db.wait_max_ms")
+            .unwrap()
             .iter()
-            .map(|c| r.column(c).unwrap().iter().sum::<f64>())
-            .sum();
+            .cloned()
+            .fold(0.0, f64::max);
+        assert!(max < 800.0, "seed {seed}: longest connection wait {max} ms");
+        let db_timeouts: f64 = [
+            "edge.stock->db.read.timeouts",
+            "edge.stock->db.write.timeouts",
+        ]
+        .iter()
+        .map(|c| r.column(c).unwrap().iter().sum::<f64>())
+        .sum();
         assert_eq!(db_timeouts, 0.0, "seed {seed}");
     }
 }
@@ -155,7 +184,12 @@ fn c0_inside_stock_3100_to_3200_at_20_00_15() {
     for seed in SEEDS {
         let r = c0(seed);
         let inside = gauge_at(&r, "inside_stock", "20:00:15");
-        assert_range(&format!("seed {seed} inside stock at 20:00:15"), inside, 3100.0, 3200.0);
+        assert_range(
+            &format!("seed {seed} inside stock at 20:00:15"),
+            inside,
+            3100.0,
+            3200.0,
+        );
     }
 }
 
@@ -176,7 +210,11 @@ fn c0_about_403000_queued_in_shopapi_at_20_02_00() {
 fn c1_recovers_at_20_00_20() {
     for seed in SEEDS {
         let r = preset("C1", seed);
-        assert_time(&format!("seed {seed} C1"), recovered(&r).as_deref(), "20:00:20");
+        assert_time(
+            &format!("seed {seed} C1"),
+            recovered(&r).as_deref(),
+            "20:00:20",
+        );
     }
 }
 
@@ -185,7 +223,11 @@ fn c1_recovers_at_20_00_20() {
 fn c1_sends_5_4_times_the_calls_stock_needs() {
     for seed in SEEDS {
         let r = preset("C1", seed);
-        assert_rate(&format!("seed {seed} C1 ×"), hiccup_mean(&r, "stock_calls") / 1260.0, 5.4);
+        assert_rate(
+            &format!("seed {seed} C1 ×"),
+            hiccup_mean(&r, "stock_calls") / 1260.0,
+            5.4,
+        );
     }
 }
 
@@ -195,7 +237,11 @@ fn ten_z_cancel_changes_nothing() {
     // 10z with the cancel working: sending the whole time left recovers at 20:00:20 like C1.
     for seed in SEEDS {
         let r = preset("10z-cancel", seed);
-        assert_time(&format!("seed {seed} 10z-cancel"), recovered(&r).as_deref(), "20:00:20");
+        assert_time(
+            &format!("seed {seed} 10z-cancel"),
+            recovered(&r).as_deref(),
+            "20:00:20",
+        );
     }
 }
 
@@ -209,9 +255,15 @@ fn ten_z_without_cancel_brings_stale_work_back() {
         let r = preset("10z", seed);
         let stale = hiccup_mean(&r, "db_stale");
         let done = hiccup_mean(&r, "db_done");
-        assert!(stale > 0.5 * done, "seed {seed}: 10z stale {stale:.0} of {done:.0}");
+        assert!(
+            stale > 0.5 * done,
+            "seed {seed}: 10z stale {stale:.0} of {done:.0}"
+        );
         let c1 = preset("C1", seed);
-        assert!(hiccup_mean(&c1, "db_stale") < 0.1 * done, "seed {seed}: C1 stale");
+        assert!(
+            hiccup_mean(&c1, "db_stale") < 0.1 * done,
+            "seed {seed}: C1 stale"
+        );
     }
 }
 
@@ -254,7 +306,9 @@ fn jitter_fixed_wait_lands_in_one_slot() {
     let retries = r.column("retries").unwrap();
     let total: f64 = retries.iter().sum();
     assert_eq!(total, 1200.0);
-    let i = r.index_of(guards_sim::topology::clock::hms(20, 0, 21)).unwrap();
+    let i = r
+        .index_of(guards_sim::topology::clock::hms(20, 0, 21))
+        .unwrap();
     assert_eq!(retries[i], 1200.0);
 }
 
@@ -265,13 +319,18 @@ fn jitter_full_spreads_about_12_per_slot() {
     // fewer than 5 or more than 25).
     let r = preset("jitter-full", 1);
     let retries = r.column("retries").unwrap();
-    let from = r.index_of(guards_sim::topology::clock::hms(20, 0, 20)).unwrap();
+    let from = r
+        .index_of(guards_sim::topology::clock::hms(20, 0, 20))
+        .unwrap();
     let slots = &retries[from..from + 100];
     let total: f64 = slots.iter().sum();
     assert_eq!(total, 1200.0);
     let min = slots.iter().cloned().fold(f64::MAX, f64::min);
     let max = slots.iter().cloned().fold(0.0, f64::max);
-    assert!(min >= 5.0 * 0.85 && max <= 25.0 * 1.15, "min {min} max {max}");
+    assert!(
+        min >= 5.0 * 0.85 && max <= 25.0 * 1.15,
+        "min {min} max {max}"
+    );
 }
 
 // ---------------------------------------------------------------- Replay A on C0 (Part 8)
@@ -284,7 +343,10 @@ fn replay_a_on_c0_goodput_stays_zero() {
     for seed in SEEDS {
         let r = preset("A-C0", seed);
         let g = r.column("goodput").unwrap();
-        let t = |s: &str| r.index_of(guards_sim::topology::clock::parse(s).unwrap()).unwrap();
+        let t = |s: &str| {
+            r.index_of(guards_sim::topology::clock::parse(s).unwrap())
+                .unwrap()
+        };
         let scale = t("20:00:10");
         for i in t("20:00:02")..r.len() {
             if i != scale {
@@ -297,7 +359,11 @@ fn replay_a_on_c0_goodput_stays_zero() {
         assert_miss(
             &format!("seed {seed} A-C0 goodput in the scaling second"),
             g[scale] == 0.0,
-            &format!("simulated {} at 20:00:10 (offered {}), seed: zero", g[scale], r.column("offered").unwrap()[scale]),
+            &format!(
+                "simulated {} at 20:00:10 (offered {}), seed: zero",
+                g[scale],
+                r.column("offered").unwrap()[scale]
+            ),
         );
         let inside = gauge_at(&r, "inside_stock", "20:00:15");
         assert!(inside > 3200.0, "seed {seed}: {inside}");

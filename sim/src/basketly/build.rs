@@ -325,10 +325,20 @@ impl Config {
         if let Some(a) = self.agents {
             // Replay P: periodic readers against the database's spare read capacity,
             // served first in, first out at `capacity` reads per second.
-            let mut agents = service("agents", 1, 1, vec![op("reread", vec![Step::Call(E_AGENT)])]);
+            let mut agents = service(
+                "agents",
+                1,
+                1,
+                vec![op("reread", vec![Step::Call(E_AGENT)])],
+            );
             agents.client = true;
             let per_read = Nanos::from_secs_f64(1.0 / a.capacity).unwrap_or(Nanos::new(1));
-            let spare = service("spare", 1, 1, vec![op("read", vec![work(Dist::Const(per_read))])]);
+            let spare = service(
+                "spare",
+                1,
+                1,
+                vec![op("read", vec![work(Dist::Const(per_read))])],
+            );
             services.push(agents);
             services.push(spare);
             edges.push(EdgeSpec {

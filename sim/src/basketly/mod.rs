@@ -51,7 +51,11 @@ pub const SERIES: &[(&str, &[&str])] = &[
     ),
     (
         "goodput",
-        &["entry.product.full", "entry.cart.full", "entry.checkout.full"],
+        &[
+            "entry.product.full",
+            "entry.cart.full",
+            "entry.checkout.full",
+        ],
     ),
     (
         "goodput_incl_degraded",
@@ -108,7 +112,10 @@ pub const SERIES: &[(&str, &[&str])] = &[
     ("duplicate_commits", &["svc.db.duplicate_commits"]),
     ("duplicate_checkouts", &["svc.db.duplicate_actions"]),
     ("reserve_attempts", &["edge.shop-api->stock.reserve.calls"]),
-    ("reserve_timeouts", &["edge.shop-api->stock.reserve.timeouts"]),
+    (
+        "reserve_timeouts",
+        &["edge.shop-api->stock.reserve.timeouts"],
+    ),
     ("shopapi_queue", &["svc.shop-api.queue"]),
     ("inside_stock", &["svc.stock.inside"]),
     ("conn_wait", &["svc.db.queue"]),
@@ -262,7 +269,8 @@ fn add_summary(r: &mut SimResult, c: &Config) {
         },
     ));
     let total = |name: &str| r.column(name).map_or(0.0, |v| v.iter().sum::<f64>());
-    let first = total("edge.shop-api->stock.view.first") + total("edge.shop-api->stock.reserve.first");
+    let first =
+        total("edge.shop-api->stock.view.first") + total("edge.shop-api->stock.reserve.first");
     let hedges =
         total("edge.shop-api->stock.view.hedges") + total("edge.shop-api->stock.reserve.hedges");
     let calls = total("stock_calls");

@@ -78,7 +78,6 @@ pub(crate) struct Attempt {
     pub token: u32,
     pub breaker: Option<BreakerTicket>,
     pub gate: Option<GateTicket>,
-    pub hedge: bool,
 }
 
 /// One request at one service instance.

@@ -313,7 +313,9 @@ impl Sim {
 
     fn begin_call(&mut self, r: CallRef, e: usize) {
         let now = self.now;
-        let Some(c) = self.calls.get_mut(r) else { return };
+        let Some(c) = self.calls.get_mut(r) else {
+            return;
+        };
         c.reset_invocation(now);
         let (svc, inst) = (c.svc as usize, c.inst as usize);
         if let Some(b) = self.topo.edges[e].policy.budget {
@@ -325,7 +327,9 @@ impl Sim {
     /// Make one attempt (or a hedge) of the current call step.
     pub(super) fn attempt(&mut self, r: CallRef, hedge: bool) {
         let now = self.now;
-        let Some(e) = self.current_edge(r) else { return };
+        let Some(e) = self.current_edge(r) else {
+            return;
+        };
         let Some(c) = self.calls.get(r) else { return };
         let (svc, inst, expires, entry, root, cprio) = (
             c.svc as usize,
@@ -393,7 +397,9 @@ impl Sim {
         });
         let token = self.token();
         let probe = probe_timeout.is_some();
-        let Some(c) = self.calls.get_mut(r) else { return };
+        let Some(c) = self.calls.get_mut(r) else {
+            return;
+        };
         let slot = usize::from(c.slots[0].is_some());
         if !hedge {
             c.attempts += 1;
@@ -407,7 +413,6 @@ impl Sim {
             token,
             breaker: bticket,
             gate: gticket,
-            hedge,
         });
         let m = &mut self.metrics.edge[e];
         m.calls += 1;
@@ -459,7 +464,13 @@ impl Sim {
         }
     }
 
-    fn return_gate(&mut self, svc: usize, inst: usize, e: usize, t: Option<crate::guards::bulkhead::GateTicket>) {
+    fn return_gate(
+        &mut self,
+        svc: usize,
+        inst: usize,
+        e: usize,
+        t: Option<crate::guards::bulkhead::GateTicket>,
+    ) {
         let Some(t) = t else { return };
         if let Some(g) = self.topo.edges[e].policy.bulkhead {
             self.svcs[svc].instances[inst].gates[g].release(t);
@@ -469,13 +480,16 @@ impl Sim {
     /// The hedge timer of a first attempt fired.
     pub(super) fn on_hedge_timer(&mut self, r: CallRef, token: u32) {
         let now = self.now;
-        let Some(e) = self.current_edge(r) else { return };
+        let Some(e) = self.current_edge(r) else {
+            return;
+        };
         let Some(c) = self.calls.get(r) else { return };
         let first_pending = c.slots[0].as_ref().is_some_and(|a| a.token == token);
         if !first_pending || c.slots[1].is_some() {
             return;
         }
-        let (svc, inst, started, hedges) = (c.svc as usize, c.inst as usize, c.call_started, c.hedges);
+        let (svc, inst, started, hedges) =
+            (c.svc as usize, c.inst as usize, c.call_started, c.hedges);
         let policy = self.topo.edges[e].policy;
         let idem = policy.idempotency == Idempotency::Idempotent;
         let ins = &self.svcs[svc].instances[inst];
@@ -496,8 +510,12 @@ impl Sim {
 
     /// An attempt's timeout fired: abandon it.
     pub(super) fn on_timeout(&mut self, r: CallRef, token: u32) {
-        let Some(e) = self.current_edge(r) else { return };
-        let Some(c) = self.calls.get_mut(r) else { return };
+        let Some(e) = self.current_edge(r) else {
+            return;
+        };
+        let Some(c) = self.calls.get_mut(r) else {
+            return;
+        };
         let Some(i) = c
             .slots
             .iter()
@@ -534,8 +552,12 @@ impl Sim {
     /// The callee answered attempt `child` of call `parent`.
     fn on_reply(&mut self, parent: CallRef, child: CallRef, outcome: Outcome, degraded: bool) {
         let now = self.now;
-        let Some(e) = self.current_edge(parent) else { return };
-        let Some(c) = self.calls.get_mut(parent) else { return };
+        let Some(e) = self.current_edge(parent) else {
+            return;
+        };
+        let Some(c) = self.calls.get_mut(parent) else {
+            return;
+        };
         let Some(i) = c
             .slots
             .iter()
@@ -593,8 +615,12 @@ impl Sim {
     /// An attempt failed; decide whether to retry (once no copy is still in flight).
     fn attempt_failed(&mut self, r: CallRef, outcome: Outcome) {
         let now = self.now;
-        let Some(e) = self.current_edge(r) else { return };
-        let Some(c) = self.calls.get_mut(r) else { return };
+        let Some(e) = self.current_edge(r) else {
+            return;
+        };
+        let Some(c) = self.calls.get_mut(r) else {
+            return;
+        };
         c.last_fail = outcome;
         if c.outstanding() > 0 {
             return;
@@ -655,7 +681,9 @@ impl Sim {
 
     /// The current call step failed for good: fall back or fail the operation.
     fn step_failed(&mut self, r: CallRef, outcome: Outcome) {
-        let Some(e) = self.current_edge(r) else { return };
+        let Some(e) = self.current_edge(r) else {
+            return;
+        };
         let fallback = self.edges[e]
             .fallback
             .as_ref()
@@ -697,7 +725,9 @@ impl Sim {
     fn finish(&mut self, r: CallRef, outcome: Outcome) {
         let now = self.now;
         let stale = outcome == Outcome::Ok && self.is_stale(r);
-        let Some(c) = self.calls.get_mut(r) else { return };
+        let Some(c) = self.calls.get_mut(r) else {
+            return;
+        };
         let (svc, inst, parent, abandoned, has_server, inside, entry, degraded) = (
             c.svc as usize,
             c.inst as usize,
@@ -749,9 +779,16 @@ impl Sim {
     fn cancel(&mut self, r: CallRef) {
         let now = self.now;
         let edge_now = self.current_edge(r);
-        let Some(c) = self.calls.get_mut(r) else { return };
-        let (svc, inst, phase, has_server, inside) =
-            (c.svc as usize, c.inst as usize, c.phase, c.has_server, c.inside);
+        let Some(c) = self.calls.get_mut(r) else {
+            return;
+        };
+        let (svc, inst, phase, has_server, inside) = (
+            c.svc as usize,
+            c.inst as usize,
+            c.phase,
+            c.has_server,
+            c.inside,
+        );
         let ticket = c.ticket.take();
         let slots = [c.slots[0].take(), c.slots[1].take()];
         c.token = 0;
@@ -786,7 +823,9 @@ impl Sim {
             let ids = self.svcs[svc].instances[inst].queue.drain(now);
             for id in ids {
                 let r = CallRef::from_u64(id);
-                let Some(c) = self.calls.get_mut(r) else { continue };
+                let Some(c) = self.calls.get_mut(r) else {
+                    continue;
+                };
                 if c.phase != Phase::Queued {
                     continue;
                 }

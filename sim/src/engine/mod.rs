@@ -320,7 +320,11 @@ impl Sim {
                         };
                         // First time >= start that is `off` past a multiple of the period.
                         let base = start.as_u64() / p * p + off;
-                        let first = if base < start.as_u64() { base + p } else { base };
+                        let first = if base < start.as_u64() {
+                            base + p
+                        } else {
+                            base
+                        };
                         self.schedule(Nanos::new(first), Kind::Periodic(i as u32, a));
                     }
                 }
@@ -487,9 +491,12 @@ impl Sim {
         let m = &self.metrics;
         let mut columns = Vec::new();
         for (i, e) in self.topo.entries.iter().enumerate() {
-            push_counters(&mut columns, &format!("entry.{}", e.name), &m.hist_entry[i], |c| {
-                c.fields()
-            });
+            push_counters(
+                &mut columns,
+                &format!("entry.{}", e.name),
+                &m.hist_entry[i],
+                |c| c.fields(),
+            );
         }
         for (i, e) in self.topo.edges.iter().enumerate() {
             let p = format!("edge.{}", e.name);
@@ -666,13 +673,22 @@ fn validate(t: &Topology) -> Result<(), SimError> {
     }
     for s in &t.services {
         if s.instances == 0 {
-            return Err(SimError::topology(format!("service {}: no instances", s.name)));
+            return Err(SimError::topology(format!(
+                "service {}: no instances",
+                s.name
+            )));
         }
         if !s.client && s.servers == 0 {
-            return Err(SimError::topology(format!("service {}: no servers", s.name)));
+            return Err(SimError::topology(format!(
+                "service {}: no servers",
+                s.name
+            )));
         }
         if s.ops.is_empty() {
-            return Err(SimError::topology(format!("service {}: no operations", s.name)));
+            return Err(SimError::topology(format!(
+                "service {}: no operations",
+                s.name
+            )));
         }
         for sl in &s.slowdowns {
             if !(sl.factor.is_finite() && sl.factor >= 0.0) {
@@ -707,26 +723,44 @@ fn validate(t: &Topology) -> Result<(), SimError> {
             .get(e.to)
             .ok_or_else(|| SimError::topology(format!("edge {}: no service {}", e.name, e.to)))?;
         if t.services.get(e.from).is_none() {
-            return Err(SimError::topology(format!("edge {}: no service {}", e.name, e.from)));
+            return Err(SimError::topology(format!(
+                "edge {}: no service {}",
+                e.name, e.from
+            )));
         }
         if to.client {
-            return Err(SimError::topology(format!("edge {}: calls a client", e.name)));
+            return Err(SimError::topology(format!(
+                "edge {}: calls a client",
+                e.name
+            )));
         }
         if e.op >= to.ops.len() {
-            return Err(SimError::topology(format!("edge {}: no operation {}", e.name, e.op)));
+            return Err(SimError::topology(format!(
+                "edge {}: no operation {}",
+                e.name, e.op
+            )));
         }
         let from = &t.services[e.from];
         if e.policy.attempts == 0 {
-            return Err(SimError::topology(format!("edge {}: attempts must be >= 1", e.name)));
+            return Err(SimError::topology(format!(
+                "edge {}: attempts must be >= 1",
+                e.name
+            )));
         }
         if let Some(b) = e.policy.budget {
             if b >= from.budgets.len() {
-                return Err(SimError::topology(format!("edge {}: no budget {b}", e.name)));
+                return Err(SimError::topology(format!(
+                    "edge {}: no budget {b}",
+                    e.name
+                )));
             }
         }
         if let Some(b) = e.policy.bulkhead {
             if b >= from.bulkheads.len() {
-                return Err(SimError::topology(format!("edge {}: no bulkhead {b}", e.name)));
+                return Err(SimError::topology(format!(
+                    "edge {}: no bulkhead {b}",
+                    e.name
+                )));
             }
         }
     }
@@ -742,7 +776,10 @@ fn validate(t: &Topology) -> Result<(), SimError> {
             )));
         }
         if en.op >= s.ops.len() {
-            return Err(SimError::topology(format!("entry {}: no operation {}", en.name, en.op)));
+            return Err(SimError::topology(format!(
+                "entry {}: no operation {}",
+                en.name, en.op
+            )));
         }
         match en.arrivals {
             Arrivals::Poisson { rate } => {
@@ -784,7 +821,9 @@ fn validate(t: &Topology) -> Result<(), SimError> {
 fn check_dist(d: &crate::topology::Dist, place: &str) -> Result<(), SimError> {
     if let crate::topology::Dist::Bernoulli { p, .. } = d {
         if !(0.0..=1.0).contains(p) {
-            return Err(SimError::topology(format!("{place}: probability must be in 0..=1")));
+            return Err(SimError::topology(format!(
+                "{place}: probability must be in 0..=1"
+            )));
         }
     }
     if let crate::topology::Dist::Uniform(lo, hi) = d {

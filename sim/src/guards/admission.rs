@@ -16,7 +16,9 @@ pub(crate) struct DoorTicket;
 
 impl Door {
     pub(crate) fn new(_spec: &AdmissionSpec, place: &str) -> Result<Self, SimError> {
-        Err(SimError::topology(format!("{place}: admission has not landed yet")))
+        Err(SimError::topology(format!(
+            "{place}: admission has not landed yet"
+        )))
     }
     pub(crate) fn try_admit(&self, _now: Nanos, _p: Priority) -> Option<DoorTicket> {
         None

@@ -26,7 +26,9 @@ pub(crate) struct BreakerTicket {
 
 impl Breaker {
     pub(crate) fn new(_spec: &BreakerSpec, place: &str) -> Result<Self, SimError> {
-        Err(SimError::topology(format!("{place}: circuit_breaker has not landed yet")))
+        Err(SimError::topology(format!(
+            "{place}: circuit_breaker has not landed yet"
+        )))
     }
     pub(crate) fn try_acquire(&self, _now: Nanos) -> Option<BreakerTicket> {
         None

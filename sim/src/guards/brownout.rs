@@ -10,7 +10,9 @@ pub(crate) struct Fallback;
 
 impl Fallback {
     pub(crate) fn new(_optional: bool, place: &str) -> Result<Self, SimError> {
-        Err(SimError::topology(format!("{place}: brownout has not landed yet")))
+        Err(SimError::topology(format!(
+            "{place}: brownout has not landed yet"
+        )))
     }
     pub(crate) fn serve_fallback(&self, _why: Outcome) -> bool {
         false

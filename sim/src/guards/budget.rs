@@ -24,7 +24,9 @@ impl RetryGate for Never {
 
 impl Budget {
     pub(crate) fn new(_spec: &BudgetSpec, place: &str) -> Result<Self, SimError> {
-        Err(SimError::topology(format!("{place}: retry_budget has not landed yet")))
+        Err(SimError::topology(format!(
+            "{place}: retry_budget has not landed yet"
+        )))
     }
     pub(crate) fn deposit(&self, _now: Nanos) {}
     pub(crate) fn gate(&self) -> &dyn RetryGate {

@@ -14,7 +14,9 @@ pub(crate) struct GateTicket;
 
 impl Gate {
     pub(crate) fn new(_spec: &BulkheadSpec, place: &str) -> Result<Self, SimError> {
-        Err(SimError::topology(format!("{place}: bulkhead has not landed yet")))
+        Err(SimError::topology(format!(
+            "{place}: bulkhead has not landed yet"
+        )))
     }
     pub(crate) fn try_acquire(&self) -> Option<GateTicket> {
         None

@@ -21,7 +21,9 @@ pub(crate) struct Hedger;
 
 impl Hedger {
     pub(crate) fn new(_spec: &HedgeSpec, place: &str) -> Result<Self, SimError> {
-        Err(SimError::topology(format!("{place}: hedging has not landed yet")))
+        Err(SimError::topology(format!(
+            "{place}: hedging has not landed yet"
+        )))
     }
     pub(crate) fn record(&self, _now: Nanos, _latency: Nanos) {}
     pub(crate) fn decide(

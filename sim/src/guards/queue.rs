@@ -104,7 +104,7 @@ impl WaitQueue {
             WaitQueue::Fifo(q) => q.drain(..).collect(),
             WaitQueue::Discipline(q) => {
                 let mut out = Vec::new();
-                while q.len() > 0 {
+                while !q.is_empty() {
                     match q.pop(now) {
                         Some(d) => out.push(d.waiter.id),
                         None => {

@@ -97,7 +97,10 @@ pub fn assert_time(what: &str, got: Option<&str>, want: &str) {
     match got.and_then(clock::parse) {
         Some(g) => {
             let d = (g.as_u64() as i128 - w).abs();
-            assert!(d <= 1_000_000_000, "{what}: simulated {got:?}, seed {want} (±1 s)");
+            assert!(
+                d <= 1_000_000_000,
+                "{what}: simulated {got:?}, seed {want} (±1 s)"
+            );
         }
         None => panic!("{what}: simulated {got:?}, seed {want}"),
     }

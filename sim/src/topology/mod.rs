@@ -13,6 +13,8 @@
 
 use guards_core::{Nanos, Priority};
 
+pub mod json;
+
 /// Index of a service in [`Topology::services`].
 pub type ServiceId = usize;
 /// Index of an operation in [`ServiceSpec::ops`].
@@ -138,10 +140,8 @@ pub struct Outage {
 pub struct BudgetSpec {
     /// Bucket size and starting tokens (seed C4: 10).
     pub capacity: f64,
-    /// Tokens earned per first attempt (seed C4: 0.1).
+    /// Tokens earned per first attempt (seed C4: 0.1). A retry (or a hedge) costs one token.
     pub deposit: f64,
-    /// Tokens one retry costs (seed C4: 1).
-    pub cost: f64,
 }
 
 /// A concurrency cap per caller instance (seed C7: 12).
@@ -492,9 +492,7 @@ pub mod clock {
             let scale = 10u64.checked_pow(9 - f.len() as u32)?;
             ns = digits.checked_mul(scale)?;
         }
-        Some(Nanos::new(
-            hms(h, m, s).as_u64().checked_add(ns)?,
-        ))
+        Some(Nanos::new(hms(h, m, s).as_u64().checked_add(ns)?))
     }
 
     /// `HH:MM:SS` of an instant (fractions dropped).
