@@ -1,6 +1,12 @@
-//! Deadlines: how long a caller waits for one attempt and which deadline it sends.
-//! PENDING(core deadline): replaced by guards-core's `deadline` when it lands.
+//! Deadlines: how long a caller waits for one attempt and which deadline it sends, from
+//! guards-core's [`Deadline::attempt_budget`](guards_core::deadline::Deadline::attempt_budget):
+//! `budget = min(attempt timeout, time left) − margin`, or "don't start".
+//!
+//! The callee is told `budget`; the caller itself waits `budget + margin` (its attempt
+//! timeout, or the time left), so with a margin the callee gives up a little before the
+//! caller stops waiting. With no timeout and no deadline the wait is unbounded.
 
+use guards_core::deadline::{AttemptBudget as Budget, Deadline};
 use guards_core::Nanos;
 
 /// The time an attempt may take.
@@ -20,18 +26,16 @@ pub(crate) fn attempt_budget(
     timeout: Option<Nanos>,
     margin: Nanos,
 ) -> AttemptBudget {
-    let left = if expires_at == Nanos::MAX {
-        Nanos::MAX
+    let deadline = if expires_at == Nanos::MAX {
+        Deadline::NONE
     } else {
-        expires_at.saturating_sub(now)
+        Deadline::at(expires_at)
     };
-    if left.is_zero() {
-        return AttemptBudget::Expired;
+    match deadline.attempt_budget(now, timeout.unwrap_or(Nanos::MAX), margin) {
+        Budget::Start { budget } => AttemptBudget::Go {
+            wait: budget.saturating_add(margin),
+            send: budget,
+        },
+        Budget::Expired | Budget::TooLittleLeft { .. } => AttemptBudget::Expired,
     }
-    let wait = left.min_of(timeout.unwrap_or(Nanos::MAX));
-    let send = wait.saturating_sub(margin);
-    if send.is_zero() {
-        return AttemptBudget::Expired;
-    }
-    AttemptBudget::Go { wait, send }
 }

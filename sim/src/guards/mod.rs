@@ -18,14 +18,8 @@ pub(crate) mod retry;
 
 use guards_core::Nanos;
 
-/// The stable start offset of periodic agent `agent` within `period`.
-/// PENDING(core backoff::stable_offset).
+/// The stable start offset of periodic agent `agent` within `period`: guards-core's
+/// [`stable_offset`](guards_core::backoff::stable_offset) of the id `agent-<n>`.
 pub(crate) fn stable_offset(agent: u32, period: Nanos) -> Nanos {
-    let id = format!("agent-{agent}");
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in id.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    Nanos::new(h % period.as_u64().max(1))
+    guards_core::backoff::stable_offset(format!("agent-{agent}").as_bytes(), period)
 }
