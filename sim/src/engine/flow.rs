@@ -18,6 +18,17 @@ use crate::guards::queue::Drop;
 use crate::guards::retry::{Class, Decision, GiveUp};
 use crate::topology::{DeadlineMode, Idempotency, Step};
 
+/// What to tell a breaker about an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Report {
+    /// It was never sent (another guard refused it).
+    NotSent,
+    /// The caller stopped waiting for a reason that says nothing about the callee.
+    Abandoned,
+    /// It ended so.
+    Outcome(Outcome),
+}
+
 /// No edge: an action at a client.
 const NO_EDGE: u32 = u32::MAX;
 
@@ -95,6 +106,7 @@ impl Sim {
             c.ticket = ticket;
             c.inside = true;
         }
+        self.inside_change(svc, true);
         // A repeat of a keyed side effect that already committed gets the first result.
         if edge != NO_EDGE
             && self.topo.edges[edge as usize].policy.idempotency == Idempotency::Keyed
@@ -358,7 +370,7 @@ impl Sim {
         let timeout = probe_timeout.or(policy.timeout);
         let (wait, send) = match attempt_budget(now, expires, timeout, policy.margin) {
             AttemptBudget::Expired => {
-                self.return_breaker(svc, inst, e, bticket, None);
+                self.return_breaker(svc, inst, e, bticket, Report::NotSent);
                 self.metrics.edge[e].no_time += 1;
                 self.attempt_failed(r, Outcome::NoTime);
                 return;
@@ -370,7 +382,7 @@ impl Sim {
             match self.svcs[svc].instances[inst].gates[g].try_acquire() {
                 Some(t) => gticket = Some(t),
                 None => {
-                    self.return_breaker(svc, inst, e, bticket, None);
+                    self.return_breaker(svc, inst, e, bticket, Report::NotSent);
                     self.metrics.edge[e].gate_rejections += 1;
                     self.attempt_failed(r, Outcome::GateFull);
                     return;
@@ -446,7 +458,7 @@ impl Sim {
         inst: usize,
         e: usize,
         t: Option<BreakerTicket>,
-        outcome: Option<Outcome>,
+        report: Report,
     ) {
         let Some(t) = t else { return };
         let count_overloaded = self.topo.edges[e]
@@ -455,11 +467,15 @@ impl Sim {
             .is_some_and(|b| b.count_overloaded);
         let now = self.now;
         if let Some(Some(b)) = self.svcs[svc].instances[inst].breakers.get(e) {
-            match outcome {
-                None => b.ignore(t),
-                Some(Outcome::Ok) => b.success(t, now),
-                Some(Outcome::Overloaded) if !count_overloaded => b.ignore(t),
-                Some(_) => b.failure(t, now),
+            match report {
+                Report::NotSent => b.ignore(t),
+                // A probe nobody waits for any more is a failed probe; another abandoned
+                // call (a hedge that lost, the caller itself cancelled) says nothing.
+                Report::Abandoned if t.probe_timeout.is_some() => b.failure(t, now),
+                Report::Abandoned => b.ignore(t),
+                Report::Outcome(Outcome::Ok) => b.success(t, now),
+                Report::Outcome(Outcome::Overloaded) if !count_overloaded => b.ignore(t),
+                Report::Outcome(_) => b.failure(t, now),
             }
         }
     }
@@ -526,13 +542,13 @@ impl Sim {
         let Some(a) = c.slots[i].take() else { return };
         let (svc, inst) = (c.svc as usize, c.inst as usize);
         self.metrics.edge[e].timeouts += 1;
-        self.abandon(svc, inst, e, a, Some(Outcome::Timeout));
+        self.abandon(svc, inst, e, a, Report::Outcome(Outcome::Timeout));
         self.attempt_failed(r, Outcome::Timeout);
     }
 
     /// Stop waiting for an attempt: free the caller's gate slot, report the breaker
     /// outcome (`None`: ignore), and cancel the callee if the edge cancels.
-    fn abandon(&mut self, svc: usize, inst: usize, e: usize, a: Attempt, outcome: Option<Outcome>) {
+    fn abandon(&mut self, svc: usize, inst: usize, e: usize, a: Attempt, report: Report) {
         let Attempt {
             child,
             breaker,
@@ -540,7 +556,7 @@ impl Sim {
             ..
         } = a;
         self.return_gate(svc, inst, e, gate);
-        self.return_breaker(svc, inst, e, breaker, outcome);
+        self.return_breaker(svc, inst, e, breaker, report);
         if let Some(ch) = self.calls.get_mut(child) {
             ch.abandoned = true;
         }
@@ -574,7 +590,7 @@ impl Sim {
             ..
         } = a;
         self.return_gate(svc, inst, e, gate);
-        self.return_breaker(svc, inst, e, breaker, Some(outcome));
+        self.return_breaker(svc, inst, e, breaker, Report::Outcome(outcome));
         let m = &mut self.metrics.edge[e];
         match outcome {
             Outcome::Ok => m.ok += 1,
@@ -601,7 +617,10 @@ impl Sim {
             .get_mut(parent)
             .and_then(|c| c.slots[1 - i].take());
         if let Some(o) = other {
-            self.abandon(svc, inst, e, o, None);
+            self.abandon(svc, inst, e, o, Report::Abandoned);
+        }
+        if let Some(f) = &self.edges[e].fallback {
+            f.full();
         }
         if let Some(c) = self.calls.get_mut(parent) {
             if degraded {
@@ -698,7 +717,11 @@ impl Sim {
             return;
         }
         self.metrics.edge[e].failures += 1;
-        let reply = if self.topo.edges[e].policy.give_up_as_overloaded {
+        // The one retry layer answers "overloaded, don't retry" when it gives up; every
+        // other layer passes an overloaded answer up as it came.
+        let reply = if self.topo.edges[e].policy.give_up_as_overloaded
+            || matches!(outcome, Outcome::Overloaded)
+        {
             Outcome::Overloaded
         } else if outcome.is_time() && self.calls.get(r).is_some_and(|c| c.expires_at <= self.now) {
             Outcome::Deadline
@@ -761,10 +784,11 @@ impl Sim {
         }
         let ins = &mut self.svcs[svc].instances[inst];
         if let (Some(t), Some(door)) = (ticket, ins.door.as_ref()) {
-            door.release(now, t);
+            door.release(now, t, outcome == Outcome::Ok);
         }
         if inside {
             ins.inside = ins.inside.saturating_sub(1);
+            self.inside_change(svc, false);
         }
         self.calls.remove(r);
         if has_server {
@@ -800,15 +824,16 @@ impl Sim {
         }
         let ins = &mut self.svcs[svc].instances[inst];
         if let (Some(t), Some(door)) = (ticket, ins.door.as_ref()) {
-            door.release(now, t);
+            door.forget(t);
         }
         if inside {
             ins.inside = ins.inside.saturating_sub(1);
+            self.inside_change(svc, false);
         }
         self.calls.remove(r);
         if let Some(e) = edge_now {
             for a in slots.into_iter().flatten() {
-                self.abandon(svc, inst, e, a, None);
+                self.abandon(svc, inst, e, a, Report::Abandoned);
             }
         }
         if has_server {
@@ -838,7 +863,10 @@ impl Sim {
                     ins.inside = ins.inside.saturating_sub(1);
                 }
                 if let (Some(t), Some(door)) = (ticket, ins.door.as_ref()) {
-                    door.release(now, t);
+                    door.forget(t);
+                }
+                if inside {
+                    self.inside_change(svc, false);
                 }
                 self.calls.remove(r);
             }

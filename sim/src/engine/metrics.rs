@@ -111,6 +111,7 @@ counters! {
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct ServiceGauges {
     pub queue: u64,
+    pub inside_avg: f64,
     pub busy_now: u64,
     pub wait_sum: u64,
     pub wait_max: u64,

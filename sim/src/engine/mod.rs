@@ -107,6 +107,10 @@ struct SvcState {
     busy_total: u64,
     busy_last: Nanos,
     busy_area: f64,
+    /// Calls inside over all instances, and its time integral this interval.
+    inside_total: u64,
+    inside_last: Nanos,
+    inside_area: f64,
     shed: Option<u32>,
     /// Queue waits of the calls that got a server this interval: sum and maximum (ns).
     wait_sum: u64,
@@ -181,6 +185,9 @@ impl Sim {
                 busy_total: 0,
                 busy_last: t.start,
                 busy_area: 0.0,
+                inside_total: 0,
+                inside_last: t.start,
+                inside_area: 0.0,
                 shed: None,
                 wait_sum: 0,
                 wait_max: 0,
@@ -449,6 +456,19 @@ impl Sim {
         }
     }
 
+    /// A call entered (`up`) or left an instance of `svc`.
+    fn inside_change(&mut self, svc: usize, up: bool) {
+        let now = self.now;
+        let s = &mut self.svcs[svc];
+        s.inside_area += s.inside_total as f64 * now.saturating_sub(s.inside_last).as_u64() as f64;
+        s.inside_last = now;
+        if up {
+            s.inside_total += 1;
+        } else {
+            s.inside_total = s.inside_total.saturating_sub(1);
+        }
+    }
+
     /// Close every interval that ends at or before `t`.
     fn close_intervals(&mut self, t: Nanos) {
         while self.metrics.next_boundary <= t {
@@ -458,7 +478,13 @@ impl Sim {
             for s in &mut self.svcs {
                 s.busy_area += s.busy_total as f64 * b.saturating_sub(s.busy_last).as_u64() as f64;
                 s.busy_last = b;
+                s.inside_area +=
+                    s.inside_total as f64 * b.saturating_sub(s.inside_last).as_u64() as f64;
+                s.inside_last = b;
+                let inside_avg = s.inside_area / iv;
+                s.inside_area = 0.0;
                 sg.push(ServiceGauges {
+                    inside_avg,
                     queue: s.instances.iter().map(|i| u64::from(i.queued)).sum(),
                     busy_now: s.busy_total,
                     wait_sum: std::mem::take(&mut s.wait_sum),
@@ -528,6 +554,10 @@ impl Sim {
             columns.push(Column {
                 name: format!("{p}.inside"),
                 values: gauge(|g| g.inside as f64),
+            });
+            columns.push(Column {
+                name: format!("{p}.inside_avg"),
+                values: gauge(|g| g.inside_avg),
             });
             columns.push(Column {
                 name: format!("{p}.busy"),

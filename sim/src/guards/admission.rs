@@ -23,5 +23,6 @@ impl Door {
     pub(crate) fn try_admit(&self, _now: Nanos, _p: Priority) -> Option<DoorTicket> {
         None
     }
-    pub(crate) fn release(&self, _now: Nanos, _t: DoorTicket) {}
+    pub(crate) fn release(&self, _now: Nanos, _t: DoorTicket, _ok: bool) {}
+    pub(crate) fn forget(&self, _t: DoorTicket) {}
 }

@@ -17,4 +17,5 @@ impl Fallback {
     pub(crate) fn serve_fallback(&self, _why: Outcome) -> bool {
         false
     }
+    pub(crate) fn full(&self) {}
 }
