@@ -69,9 +69,25 @@ pub mod queue_discipline;
 pub mod retry_budget;
 pub mod retry_policy;
 
+pub use adaptive_throttle::{AdaptiveThrottle, AdaptiveThrottleConfig};
+pub use backoff::{Backoff, BackoffConfig, Jitter};
+pub use brownout::{Brownout, BrownoutConfig, BrownoutDecision, BrownoutTable, RefusalKind};
+pub use bulkhead::{
+    Bulkhead, BulkheadConfig, BulkheadFull, BulkheadGuard, BulkheadPermit, BulkheadStats,
+};
 pub use counter::Counter;
+pub use deadline::{AttemptBudget, Deadline, DeadlineConfig};
 pub use error::{ConfigError, ConfigErrorKind};
+pub use hedging::{HedgeDecision, Hedging, HedgingConfig};
+pub use latency_tracker::{LatencyTracker, LatencyTrackerConfig};
 pub use priority::Priority;
 pub use queue_discipline::{QueueDiscipline, QueueDisciplineConfig, QueueDisciplineStats};
+pub use retry_budget::{
+    RetryBudget, RetryBudgetConfig, RetryBudgetMode, RetryBudgetStats, RetryReceipt,
+};
+pub use retry_policy::{
+    GiveUpReason, Idempotency, RetryCause, RetryContext, RetryDecision, RetryGate, RetryPolicy,
+    RetryPolicyConfig,
+};
 pub use rng::Rng;
 pub use time::Nanos;

@@ -1,1 +1,0 @@
-//! Placeholder: `retry_budget` is being built.
