@@ -542,6 +542,9 @@ impl Sim {
         let Some(a) = c.slots[i].take() else { return };
         let (svc, inst) = (c.svc as usize, c.inst as usize);
         self.metrics.edge[e].timeouts += 1;
+        if let Some(Some(h)) = self.svcs[svc].instances[inst].hedgers.get(e) {
+            h.record(self.now, self.now.saturating_sub(a.started));
+        }
         self.abandon(svc, inst, e, a, Report::Outcome(Outcome::Timeout));
         self.attempt_failed(r, Outcome::Timeout);
     }
@@ -617,6 +620,12 @@ impl Sim {
             .get_mut(parent)
             .and_then(|c| c.slots[1 - i].take());
         if let Some(o) = other {
+            // The loser's latency is at least what it has taken so far: recording that
+            // lower bound keeps the slow tail in the tracker (else only the winners of
+            // hedged calls are seen and the tracked percentile drifts down).
+            if let Some(Some(h)) = self.svcs[svc].instances[inst].hedgers.get(e) {
+                h.record(now, now.saturating_sub(o.started));
+            }
             self.abandon(svc, inst, e, o, Report::Abandoned);
         }
         if let Some(f) = &self.edges[e].fallback {

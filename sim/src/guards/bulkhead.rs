@@ -1,25 +1,36 @@
-//! Bulkhead (concurrency gate) per caller instance.
-//! PENDING(core bulkhead).
+//! The bulkhead per caller instance: guards-core's
+//! [`Bulkhead`](guards_core::bulkhead::Bulkhead). A permit is taken when an attempt is
+//! sent and given back when the caller stops waiting for it (answer or timeout), not when
+//! the abandoned work inside the callee ends.
+
+use guards_core::bulkhead::{Bulkhead, BulkheadConfig, BulkheadPermit};
 
 use crate::error::SimError;
 use crate::topology::BulkheadSpec;
 
 /// A gate.
 #[derive(Debug)]
-pub(crate) struct Gate;
+pub(crate) struct Gate {
+    bulkhead: Bulkhead,
+}
 
 /// A slot held in a gate.
-#[derive(Debug)]
-pub(crate) struct GateTicket;
+pub(crate) type GateTicket = BulkheadPermit;
 
 impl Gate {
-    pub(crate) fn new(_spec: &BulkheadSpec, place: &str) -> Result<Self, SimError> {
-        Err(SimError::topology(format!(
-            "{place}: bulkhead has not landed yet"
-        )))
+    pub(crate) fn new(spec: &BulkheadSpec, place: &str) -> Result<Self, SimError> {
+        let bulkhead = Bulkhead::new(BulkheadConfig {
+            max_concurrent: u64::from(spec.max_concurrent),
+        })
+        .map_err(|e| SimError::guard(format!("{place}: bulkhead"), e))?;
+        Ok(Gate { bulkhead })
     }
+
     pub(crate) fn try_acquire(&self) -> Option<GateTicket> {
-        None
+        self.bulkhead.try_acquire().ok()
     }
-    pub(crate) fn release(&self, _t: GateTicket) {}
+
+    pub(crate) fn release(&self, t: GateTicket) {
+        self.bulkhead.release(t);
+    }
 }
