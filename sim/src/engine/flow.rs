@@ -354,6 +354,16 @@ impl Sim {
         let edge = &self.topo.edges[e];
         let policy = edge.policy;
         let (to, op, eprio) = (edge.to, edge.op, edge.priority);
+        // An attempt refused by a local guard still counts toward the attempt cap (it
+        // failed fast), so "retry at once" after a refusal cannot loop forever.
+        let attempts = match self.calls.get_mut(r) {
+            Some(c) if !hedge => {
+                c.attempts += 1;
+                c.attempts
+            }
+            Some(c) => c.attempts,
+            None => return,
+        };
 
         let mut bticket: Option<BreakerTicket> = None;
         if let Some(Some(b)) = self.svcs[svc].instances[inst].breakers.get(e) {
@@ -413,12 +423,9 @@ impl Sim {
             return;
         };
         let slot = usize::from(c.slots[0].is_some());
-        if !hedge {
-            c.attempts += 1;
-        } else {
+        if hedge {
             c.hedges += 1;
         }
-        let attempts = c.attempts;
         c.slots[slot] = Some(Attempt {
             child,
             started: now,
@@ -810,7 +817,6 @@ impl Sim {
 
     /// The caller gave up on `r` and the cancel reaches it: stop all its work at once.
     fn cancel(&mut self, r: CallRef) {
-        let now = self.now;
         let edge_now = self.current_edge(r);
         let Some(c) = self.calls.get_mut(r) else {
             return;
