@@ -203,6 +203,20 @@ fn c0_about_403000_queued_in_shopapi_at_20_02_00() {
     }
 }
 
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn c0_shopapi_finishes_at_most_3270_and_the_queue_grows_by_the_difference() {
+    // Part 1, "why it can't drain": shop-api can finish at most 2,000 ÷ (1,260 ÷ 2,060)
+    // ≈ 3,270 requests a second; 6,180 arrive, so the queue grows by the difference.
+    for seed in SEEDS {
+        let r = c0(seed);
+        let done = mean(&r, "svc.shop-api.done", "20:00:23", "20:02:00");
+        assert_rate(&format!("seed {seed} shop-api finishes"), done, 3270.0);
+        let growth = (gauge_at(&r, "shopapi_queue", "20:02:00") - gauge_at(&r, "shopapi_queue", "20:00:30")) / 90.0;
+        assert_rate(&format!("seed {seed} queue growth"), growth, 6180.0 - 3270.0);
+    }
+}
+
 // ---------------------------------------------------------------- C1, 10z (Part 2), 11y
 
 #[test]
