@@ -137,11 +137,7 @@ pub const DEFAULT_JITTER: Jitter = Jitter::Full;
 /// The growth factor of decorrelated jitter: each wait is drawn up to 3 × the previous.
 pub const DECORRELATED_GROWTH: u64 = 3;
 
-/// FNV-1a 64-bit offset basis.
-pub const FNV_OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-
-/// FNV-1a 64-bit prime (2⁴⁰ + 2⁸ + 0xb3).
-pub const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+pub use crate::hash::{fnv1a64, FNV_OFFSET_BASIS, FNV_PRIME};
 
 /// How the wait is randomised around the capped exponential curve.
 #[repr(u8)]
@@ -341,13 +337,6 @@ impl Default for Backoff {
             config: BackoffConfig::default(),
         }
     }
-}
-
-/// FNV-1a, 64-bit, over `bytes` (see the [module docs](self) for the definition).
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(FNV_OFFSET_BASIS, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(FNV_PRIME)
-    })
 }
 
 /// The stable start offset of periodic work identified by `id`: `fnv1a64(id) mod period`,

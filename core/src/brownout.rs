@@ -364,20 +364,10 @@ impl Brownout {
     }
 }
 
-/// A stable 64-bit key for an operation name (FNV-1a), e.g. `operation_key("stock.view")`.
+/// A stable 64-bit key for an operation name ([FNV-1a](crate::hash)), e.g.
+/// `operation_key("stock.view")`.
 pub const fn operation_key(name: &str) -> u64 {
-    let bytes = name.as_bytes();
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut i = 0;
-    while i < bytes.len() {
-        // `i < len` is checked by the loop condition.
-        #[allow(clippy::indexing_slicing)]
-        let b = bytes[i];
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        i += 1;
-    }
-    h
+    crate::hash::fnv1a64(name.as_bytes())
 }
 
 /// Why [`BrownoutTable::register`] refused an operation.

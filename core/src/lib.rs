@@ -48,6 +48,7 @@
 
 pub mod counter;
 pub mod error;
+pub mod hash;
 pub mod math;
 pub mod priority;
 pub mod rng;
@@ -70,16 +71,20 @@ pub mod retry_budget;
 pub mod retry_policy;
 
 pub use adaptive_throttle::{AdaptiveThrottle, AdaptiveThrottleConfig};
+pub use admission::{Admission, AdmissionConfig};
 pub use backoff::{Backoff, BackoffConfig, Jitter};
 pub use brownout::{Brownout, BrownoutConfig, BrownoutDecision, BrownoutTable, RefusalKind};
 pub use bulkhead::{
     Bulkhead, BulkheadConfig, BulkheadFull, BulkheadGuard, BulkheadPermit, BulkheadStats,
 };
+pub use circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
 pub use counter::Counter;
 pub use deadline::{AttemptBudget, Deadline, DeadlineConfig};
 pub use error::{ConfigError, ConfigErrorKind};
 pub use hedging::{HedgeDecision, Hedging, HedgingConfig};
 pub use latency_tracker::{LatencyTracker, LatencyTrackerConfig};
+pub use limit::{Limit, LimitConfig};
+pub use limiter::{Limiter, LimiterConfig};
 pub use priority::Priority;
 pub use queue_discipline::{QueueDiscipline, QueueDisciplineConfig, QueueDisciplineStats};
 pub use retry_budget::{

@@ -1,1 +1,945 @@
-//! Placeholder: `circuit_breaker` is being built.
+//! Circuit breaker: stop calling a dependency that is plainly failing, answer at once
+//! instead, and test it with a few probes before trusting it again.
+//!
+//! A [`CircuitBreaker`] is closed, open or half-open:
+//!
+//! - **closed**: every call goes through and its outcome (success, failure, slow) is recorded
+//!   in a window of recent calls: a **count window** (the last N outcomes) or a **time
+//!   window** (the last T, in buckets). Once the window holds at least the minimum number of
+//!   calls, and the failure rate or the slow-call rate reaches its threshold, it **opens**;
+//! - **open**: calls are refused with the instant at which it will let a probe through. The
+//!   open duration can grow on consecutive re-openings (multiplier, capped);
+//! - **half-open**: at most K probes go through, each told its probe timeout. K successes
+//!   close the breaker with a cleared window; one failure (or a slow probe) re-opens it.
+//!
+//! The caller decides what a failure is: [`CircuitBreaker::try_acquire`] returns a
+//! [`BreakerPermit`] (or a [`BreakerRejected`] saying why and until when), and the caller
+//! hands it back with [`CircuitBreaker::on_success`], [`CircuitBreaker::on_failure`] or
+//! [`CircuitBreaker::on_ignore`]. A call is slow when `now - acquired_at` reaches
+//! [`CircuitBreakerConfig::slow_call_duration`], whatever its result, so a slow failure
+//! counts both as a failure and as a slow call.
+//!
+//! Outcomes of ordinary calls that arrive while the breaker is open or half-open, or that
+//! were issued in an earlier generation (before the last transition), are **discarded**,
+//! not counted: the window only ever judges calls made in the current closed period. The
+//! breaker's own refusals are not outcomes either. A probe whose caller abandons it must be
+//! reported with `on_failure`; [`ScopedCall`] does that on drop.
+//!
+//! A [`KeyedBreakers`] set keeps one breaker per `u64` key (dependency × operation, tenant,
+//! country...) in a fixed number of slots, inserted without locks; [`key_of`] derives a key
+//! from a name with FNV-1a so every language finds the same breaker.
+//!
+//! # Why
+//!
+//! A timeout bounds one call; a breaker bounds the calls you keep making to a dependency that
+//! is failing. While it is open the dependency gets room to recover and callers get an
+//! immediate answer (a fallback for an optional call, a fast error for a required one)
+//! instead of holding a thread for a full timeout. Keyed by operation, one failing operation
+//! does not close the others.
+//!
+//! A count window reacts within a handful of calls; a time window full of healthy history
+//! is slow to trip on a sudden total failure (about window × threshold), which the
+//! integration tests reproduce with the seed's figures.
+//!
+//! # Examples
+//!
+//! ```
+//! use guards_core::circuit_breaker::{
+//!     CircuitBreaker, CircuitBreakerConfig, OutcomeEffect, RejectReason,
+//! };
+//! use guards_core::Nanos;
+//!
+//! // The seed's C6 breaker: last 20 calls, 50 %, open 5 s, 3 probes with a 100 ms timeout.
+//! let breaker: CircuitBreaker = CircuitBreaker::new(CircuitBreakerConfig::seed_c6()).unwrap();
+//! let ms = Nanos::from_millis;
+//!
+//! // 20 failures fill the window: the 20th opens the breaker.
+//! for i in 0..20 {
+//!     let permit = breaker.try_acquire(ms(i)).unwrap();
+//!     let effect = breaker.on_failure(permit, ms(i));
+//!     assert_eq!(effect == OutcomeEffect::Opened, i == 19);
+//! }
+//! let refused = breaker.try_acquire(ms(100)).unwrap_err();
+//! assert_eq!(refused.reason, RejectReason::Open);
+//! assert_eq!(refused.retry_at, ms(19 + 5_000));
+//!
+//! // 5 s later, three probes; a fourth concurrent caller is refused.
+//! let t = ms(19 + 5_000);
+//! let probes = [(); 3].map(|_| breaker.try_acquire(t).unwrap());
+//! assert_eq!(probes[0].probe_timeout(), Some(ms(100)));
+//! assert!(breaker.try_acquire(t).is_err());
+//! let effects = probes.map(|p| breaker.on_success(p, t.saturating_add(ms(10))));
+//! assert_eq!(effects[2], OutcomeEffect::Closed);
+//! assert_eq!(breaker.window_counts(t).calls, 0);
+//! ```
+//!
+//! # Concurrency
+//!
+//! Every operation is lock-free: a few atomic loads and compare-and-swaps, retried only when
+//! another thread made progress; nothing waits for another thread. Only 64-bit atomics are
+//! used. The closed hot path (`try_acquire` then `on_success` of a fast call) is one load
+//! for `try_acquire`, and for `on_success` one load of the state word, a compare-and-swap on
+//! the window head, a load and a compare-and-swap on one slot, and one relaxed counter
+//! increment. What holds under any interleaving:
+//!
+//! - **Legal transitions only, each exactly once per generation.** The state word packs the
+//!   state, a 32-bit generation, the probes issued and passed and the consecutive-openings
+//!   count. Every transition is a compare-and-swap from an observed word to one with the
+//!   next generation, so from a given generation only one transition can succeed, and only
+//!   closed→open, open→half-open, half-open→closed and half-open→open are ever written.
+//! - **At most K probes per half-open generation**: issuing a probe is a compare-and-swap
+//!   that increments `issued` only while it is below K; `on_ignore` of a probe decrements it.
+//! - **The open-until instant is never stale.** It lives in a second word tagged with the
+//!   low 10 bits of the open generation it belongs to, rounded up to a whole microsecond. An
+//!   opener loads that word *before* the state word, writes the instant for the generation
+//!   it is about to publish with a compare-and-swap from the value it loaded (skipped if a
+//!   racing opener already wrote this generation's), and only then publishes the open state
+//!   with its compare-and-swap. A reader that sees the open state (acquire) therefore sees
+//!   that generation's instant or a later generation's (then the state has moved on and it
+//!   reloads). A delayed opener cannot overwrite a newer instant: any newer write changes the
+//!   word it loaded, so its compare-and-swap fails. The first of several racing openers sets
+//!   the instant from its own `now`.
+//! - **The count window is exact:** at quiescence it holds exactly the last N outcomes
+//!   recorded in the current closed generation, and its counts agree with them (see
+//!   `count_window.rs`): positions are claimed only under the current epoch's tag, slots are
+//!   only ever replaced by newer positions, and clearing is the switch to a new tag.
+//! - **No missed trip.** A writer evaluates the window when its outcome is a failure or
+//!   slow, or when it could raise the number of calls judged (filling a count window, a new
+//!   or nearly empty time bucket). Before scanning, an evaluating writer performs an
+//!   acquire-release increment of a shared word; those increments are totally ordered, so the
+//!   last evaluator sees every write of every earlier evaluator, and the writes it may miss
+//!   are fast successes that only lower the rates. Hence at quiescence a closed breaker's
+//!   count window never meets its trip condition, and a trip is decided by the report that
+//!   completes it or by a concurrent one. (For the time window this holds when callers' `now`
+//!   values are consistent, see `time_window.rs`.)
+//! - **Discarded means discarded.** An ordinary outcome is only counted while the state word
+//!   is closed in the permit's generation. A writer that passed that check just before a
+//!   transition either claims its count-window position before the next closed generation
+//!   switches the head (so its slot is older than the new window) or is refused a position;
+//!   in the time window it writes under its own epoch tag, which the next closed generation
+//!   neither counts nor lets overwrite its buckets.
+//!
+//! The tags are finite, so each guarantee above assumes a thread is not stalled between two
+//! of its own atomic steps for longer than it takes the breaker to wrap the tag: 2^32
+//! transitions for the generation in a permit, 1,024 generations (and the same microsecond)
+//! for the open-until tag, 16,384 generations for the count window's epoch tag, 127
+//! generations for the time window's, and 2^32 bucket widths for a time bucket left untouched
+//! (its stale count would be read as current only at an exact multiple of that gap).
+//!
+//! Every loom model in `tests/loom_circuit_breaker.rs` runs each actor on a spawned thread:
+//! loom then explores every interleaving of the two, and each protocol rule above has a
+//! model that fails when the rule is broken.
+//!
+//! Breaker state is `#[repr(C)]`, atomics and plain data, no pointers: it can live in memory
+//! shared between processes.
+//!
+//! # References
+//!
+//! - M. Nygard, *Release It!* (2007; 2nd ed. 2018): the circuit breaker pattern, with
+//!   closed, open and half-open states.
+//! - resilience4j `CircuitBreaker` documentation: count-based and time-based sliding
+//!   windows (time windows kept as per-second buckets), a failure-rate threshold of 50 %, a
+//!   slow-call threshold of 100 % of calls at or above 60 s, a minimum of 100 calls and a
+//!   window of 100 calls by default, a fixed number of calls permitted in half-open, outcomes
+//!   the caller may choose to ignore, and an optionally growing wait in the open state.
+//! - Polly v8 circuit breaker: a default break duration of 5 s, and a generator to grow it.
+//! - Shopify Semian: the half-open probe gets its own, shorter resource timeout; breaker
+//!   state is per process, not shared between workers.
+//! - Seed Part 7 and setting C6 (last 20 calls, ≥ 50 %, 5 s, 3 probes, 100 ms), and the
+//!   Basketly model's reading that outcomes arriving while open or half-open are ignored and
+//!   an abandoned probe is a failure.
+//! - G. Fowler, L. C. Noll, K.-P. Vo, the FNV hash (FNV-1a, 64-bit offset basis
+//!   0xcbf29ce484222325, prime 0x100000001b3).
+
+mod config;
+mod count_window;
+mod keyed;
+mod permit;
+mod state;
+mod time_window;
+
+pub use config::{
+    CircuitBreakerConfig, WindowKind, DEFAULT_CAPACITY, DEFAULT_FAILURE_RATE_THRESHOLD,
+    DEFAULT_HALF_OPEN_PROBES, DEFAULT_MAX_OPEN_DURATION, DEFAULT_MINIMUM_CALLS,
+    DEFAULT_OPEN_DURATION, DEFAULT_OPEN_DURATION_MULTIPLIER, DEFAULT_PROBE_TIMEOUT,
+    DEFAULT_SLOW_CALL_DURATION, DEFAULT_SLOW_CALL_RATE_THRESHOLD, DEFAULT_WINDOW_BUCKETS,
+    DEFAULT_WINDOW_DURATION, DEFAULT_WINDOW_KIND, DEFAULT_WINDOW_SIZE, MAX_HALF_OPEN_PROBES,
+    MAX_MINIMUM_CALLS, MAX_OPEN_DURATION, MAX_OPEN_DURATION_MULTIPLIER, MAX_WINDOW_BUCKETS,
+    MAX_WINDOW_DURATION, MAX_WINDOW_SIZE,
+};
+pub use keyed::{key_of, KeyedBreakers, KeyedFull, KeyedStats, DEFAULT_KEYED_SLOTS};
+pub use permit::{
+    BreakerPermit, BreakerRejected, OutcomeEffect, PermitKind, RejectReason, ScopedCall,
+};
+
+use crate::counter::Counter;
+use crate::error::ConfigError;
+use crate::sync::{AtomicU64, Ordering};
+use crate::time::Nanos;
+use state::{Word, CLOSED, HALF_OPEN, MAX_OPENS, OPEN};
+
+/// The three states.
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BreakerState {
+    /// Calls flow; outcomes are recorded.
+    Closed = 0,
+    /// Calls are refused until the open-until instant.
+    Open = 1,
+    /// A limited number of probes are let through.
+    HalfOpen = 2,
+}
+
+impl BreakerState {
+    /// Stable snake_case name (`"closed"`, `"open"`, `"half_open"`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            BreakerState::Closed => "closed",
+            BreakerState::Open => "open",
+            BreakerState::HalfOpen => "half_open",
+        }
+    }
+
+    const fn from_code(code: u8) -> Self {
+        match code {
+            OPEN => BreakerState::Open,
+            HALF_OPEN => BreakerState::HalfOpen,
+            _ => BreakerState::Closed,
+        }
+    }
+}
+
+/// What the window holds: calls judged, and how many of them failed and were slow.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct WindowCounts {
+    /// Calls in the window.
+    pub calls: u64,
+    /// Of which failed.
+    pub failures: u64,
+    /// Of which were slow (a slow failure counts in both).
+    pub slow: u64,
+}
+
+/// A snapshot of the state word (see [`CircuitBreaker::status`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BreakerStatus {
+    /// The stored state (an open breaker whose open period has ended stays `Open` here until
+    /// a call arrives; [`CircuitBreaker::state`] reports it as half-open).
+    pub state: BreakerState,
+    /// Generation: +1 on every transition (wraps at 2^32).
+    pub generation: u32,
+    /// Probes issued in this half-open generation (0 otherwise).
+    pub probes_issued: u32,
+    /// Probes passed in this half-open generation (0 otherwise).
+    pub probes_passed: u32,
+    /// Openings in a row without a close (1 after the first opening; saturates at 1023).
+    pub consecutive_opens: u32,
+    /// When open: the open-until instant. [`Nanos::ZERO`] in any other state.
+    pub open_until: Nanos,
+}
+
+/// Counters since the breaker was built (relaxed snapshots; see [`crate::Counter`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct CircuitBreakerStats {
+    /// Ordinary outcomes recorded as successes (slow ones included).
+    pub successes: u64,
+    /// Ordinary outcomes recorded as failures (slow ones included).
+    pub failures: u64,
+    /// Ordinary outcomes recorded as slow (success or failure).
+    pub slow_calls: u64,
+    /// Probes admitted.
+    pub probes_admitted: u64,
+    /// Probe successes counted.
+    pub probe_successes: u64,
+    /// Probe failures counted (slow probe successes included).
+    pub probe_failures: u64,
+    /// Permits handed back with `on_ignore`.
+    pub ignored: u64,
+    /// Outcomes discarded because the breaker had moved to another state or generation.
+    pub discarded: u64,
+    /// Calls refused because the breaker was open.
+    pub rejected_open: u64,
+    /// Calls refused because every half-open probe slot was taken.
+    pub rejected_half_open: u64,
+    /// Transitions closed → open.
+    pub closed_to_open: u64,
+    /// Transitions open → half-open.
+    pub open_to_half_open: u64,
+    /// Transitions half-open → closed.
+    pub half_open_to_closed: u64,
+    /// Transitions half-open → open.
+    pub half_open_to_open: u64,
+}
+
+#[repr(C)]
+#[derive(Debug, Default)]
+struct Counters {
+    successes: Counter,
+    failures: Counter,
+    slow_calls: Counter,
+    probes_admitted: Counter,
+    probe_successes: Counter,
+    probe_failures: Counter,
+    ignored: Counter,
+    discarded: Counter,
+    rejected_open: Counter,
+    rejected_half_open: Counter,
+    closed_to_open: Counter,
+    open_to_half_open: Counter,
+    half_open_to_closed: Counter,
+    half_open_to_open: Counter,
+}
+
+/// Words written on every recorded outcome, kept off the cache line of the state word that
+/// every `try_acquire` reads.
+#[repr(C, align(128))]
+#[derive(Debug)]
+struct Hot {
+    /// Count window head (epoch tag, next position).
+    head: AtomicU64,
+    /// Incremented (acquire-release) by every evaluating writer before it scans.
+    eval: AtomicU64,
+    counters: Counters,
+}
+
+#[repr(C, align(128))]
+#[derive(Debug)]
+struct Cells<const CAP: usize>([AtomicU64; CAP]);
+
+/// A circuit breaker over a count window or a time window (see the module docs).
+///
+/// `CAP` is the number of window cells: a count window of up to `CAP` calls, or a time
+/// window of up to `CAP / 3` buckets. The default, [`DEFAULT_CAPACITY`] (128), is the one
+/// type the bindings use.
+#[repr(C)]
+#[derive(Debug)]
+pub struct CircuitBreaker<const CAP: usize = DEFAULT_CAPACITY> {
+    state: AtomicU64,
+    mark: AtomicU64,
+    config: CircuitBreakerConfig,
+    min_calls: u64,
+    modulus: u64,
+    bucket_width: u64,
+    probes: u32,
+    hot: Hot,
+    cells: Cells<CAP>,
+}
+
+impl<const CAP: usize> CircuitBreaker<CAP> {
+    /// A closed breaker, or the first invalid setting (including a window that does not fit
+    /// in `CAP` cells).
+    pub fn new(config: CircuitBreakerConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        config.validate_capacity(CAP)?;
+        Ok(Self::build(config))
+    }
+
+    /// Build from a config already validated for `CAP`.
+    pub(crate) fn build(config: CircuitBreakerConfig) -> Self {
+        CircuitBreaker {
+            state: AtomicU64::new(Word::INITIAL.pack()),
+            mark: AtomicU64::new(0),
+            config,
+            min_calls: config.effective_minimum_calls(),
+            modulus: count_window::modulus(config.window_size),
+            bucket_width: config
+                .window_duration
+                .0
+                .checked_div(config.window_buckets)
+                .unwrap_or(1)
+                .max(1),
+            probes: config.half_open_probes.min(MAX_HALF_OPEN_PROBES) as u32,
+            hot: Hot {
+                head: AtomicU64::new(0),
+                eval: AtomicU64::new(0),
+                counters: Counters::default(),
+            },
+            cells: Cells(core::array::from_fn(|_| AtomicU64::new(0))),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CircuitBreakerConfig {
+        &self.config
+    }
+
+    /// The number of window cells (`CAP`).
+    pub const fn capacity() -> usize {
+        CAP
+    }
+
+    /// Ask to make a call at `now`.
+    ///
+    /// - closed: always a permit for an ordinary call;
+    /// - open, before the open-until instant: refused ([`RejectReason::Open`], `retry_at` the
+    ///   open-until instant);
+    /// - open, at or after it: this call turns the breaker half-open and is its first probe;
+    /// - half-open: a probe permit while fewer than K probes are out, else refused
+    ///   ([`RejectReason::HalfOpenFull`], `retry_at = now + probe_timeout`).
+    pub fn try_acquire(&self, now: Nanos) -> Result<BreakerPermit, BreakerRejected> {
+        let counters = &self.hot.counters;
+        let mut raw = self.state.load(Ordering::Acquire);
+        loop {
+            let w = Word::unpack(raw);
+            match w.state {
+                OPEN => {
+                    let mark = self.mark.load(Ordering::Acquire);
+                    if !state::mark_is_for(mark, w.generation) {
+                        // The instant already belongs to a later generation: the state has
+                        // moved on since we loaded it.
+                        let again = self.state.load(Ordering::Acquire);
+                        if again != raw {
+                            raw = again;
+                            continue;
+                        }
+                        // Not reachable by the protocol (the instant is written before the
+                        // open state is published); refuse for one open duration rather
+                        // than spin.
+                        counters.rejected_open.incr();
+                        let until = now.saturating_add(self.config.open_duration_for(w.opens));
+                        return Err(BreakerRejected {
+                            reason: RejectReason::Open,
+                            retry_at: state::rounded_until(until),
+                        });
+                    }
+                    let until = state::decode_mark(mark);
+                    if now < until {
+                        counters.rejected_open.incr();
+                        return Err(BreakerRejected {
+                            reason: RejectReason::Open,
+                            retry_at: until,
+                        });
+                    }
+                    let next = Word {
+                        issued: 1,
+                        ..w.next(HALF_OPEN, w.opens)
+                    };
+                    match self.state.compare_exchange(
+                        raw,
+                        next.pack(),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => {
+                            counters.open_to_half_open.incr();
+                            counters.probes_admitted.incr();
+                            return Ok(BreakerPermit::probe(
+                                now,
+                                next.generation,
+                                self.config.probe_timeout,
+                            ));
+                        }
+                        Err(actual) => raw = actual,
+                    }
+                }
+                HALF_OPEN => {
+                    if w.issued >= self.probes {
+                        counters.rejected_half_open.incr();
+                        return Err(BreakerRejected {
+                            reason: RejectReason::HalfOpenFull,
+                            retry_at: now.saturating_add(self.config.probe_timeout),
+                        });
+                    }
+                    let next = Word {
+                        issued: w.issued + 1,
+                        ..w
+                    };
+                    match self.state.compare_exchange(
+                        raw,
+                        next.pack(),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => {
+                            counters.probes_admitted.incr();
+                            return Ok(BreakerPermit::probe(
+                                now,
+                                w.generation,
+                                self.config.probe_timeout,
+                            ));
+                        }
+                        Err(actual) => raw = actual,
+                    }
+                }
+                _ => return Ok(BreakerPermit::call(now, w.generation)),
+            }
+        }
+    }
+
+    /// [`CircuitBreaker::try_acquire`], returning a [`ScopedCall`] that reports a failure if
+    /// dropped without an outcome.
+    pub fn try_acquire_scoped(&self, now: Nanos) -> Result<ScopedCall<'_, CAP>, BreakerRejected> {
+        self.try_acquire(now).map(|p| ScopedCall::new(self, p))
+    }
+
+    /// The call made with `permit` succeeded; `now` is when it finished. A probe that
+    /// succeeded but was slow counts as a failed probe.
+    pub fn on_success(&self, permit: BreakerPermit, now: Nanos) -> OutcomeEffect {
+        self.finish(permit, now, false)
+    }
+
+    /// The call made with `permit` failed (by the caller's definition), or was abandoned;
+    /// `now` is when it finished or was given up on.
+    pub fn on_failure(&self, permit: BreakerPermit, now: Nanos) -> OutcomeEffect {
+        self.finish(permit, now, true)
+    }
+
+    /// Hand `permit` back without judging the dependency (the call never reached it, or its
+    /// result says nothing about the dependency's health). A probe's slot is given back.
+    pub fn on_ignore(&self, permit: BreakerPermit) {
+        self.hot.counters.ignored.incr();
+        if !permit.is_probe() {
+            return;
+        }
+        let mut raw = self.state.load(Ordering::Acquire);
+        loop {
+            let w = Word::unpack(raw);
+            if w.state != HALF_OPEN || w.generation != permit.generation() || w.issued == 0 {
+                return;
+            }
+            let next = Word {
+                issued: w.issued - 1,
+                ..w
+            };
+            match self
+                .state
+                .compare_exchange(raw, next.pack(), Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return,
+                Err(actual) => raw = actual,
+            }
+        }
+    }
+
+    /// The state as a caller would meet it at `now`: an open breaker whose open period has
+    /// ended reports [`BreakerState::HalfOpen`], since the next call will be a probe. Reading
+    /// never changes the state.
+    pub fn state(&self, now: Nanos) -> BreakerState {
+        match self.snapshot() {
+            (w, Some(until)) if w.state == OPEN && now >= until => BreakerState::HalfOpen,
+            (w, _) => BreakerState::from_code(w.state),
+        }
+    }
+
+    /// A snapshot of the state word and the open-until instant.
+    pub fn status(&self) -> BreakerStatus {
+        let (w, until) = self.snapshot();
+        BreakerStatus {
+            state: BreakerState::from_code(w.state),
+            generation: w.generation,
+            probes_issued: w.issued,
+            probes_passed: w.passed,
+            consecutive_opens: w.opens,
+            open_until: until.unwrap_or(Nanos::ZERO),
+        }
+    }
+
+    /// A consistent pair: the state word and, if it is open, that generation's open-until
+    /// instant. The instant is written before the open state is published, so a mismatch
+    /// means the state has moved on since it was loaded: load it again.
+    fn snapshot(&self) -> (Word, Option<Nanos>) {
+        let mut raw = self.state.load(Ordering::Acquire);
+        loop {
+            let w = Word::unpack(raw);
+            if w.state != OPEN {
+                return (w, None);
+            }
+            let mark = self.mark.load(Ordering::Acquire);
+            if state::mark_is_for(mark, w.generation) {
+                return (w, Some(state::decode_mark(mark)));
+            }
+            let again = self.state.load(Ordering::Acquire);
+            if again == raw {
+                // Not reachable by the protocol; report open without an instant.
+                return (w, None);
+            }
+            raw = again;
+        }
+    }
+
+    /// What the window holds, judged at `now` (the time window depends on it). Outside the
+    /// closed state the window is not in use and this returns all zeros.
+    pub fn window_counts(&self, now: Nanos) -> WindowCounts {
+        let w = Word::unpack(self.state.load(Ordering::Acquire));
+        if w.state != CLOSED {
+            return WindowCounts::default();
+        }
+        self.scan(w.generation, now)
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> CircuitBreakerStats {
+        let c = &self.hot.counters;
+        CircuitBreakerStats {
+            successes: c.successes.get(),
+            failures: c.failures.get(),
+            slow_calls: c.slow_calls.get(),
+            probes_admitted: c.probes_admitted.get(),
+            probe_successes: c.probe_successes.get(),
+            probe_failures: c.probe_failures.get(),
+            ignored: c.ignored.get(),
+            discarded: c.discarded.get(),
+            rejected_open: c.rejected_open.get(),
+            rejected_half_open: c.rejected_half_open.get(),
+            closed_to_open: c.closed_to_open.get(),
+            open_to_half_open: c.open_to_half_open.get(),
+            half_open_to_closed: c.half_open_to_closed.get(),
+            half_open_to_open: c.half_open_to_open.get(),
+        }
+    }
+
+    fn is_slow(&self, acquired_at: Nanos, now: Nanos) -> bool {
+        self.config.slow_call_duration != Nanos::MAX
+            && now.saturating_sub(acquired_at) >= self.config.slow_call_duration
+    }
+
+    fn finish(&self, permit: BreakerPermit, now: Nanos, failed: bool) -> OutcomeEffect {
+        let slow = self.is_slow(permit.acquired_at(), now);
+        if permit.is_probe() {
+            self.finish_probe(permit.generation(), now, failed || slow)
+        } else {
+            self.record(permit.generation(), now, failed, slow)
+        }
+    }
+
+    /// The slots (count window) or bucket cells (time window) in use.
+    fn window_cells(&self) -> &[AtomicU64] {
+        let used = match self.config.window_kind {
+            WindowKind::Count => self.config.window_size,
+            WindowKind::Time => self.config.window_buckets.saturating_mul(3),
+        };
+        let used = usize::try_from(used).unwrap_or(CAP).min(CAP);
+        self.cells.0.get(..used).unwrap_or(&[])
+    }
+
+    fn is_closed_in(&self, generation: u32) -> bool {
+        let w = Word::unpack(self.state.load(Ordering::Acquire));
+        w.state == CLOSED && w.generation == generation
+    }
+
+    fn scan(&self, generation: u32, now: Nanos) -> WindowCounts {
+        match self.config.window_kind {
+            WindowKind::Count => {
+                count_window::scan(self.window_cells(), count_window::tag_of(generation))
+            }
+            WindowKind::Time => time_window::scan(
+                self.window_cells(),
+                self.config.window_buckets,
+                now.0 / self.bucket_width,
+                time_window::epoch_of(generation),
+            ),
+        }
+    }
+
+    /// The trip condition: enough calls, and a rate at or above its threshold.
+    fn trips(&self, c: WindowCounts) -> bool {
+        if c.calls == 0 || c.calls < self.min_calls {
+            return false;
+        }
+        let calls = c.calls as f64;
+        c.failures as f64 / calls >= self.config.failure_rate_threshold
+            || c.slow as f64 / calls >= self.config.slow_call_rate_threshold
+    }
+
+    /// Record an ordinary outcome of `generation`.
+    fn record(&self, generation: u32, now: Nanos, failed: bool, slow: bool) -> OutcomeEffect {
+        let counters = &self.hot.counters;
+        if !self.is_closed_in(generation) {
+            counters.discarded.incr();
+            return OutcomeEffect::Discarded;
+        }
+        let evaluate = match self.config.window_kind {
+            WindowKind::Count => {
+                let tag = count_window::tag_of(generation);
+                let Some(pos) = count_window::claim(&self.hot.head, self.modulus, tag, || {
+                    self.is_closed_in(generation)
+                }) else {
+                    counters.discarded.incr();
+                    return OutcomeEffect::Discarded;
+                };
+                let n = self.config.window_size.max(1);
+                let index = usize::try_from(pos % n).unwrap_or(usize::MAX);
+                let bits = (if failed { count_window::FAILED } else { 0 })
+                    | (if slow { count_window::SLOW } else { 0 });
+                match self.cells.0.get(index) {
+                    Some(slot) => match count_window::write(slot, pos, self.modulus, tag, bits) {
+                        count_window::Written::Replaced { was_current } => {
+                            failed || slow || !was_current
+                        }
+                        count_window::Written::Superseded => false,
+                    },
+                    None => false,
+                }
+            }
+            WindowKind::Time => time_window::record(
+                self.window_cells(),
+                self.config.window_buckets,
+                now.0 / self.bucket_width,
+                time_window::epoch_of(generation),
+                failed,
+                slow,
+                self.min_calls,
+            ),
+        };
+        if failed {
+            counters.failures.incr();
+        } else {
+            counters.successes.incr();
+        }
+        if slow {
+            counters.slow_calls.incr();
+        }
+        if evaluate {
+            // Order this scan after every earlier evaluator's writes (see the module docs).
+            self.hot.eval.fetch_add(1, Ordering::AcqRel);
+            if self.trips(self.scan(generation, now)) && self.trip(generation, now) {
+                return OutcomeEffect::Opened;
+            }
+        }
+        OutcomeEffect::Counted
+    }
+
+    /// Open from closed `generation`; false if the breaker already left it.
+    fn trip(&self, generation: u32, now: Nanos) -> bool {
+        loop {
+            let mark = self.mark.load(Ordering::Acquire);
+            let raw = self.state.load(Ordering::Acquire);
+            let w = Word::unpack(raw);
+            if w.state != CLOSED || w.generation != generation {
+                return false;
+            }
+            if self.open_from(w, raw, mark, now) {
+                self.hot.counters.closed_to_open.incr();
+                return true;
+            }
+        }
+    }
+
+    /// One attempt to open from the observed word `raw` (= `w`). `mark` must have been loaded
+    /// before `raw`. Returns whether this call published the open state.
+    fn open_from(&self, w: Word, raw: u64, mark: u64, now: Nanos) -> bool {
+        let target = w.generation.wrapping_add(1);
+        let opens = w.opens.saturating_add(1).min(MAX_OPENS);
+        if !state::mark_is_for(mark, target) {
+            let until = now.saturating_add(self.config.open_duration_for(opens));
+            if self
+                .mark
+                .compare_exchange(
+                    mark,
+                    state::encode_mark(target, until),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_err()
+            {
+                return false;
+            }
+        }
+        self.state
+            .compare_exchange(
+                raw,
+                w.next(OPEN, opens).pack(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
+    /// Judge a probe of half-open `generation`.
+    fn finish_probe(&self, generation: u32, now: Nanos, failed: bool) -> OutcomeEffect {
+        let counters = &self.hot.counters;
+        loop {
+            let mark = self.mark.load(Ordering::Acquire);
+            let raw = self.state.load(Ordering::Acquire);
+            let w = Word::unpack(raw);
+            if w.state != HALF_OPEN || w.generation != generation {
+                counters.discarded.incr();
+                return OutcomeEffect::Discarded;
+            }
+            if failed {
+                if self.open_from(w, raw, mark, now) {
+                    counters.probe_failures.incr();
+                    counters.half_open_to_open.incr();
+                    return OutcomeEffect::Reopened;
+                }
+                continue;
+            }
+            let passed = w.passed.saturating_add(1);
+            let (next, effect) = if passed >= self.probes {
+                if self.config.window_kind == WindowKind::Time {
+                    // No ordinary outcome is counted while half-open, so emptying the
+                    // buckets here, before the close is published, starts the next closed
+                    // generation from an empty window.
+                    time_window::clear(self.window_cells());
+                }
+                (w.next(CLOSED, 0), OutcomeEffect::Closed)
+            } else {
+                (Word { passed, ..w }, OutcomeEffect::ProbePassed)
+            };
+            if self
+                .state
+                .compare_exchange(raw, next.pack(), Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                counters.probe_successes.incr();
+                if effect == OutcomeEffect::Closed {
+                    counters.half_open_to_closed.incr();
+                }
+                return effect;
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Nanos {
+        Nanos::from_millis(v)
+    }
+
+    fn c6() -> CircuitBreaker {
+        CircuitBreaker::new(CircuitBreakerConfig::seed_c6()).unwrap()
+    }
+
+    fn fail(b: &CircuitBreaker, t: Nanos) -> OutcomeEffect {
+        let p = b.try_acquire(t).unwrap();
+        b.on_failure(p, t)
+    }
+
+    fn succeed(b: &CircuitBreaker, t: Nanos) -> OutcomeEffect {
+        let p = b.try_acquire(t).unwrap();
+        b.on_success(p, t)
+    }
+
+    #[test]
+    fn trips_only_when_full() {
+        let b = c6();
+        for i in 0..19 {
+            assert_eq!(fail(&b, ms(i)), OutcomeEffect::Counted);
+        }
+        assert_eq!(b.state(ms(19)), BreakerState::Closed);
+        assert_eq!(fail(&b, ms(19)), OutcomeEffect::Opened);
+        let st = b.status();
+        assert_eq!(st.state, BreakerState::Open);
+        assert_eq!(st.generation, 1);
+        assert_eq!(st.open_until, ms(5_019));
+        assert_eq!(st.consecutive_opens, 1);
+    }
+
+    #[test]
+    fn half_open_admits_k_and_closes() {
+        let b = c6();
+        for i in 0..20 {
+            let _ = fail(&b, ms(i));
+        }
+        assert_eq!(b.state(ms(5_018)), BreakerState::Open);
+        assert_eq!(b.state(ms(5_019)), BreakerState::HalfOpen);
+        let p: [BreakerPermit; 3] = core::array::from_fn(|_| b.try_acquire(ms(5_019)).unwrap());
+        let r = b.try_acquire(ms(5_020)).unwrap_err();
+        assert_eq!(r.reason, RejectReason::HalfOpenFull);
+        assert_eq!(r.retry_at, ms(5_120));
+        assert_eq!(r.retry_after(ms(5_020)), ms(100));
+        let [a, bb, c] = p;
+        assert_eq!(b.on_success(a, ms(5_030)), OutcomeEffect::ProbePassed);
+        assert_eq!(b.on_success(bb, ms(5_030)), OutcomeEffect::ProbePassed);
+        assert_eq!(b.on_success(c, ms(5_030)), OutcomeEffect::Closed);
+        assert_eq!(b.window_counts(ms(5_030)), WindowCounts::default());
+        assert_eq!(b.status().consecutive_opens, 0);
+        let s = b.stats();
+        assert_eq!(
+            (s.closed_to_open, s.open_to_half_open, s.half_open_to_closed),
+            (1, 1, 1)
+        );
+        assert_eq!(
+            (s.probes_admitted, s.probe_successes, s.rejected_half_open),
+            (3, 3, 1)
+        );
+    }
+
+    #[test]
+    fn stale_outcomes_are_discarded() {
+        let b = c6();
+        let old = b.try_acquire(ms(0)).unwrap();
+        for i in 0..20 {
+            let _ = fail(&b, ms(i));
+        }
+        assert_eq!(b.on_success(old, ms(30)), OutcomeEffect::Discarded);
+        assert_eq!(b.stats().discarded, 1);
+    }
+
+    #[test]
+    fn ignore_returns_a_probe_slot() {
+        let b = CircuitBreaker::<128>::new(CircuitBreakerConfig {
+            half_open_probes: 1,
+            ..CircuitBreakerConfig::seed_c6()
+        })
+        .unwrap();
+        for i in 0..20 {
+            let p = b.try_acquire(ms(i)).unwrap();
+            let _ = b.on_failure(p, ms(i));
+        }
+        let p = b.try_acquire(ms(6_000)).unwrap();
+        assert!(b.try_acquire(ms(6_000)).is_err());
+        b.on_ignore(p);
+        let p = b.try_acquire(ms(6_001)).unwrap();
+        assert_eq!(b.on_success(p, ms(6_002)), OutcomeEffect::Closed);
+    }
+
+    #[test]
+    fn slow_calls_count_whatever_the_result() {
+        let b = CircuitBreaker::<128>::new(CircuitBreakerConfig {
+            window_size: 4,
+            slow_call_duration: ms(100),
+            slow_call_rate_threshold: 0.5,
+            failure_rate_threshold: 1.0,
+            ..CircuitBreakerConfig::default()
+        })
+        .unwrap();
+        let p = b.try_acquire(ms(0)).unwrap();
+        assert_eq!(b.on_failure(p, ms(100)), OutcomeEffect::Counted); // slow failure
+        let p = b.try_acquire(ms(0)).unwrap();
+        assert_eq!(b.on_success(p, ms(99)), OutcomeEffect::Counted); // fast
+        let p = b.try_acquire(ms(0)).unwrap();
+        assert_eq!(b.on_success(p, ms(99)), OutcomeEffect::Counted);
+        let w = b.window_counts(ms(200));
+        assert_eq!((w.calls, w.failures, w.slow), (3, 1, 1));
+        let p = b.try_acquire(ms(0)).unwrap();
+        assert_eq!(b.on_success(p, ms(150)), OutcomeEffect::Opened); // 2 of 4 slow
+        assert_eq!(b.stats().slow_calls, 2);
+    }
+
+    #[test]
+    fn fast_successes_do_not_scan_a_full_window() {
+        let b = c6();
+        for i in 0..20 {
+            let _ = succeed(&b, ms(i));
+        }
+        let before = b.hot.eval.load(Ordering::Relaxed);
+        for i in 0..50 {
+            let _ = succeed(&b, ms(20 + i));
+        }
+        assert_eq!(b.hot.eval.load(Ordering::Relaxed), before);
+        let _ = fail(&b, ms(100));
+        assert_eq!(b.hot.eval.load(Ordering::Relaxed), before + 1);
+    }
+
+    #[test]
+    fn scoped_call_reports_failure_on_drop() {
+        let b = c6();
+        {
+            let _call = b.try_acquire_scoped(ms(0)).unwrap();
+        }
+        assert_eq!(b.window_counts(ms(0)).failures, 1);
+        let call = b.try_acquire_scoped(ms(1)).unwrap();
+        assert!(!call.permit().unwrap().is_probe());
+        assert_eq!(call.success(ms(2)), OutcomeEffect::Counted);
+        b.try_acquire_scoped(ms(3)).unwrap().ignore();
+        let s = b.stats();
+        assert_eq!((s.failures, s.successes, s.ignored), (1, 1, 1));
+    }
+}

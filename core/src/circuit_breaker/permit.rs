@@ -1,0 +1,270 @@
+//! What [`super::CircuitBreaker::try_acquire`] hands out and what reporting an outcome
+//! returns: [`BreakerPermit`], [`BreakerRejected`], [`OutcomeEffect`], and the scoped
+//! [`ScopedCall`] for Rust callers.
+
+use core::fmt;
+
+use super::CircuitBreaker;
+use crate::time::Nanos;
+
+/// Whether a permit is for an ordinary call or a half-open probe.
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PermitKind {
+    /// An ordinary call while the breaker is closed; its outcome goes into the window.
+    Call = 0,
+    /// A half-open probe; its outcome decides whether the breaker closes or re-opens.
+    Probe = 1,
+}
+
+impl PermitKind {
+    /// Stable snake_case name (`"call"`, `"probe"`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PermitKind::Call => "call",
+            PermitKind::Probe => "probe",
+        }
+    }
+}
+
+/// Permission to make one call, to be handed back exactly once with
+/// [`CircuitBreaker::on_success`], [`CircuitBreaker::on_failure`] or
+/// [`CircuitBreaker::on_ignore`].
+///
+/// It is a plain owned value (no borrow of the breaker, not `Clone`, not `Copy`), so it can be
+/// kept across events, moved between threads or held by a binding, and returned once. It
+/// carries everything the breaker needs to judge the outcome: when it was acquired (the
+/// call's duration, for slow-call detection, is `now - acquired_at`), whether it is a probe
+/// and the probe's timeout, and the generation of the breaker it was issued in. An outcome
+/// reported after the breaker has moved to another generation is discarded.
+///
+/// A probe whose caller gives up on it (timeout, cancellation, crash of the request) must be
+/// reported with `on_failure`: a probe that is never reported keeps its half-open slot
+/// forever. `on_ignore` gives the slot back without judging the dependency (use it when the
+/// call never reached the dependency).
+#[repr(C)]
+#[must_use = "a permit must be handed back with on_success, on_failure or on_ignore"]
+#[derive(Debug, PartialEq, Eq)]
+pub struct BreakerPermit {
+    acquired_at: Nanos,
+    probe_timeout: Nanos,
+    generation: u32,
+    kind: PermitKind,
+}
+
+impl BreakerPermit {
+    pub(crate) const fn call(acquired_at: Nanos, generation: u32) -> Self {
+        BreakerPermit {
+            acquired_at,
+            probe_timeout: Nanos::ZERO,
+            generation,
+            kind: PermitKind::Call,
+        }
+    }
+
+    pub(crate) const fn probe(acquired_at: Nanos, generation: u32, timeout: Nanos) -> Self {
+        BreakerPermit {
+            acquired_at,
+            probe_timeout: timeout,
+            generation,
+            kind: PermitKind::Probe,
+        }
+    }
+
+    /// The `now` passed to `try_acquire`.
+    pub const fn acquired_at(&self) -> Nanos {
+        self.acquired_at
+    }
+
+    /// The breaker generation the permit was issued in (wraps at 2^32 transitions).
+    pub const fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// Ordinary call or probe.
+    pub const fn kind(&self) -> PermitKind {
+        self.kind
+    }
+
+    /// Whether this is a half-open probe.
+    pub const fn is_probe(&self) -> bool {
+        matches!(self.kind, PermitKind::Probe)
+    }
+
+    /// The timeout a probe must use (`None` for an ordinary call: use your own timeout).
+    pub const fn probe_timeout(&self) -> Option<Nanos> {
+        match self.kind {
+            PermitKind::Probe => Some(self.probe_timeout),
+            PermitKind::Call => None,
+        }
+    }
+
+    /// The instant by which a probe must have been reported: `acquired_at + probe_timeout`
+    /// (saturating). `None` for an ordinary call.
+    pub const fn probe_deadline(&self) -> Option<Nanos> {
+        match self.kind {
+            PermitKind::Probe => Some(self.acquired_at.saturating_add(self.probe_timeout)),
+            PermitKind::Call => None,
+        }
+    }
+}
+
+/// Why a call was refused.
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RejectReason {
+    /// The breaker is open.
+    Open = 0,
+    /// The breaker is half-open and every probe slot is taken.
+    HalfOpenFull = 1,
+}
+
+impl RejectReason {
+    /// Stable snake_case name (`"open"`, `"half_open_full"`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RejectReason::Open => "open",
+            RejectReason::HalfOpenFull => "half_open_full",
+        }
+    }
+}
+
+/// A refused call: why, and the earliest instant at which trying again could help.
+///
+/// - [`RejectReason::Open`]: `retry_at` is the open-until instant, when the next call will be
+///   let through as a probe.
+/// - [`RejectReason::HalfOpenFull`]: `retry_at` is `now + probe_timeout`: by then every probe
+///   already out has either been reported or is overdue (its caller must report it as failed).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BreakerRejected {
+    /// Why the call was refused.
+    pub reason: RejectReason,
+    /// When a retry could be useful (an instant, on the same clock as `now`).
+    pub retry_at: Nanos,
+}
+
+impl BreakerRejected {
+    /// How long from `now` until [`BreakerRejected::retry_at`] (zero if already past), e.g.
+    /// for a `Retry-After` header.
+    pub const fn retry_after(&self, now: Nanos) -> Nanos {
+        self.retry_at.saturating_sub(now)
+    }
+}
+
+impl fmt::Display for BreakerRejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.reason {
+            RejectReason::Open => write!(f, "circuit breaker open until {}", self.retry_at),
+            RejectReason::HalfOpenFull => write!(
+                f,
+                "circuit breaker half-open and all probes taken; retry at {}",
+                self.retry_at
+            ),
+        }
+    }
+}
+
+impl core::error::Error for BreakerRejected {}
+
+/// What reporting an outcome did.
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OutcomeEffect {
+    /// An ordinary outcome went into the window; the breaker stays closed.
+    Counted = 0,
+    /// An ordinary outcome went into the window and this report opened the breaker.
+    Opened = 1,
+    /// A probe succeeded; the breaker stays half-open, waiting for the other probes.
+    ProbePassed = 2,
+    /// The last probe succeeded and this report closed the breaker (with a cleared window).
+    Closed = 3,
+    /// A probe failed (or was slow) and this report re-opened the breaker.
+    Reopened = 4,
+    /// Not counted: the breaker is no longer in the state and generation the permit was
+    /// issued in (it opened, closed or re-opened since).
+    Discarded = 5,
+}
+
+impl OutcomeEffect {
+    /// Stable snake_case name (`"counted"`, `"opened"`, `"probe_passed"`, `"closed"`,
+    /// `"reopened"`, `"discarded"`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OutcomeEffect::Counted => "counted",
+            OutcomeEffect::Opened => "opened",
+            OutcomeEffect::ProbePassed => "probe_passed",
+            OutcomeEffect::Closed => "closed",
+            OutcomeEffect::Reopened => "reopened",
+            OutcomeEffect::Discarded => "discarded",
+        }
+    }
+
+    /// Whether this report made the breaker change state.
+    pub const fn is_transition(self) -> bool {
+        matches!(
+            self,
+            OutcomeEffect::Opened | OutcomeEffect::Closed | OutcomeEffect::Reopened
+        )
+    }
+}
+
+/// A permit tied to its breaker, for Rust code that runs the call in one scope.
+///
+/// Report the outcome with [`ScopedCall::success`], [`ScopedCall::failure`] or
+/// [`ScopedCall::ignore`]. Dropping it without a report (an early return, a `?`, a panic
+/// unwinding, a cancelled future) reports a **failure** with a duration of zero (so it is
+/// never also counted as slow): an abandoned call is a failed call, and an abandoned probe
+/// must not keep its slot.
+#[derive(Debug)]
+#[must_use = "dropping a ScopedCall reports a failure"]
+pub struct ScopedCall<'a, const CAP: usize> {
+    breaker: &'a CircuitBreaker<CAP>,
+    permit: Option<BreakerPermit>,
+}
+
+impl<'a, const CAP: usize> ScopedCall<'a, CAP> {
+    pub(crate) fn new(breaker: &'a CircuitBreaker<CAP>, permit: BreakerPermit) -> Self {
+        ScopedCall {
+            breaker,
+            permit: Some(permit),
+        }
+    }
+
+    /// The permit (kind, probe timeout, acquisition time).
+    pub fn permit(&self) -> Option<&BreakerPermit> {
+        self.permit.as_ref()
+    }
+
+    /// Report success at `now`.
+    pub fn success(mut self, now: Nanos) -> OutcomeEffect {
+        match self.permit.take() {
+            Some(p) => self.breaker.on_success(p, now),
+            None => OutcomeEffect::Discarded,
+        }
+    }
+
+    /// Report failure at `now`.
+    pub fn failure(mut self, now: Nanos) -> OutcomeEffect {
+        match self.permit.take() {
+            Some(p) => self.breaker.on_failure(p, now),
+            None => OutcomeEffect::Discarded,
+        }
+    }
+
+    /// Hand the permit back without an outcome.
+    pub fn ignore(mut self) {
+        if let Some(p) = self.permit.take() {
+            self.breaker.on_ignore(p);
+        }
+    }
+}
+
+impl<const CAP: usize> Drop for ScopedCall<'_, CAP> {
+    fn drop(&mut self) {
+        if let Some(p) = self.permit.take() {
+            let at = p.acquired_at();
+            self.breaker.on_failure(p, at);
+        }
+    }
+}
