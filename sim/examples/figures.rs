@@ -253,7 +253,7 @@ fn main() {
     row(
         "C1 recovered at",
         "20:00:20",
-        probe!(r, s, { r.get("C1", s, None).map_or("-".into(), rec) }),
+        probe!(r, s, r.get("C1", s, None).map_or("-".into(), rec)),
         r,
     );
     for (setting, want) in [
@@ -516,7 +516,7 @@ fn main() {
     row(
         "C8 recovered at",
         "20:00:21",
-        probe!(r, s, { r.get("C8", s, None).map_or("-".into(), rec) }),
+        probe!(r, s, r.get("C8", s, None).map_or("-".into(), rec)),
         r,
     );
     row(
