@@ -15,7 +15,7 @@ use crate::error::SimError;
 use crate::topology::DisciplineSpec;
 
 /// Slots of a disciplined queue (its capacity): a push beyond this many waiters is refused.
-pub const DISCIPLINE_SLOTS: usize = 4096;
+pub const DISCIPLINE_SLOTS: usize = 1024;
 
 /// Why the queue dropped a waiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
