@@ -664,3 +664,191 @@ fn c8_reserve_timeouts_22_and_23_percent() {
         assert_rate(&format!("seed {seed} C8 reserve timeouts"), share, want);
     }
 }
+
+// ------------------------------------------- side rows: what the seed says without numbers
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn thirteen_a_eight_instances_keep_retries_near_ten_percent() {
+    // Part 5, 13a: the bucket earns per request, so the fleet's retries stay near 10 % of
+    // traffic however many instances share it.
+    for seed in SEEDS {
+        let x = hiccup_mean(&preset("13a", seed), "stock_calls") / 1260.0;
+        assert_rate(&format!("seed {seed} 13a ×"), x, 1.1);
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn replay_h_hedging_cuts_the_tail_retries_cannot() {
+    // Part 5: with stalls of 250 ms on 1 % of calls, a 60 ms timeout plus a retry caps the
+    // tail near the timeout, and hedging after the P95 cuts it further for a few percent
+    // more load; P99 of the first row sits on the stalled 1 % and swings by seed.
+    for seed in SEEDS {
+        let p = |s: &str, q: &str| {
+            preset(s, seed)
+                .summary_value(&format!("stock_latency_ms.{q}"))
+                .and_then(|v| v.as_f64())
+                .unwrap()
+        };
+        assert!(p("H-none", "p999") > 240.0, "seed {seed}");
+        let retry = p("H-retry", "p999");
+        assert!(retry > 60.0 && retry < 130.0, "seed {seed}: {retry}");
+        let hedge = p("H-hedge", "p999");
+        assert!(
+            hedge < retry / 2.0,
+            "seed {seed}: hedge {hedge} retry {retry}"
+        );
+        let extra = preset("H-hedge", seed)
+            .summary_value("extra_load")
+            .and_then(|v| v.as_f64())
+            .unwrap();
+        assert!(
+            extra > 0.0 && extra < 0.10,
+            "seed {seed}: extra load {extra}"
+        );
+    }
+    let swing: Vec<f64> = SEEDS
+        .iter()
+        .map(|s| {
+            preset("H-none", *s)
+                .summary_value("stock_latency_ms.p99")
+                .and_then(|v| v.as_f64())
+                .unwrap()
+        })
+        .collect();
+    assert!(
+        (swing[0] - swing[1]).abs() > 50.0,
+        "P99 of the first row should swing: {swing:?}"
+    );
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn replay_p_stable_offsets_keep_reads_flat() {
+    // Part 4: every agent at :00 queues 10,000 reads at once (served at the 740 a second
+    // to spare for over 13 s); stable offsets spread them over the minute.
+    for seed in SEEDS {
+        let peak = |s: &str| {
+            let r = preset(s, seed);
+            let c = r.column("reads_served").unwrap().to_vec();
+            c.into_iter().fold(0.0, f64::max)
+        };
+        assert!((peak("P-sync") - 740.0).abs() <= 1.0, "seed {seed}");
+        assert!(
+            peak("P-offset") < 740.0 * 0.6,
+            "seed {seed}: {}",
+            peak("P-offset")
+        );
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn caps_of_40_and_60_differ_by_littles_law() {
+    // Part 8: on C0, caps of 40 and 60 per instance give different outcomes. 160 calls in
+    // flight, each allowed 1 s, stay under the 200 a second the slow database finishes, so
+    // stock keeps up; 240 do not, and its backlog turns every call stale.
+    for seed in SEEDS {
+        let c40 = preset("cap40", seed);
+        let c60 = preset("cap60", seed);
+        assert!(hiccup_mean(&c40, "goodput_cart") > 100.0, "seed {seed}");
+        assert!(hiccup_mean(&c60, "goodput_cart") < 5.0, "seed {seed}");
+        assert!(hiccup_mean(&c40, "db_stale") < 10.0 && hiccup_mean(&c60, "db_stale") > 150.0);
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn bulkhead_before_breakers_starves_reserves() {
+    // Part 8 (C5-cap12) and Part 7 (d): one gate shared by views and reserves, with no
+    // breaker to stop the views, refuses reserves: checkouts fall. Breakers or not, with
+    // the budget checkouts are about the same (judged over five seeds).
+    let over = |s: &str| {
+        (1..=5)
+            .map(|k| hiccup_mean(&preset(s, k), "goodput_checkout"))
+            .sum::<f64>()
+            / 5.0
+    };
+    let budget = over("bvb-budget");
+    let breaker = over("bvb-breaker");
+    let bulkhead = over("bvb-bulkhead");
+    assert!(
+        close(breaker, budget, 0.15),
+        "budget {budget:.1} breaker {breaker:.1}"
+    );
+    assert!(
+        bulkhead < 0.85 * budget,
+        "bulkhead {bulkhead:.1} budget {budget:.1}"
+    );
+    for seed in SEEDS {
+        let c5 = hiccup_mean(&preset("C5", seed), "goodput_checkout");
+        let cap = hiccup_mean(&preset("C5-cap12", seed), "goodput_checkout");
+        assert!(cap < 0.85 * c5, "seed {seed}: C5-cap12 {cap:.1} C5 {c5:.1}");
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn losing_a_zone_still_serves_every_checkout_the_database_can() {
+    // Part 11: at most 80 calls are ever inside stock, so 64 workers are enough; with the
+    // admission limits halved too, views are degraded and checkouts still go through.
+    for seed in SEEDS {
+        let c8 = hiccup_mean(&preset("C8", seed), "goodput_checkout");
+        for s in ["AZ", "AZ-halved"] {
+            let r = preset(s, seed);
+            let checkouts = hiccup_mean(&r, "goodput_checkout");
+            assert!(
+                checkouts >= 0.85 * c8,
+                "{s} seed {seed}: {checkouts:.1} vs C8 {c8:.1}"
+            );
+            assert_rate(
+                &format!("{s} seed {seed} degraded carts"),
+                hiccup_mean(&r, "degraded_cart"),
+                1190.0,
+            );
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn operator_actions_flush_gets_out_shedding_alone_does_not() {
+    // Part 10: shedding new arrivals brings load below capacity but keeps the stale
+    // backlog; flushing throws the backlog away, and the load then (usually) fits.
+    for seed in SEEDS {
+        let shed = preset("ops-shed", seed);
+        let flush = preset("ops-flush", seed);
+        assert_eq!(recovered(&shed), None, "seed {seed}");
+        assert!(
+            mean(&shed, "goodput", "20:02:30", "20:04:00") < 100.0,
+            "seed {seed}"
+        );
+        assert_time(
+            &format!("seed {seed} flush"),
+            recovered(&flush).as_deref(),
+            "20:02:00",
+        );
+    }
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
+fn seventeen_y_no_retries_drains_after_the_trigger() {
+    // Part 6/10, 17y: with no retries anywhere arrivals (2,060/s) are below what can be
+    // finished (3,270/s), so the backlog drains, but only after the trigger ended: goodput
+    // stays down past 20:00:20 and comes back later.
+    for seed in SEEDS {
+        let r = preset("17y", seed);
+        let rec = recovered(&r).expect("17y recovers");
+        let t = guards_sim::topology::clock::parse(&rec).unwrap();
+        assert!(
+            t > guards_sim::topology::clock::hms(20, 0, 21),
+            "seed {seed}: {rec}"
+        );
+        assert!(
+            gauge_at(&r, "shopapi_queue", "20:00:20") > 10_000.0,
+            "seed {seed}"
+        );
+    }
+}

@@ -162,14 +162,89 @@ pub fn basketly<S: AsRef<str>>(
 
 /// Run a configuration with `seed`.
 pub fn run(config: &Config, seed: u64) -> Result<SimResult, SimError> {
-    let topo = config.topology()?;
-    let mut sim = Sim::new(topo, seed)?;
-    sim.set_label(&config.name);
-    sim.advance(config.until);
-    let mut r = sim.result();
-    add_series(&mut r);
-    add_summary(&mut r, config);
-    Ok(r)
+    let mut run = Run::from_config(config, seed)?;
+    run.advance(config.until);
+    Ok(run.finish())
+}
+
+/// A Basketly run that can be advanced in steps (for a progress bar) and then finished.
+///
+/// # Examples
+/// ```
+/// use guards_sim::basketly::Run;
+/// let mut run = Run::new("C8", 1, Some("20:00:02"), &[] as &[&str]).unwrap();
+/// while run.progress() < 1.0 {
+///     let next = run.now().saturating_add(guards_core::Nanos::from_secs(5));
+///     run.advance(next);
+/// }
+/// let result = run.finish();
+/// assert_eq!(result.len(), 17);
+/// ```
+#[derive(Debug)]
+pub struct Run {
+    sim: Sim,
+    config: Config,
+}
+
+impl Run {
+    /// Prepare preset `setting` with `seed`, optional end time and overrides.
+    pub fn new<S: AsRef<str>>(
+        setting: &str,
+        seed: u64,
+        until: Option<&str>,
+        overrides: &[S],
+    ) -> Result<Run, SimError> {
+        let mut c = Config::with_overrides(setting, overrides)?;
+        if let Some(u) = until {
+            c.set("until", u)?;
+        }
+        Run::from_config(&c, seed)
+    }
+
+    /// Prepare a configuration with `seed`.
+    pub fn from_config(config: &Config, seed: u64) -> Result<Run, SimError> {
+        let topo = config.topology()?;
+        let mut sim = Sim::new(topo, seed)?;
+        sim.set_label(&config.name);
+        Ok(Run {
+            sim,
+            config: config.clone(),
+        })
+    }
+
+    /// The configuration being run.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Current virtual time.
+    pub fn now(&self) -> Nanos {
+        self.sim.now()
+    }
+
+    /// Run every event before `to` (never past the configuration's end).
+    pub fn advance(&mut self, to: Nanos) {
+        self.sim.advance(to.min(self.config.until));
+    }
+
+    /// Fraction of the run done, 0.0 to 1.0.
+    pub fn progress(&self) -> f64 {
+        let total = self.config.until.saturating_sub(self.config.start).as_u64();
+        if total == 0 {
+            return 1.0;
+        }
+        let done = self.sim.now().saturating_sub(self.config.start).as_u64();
+        (done as f64 / total as f64).min(1.0)
+    }
+
+    /// Run to the end and return the result with the issue's columns and summary.
+    pub fn finish(mut self) -> SimResult {
+        self.sim.advance(self.config.until);
+        let mut r = self.sim.result();
+        add_series(&mut r);
+        add_summary(&mut r, &self.config);
+        r
+    }
 }
 
 fn add_series(r: &mut SimResult) {

@@ -693,6 +693,9 @@ fn build_instance(t: &Topology, svc: usize) -> Result<Instance, SimError> {
     })
 }
 
+/// The largest Poisson arrival rate accepted (per second).
+const MAX_RATE: f64 = 1e8;
+
 /// Check every index and number in a topology.
 fn validate(t: &Topology) -> Result<(), SimError> {
     if t.interval.is_zero() {
@@ -813,9 +816,9 @@ fn validate(t: &Topology) -> Result<(), SimError> {
         }
         match en.arrivals {
             Arrivals::Poisson { rate } => {
-                if !(rate.is_finite() && rate >= 0.0) {
+                if !(rate.is_finite() && (0.0..=MAX_RATE).contains(&rate)) {
                     return Err(SimError::topology(format!(
-                        "entry {}: rate must be finite and >= 0",
+                        "entry {}: rate must be in 0..=1e8 per second",
                         en.name
                     )));
                 }
