@@ -258,6 +258,26 @@ fn inconsistent_topologies_are_refused() {
     let mut t = mm2();
     t.interval = Nanos::ZERO;
     assert!(matches!(Sim::new(t, 1), Err(SimError::Topology { .. })));
+    // A service that calls itself.
+    let mut t = mm2();
+    let mut back = t.edges[0].clone();
+    back.name = "server->server".into();
+    back.from = 1;
+    t.edges.push(back);
+    t.services[1].ops[0].steps.push(Step::Call(1));
+    let e = Sim::new(t, 1).unwrap_err();
+    assert!(e.to_string().contains("cycle"), "{e}");
+    // An operation calling over an edge that leaves another service.
+    let mut t = mm2();
+    t.services[1].ops[0].steps.push(Step::Call(0));
+    assert!(matches!(Sim::new(t, 1), Err(SimError::Topology { .. })));
+    // A guard setting guards-core refuses comes back as a typed guard error.
+    let mut t = mm2();
+    t.edges[0].policy.attempts = 1000;
+    assert!(
+        matches!(Sim::new(t, 1), Err(SimError::Guard { .. })),
+        "attempts 1000"
+    );
 }
 
 #[test]

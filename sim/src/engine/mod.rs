@@ -326,9 +326,9 @@ impl Sim {
                             Offsets::Stable => crate::guards::stable_offset(a, period).as_u64(),
                         };
                         // First time >= start that is `off` past a multiple of the period.
-                        let base = start.as_u64() / p * p + off;
+                        let base = (start.as_u64() / p * p).saturating_add(off);
                         let first = if base < start.as_u64() {
-                            base + p
+                            base.saturating_add(p)
                         } else {
                             base
                         };
@@ -704,7 +704,7 @@ fn validate(t: &Topology) -> Result<(), SimError> {
     if t.services.len() >= u32::MAX as usize || t.edges.len() >= u32::MAX as usize {
         return Err(SimError::topology("too many services or edges"));
     }
-    for s in &t.services {
+    for (si, s) in t.services.iter().enumerate() {
         if s.instances == 0 {
             return Err(SimError::topology(format!(
                 "service {}: no instances",
@@ -738,7 +738,7 @@ fn validate(t: &Topology) -> Result<(), SimError> {
                         let edge = t.edges.get(*e).ok_or_else(|| {
                             SimError::topology(format!("{}.{}: no edge {e}", s.name, op.name))
                         })?;
-                        if t.services.get(edge.from).map(|f| &f.name) != Some(&s.name) {
+                        if edge.from != si {
                             return Err(SimError::topology(format!(
                                 "{}.{}: edge {} does not leave {}",
                                 s.name, op.name, edge.name, s.name
@@ -797,6 +797,14 @@ fn validate(t: &Topology) -> Result<(), SimError> {
             }
         }
     }
+    // Calls are delivered at once, by direct calls: a cycle of services calling each
+    // other would nest without bound.
+    let mut state = vec![0u8; t.services.len()]; // 0 new, 1 on the path, 2 done
+    for v in 0..t.services.len() {
+        if state[v] == 0 {
+            visit(t, v, &mut state)?;
+        }
+    }
     for en in &t.entries {
         let s = t
             .services
@@ -848,6 +856,25 @@ fn validate(t: &Topology) -> Result<(), SimError> {
             return Err(SimError::topology(format!("timed action on service {svc}")));
         }
     }
+    Ok(())
+}
+
+/// Depth-first search for a cycle of calls through service `v`.
+fn visit(t: &Topology, v: usize, state: &mut [u8]) -> Result<(), SimError> {
+    state[v] = 1;
+    for e in t.edges.iter().filter(|e| e.from == v) {
+        match state[e.to] {
+            1 => {
+                return Err(SimError::topology(format!(
+                    "edge {} closes a cycle of calls back to service {}",
+                    e.name, t.services[e.to].name
+                )))
+            }
+            0 => visit(t, e.to, state)?,
+            _ => {}
+        }
+    }
+    state[v] = 2;
     Ok(())
 }
 
