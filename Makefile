@@ -31,8 +31,10 @@ clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 test-rust:
-	$(CARGO) test --workspace
+	$(CARGO) test
 	$(CARGO) test -p guards-core --benches
+	# the simulator's figure tests (seed.md's C0-C8 figures) run in release only
+	$(CARGO) test -p guards-sim --release
 
 test-loom:
 	@for f in core/tests/loom_*.rs; do \
