@@ -1,0 +1,5 @@
+"""Placeholder: the Pythonic layer (py-layer) provides this module."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

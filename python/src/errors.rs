@@ -1,0 +1,206 @@
+//! The exceptions of `guards`: one base for every refusal, one per kind of refusal, and
+//! `ConfigError` for configuration that core rejects.
+//!
+//! Every refusal exception carries `reason` (a snake_case string, or `None`) and
+//! `retry_after` (seconds as a float, or `None`) with its exact twin `retry_after_ns`.
+//! They are class attributes defaulting to `None`, so an exception raised from Python
+//! (`raise guards.BreakerOpen("...")`) has them too.
+
+use guards_core::{ConfigError as CoreConfigError, Nanos};
+use pyo3::exceptions::{PyException, PyTimeoutError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
+
+pyo3::create_exception!(
+    guards,
+    GuardError,
+    PyException,
+    "Base of every refusal by a guard. Attributes: `reason` (str or None), `retry_after` \
+     (seconds or None) and `retry_after_ns` (int or None)."
+);
+pyo3::create_exception!(
+    guards,
+    BreakerOpen,
+    GuardError,
+    "The circuit breaker refused the call."
+);
+pyo3::create_exception!(
+    guards,
+    BulkheadFull,
+    GuardError,
+    "Every bulkhead slot is taken."
+);
+pyo3::create_exception!(
+    guards,
+    BudgetExhausted,
+    GuardError,
+    "The retry budget has no token for this retry."
+);
+pyo3::create_exception!(
+    guards,
+    LimitExceeded,
+    GuardError,
+    "The concurrency limit is reached."
+);
+pyo3::create_exception!(
+    guards,
+    AdmissionRejected,
+    GuardError,
+    "Admission control shed the request."
+);
+pyo3::create_exception!(guards, QueueFull, GuardError, "The wait queue is full.");
+pyo3::create_exception!(
+    guards,
+    Throttled,
+    GuardError,
+    "The adaptive throttle rejected the request locally."
+);
+pyo3::create_exception!(
+    guards,
+    RetriesExhausted,
+    GuardError,
+    "Every attempt failed (or no further attempt was allowed). `attempts` is how many were \
+     made; the last attempt's exception is `__cause__`."
+);
+pyo3::create_exception!(
+    guards,
+    ConfigError,
+    PyValueError,
+    "A configuration value was rejected. `field` names it (as spelled in the keyword \
+     argument), `kind` says why (`not_finite`, `negative`, `zero`, `out_of_range`, \
+     `inconsistent`) and `expected` describes the valid values."
+);
+
+pyo3::create_exception!(
+    guards,
+    HeaderError,
+    PyValueError,
+    "A deadline header (`grpc-timeout` or milliseconds) could not be parsed. `kind` names \
+     why (`empty`, `missing_unit`, `unknown_unit`, `no_digits`, `invalid_character`, \
+     `too_many_digits`, `overflow`)."
+);
+
+/// `DeadlineExceeded(GuardError, TimeoutError)`: two bases, so it is built by calling
+/// `type` at module initialisation (`create_exception!` takes a single base).
+static DEADLINE_EXCEEDED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+const DEADLINE_DOC: &str = "The deadline has passed (or too little of it is left for the \
+    work). Also a `TimeoutError`, so code catching timeouts catches it.";
+
+/// The `DeadlineExceeded` type.
+pub(crate) fn deadline_exceeded(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    let ty = DEADLINE_EXCEEDED.get_or_try_init(py, || -> PyResult<Py<PyType>> {
+        let bases = PyTuple::new(
+            py,
+            [
+                py.get_type::<GuardError>().into_any(),
+                py.get_type::<PyTimeoutError>().into_any(),
+            ],
+        )?;
+        let ns = PyDict::new(py);
+        ns.set_item("__module__", "guards")?;
+        ns.set_item("__doc__", DEADLINE_DOC)?;
+        let t = py
+            .get_type::<PyType>()
+            .call1(("DeadlineExceeded", bases, ns))?
+            .cast_into::<PyType>()?;
+        Ok(t.unbind())
+    })?;
+    Ok(ty.bind(py))
+}
+
+/// A Python `ConfigError` from core's error (field, kind and expected values kept).
+pub(crate) fn config_error(py: Python<'_>, e: CoreConfigError) -> PyErr {
+    config_error_parts(
+        py,
+        e.field(),
+        e.kind().as_str(),
+        e.expected(),
+        &e.to_string(),
+    )
+}
+
+/// A Python `ConfigError` from its parts.
+pub(crate) fn config_error_parts(
+    py: Python<'_>,
+    field: &str,
+    kind: &str,
+    expected: &str,
+    message: &str,
+) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let inst = py.get_type::<ConfigError>().call1((message,))?;
+        inst.setattr("field", field)?;
+        inst.setattr("kind", kind)?;
+        inst.setattr("expected", expected)?;
+        Ok(PyErr::from_value(inst))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+/// A Python `HeaderError` with its `kind`.
+pub(crate) fn header_error(py: Python<'_>, kind: &str, message: String) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let inst = py.get_type::<HeaderError>().call1((message,))?;
+        inst.setattr("kind", kind)?;
+        Ok(PyErr::from_value(inst))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+/// A refusal exception of type `ty` with its attributes set.
+pub(crate) fn refusal(
+    ty: &Bound<'_, PyType>,
+    message: String,
+    reason: Option<&str>,
+    retry_after: Option<Nanos>,
+) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let inst = ty.call1((message,))?;
+        inst.setattr("reason", reason)?;
+        inst.setattr("retry_after", retry_after.map(Nanos::as_secs_f64))?;
+        inst.setattr("retry_after_ns", retry_after.map(Nanos::as_u64))?;
+        Ok(PyErr::from_value(inst))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+/// Register the exceptions on the module and give them their class attributes.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    let refusals = [
+        py.get_type::<GuardError>(),
+        py.get_type::<BreakerOpen>(),
+        py.get_type::<BulkheadFull>(),
+        py.get_type::<BudgetExhausted>(),
+        py.get_type::<LimitExceeded>(),
+        py.get_type::<AdmissionRejected>(),
+        py.get_type::<QueueFull>(),
+        py.get_type::<Throttled>(),
+        py.get_type::<RetriesExhausted>(),
+        deadline_exceeded(py)?.clone(),
+    ];
+    // Only the base needs the defaults: subclasses inherit them.
+    let base = py.get_type::<GuardError>();
+    base.setattr("reason", py.None())?;
+    base.setattr("retry_after", py.None())?;
+    base.setattr("retry_after_ns", py.None())?;
+    py.get_type::<RetriesExhausted>().setattr("attempts", 0)?;
+    py.get_type::<BulkheadFull>()
+        .setattr("in_flight", py.None())?;
+    py.get_type::<BulkheadFull>()
+        .setattr("max_concurrent", py.None())?;
+    let cfg = py.get_type::<ConfigError>();
+    cfg.setattr("field", py.None())?;
+    cfg.setattr("kind", py.None())?;
+    cfg.setattr("expected", py.None())?;
+    for t in refusals {
+        m.add(t.name()?, t)?;
+    }
+    m.add("ConfigError", cfg)?;
+    let hdr = py.get_type::<HeaderError>();
+    hdr.setattr("kind", py.None())?;
+    m.add("HeaderError", hdr)?;
+    Ok(())
+}
