@@ -10,8 +10,13 @@ TARGET := $(ROOT)/target
 LOOM_TARGET := $(TARGET)/loom
 NOSTD_TARGET := $(TARGET)/nostd
 LOOM_MAX_PREEMPTIONS ?= 3
+PYTHON ?= python3
+VENV := $(ROOT)/.venv
+VPY := $(VENV)/bin/python
+# maturin gets its own (absolute) target dir so it never fights cargo over pyo3's build
+MATURIN_TARGET := $(TARGET)/maturin
 
-.PHONY: demo test fmt-check clippy test-rust test-loom test-nostd bench help
+.PHONY: demo test fmt-check clippy test-rust test-loom test-nostd test-python python bench help
 
 help:
 	@echo "make demo   - run the demo"
@@ -21,7 +26,7 @@ help:
 demo:
 	$(CARGO) run --release -p guards-core --example demo
 
-test: fmt-check clippy test-rust test-loom test-nostd
+test: fmt-check clippy test-rust test-loom test-nostd test-python
 	@echo "make test: all passed"
 
 fmt-check:
@@ -31,8 +36,10 @@ clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 test-rust:
-	$(CARGO) test --workspace
+	$(CARGO) test
 	$(CARGO) test -p guards-core --benches
+	# the simulator's figure tests (seed.md's C0-C8 figures) run in release only
+	$(CARGO) test -p guards-sim --release
 
 test-loom:
 	@for f in core/tests/loom_*.rs; do \
@@ -50,6 +57,20 @@ test-nostd:
 	  echo "no_std: built for the host and for thumbv7em-none-eabihf"; \
 	else echo "no_std: built for the host (thumbv7em-none-eabihf not installed; skipped)"; fi
 	@! grep -rnE '^\s*(extern crate (std|alloc)|use (std|alloc)::)' core/src || (echo "std/alloc used in core/src" && false)
+
+# A local virtualenv with the build and test tools; the package is (re)built into it.
+$(VENV)/.tools: python/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q 'maturin>=1.16,<2'
+	touch $@
+
+python: $(VENV)/.tools
+	PATH=$(VENV)/bin:$$PATH CARGO_TARGET_DIR=$(MATURIN_TARGET) $(VPY) -m pip install -q --no-build-isolation './python[test]'
+
+test-python: python
+	$(VPY) -m pytest python/tests -q
+	$(VPY) -m mypy.stubtest guards._guards
 
 bench:
 	$(CARGO) bench -p guards-core

@@ -1,0 +1,890 @@
+//! The life of a call: arrival at an instance (shedding, admission, idempotency check),
+//! the wait for a server, the steps of its operation, the attempts of each call step
+//! (breaker, deadline budget, bulkhead, timeout, hedge), retries and backoff, fallbacks,
+//! the answer to the caller, and cancellation.
+//!
+//! The network adds no delay: answers and cancels are delivered at once, by direct calls.
+//! Recursion is bounded by the depth of the topology; a server freed while an instance is
+//! already handing out servers is picked up by the loop in progress.
+
+use guards_core::Nanos;
+
+use super::call::{Attempt, CallRef, NewCall, Outcome, Phase};
+use super::{Kind, Sim};
+use crate::guards::breaker::BreakerTicket;
+use crate::guards::deadline::{attempt_budget, AttemptBudget};
+use crate::guards::hedging::HedgeDecision;
+use crate::guards::queue::Drop;
+use crate::guards::retry::{Class, Decision, GiveUp};
+use crate::topology::{DeadlineMode, Idempotency, Step};
+
+/// What to tell a breaker about an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Report {
+    /// It was never sent (another guard refused it).
+    NotSent,
+    /// The caller stopped waiting for a reason that says nothing about the callee.
+    Abandoned,
+    /// It ended so.
+    Outcome(Outcome),
+}
+
+/// No edge: an action at a client.
+const NO_EDGE: u32 = u32::MAX;
+
+impl Sim {
+    /// A new action of entry `e` starts at its client.
+    pub(super) fn spawn_root(&mut self, e: usize) {
+        let (svc, op, priority) = {
+            let spec = &self.topo.entries[e];
+            (spec.service, spec.op, spec.priority)
+        };
+        self.metrics.entry[e].offered += 1;
+        let root = self.next_root;
+        self.next_root += 1;
+        let r = self.calls.insert(NewCall {
+            parent: None,
+            svc: svc as u32,
+            inst: 0,
+            op: op as u32,
+            edge: NO_EDGE,
+            entry: e as u32,
+            root,
+            priority,
+            expires_at: Nanos::MAX,
+            now: self.now,
+        });
+        if let Some(c) = self.calls.get_mut(r) {
+            c.phase = Phase::Running;
+        }
+        self.run_step(r);
+    }
+
+    /// A call reaches the door of its instance.
+    fn arrive(&mut self, r: CallRef) {
+        let now = self.now;
+        let Some(c) = self.calls.get(r) else { return };
+        let (svc, inst, priority, edge, root, expires) = (
+            c.svc as usize,
+            c.inst as usize,
+            c.priority,
+            c.edge,
+            c.root,
+            c.expires_at,
+        );
+        self.metrics.svc[svc].arrivals += 1;
+        if self.topo.services[svc]
+            .outages
+            .iter()
+            .any(|o| now >= o.start && now < o.end)
+        {
+            self.finish(r, Outcome::Error);
+            return;
+        }
+        let ins = &mut self.svcs[svc].instances[inst];
+        if let Some(max) = ins.shed {
+            if ins.busy >= ins.servers && ins.queued >= max {
+                self.metrics.svc[svc].shed += 1;
+                self.finish(r, Outcome::Overloaded);
+                return;
+            }
+        }
+        let ticket = match &ins.door {
+            Some(door) => match door.try_admit(now, priority) {
+                Some(t) => Some(t),
+                None => {
+                    self.metrics.svc[svc].refused += 1;
+                    self.finish(r, Outcome::Overloaded);
+                    return;
+                }
+            },
+            None => None,
+        };
+        ins.inside += 1;
+        let has_room = ins.busy < ins.servers && ins.queued == 0;
+        if let Some(c) = self.calls.get_mut(r) {
+            c.ticket = ticket;
+            c.inside = true;
+        }
+        self.inside_change(svc, true);
+        // A repeat of a keyed side effect that already committed gets the first result.
+        if edge != NO_EDGE
+            && self.topo.edges[edge as usize].policy.idempotency == Idempotency::Keyed
+            && self.commits.contains_key(&root)
+        {
+            self.finish(r, Outcome::Ok);
+            return;
+        }
+        if has_room {
+            self.take_server(r, svc, inst);
+            self.run_step(r);
+        } else {
+            let qdeadline = if self.topo.services[svc].queue.deadline_check {
+                expires
+            } else {
+                Nanos::MAX
+            };
+            let ins = &mut self.svcs[svc].instances[inst];
+            if ins.queue.push(now, r.to_u64(), priority, qdeadline) {
+                ins.queued += 1;
+            } else {
+                self.metrics.svc[svc].refused += 1;
+                self.finish(r, Outcome::Overloaded);
+            }
+        }
+    }
+
+    fn take_server(&mut self, r: CallRef, svc: usize, inst: usize) {
+        self.svcs[svc].instances[inst].busy += 1;
+        self.busy_change(svc, true);
+        let now = self.now;
+        if let Some(c) = self.calls.get_mut(r) {
+            c.has_server = true;
+            c.phase = Phase::Running;
+            let waited = now.saturating_sub(c.arrived).as_u64();
+            let s = &mut self.svcs[svc];
+            s.wait_sum = s.wait_sum.saturating_add(waited);
+            s.wait_max = s.wait_max.max(waited);
+            self.metrics.svc[svc].started += 1;
+        }
+    }
+
+    fn release_server(&mut self, svc: usize, inst: usize) {
+        let ins = &mut self.svcs[svc].instances[inst];
+        ins.busy = ins.busy.saturating_sub(1);
+        self.busy_change(svc, false);
+        self.dispatch(svc, inst);
+    }
+
+    /// Hand free servers to waiting calls.
+    fn dispatch(&mut self, svc: usize, inst: usize) {
+        if self.svcs[svc].instances[inst].dispatching {
+            return;
+        }
+        self.svcs[svc].instances[inst].dispatching = true;
+        let deadline_check = self.topo.services[svc].queue.deadline_check;
+        loop {
+            let now = self.now;
+            let ins = &mut self.svcs[svc].instances[inst];
+            if ins.busy >= ins.servers || ins.queued == 0 {
+                break;
+            }
+            let mut drops = std::mem::take(&mut self.drops);
+            let next = ins.queue.pop(now, &mut drops);
+            for (id, why) in drops.drain(..) {
+                let d = CallRef::from_u64(id);
+                if self.calls.get(d).is_some_and(|c| c.phase == Phase::Queued) {
+                    self.svcs[svc].instances[inst].queued -= 1;
+                    match why {
+                        Drop::Age => {
+                            self.metrics.svc[svc].dropped_age += 1;
+                            self.finish(d, Outcome::Overloaded);
+                        }
+                        Drop::Deadline => {
+                            self.metrics.svc[svc].dropped_deadline += 1;
+                            self.finish(d, Outcome::Deadline);
+                        }
+                    }
+                }
+            }
+            self.drops = drops;
+            let Some(id) = next else {
+                if self.svcs[svc].instances[inst].queued == 0 {
+                    break;
+                }
+                continue;
+            };
+            let r = CallRef::from_u64(id);
+            let Some(c) = self.calls.get(r) else { continue };
+            if c.phase != Phase::Queued || c.svc as usize != svc || c.inst as usize != inst {
+                continue;
+            }
+            let expired = c.expires_at <= now;
+            self.svcs[svc].instances[inst].queued -= 1;
+            if deadline_check && expired {
+                self.metrics.svc[svc].dropped_deadline += 1;
+                self.finish(r, Outcome::Deadline);
+                continue;
+            }
+            self.take_server(r, svc, inst);
+            self.run_step(r);
+        }
+        self.svcs[svc].instances[inst].dispatching = false;
+    }
+
+    /// Run the call's steps from its current one until one has to wait.
+    fn run_step(&mut self, r: CallRef) {
+        loop {
+            let now = self.now;
+            let Some(c) = self.calls.get(r) else { return };
+            let (svc, op, step, expires) =
+                (c.svc as usize, c.op as usize, c.step as usize, c.expires_at);
+            let spec = &self.topo.services[svc];
+            let Some(st) = spec.ops[op].steps.get(step) else {
+                self.finish(r, Outcome::Ok);
+                return;
+            };
+            match st {
+                Step::Work(w) => {
+                    let w = *w;
+                    let enforce = spec.enforce_deadline && expires != Nanos::MAX;
+                    let factor = spec
+                        .slowdowns
+                        .iter()
+                        .filter(|s| now >= s.start && now < s.end)
+                        .fold(1.0, |f, s| f * s.factor);
+                    let d = self.svcs[svc].work_rng.draw(&w.time, factor);
+                    let end = now.saturating_add(d);
+                    if enforce && end > expires {
+                        if expires <= now {
+                            self.metrics.svc[svc].dropped_deadline += 1;
+                            self.finish(r, Outcome::Deadline);
+                            return;
+                        }
+                        let tok = self.bump(r);
+                        self.schedule(expires, Kind::Cut(r, tok));
+                        return;
+                    }
+                    if d.is_zero() {
+                        if w.commit {
+                            self.commit(r);
+                        }
+                        if let Some(c) = self.calls.get_mut(r) {
+                            c.step += 1;
+                        }
+                        continue;
+                    }
+                    let tok = self.bump(r);
+                    self.schedule(end, Kind::Work(r, tok));
+                    return;
+                }
+                Step::Call(e) => {
+                    let e = *e;
+                    self.begin_call(r, e);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn bump(&mut self, r: CallRef) -> u32 {
+        let tok = self.token();
+        if let Some(c) = self.calls.get_mut(r) {
+            c.token = tok;
+        }
+        tok
+    }
+
+    /// A work step finished.
+    pub(super) fn work_done(&mut self, r: CallRef) {
+        let Some(c) = self.calls.get(r) else { return };
+        let (svc, op, step) = (c.svc as usize, c.op as usize, c.step as usize);
+        if let Some(Step::Work(w)) = self.topo.services[svc].ops[op].steps.get(step) {
+            if w.commit {
+                self.commit(r);
+            }
+        }
+        if let Some(c) = self.calls.get_mut(r) {
+            c.step += 1;
+        }
+        self.run_step(r);
+    }
+
+    /// A work step ran into the call's deadline.
+    pub(super) fn work_cut(&mut self, r: CallRef) {
+        let Some(c) = self.calls.get(r) else { return };
+        self.metrics.svc[c.svc as usize].dropped_deadline += 1;
+        self.finish(r, Outcome::Deadline);
+    }
+
+    fn commit(&mut self, r: CallRef) {
+        let Some(c) = self.calls.get(r) else { return };
+        let (svc, root) = (c.svc as usize, c.root);
+        let m = &mut self.metrics.svc[svc];
+        m.commits += 1;
+        let n = self.commits.entry(root).or_insert(0);
+        if *n >= 1 {
+            m.dup_commits += 1;
+            if *n == 1 {
+                m.dup_actions += 1;
+            }
+        }
+        *n += 1;
+    }
+
+    fn current_edge(&self, r: CallRef) -> Option<usize> {
+        let c = self.calls.get(r)?;
+        match self.topo.services[c.svc as usize].ops[c.op as usize]
+            .steps
+            .get(c.step as usize)?
+        {
+            Step::Call(e) => Some(*e),
+            Step::Work(_) => None,
+        }
+    }
+
+    fn begin_call(&mut self, r: CallRef, e: usize) {
+        let now = self.now;
+        let Some(c) = self.calls.get_mut(r) else {
+            return;
+        };
+        c.reset_invocation(now);
+        let (svc, inst) = (c.svc as usize, c.inst as usize);
+        if let Some(b) = self.topo.edges[e].policy.budget {
+            self.svcs[svc].instances[inst].budgets[b].deposit(now);
+        }
+        self.attempt(r, false);
+    }
+
+    /// Make one attempt (or a hedge) of the current call step.
+    pub(super) fn attempt(&mut self, r: CallRef, hedge: bool) {
+        let now = self.now;
+        let Some(e) = self.current_edge(r) else {
+            return;
+        };
+        let Some(c) = self.calls.get(r) else { return };
+        let (svc, inst, expires, entry, root, cprio) = (
+            c.svc as usize,
+            c.inst as usize,
+            c.expires_at,
+            c.entry,
+            c.root,
+            c.priority,
+        );
+        let edge = &self.topo.edges[e];
+        let policy = edge.policy;
+        let (to, op, eprio) = (edge.to, edge.op, edge.priority);
+        // An attempt refused by a local guard still counts toward the attempt cap (it
+        // failed fast), so "retry at once" after a refusal cannot loop forever.
+        let attempts = match self.calls.get_mut(r) {
+            Some(c) if !hedge => {
+                c.attempts += 1;
+                c.attempts
+            }
+            Some(c) => c.attempts,
+            None => return,
+        };
+
+        let mut bticket: Option<BreakerTicket> = None;
+        if let Some(Some(b)) = self.svcs[svc].instances[inst].breakers.get(e) {
+            match b.try_acquire(now) {
+                Some(t) => bticket = Some(t),
+                None => {
+                    self.metrics.edge[e].breaker_rejections += 1;
+                    self.attempt_failed(r, Outcome::BreakerOpen);
+                    return;
+                }
+            }
+        }
+        let probe_timeout = bticket.as_ref().and_then(|t| t.probe_timeout);
+        let timeout = probe_timeout.or(policy.timeout);
+        let (wait, send) = match attempt_budget(now, expires, timeout, policy.margin) {
+            AttemptBudget::Expired => {
+                self.return_breaker(svc, inst, e, bticket, Report::NotSent);
+                self.metrics.edge[e].no_time += 1;
+                self.attempt_failed(r, Outcome::NoTime);
+                return;
+            }
+            AttemptBudget::Go { wait, send } => (wait, send),
+        };
+        let mut gticket = None;
+        if let Some(g) = policy.bulkhead {
+            match self.svcs[svc].instances[inst].gates[g].try_acquire() {
+                Some(t) => gticket = Some(t),
+                None => {
+                    self.return_breaker(svc, inst, e, bticket, Report::NotSent);
+                    self.metrics.edge[e].gate_rejections += 1;
+                    self.attempt_failed(r, Outcome::GateFull);
+                    return;
+                }
+            }
+        }
+        let to_inst = self.pick_instance(to);
+        let child_expires = match policy.deadline {
+            DeadlineMode::None => Nanos::MAX,
+            DeadlineMode::Attempt => now.saturating_add(send),
+            DeadlineMode::WholeLeft => expires,
+        };
+        let child = self.calls.insert(NewCall {
+            parent: Some(r),
+            svc: to as u32,
+            inst: to_inst,
+            op: op as u32,
+            edge: e as u32,
+            entry,
+            root,
+            priority: eprio.unwrap_or(cprio),
+            expires_at: child_expires,
+            now,
+        });
+        let token = self.token();
+        let probe = probe_timeout.is_some();
+        let Some(c) = self.calls.get_mut(r) else {
+            return;
+        };
+        let slot = usize::from(c.slots[0].is_some());
+        if hedge {
+            c.hedges += 1;
+        }
+        c.slots[slot] = Some(Attempt {
+            child,
+            started: now,
+            token,
+            breaker: bticket,
+            gate: gticket,
+        });
+        let m = &mut self.metrics.edge[e];
+        m.calls += 1;
+        if hedge {
+            m.hedges += 1;
+        } else if attempts == 1 {
+            m.first += 1;
+        } else {
+            m.retries += 1;
+        }
+        if probe {
+            m.probes += 1;
+        }
+        if wait != Nanos::MAX {
+            self.schedule(now.saturating_add(wait), Kind::Timeout(r, token));
+        }
+        if !hedge && attempts == 1 {
+            if let Some(Some(h)) = self.svcs[svc].instances[inst].hedgers.get(e) {
+                let idem = policy.idempotency == Idempotency::Idempotent;
+                if let HedgeDecision::At(t) = h.decide(now, now, 0, idem, None) {
+                    self.schedule(t, Kind::Hedge(r, token));
+                }
+            }
+        }
+        self.arrive(child);
+    }
+
+    fn return_breaker(
+        &mut self,
+        svc: usize,
+        inst: usize,
+        e: usize,
+        t: Option<BreakerTicket>,
+        report: Report,
+    ) {
+        let Some(t) = t else { return };
+        let count_overloaded = self.topo.edges[e]
+            .policy
+            .breaker
+            .is_some_and(|b| b.count_overloaded);
+        let now = self.now;
+        if let Some(Some(b)) = self.svcs[svc].instances[inst].breakers.get(e) {
+            match report {
+                Report::NotSent => b.ignore(t),
+                // A probe nobody waits for any more is a failed probe; another abandoned
+                // call (a hedge that lost, the caller itself cancelled) says nothing.
+                Report::Abandoned if t.probe_timeout.is_some() => b.failure(t, now),
+                Report::Abandoned => b.ignore(t),
+                Report::Outcome(Outcome::Ok) => b.success(t, now),
+                Report::Outcome(Outcome::Overloaded) if !count_overloaded => b.ignore(t),
+                Report::Outcome(_) => b.failure(t, now),
+            }
+        }
+    }
+
+    fn return_gate(
+        &mut self,
+        svc: usize,
+        inst: usize,
+        e: usize,
+        t: Option<crate::guards::bulkhead::GateTicket>,
+    ) {
+        let Some(t) = t else { return };
+        if let Some(g) = self.topo.edges[e].policy.bulkhead {
+            self.svcs[svc].instances[inst].gates[g].release(t);
+        }
+    }
+
+    /// The hedge timer of a first attempt fired.
+    pub(super) fn on_hedge_timer(&mut self, r: CallRef, token: u32) {
+        let now = self.now;
+        let Some(e) = self.current_edge(r) else {
+            return;
+        };
+        let Some(c) = self.calls.get(r) else { return };
+        let first_pending = c.slots[0].as_ref().is_some_and(|a| a.token == token);
+        if !first_pending || c.slots[1].is_some() {
+            return;
+        }
+        let (svc, inst, started, hedges) =
+            (c.svc as usize, c.inst as usize, c.call_started, c.hedges);
+        let policy = self.topo.edges[e].policy;
+        let idem = policy.idempotency == Idempotency::Idempotent;
+        let ins = &self.svcs[svc].instances[inst];
+        let gate = policy
+            .budget
+            .and_then(|b| ins.budgets.get(b))
+            .map(|b| b.gate());
+        let decision = match ins.hedgers.get(e) {
+            Some(Some(h)) => h.decide(now, started, hedges, idem, gate),
+            _ => HedgeDecision::Never,
+        };
+        match decision {
+            HedgeDecision::Now => self.attempt(r, true),
+            HedgeDecision::At(t) if t > now => self.schedule(t, Kind::Hedge(r, token)),
+            _ => {}
+        }
+    }
+
+    /// An attempt's timeout fired: abandon it.
+    pub(super) fn on_timeout(&mut self, r: CallRef, token: u32) {
+        let Some(e) = self.current_edge(r) else {
+            return;
+        };
+        let Some(c) = self.calls.get_mut(r) else {
+            return;
+        };
+        let Some(i) = c
+            .slots
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|a| a.token == token))
+        else {
+            return;
+        };
+        let Some(a) = c.slots[i].take() else { return };
+        let (svc, inst) = (c.svc as usize, c.inst as usize);
+        self.metrics.edge[e].timeouts += 1;
+        if let Some(Some(h)) = self.svcs[svc].instances[inst].hedgers.get(e) {
+            h.record(self.now, self.now.saturating_sub(a.started));
+        }
+        self.abandon(svc, inst, e, a, Report::Outcome(Outcome::Timeout));
+        self.attempt_failed(r, Outcome::Timeout);
+    }
+
+    /// Stop waiting for an attempt: free the caller's gate slot, report the breaker
+    /// outcome (`None`: ignore), and cancel the callee if the edge cancels.
+    fn abandon(&mut self, svc: usize, inst: usize, e: usize, a: Attempt, report: Report) {
+        let Attempt {
+            child,
+            breaker,
+            gate,
+            ..
+        } = a;
+        self.return_gate(svc, inst, e, gate);
+        self.return_breaker(svc, inst, e, breaker, report);
+        if let Some(ch) = self.calls.get_mut(child) {
+            ch.abandoned = true;
+        }
+        if self.topo.edges[e].policy.cancel {
+            self.cancel(child);
+        }
+    }
+
+    /// The callee answered attempt `child` of call `parent`.
+    fn on_reply(&mut self, parent: CallRef, child: CallRef, outcome: Outcome, degraded: bool) {
+        let now = self.now;
+        let Some(e) = self.current_edge(parent) else {
+            return;
+        };
+        let Some(c) = self.calls.get_mut(parent) else {
+            return;
+        };
+        let Some(i) = c
+            .slots
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|a| a.child == child))
+        else {
+            return;
+        };
+        let Some(a) = c.slots[i].take() else { return };
+        let (svc, inst, call_started) = (c.svc as usize, c.inst as usize, c.call_started);
+        let Attempt {
+            started,
+            breaker,
+            gate,
+            ..
+        } = a;
+        self.return_gate(svc, inst, e, gate);
+        self.return_breaker(svc, inst, e, breaker, Report::Outcome(outcome));
+        let m = &mut self.metrics.edge[e];
+        match outcome {
+            Outcome::Ok => m.ok += 1,
+            Outcome::Overloaded => m.overloaded += 1,
+            Outcome::Deadline => m.timeouts += 1,
+            _ => m.errors += 1,
+        }
+        if outcome != Outcome::Ok {
+            self.attempt_failed(parent, outcome);
+            return;
+        }
+        let latency = now.saturating_sub(started);
+        if let Some(Some(h)) = self.svcs[svc].instances[inst].hedgers.get(e) {
+            h.record(now, latency);
+        }
+        if self.topo.edges[e].record_latency {
+            let st = &mut self.edges[e];
+            st.attempt_latencies.push((now, latency));
+            st.latencies.push((now, now.saturating_sub(call_started)));
+        }
+        // The first answer wins: a copy still in flight is abandoned.
+        let other = self
+            .calls
+            .get_mut(parent)
+            .and_then(|c| c.slots[1 - i].take());
+        if let Some(o) = other {
+            // The loser's latency is at least what it has taken so far: recording that
+            // lower bound keeps the slow tail in the tracker (else only the winners of
+            // hedged calls are seen and the tracked percentile drifts down).
+            if let Some(Some(h)) = self.svcs[svc].instances[inst].hedgers.get(e) {
+                h.record(now, now.saturating_sub(o.started));
+            }
+            self.abandon(svc, inst, e, o, Report::Abandoned);
+        }
+        if let Some(f) = &self.edges[e].fallback {
+            f.full();
+        }
+        if let Some(c) = self.calls.get_mut(parent) {
+            if degraded {
+                c.degraded = true;
+            }
+            c.step += 1;
+        }
+        self.run_step(parent);
+    }
+
+    /// An attempt failed; decide whether to retry (once no copy is still in flight).
+    fn attempt_failed(&mut self, r: CallRef, outcome: Outcome) {
+        let now = self.now;
+        let Some(e) = self.current_edge(r) else {
+            return;
+        };
+        let Some(c) = self.calls.get_mut(r) else {
+            return;
+        };
+        c.last_fail = outcome;
+        if c.outstanding() > 0 {
+            return;
+        }
+        let (svc, inst, attempts, prev, expires) = (
+            c.svc as usize,
+            c.inst as usize,
+            c.attempts,
+            c.prev_delay,
+            c.expires_at,
+        );
+        if outcome == Outcome::NoTime {
+            self.step_failed(r, outcome);
+            return;
+        }
+        let class = match outcome {
+            Outcome::Timeout | Outcome::Deadline | Outcome::NoTime => Class::Timeout,
+            Outcome::Error => Class::Error,
+            _ => Class::Overloaded,
+        };
+        let left = (expires != Nanos::MAX).then(|| expires.saturating_sub(now));
+        let policy = self.topo.edges[e].policy;
+        let ins = &self.svcs[svc].instances[inst];
+        let gate = policy
+            .budget
+            .and_then(|b| ins.budgets.get(b))
+            .map(|b| b.gate());
+        let decision = self.edges[e].retry.decide(
+            attempts,
+            class,
+            policy.idempotency,
+            now,
+            left,
+            prev,
+            &self.jitter,
+            gate,
+        );
+        match decision {
+            Decision::Retry(after) => {
+                if let Some(c) = self.calls.get_mut(r) {
+                    c.prev_delay = after;
+                }
+                if after.is_zero() {
+                    self.attempt(r, false);
+                } else {
+                    let tok = self.bump(r);
+                    self.schedule(now.saturating_add(after), Kind::Backoff(r, tok));
+                }
+            }
+            Decision::GiveUp(why) => {
+                if why == GiveUp::Budget {
+                    self.metrics.edge[e].budget_refusals += 1;
+                }
+                self.step_failed(r, outcome);
+            }
+        }
+    }
+
+    /// The current call step failed for good: fall back or fail the operation.
+    fn step_failed(&mut self, r: CallRef, outcome: Outcome) {
+        let Some(e) = self.current_edge(r) else {
+            return;
+        };
+        let fallback = self.edges[e]
+            .fallback
+            .as_ref()
+            .is_some_and(|f| f.serve_fallback(outcome));
+        if fallback {
+            self.metrics.edge[e].fallbacks += 1;
+            if let Some(c) = self.calls.get_mut(r) {
+                c.degraded = true;
+                c.step += 1;
+            }
+            self.run_step(r);
+            return;
+        }
+        self.metrics.edge[e].failures += 1;
+        // The one retry layer answers "overloaded, don't retry" when it gives up; every
+        // other layer passes an overloaded answer up as it came.
+        let reply = if self.topo.edges[e].policy.give_up_as_overloaded
+            || matches!(outcome, Outcome::Overloaded)
+        {
+            Outcome::Overloaded
+        } else if outcome.is_time() && self.calls.get(r).is_some_and(|c| c.expires_at <= self.now) {
+            Outcome::Deadline
+        } else {
+            Outcome::Error
+        };
+        self.finish(r, reply);
+    }
+
+    /// Whether some caller up the chain of `r` (or `r`'s own caller) has given up.
+    fn is_stale(&self, r: CallRef) -> bool {
+        let mut cur = Some(r);
+        while let Some(x) = cur {
+            match self.calls.get(x) {
+                None => return true,
+                Some(c) if c.abandoned => return true,
+                Some(c) => cur = c.parent,
+            }
+        }
+        false
+    }
+
+    /// The call is over: free what it holds and answer its caller.
+    fn finish(&mut self, r: CallRef, outcome: Outcome) {
+        let now = self.now;
+        let stale = outcome == Outcome::Ok && self.is_stale(r);
+        let Some(c) = self.calls.get_mut(r) else {
+            return;
+        };
+        let (svc, inst, parent, abandoned, has_server, inside, entry, degraded) = (
+            c.svc as usize,
+            c.inst as usize,
+            c.parent,
+            c.abandoned,
+            c.has_server,
+            c.inside,
+            c.entry as usize,
+            c.degraded,
+        );
+        let ticket = c.ticket.take();
+        c.token = 0;
+        if self.topo.services[svc].client {
+            let m = &mut self.metrics.entry[entry];
+            match (outcome, degraded) {
+                (Outcome::Ok, false) => m.full += 1,
+                (Outcome::Ok, true) => m.degraded += 1,
+                _ => m.failed += 1,
+            }
+            self.calls.remove(r);
+            return;
+        }
+        let m = &mut self.metrics.svc[svc];
+        if outcome == Outcome::Ok {
+            m.done += 1;
+            if stale {
+                m.stale += 1;
+            }
+        } else {
+            m.failed += 1;
+        }
+        let ins = &mut self.svcs[svc].instances[inst];
+        if let (Some(t), Some(door)) = (ticket, ins.door.as_ref()) {
+            door.release(now, t, outcome == Outcome::Ok);
+        }
+        if inside {
+            ins.inside = ins.inside.saturating_sub(1);
+            self.inside_change(svc, false);
+        }
+        self.calls.remove(r);
+        if has_server {
+            self.release_server(svc, inst);
+        }
+        if let (Some(p), false) = (parent, abandoned) {
+            self.on_reply(p, r, outcome, degraded && outcome == Outcome::Ok);
+        }
+    }
+
+    /// The caller gave up on `r` and the cancel reaches it: stop all its work at once.
+    fn cancel(&mut self, r: CallRef) {
+        let edge_now = self.current_edge(r);
+        let Some(c) = self.calls.get_mut(r) else {
+            return;
+        };
+        let (svc, inst, phase, has_server, inside) = (
+            c.svc as usize,
+            c.inst as usize,
+            c.phase,
+            c.has_server,
+            c.inside,
+        );
+        let ticket = c.ticket.take();
+        let slots = [c.slots[0].take(), c.slots[1].take()];
+        c.token = 0;
+        self.metrics.svc[svc].cancelled += 1;
+        if phase == Phase::Queued && inside {
+            let ins = &mut self.svcs[svc].instances[inst];
+            ins.queue.remove(r.to_u64());
+            ins.queued = ins.queued.saturating_sub(1);
+        }
+        let ins = &mut self.svcs[svc].instances[inst];
+        if let (Some(t), Some(door)) = (ticket, ins.door.as_ref()) {
+            door.forget(t);
+        }
+        if inside {
+            ins.inside = ins.inside.saturating_sub(1);
+            self.inside_change(svc, false);
+        }
+        self.calls.remove(r);
+        if let Some(e) = edge_now {
+            for a in slots.into_iter().flatten() {
+                self.abandon(svc, inst, e, a, Report::Abandoned);
+            }
+        }
+        if has_server {
+            self.release_server(svc, inst);
+        }
+    }
+
+    /// Drop every queued call of `svc` without an answer (an operator's flush).
+    pub(super) fn flush(&mut self, svc: usize) {
+        let now = self.now;
+        for inst in 0..self.svcs[svc].instances.len() {
+            let ids = self.svcs[svc].instances[inst].queue.drain(now);
+            for id in ids {
+                let r = CallRef::from_u64(id);
+                let Some(c) = self.calls.get_mut(r) else {
+                    continue;
+                };
+                if c.phase != Phase::Queued {
+                    continue;
+                }
+                let ticket = c.ticket.take();
+                let inside = c.inside;
+                self.metrics.svc[svc].flushed += 1;
+                let ins = &mut self.svcs[svc].instances[inst];
+                ins.queued = ins.queued.saturating_sub(1);
+                if inside {
+                    ins.inside = ins.inside.saturating_sub(1);
+                }
+                if let (Some(t), Some(door)) = (ticket, ins.door.as_ref()) {
+                    door.forget(t);
+                }
+                if inside {
+                    self.inside_change(svc, false);
+                }
+                self.calls.remove(r);
+            }
+        }
+    }
+}

@@ -1,0 +1,895 @@
+//! The discrete-event engine: a virtual nanosecond clock, an event heap ordered by time
+//! and then by insertion sequence (so equal times resolve the same way every run), the
+//! run's random streams, and the state of every service instance.
+//!
+//! [`Sim`] is built from a [`Topology`] and a seed, advanced to any instant, and read out
+//! as a [`SimResult`]. The call lifecycle (admission, queues, steps, attempts, retries,
+//! cancellation) is in `flow.rs`; the counters in `metrics.rs`.
+
+pub(crate) mod call;
+mod flow;
+pub(crate) mod metrics;
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+
+use guards_core::{Nanos, Rng};
+
+use crate::error::SimError;
+use crate::guards::{
+    admission::Door, breaker::Breaker, brownout::Fallback, budget::Budget, bulkhead::Gate,
+    hedging::Hedger, queue::WaitQueue, retry::Retry,
+};
+use crate::result::{Column, LatencySamples, RunStats, SimResult};
+use crate::rng::SimRng;
+use crate::topology::{Action, Arrivals, Balance, Offsets, Step, Topology};
+
+use call::{CallRef, Slab};
+use metrics::{EdgeGauges, Metrics, ServiceGauges};
+
+/// What happens at an event.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    /// Next Poisson arrival of an entry.
+    Arrive(u32),
+    /// A burst of arrivals of an entry.
+    Burst(u32),
+    /// A periodic agent of an entry starts its batch.
+    Periodic(u32, u32),
+    /// A work step finished.
+    Work(CallRef, u32),
+    /// A work step reached the call's deadline (statement timeout).
+    Cut(CallRef, u32),
+    /// An attempt's timeout (token identifies the attempt).
+    Timeout(CallRef, u32),
+    /// A backoff wait ended.
+    Backoff(CallRef, u32),
+    /// Time to consider a hedge (token identifies the first attempt).
+    Hedge(CallRef, u32),
+    /// A timed operator action.
+    Action(u32),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Ev {
+    at: Nanos,
+    seq: u64,
+    kind: Kind,
+}
+
+impl PartialEq for Ev {
+    fn eq(&self, o: &Self) -> bool {
+        self.at == o.at && self.seq == o.seq
+    }
+}
+impl Eq for Ev {}
+impl PartialOrd for Ev {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Ev {
+    /// Reversed, so the max-heap pops the earliest time, then the lowest sequence.
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.at.cmp(&self.at).then_with(|| o.seq.cmp(&self.seq))
+    }
+}
+
+/// One service instance.
+#[derive(Debug)]
+struct Instance {
+    active: bool,
+    servers: u32,
+    busy: u32,
+    queue: WaitQueue,
+    /// Live waiters (the FIFO queue may also hold stale ids).
+    queued: u32,
+    /// Calls inside: queued or running.
+    inside: u32,
+    shed: Option<u32>,
+    door: Option<Door>,
+    budgets: Vec<Budget>,
+    gates: Vec<Gate>,
+    /// Breakers by edge id (for the edges leaving this service).
+    breakers: Vec<Option<Breaker>>,
+    /// Hedgers by edge id.
+    hedgers: Vec<Option<Hedger>>,
+    dispatching: bool,
+}
+
+/// One service: its instances and shared counters.
+#[derive(Debug)]
+struct SvcState {
+    instances: Vec<Instance>,
+    active: Vec<u32>,
+    rr: u64,
+    work_rng: SimRng,
+    busy_total: u64,
+    busy_last: Nanos,
+    busy_area: f64,
+    /// Calls inside over all instances, and its time integral this interval.
+    inside_total: u64,
+    inside_last: Nanos,
+    inside_area: f64,
+    shed: Option<u32>,
+    /// Queue waits of the calls that got a server this interval: sum and maximum (ns).
+    wait_sum: u64,
+    wait_max: u64,
+}
+
+/// Per-edge state shared by all caller instances.
+#[derive(Debug)]
+struct EdgeState {
+    retry: Retry,
+    fallback: Option<Fallback>,
+    latencies: Vec<(Nanos, Nanos)>,
+    attempt_latencies: Vec<(Nanos, Nanos)>,
+}
+
+/// A running simulation.
+///
+/// # Examples
+/// ```
+/// use guards_sim::{basketly, Sim};
+/// let topo = basketly::Config::preset("healthy").unwrap().topology().unwrap();
+/// let until = topo.start.saturating_add(guards_core::Nanos::from_secs(2));
+/// let result = Sim::new(topo, 1).unwrap().run(until);
+/// assert_eq!(result.len(), 2);
+/// ```
+#[derive(Debug)]
+pub struct Sim {
+    topo: Topology,
+    seed: u64,
+    now: Nanos,
+    heap: BinaryHeap<Ev>,
+    seq: u64,
+    calls: Slab,
+    svcs: Vec<SvcState>,
+    edges: Vec<EdgeState>,
+    entry_rngs: Vec<SimRng>,
+    lb_rng: SimRng,
+    jitter: Rng,
+    commits: HashMap<u64, u32>,
+    next_root: u64,
+    next_token: u32,
+    metrics: Metrics,
+    drops: Vec<(u64, crate::guards::queue::Drop)>,
+    events: u64,
+    label: String,
+}
+
+/// Streams of the run's random numbers (kept apart so one use does not shift another).
+mod stream {
+    pub const ENTRY: u64 = 1_000;
+    pub const WORK: u64 = 2_000;
+    pub const BALANCE: u64 = 3;
+    pub const JITTER: u64 = 4;
+}
+
+impl Sim {
+    /// Check `topology` and build a simulation seeded with `seed`, at the topology's start.
+    pub fn new(topology: Topology, seed: u64) -> Result<Sim, SimError> {
+        validate(&topology)?;
+        let t = &topology;
+        let mut svcs = Vec::with_capacity(t.services.len());
+        for (i, s) in t.services.iter().enumerate() {
+            let mut instances = Vec::new();
+            for _ in 0..s.instances {
+                instances.push(build_instance(t, i)?);
+            }
+            svcs.push(SvcState {
+                active: (0..s.instances).collect(),
+                instances,
+                rr: 0,
+                work_rng: SimRng::new(seed, stream::WORK + i as u64),
+                busy_total: 0,
+                busy_last: t.start,
+                busy_area: 0.0,
+                inside_total: 0,
+                inside_last: t.start,
+                inside_area: 0.0,
+                shed: None,
+                wait_sum: 0,
+                wait_max: 0,
+            });
+        }
+        let mut edges = Vec::with_capacity(t.edges.len());
+        for e in &t.edges {
+            let place = format!("edge {}", e.name);
+            let fallback = if e.optional {
+                Some(Fallback::new(true, &place)?)
+            } else {
+                None
+            };
+            edges.push(EdgeState {
+                retry: Retry::new(&e.policy, &place)?,
+                fallback,
+                latencies: Vec::new(),
+                attempt_latencies: Vec::new(),
+            });
+        }
+        let metrics = Metrics::new(
+            t.start,
+            t.interval,
+            t.entries.len(),
+            t.edges.len(),
+            t.services.len(),
+        );
+        let mut sim = Sim {
+            seed,
+            now: t.start,
+            heap: BinaryHeap::new(),
+            seq: 0,
+            calls: Slab::default(),
+            svcs,
+            edges,
+            entry_rngs: (0..t.entries.len())
+                .map(|i| SimRng::new(seed, stream::ENTRY + i as u64))
+                .collect(),
+            lb_rng: SimRng::new(seed, stream::BALANCE),
+            jitter: Rng::new(SimRng::new(seed, stream::JITTER).next_u64()),
+            commits: HashMap::new(),
+            next_root: 1,
+            next_token: 1,
+            metrics,
+            drops: Vec::new(),
+            events: 0,
+            label: String::from("custom"),
+            topo: topology,
+        };
+        sim.schedule_arrivals();
+        for (i, ev) in sim.topo.events.clone().iter().enumerate() {
+            sim.schedule(ev.at, Kind::Action(i as u32));
+        }
+        Ok(sim)
+    }
+
+    /// Label the result (the setting name).
+    pub fn set_label(&mut self, label: &str) {
+        self.label = label.to_string();
+    }
+
+    /// The current virtual time.
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// Events processed so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Run every event before `until`, closing each interval that ends at or before it.
+    pub fn advance(&mut self, until: Nanos) {
+        while let Some(ev) = self.heap.peek() {
+            if ev.at >= until {
+                break;
+            }
+            let Some(ev) = self.heap.pop() else { break };
+            self.close_intervals(ev.at);
+            self.now = ev.at;
+            self.events += 1;
+            self.handle(ev.kind);
+        }
+        self.close_intervals(until);
+        if until > self.now {
+            self.now = until;
+        }
+    }
+
+    /// Run to `until` and return the result.
+    pub fn run(mut self, until: Nanos) -> SimResult {
+        self.advance(until);
+        self.result()
+    }
+
+    fn schedule(&mut self, at: Nanos, kind: Kind) {
+        self.seq += 1;
+        self.heap.push(Ev {
+            at,
+            seq: self.seq,
+            kind,
+        });
+    }
+
+    fn token(&mut self) -> u32 {
+        self.next_token = self.next_token.wrapping_add(1);
+        self.next_token
+    }
+
+    fn schedule_arrivals(&mut self) {
+        let start = self.topo.start;
+        for i in 0..self.topo.entries.len() {
+            match self.topo.entries[i].arrivals {
+                Arrivals::Poisson { rate } => {
+                    if rate > 0.0 {
+                        let gap = self.entry_rngs[i].exp(1e9 / rate);
+                        let at = start.saturating_add(Nanos::new(gap as u64));
+                        self.schedule(at, Kind::Arrive(i as u32));
+                    }
+                }
+                Arrivals::Burst { at, count } => {
+                    if count > 0 && at >= start {
+                        self.schedule(at, Kind::Burst(i as u32));
+                    }
+                }
+                Arrivals::Periodic {
+                    agents,
+                    period,
+                    offsets,
+                    ..
+                } => {
+                    let p = period.as_u64().max(1);
+                    for a in 0..agents {
+                        let off = match offsets {
+                            Offsets::Aligned => 0,
+                            Offsets::Stable => crate::guards::stable_offset(a, period).as_u64(),
+                        };
+                        // First time >= start that is `off` past a multiple of the period.
+                        let base = (start.as_u64() / p * p).saturating_add(off);
+                        let first = if base < start.as_u64() {
+                            base.saturating_add(p)
+                        } else {
+                            base
+                        };
+                        self.schedule(Nanos::new(first), Kind::Periodic(i as u32, a));
+                    }
+                }
+            }
+        }
+    }
+
+    fn handle(&mut self, kind: Kind) {
+        match kind {
+            Kind::Arrive(e) => {
+                let e = e as usize;
+                self.spawn_root(e);
+                if let Arrivals::Poisson { rate } = self.topo.entries[e].arrivals {
+                    let gap = self.entry_rngs[e].exp(1e9 / rate);
+                    let at = self.now.saturating_add(Nanos::new(gap as u64));
+                    self.schedule(at, Kind::Arrive(e as u32));
+                }
+            }
+            Kind::Burst(e) => {
+                if let Arrivals::Burst { count, .. } = self.topo.entries[e as usize].arrivals {
+                    for _ in 0..count {
+                        self.spawn_root(e as usize);
+                    }
+                }
+            }
+            Kind::Periodic(e, a) => {
+                if let Arrivals::Periodic { batch, period, .. } =
+                    self.topo.entries[e as usize].arrivals
+                {
+                    for _ in 0..batch {
+                        self.spawn_root(e as usize);
+                    }
+                    let at = self.now.saturating_add(period);
+                    self.schedule(at, Kind::Periodic(e, a));
+                }
+            }
+            Kind::Work(r, tok) => {
+                if self.calls.get(r).is_some_and(|c| c.token == tok) {
+                    self.work_done(r);
+                }
+            }
+            Kind::Cut(r, tok) => {
+                if self.calls.get(r).is_some_and(|c| c.token == tok) {
+                    self.work_cut(r);
+                }
+            }
+            Kind::Timeout(r, tok) => self.on_timeout(r, tok),
+            Kind::Backoff(r, tok) => {
+                if self.calls.get(r).is_some_and(|c| c.token == tok) {
+                    self.attempt(r, false);
+                }
+            }
+            Kind::Hedge(r, tok) => self.on_hedge_timer(r, tok),
+            Kind::Action(i) => {
+                if let Some(ev) = self.topo.events.get(i as usize).copied() {
+                    self.apply_action(ev.action);
+                }
+            }
+        }
+    }
+
+    fn apply_action(&mut self, action: Action) {
+        match action {
+            Action::Scale { service, instances } => self.scale(service, instances),
+            Action::Shed { service, max_queue } => {
+                let s = &mut self.svcs[service];
+                s.shed = Some(max_queue);
+                for i in &mut s.instances {
+                    i.shed = Some(max_queue);
+                }
+            }
+            Action::Flush { service } => self.flush(service),
+        }
+    }
+
+    fn scale(&mut self, svc: usize, n: u32) {
+        let have = self.svcs[svc].instances.len() as u32;
+        for _ in have..n {
+            // Validated at construction: building the same instance again cannot fail.
+            if let Ok(mut inst) = build_instance(&self.topo, svc) {
+                inst.shed = self.svcs[svc].shed;
+                self.svcs[svc].instances.push(inst);
+            }
+        }
+        let s = &mut self.svcs[svc];
+        s.active.clear();
+        for (i, inst) in s.instances.iter_mut().enumerate() {
+            inst.active = (i as u32) < n;
+            if inst.active {
+                s.active.push(i as u32);
+            }
+        }
+    }
+
+    /// Pick an active instance of `svc` for a new call.
+    fn pick_instance(&mut self, svc: usize) -> u32 {
+        let balance = self.topo.services[svc].balance;
+        let s = &mut self.svcs[svc];
+        let n = s.active.len() as u64;
+        if n <= 1 {
+            return s.active.first().copied().unwrap_or(0);
+        }
+        let k = match balance {
+            Balance::Random => self.lb_rng.below(n),
+            Balance::RoundRobin => {
+                s.rr = s.rr.wrapping_add(1);
+                s.rr % n
+            }
+        };
+        s.active.get(k as usize).copied().unwrap_or(0)
+    }
+
+    fn busy_change(&mut self, svc: usize, up: bool) {
+        let now = self.now;
+        let s = &mut self.svcs[svc];
+        s.busy_area += s.busy_total as f64 * now.saturating_sub(s.busy_last).as_u64() as f64;
+        s.busy_last = now;
+        if up {
+            s.busy_total += 1;
+        } else {
+            s.busy_total = s.busy_total.saturating_sub(1);
+        }
+    }
+
+    /// A call entered (`up`) or left an instance of `svc`.
+    fn inside_change(&mut self, svc: usize, up: bool) {
+        let now = self.now;
+        let s = &mut self.svcs[svc];
+        s.inside_area += s.inside_total as f64 * now.saturating_sub(s.inside_last).as_u64() as f64;
+        s.inside_last = now;
+        if up {
+            s.inside_total += 1;
+        } else {
+            s.inside_total = s.inside_total.saturating_sub(1);
+        }
+    }
+
+    /// Close every interval that ends at or before `t`.
+    fn close_intervals(&mut self, t: Nanos) {
+        while self.metrics.next_boundary <= t {
+            let b = self.metrics.next_boundary;
+            let iv = self.metrics.interval.as_u64().max(1) as f64;
+            let mut sg = Vec::with_capacity(self.svcs.len());
+            for s in &mut self.svcs {
+                s.busy_area += s.busy_total as f64 * b.saturating_sub(s.busy_last).as_u64() as f64;
+                s.busy_last = b;
+                s.inside_area +=
+                    s.inside_total as f64 * b.saturating_sub(s.inside_last).as_u64() as f64;
+                s.inside_last = b;
+                let inside_avg = s.inside_area / iv;
+                s.inside_area = 0.0;
+                sg.push(ServiceGauges {
+                    inside_avg,
+                    queue: s.instances.iter().map(|i| u64::from(i.queued)).sum(),
+                    busy_now: s.busy_total,
+                    wait_sum: std::mem::take(&mut s.wait_sum),
+                    wait_max: std::mem::take(&mut s.wait_max),
+                    inside: s.instances.iter().map(|i| u64::from(i.inside)).sum(),
+                    busy: s.busy_area / iv,
+                    instances: s.active.len() as u64,
+                });
+                s.busy_area = 0.0;
+            }
+            let mut eg = vec![EdgeGauges::default(); self.topo.edges.len()];
+            for (e, g) in eg.iter_mut().enumerate() {
+                let from = self.topo.edges[e].from;
+                for inst in &self.svcs[from].instances {
+                    if let Some(Some(b)) = inst.breakers.get(e) {
+                        match b.state(t) {
+                            crate::guards::breaker::State::Open => g.open += 1,
+                            crate::guards::breaker::State::HalfOpen => g.half_open += 1,
+                            crate::guards::breaker::State::Closed => {}
+                        }
+                    }
+                }
+            }
+            self.metrics.close(&sg, &eg);
+        }
+    }
+
+    /// The result so far.
+    pub fn result(&self) -> SimResult {
+        let m = &self.metrics;
+        let mut columns = Vec::new();
+        for (i, e) in self.topo.entries.iter().enumerate() {
+            push_counters(
+                &mut columns,
+                &format!("entry.{}", e.name),
+                &m.hist_entry[i],
+                |c| c.fields(),
+            );
+        }
+        for (i, e) in self.topo.edges.iter().enumerate() {
+            let p = format!("edge.{}", e.name);
+            push_counters(&mut columns, &p, &m.hist_edge[i], |c| c.fields());
+            if e.policy.breaker.is_some() {
+                let g = &m.hist_edge_gauges[i];
+                columns.push(Column {
+                    name: format!("{p}.breakers_open"),
+                    values: g.iter().map(|g| g.open as f64).collect(),
+                });
+                columns.push(Column {
+                    name: format!("{p}.breakers_half_open"),
+                    values: g.iter().map(|g| g.half_open as f64).collect(),
+                });
+            }
+        }
+        for (i, s) in self.topo.services.iter().enumerate() {
+            if s.client {
+                continue;
+            }
+            let p = format!("svc.{}", s.name);
+            push_counters(&mut columns, &p, &m.hist_svc[i], |c| c.fields());
+            let g = &m.hist_svc_gauges[i];
+            let gauge = |f: fn(&ServiceGauges) -> f64| g.iter().map(f).collect::<Vec<f64>>();
+            columns.push(Column {
+                name: format!("{p}.queue"),
+                values: gauge(|g| g.queue as f64),
+            });
+            columns.push(Column {
+                name: format!("{p}.inside"),
+                values: gauge(|g| g.inside as f64),
+            });
+            columns.push(Column {
+                name: format!("{p}.inside_avg"),
+                values: gauge(|g| g.inside_avg),
+            });
+            columns.push(Column {
+                name: format!("{p}.busy"),
+                values: gauge(|g| g.busy),
+            });
+            columns.push(Column {
+                name: format!("{p}.busy_now"),
+                values: gauge(|g| g.busy_now as f64),
+            });
+            columns.push(Column {
+                name: format!("{p}.instances"),
+                values: gauge(|g| g.instances as f64),
+            });
+            let started = &m.hist_svc[i];
+            columns.push(Column {
+                name: format!("{p}.wait_mean_ms"),
+                values: g
+                    .iter()
+                    .zip(started)
+                    .map(|(g, c)| {
+                        if c.started == 0 {
+                            0.0
+                        } else {
+                            g.wait_sum as f64 / c.started as f64 / 1e6
+                        }
+                    })
+                    .collect(),
+            });
+            columns.push(Column {
+                name: format!("{p}.wait_max_ms"),
+                values: gauge(|g| g.wait_max as f64 / 1e6),
+            });
+        }
+        let latencies = self
+            .topo
+            .edges
+            .iter()
+            .zip(&self.edges)
+            .filter(|(spec, _)| spec.record_latency)
+            .map(|(spec, st)| LatencySamples {
+                edge: spec.name.clone(),
+                calls: st.latencies.clone(),
+                attempts: st.attempt_latencies.clone(),
+            })
+            .collect();
+        SimResult {
+            setting: self.label.clone(),
+            seed: self.seed,
+            start: self.topo.start,
+            interval: self.topo.interval,
+            columns,
+            latencies,
+            summary: Vec::new(),
+            stats: RunStats {
+                events: self.events,
+                peak_calls: self.calls.peak(),
+                live_calls: self.calls.live(),
+            },
+        }
+    }
+}
+
+fn push_counters<T>(
+    out: &mut Vec<Column>,
+    prefix: &str,
+    hist: &[T],
+    fields: impl Fn(&T) -> Vec<(&'static str, u64)>,
+) {
+    let names: Vec<&'static str> = match hist.first() {
+        Some(h) => fields(h).into_iter().map(|(n, _)| n).collect(),
+        None => return,
+    };
+    let mut cols: Vec<Vec<f64>> = vec![Vec::with_capacity(hist.len()); names.len()];
+    for h in hist {
+        for (col, (_, v)) in cols.iter_mut().zip(fields(h)) {
+            col.push(v as f64);
+        }
+    }
+    for (n, values) in names.into_iter().zip(cols) {
+        out.push(Column {
+            name: format!("{prefix}.{n}"),
+            values,
+        });
+    }
+}
+
+/// Build one instance of service `svc` with fresh guards.
+fn build_instance(t: &Topology, svc: usize) -> Result<Instance, SimError> {
+    let s = &t.services[svc];
+    let place = format!("service {}", s.name);
+    let door = match &s.admission {
+        Some(a) => Some(Door::new(a, &place)?),
+        None => None,
+    };
+    let budgets = s
+        .budgets
+        .iter()
+        .map(|b| Budget::new(b, &place))
+        .collect::<Result<Vec<_>, _>>()?;
+    let gates = s
+        .bulkheads
+        .iter()
+        .map(|b| Gate::new(b, &place))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut breakers = Vec::with_capacity(t.edges.len());
+    let mut hedgers = Vec::with_capacity(t.edges.len());
+    for e in &t.edges {
+        let place = format!("edge {}", e.name);
+        let mine = e.from == svc;
+        breakers.push(match (&e.policy.breaker, mine) {
+            (Some(b), true) => Some(Breaker::new(b, &place)?),
+            _ => None,
+        });
+        hedgers.push(match (&e.policy.hedge, mine) {
+            (Some(h), true) => Some(Hedger::new(h, &place)?),
+            _ => None,
+        });
+    }
+    Ok(Instance {
+        active: true,
+        servers: if s.client { u32::MAX } else { s.servers },
+        busy: 0,
+        queue: WaitQueue::new(s.queue.discipline.as_ref(), &place)?,
+        queued: 0,
+        inside: 0,
+        shed: None,
+        door,
+        budgets,
+        gates,
+        breakers,
+        hedgers,
+        dispatching: false,
+    })
+}
+
+/// The largest Poisson arrival rate accepted (per second).
+const MAX_RATE: f64 = 1e8;
+
+/// Check every index and number in a topology.
+fn validate(t: &Topology) -> Result<(), SimError> {
+    if t.interval.is_zero() {
+        return Err(SimError::topology("interval must be positive"));
+    }
+    if t.services.len() >= u32::MAX as usize || t.edges.len() >= u32::MAX as usize {
+        return Err(SimError::topology("too many services or edges"));
+    }
+    for (si, s) in t.services.iter().enumerate() {
+        if s.instances == 0 {
+            return Err(SimError::topology(format!(
+                "service {}: no instances",
+                s.name
+            )));
+        }
+        if !s.client && s.servers == 0 {
+            return Err(SimError::topology(format!(
+                "service {}: no servers",
+                s.name
+            )));
+        }
+        if s.ops.is_empty() {
+            return Err(SimError::topology(format!(
+                "service {}: no operations",
+                s.name
+            )));
+        }
+        for sl in &s.slowdowns {
+            if !(sl.factor.is_finite() && sl.factor >= 0.0) {
+                return Err(SimError::topology(format!(
+                    "service {}: slowdown factor must be finite and >= 0",
+                    s.name
+                )));
+            }
+        }
+        for op in &s.ops {
+            for st in &op.steps {
+                match st {
+                    Step::Call(e) => {
+                        let edge = t.edges.get(*e).ok_or_else(|| {
+                            SimError::topology(format!("{}.{}: no edge {e}", s.name, op.name))
+                        })?;
+                        if edge.from != si {
+                            return Err(SimError::topology(format!(
+                                "{}.{}: edge {} does not leave {}",
+                                s.name, op.name, edge.name, s.name
+                            )));
+                        }
+                    }
+                    Step::Work(w) => check_dist(&w.time, &format!("{}.{}", s.name, op.name))?,
+                }
+            }
+        }
+    }
+    for e in &t.edges {
+        let to = t
+            .services
+            .get(e.to)
+            .ok_or_else(|| SimError::topology(format!("edge {}: no service {}", e.name, e.to)))?;
+        if t.services.get(e.from).is_none() {
+            return Err(SimError::topology(format!(
+                "edge {}: no service {}",
+                e.name, e.from
+            )));
+        }
+        if to.client {
+            return Err(SimError::topology(format!(
+                "edge {}: calls a client",
+                e.name
+            )));
+        }
+        if e.op >= to.ops.len() {
+            return Err(SimError::topology(format!(
+                "edge {}: no operation {}",
+                e.name, e.op
+            )));
+        }
+        let from = &t.services[e.from];
+        if e.policy.attempts == 0 {
+            return Err(SimError::topology(format!(
+                "edge {}: attempts must be >= 1",
+                e.name
+            )));
+        }
+        if let Some(b) = e.policy.budget {
+            if b >= from.budgets.len() {
+                return Err(SimError::topology(format!(
+                    "edge {}: no budget {b}",
+                    e.name
+                )));
+            }
+        }
+        if let Some(b) = e.policy.bulkhead {
+            if b >= from.bulkheads.len() {
+                return Err(SimError::topology(format!(
+                    "edge {}: no bulkhead {b}",
+                    e.name
+                )));
+            }
+        }
+    }
+    // Calls are delivered at once, by direct calls: a cycle of services calling each
+    // other would nest without bound.
+    let mut state = vec![0u8; t.services.len()]; // 0 new, 1 on the path, 2 done
+    for v in 0..t.services.len() {
+        if state[v] == 0 {
+            visit(t, v, &mut state)?;
+        }
+    }
+    for en in &t.entries {
+        let s = t
+            .services
+            .get(en.service)
+            .ok_or_else(|| SimError::topology(format!("entry {}: no service", en.name)))?;
+        if !s.client {
+            return Err(SimError::topology(format!(
+                "entry {}: service {} is not a client",
+                en.name, s.name
+            )));
+        }
+        if en.op >= s.ops.len() {
+            return Err(SimError::topology(format!(
+                "entry {}: no operation {}",
+                en.name, en.op
+            )));
+        }
+        match en.arrivals {
+            Arrivals::Poisson { rate } => {
+                if !(rate.is_finite() && (0.0..=MAX_RATE).contains(&rate)) {
+                    return Err(SimError::topology(format!(
+                        "entry {}: rate must be in 0..=1e8 per second",
+                        en.name
+                    )));
+                }
+            }
+            Arrivals::Periodic { period, .. } => {
+                if period.is_zero() {
+                    return Err(SimError::topology(format!(
+                        "entry {}: period must be positive",
+                        en.name
+                    )));
+                }
+            }
+            Arrivals::Burst { .. } => {}
+        }
+    }
+    for ev in &t.events {
+        let svc = match ev.action {
+            Action::Scale { service, instances } => {
+                if instances == 0 {
+                    return Err(SimError::topology("scale to zero instances"));
+                }
+                service
+            }
+            Action::Shed { service, .. } | Action::Flush { service } => service,
+        };
+        if svc >= t.services.len() || t.services[svc].client {
+            return Err(SimError::topology(format!("timed action on service {svc}")));
+        }
+    }
+    Ok(())
+}
+
+/// Depth-first search for a cycle of calls through service `v`.
+fn visit(t: &Topology, v: usize, state: &mut [u8]) -> Result<(), SimError> {
+    state[v] = 1;
+    for e in t.edges.iter().filter(|e| e.from == v) {
+        match state[e.to] {
+            1 => {
+                return Err(SimError::topology(format!(
+                    "edge {} closes a cycle of calls back to service {}",
+                    e.name, t.services[e.to].name
+                )))
+            }
+            0 => visit(t, e.to, state)?,
+            _ => {}
+        }
+    }
+    state[v] = 2;
+    Ok(())
+}
+
+fn check_dist(d: &crate::topology::Dist, place: &str) -> Result<(), SimError> {
+    if let crate::topology::Dist::Bernoulli { p, .. } = d {
+        if !(0.0..=1.0).contains(p) {
+            return Err(SimError::topology(format!(
+                "{place}: probability must be in 0..=1"
+            )));
+        }
+    }
+    if let crate::topology::Dist::Uniform(lo, hi) = d {
+        if lo > hi {
+            return Err(SimError::topology(format!("{place}: uniform lo > hi")));
+        }
+    }
+    Ok(())
+}

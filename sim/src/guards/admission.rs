@@ -1,0 +1,54 @@
+//! Admission control at a service instance's door: guards-core's
+//! [`Admission`](guards_core::admission::Admission) with fixed per-priority limits on one
+//! shared count of calls inside (seed C5: views refused at 64, reserves at 80). A ticket is
+//! taken at the door and given back when the call is answered or cancelled.
+
+use guards_core::admission::{Admission, AdmissionConfig, AdmissionTicket};
+use guards_core::priority::MAX_PRIORITIES;
+use guards_core::{Nanos, Priority};
+
+use crate::error::SimError;
+use crate::topology::AdmissionSpec;
+
+/// The door.
+#[derive(Debug)]
+pub(crate) struct Door {
+    admission: Admission,
+}
+
+/// A call admitted through the door.
+pub(crate) type DoorTicket = AdmissionTicket;
+
+impl Door {
+    pub(crate) fn new(spec: &AdmissionSpec, place: &str) -> Result<Self, SimError> {
+        let last = spec.limits.last().copied().unwrap_or(u32::MAX);
+        let mut limits = [u64::from(last); MAX_PRIORITIES];
+        for (l, v) in limits.iter_mut().zip(&spec.limits) {
+            *l = u64::from(*v);
+        }
+        let admission = Admission::new(AdmissionConfig {
+            limits,
+            ..AdmissionConfig::default()
+        })
+        .map_err(|e| SimError::guard(format!("{place}: admission"), e))?;
+        Ok(Door { admission })
+    }
+
+    pub(crate) fn try_admit(&self, now: Nanos, p: Priority) -> Option<DoorTicket> {
+        self.admission.try_acquire(now, p).ok()
+    }
+
+    /// The call was answered (`ok`) or failed.
+    pub(crate) fn release(&self, now: Nanos, t: DoorTicket, ok: bool) {
+        if ok {
+            self.admission.on_success(t, now);
+        } else {
+            self.admission.on_dropped(t, now);
+        }
+    }
+
+    /// The call was cancelled by its caller.
+    pub(crate) fn forget(&self, t: DoorTicket) {
+        self.admission.on_ignore(t);
+    }
+}

@@ -1,0 +1,101 @@
+//! The circuit breaker per caller instance and edge: guards-core's
+//! [`CircuitBreaker`](guards_core::circuit_breaker::CircuitBreaker).
+//!
+//! Every attempt sent is an outcome (retries included); the breaker's own refusals and the
+//! bulkhead's are not. A probe's attempt uses the probe timeout the permit carries; an
+//! abandoned probe is reported as a failure. Outcomes of ordinary calls that come back
+//! while the breaker is open or half-open (or from an older generation) are ignored by the
+//! breaker itself.
+
+use guards_core::circuit_breaker::{
+    BreakerPermit, BreakerState, CircuitBreaker, CircuitBreakerConfig, WindowKind,
+};
+use guards_core::Nanos;
+
+use crate::error::SimError;
+use crate::topology::{BreakerSpec, BreakerWindow};
+
+/// Breaker state as the output reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    Closed,
+    Open,
+    HalfOpen,
+}
+
+/// A breaker.
+#[derive(Debug)]
+pub(crate) struct Breaker {
+    breaker: CircuitBreaker,
+}
+
+/// Permission to make one call (maybe a probe).
+#[derive(Debug)]
+pub(crate) struct BreakerTicket {
+    permit: BreakerPermit,
+    /// The probe's timeout, for a probe.
+    pub probe_timeout: Option<Nanos>,
+}
+
+/// Buckets of a time window.
+const TIME_BUCKETS: u64 = 10;
+
+impl Breaker {
+    pub(crate) fn new(spec: &BreakerSpec, place: &str) -> Result<Self, SimError> {
+        let mut config = CircuitBreakerConfig {
+            failure_rate_threshold: spec.failure_rate,
+            minimum_calls: u64::from(spec.min_calls),
+            open_duration: spec.open_for,
+            max_open_duration: spec
+                .open_for
+                .max(CircuitBreakerConfig::default().max_open_duration),
+            half_open_probes: u64::from(spec.probes),
+            probe_timeout: spec.probe_timeout,
+            ..CircuitBreakerConfig::default()
+        };
+        match spec.window {
+            BreakerWindow::Count(n) => {
+                config.window_kind = WindowKind::Count;
+                config.window_size = u64::from(n);
+            }
+            BreakerWindow::Time(d) => {
+                config.window_kind = WindowKind::Time;
+                config.window_buckets = TIME_BUCKETS;
+                // A whole multiple of the bucket count.
+                config.window_duration = Nanos::new(d.as_u64() / TIME_BUCKETS * TIME_BUCKETS);
+            }
+        }
+        let breaker = CircuitBreaker::new(config)
+            .map_err(|e| SimError::guard(format!("{place}: circuit_breaker"), e))?;
+        Ok(Breaker { breaker })
+    }
+
+    pub(crate) fn try_acquire(&self, now: Nanos) -> Option<BreakerTicket> {
+        let permit = self.breaker.try_acquire(now).ok()?;
+        let probe_timeout = permit.probe_timeout();
+        Some(BreakerTicket {
+            permit,
+            probe_timeout,
+        })
+    }
+
+    pub(crate) fn success(&self, t: BreakerTicket, now: Nanos) {
+        let _ = self.breaker.on_success(t.permit, now);
+    }
+
+    pub(crate) fn failure(&self, t: BreakerTicket, now: Nanos) {
+        let _ = self.breaker.on_failure(t.permit, now);
+    }
+
+    pub(crate) fn ignore(&self, t: BreakerTicket) {
+        self.breaker.on_ignore(t.permit);
+    }
+
+    pub(crate) fn state(&self, now: Nanos) -> State {
+        match self.breaker.state(now) {
+            BreakerState::Closed => State::Closed,
+            BreakerState::Open => State::Open,
+            BreakerState::HalfOpen => State::HalfOpen,
+        }
+    }
+}

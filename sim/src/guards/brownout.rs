@@ -1,0 +1,42 @@
+//! Brownout: when an optional call fails for good, serve the caller's answer without it
+//! (a degraded answer); a required call fails fast. Decided by guards-core's
+//! [`Brownout`](guards_core::brownout::Brownout) for each way the call can fail.
+
+use guards_core::brownout::{Brownout, BrownoutConfig, BrownoutDecision, RefusalKind};
+
+use crate::engine::call::Outcome;
+use crate::error::SimError;
+
+/// The fallback decision for one edge.
+#[derive(Debug)]
+pub(crate) struct Fallback {
+    brownout: Brownout,
+}
+
+impl Fallback {
+    pub(crate) fn new(optional: bool, place: &str) -> Result<Self, SimError> {
+        let brownout = Brownout::new(BrownoutConfig {
+            optional,
+            ..BrownoutConfig::default()
+        })
+        .map_err(|e| SimError::guard(format!("{place}: brownout"), e))?;
+        Ok(Fallback { brownout })
+    }
+
+    /// Whether to serve the fallback after the call failed for good with `why`.
+    pub(crate) fn serve_fallback(&self, why: Outcome) -> bool {
+        let kind = match why {
+            Outcome::BreakerOpen => RefusalKind::BreakerOpen,
+            Outcome::GateFull => RefusalKind::BulkheadFull,
+            Outcome::Timeout | Outcome::Deadline | Outcome::NoTime => RefusalKind::Timeout,
+            Outcome::Overloaded => RefusalKind::Overloaded,
+            Outcome::Error | Outcome::Ok => RefusalKind::Failed,
+        };
+        self.brownout.on_refusal(kind) == BrownoutDecision::ServeFallback
+    }
+
+    /// The call succeeded: a full answer.
+    pub(crate) fn full(&self) {
+        self.brownout.on_full();
+    }
+}

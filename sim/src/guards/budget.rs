@@ -1,0 +1,38 @@
+//! The retry budget per caller instance: guards-core's
+//! [`RetryBudget`](guards_core::retry_budget::RetryBudget) in token-bucket mode (seed C4:
+//! 10 tokens, +0.1 per first attempt, 1 per retry). Hedges are paid from the same bucket.
+
+use guards_core::retry_budget::{RetryBudget, RetryBudgetConfig, TokenBudgetConfig};
+use guards_core::retry_policy::RetryGate;
+use guards_core::Nanos;
+
+use crate::error::SimError;
+use crate::topology::BudgetSpec;
+
+/// One token bucket.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    budget: RetryBudget,
+}
+
+impl Budget {
+    pub(crate) fn new(spec: &BudgetSpec, place: &str) -> Result<Self, SimError> {
+        let config = RetryBudgetConfig::TokenBucket(TokenBudgetConfig {
+            capacity: spec.capacity,
+            ratio: spec.deposit,
+        });
+        let budget = RetryBudget::new(config)
+            .map_err(|e| SimError::guard(format!("{place}: retry_budget"), e))?;
+        Ok(Budget { budget })
+    }
+
+    /// A first attempt goes out.
+    pub(crate) fn deposit(&self, now: Nanos) {
+        self.budget.deposit(now);
+    }
+
+    /// The budget as the gate a retry or a hedge asks.
+    pub(crate) fn gate(&self) -> &dyn RetryGate {
+        &self.budget
+    }
+}

@@ -1,0 +1,36 @@
+//! The bulkhead per caller instance: guards-core's
+//! [`Bulkhead`](guards_core::bulkhead::Bulkhead). A permit is taken when an attempt is
+//! sent and given back when the caller stops waiting for it (answer or timeout), not when
+//! the abandoned work inside the callee ends.
+
+use guards_core::bulkhead::{Bulkhead, BulkheadConfig, BulkheadPermit};
+
+use crate::error::SimError;
+use crate::topology::BulkheadSpec;
+
+/// A gate.
+#[derive(Debug)]
+pub(crate) struct Gate {
+    bulkhead: Bulkhead,
+}
+
+/// A slot held in a gate.
+pub(crate) type GateTicket = BulkheadPermit;
+
+impl Gate {
+    pub(crate) fn new(spec: &BulkheadSpec, place: &str) -> Result<Self, SimError> {
+        let bulkhead = Bulkhead::new(BulkheadConfig {
+            max_concurrent: u64::from(spec.max_concurrent),
+        })
+        .map_err(|e| SimError::guard(format!("{place}: bulkhead"), e))?;
+        Ok(Gate { bulkhead })
+    }
+
+    pub(crate) fn try_acquire(&self) -> Option<GateTicket> {
+        self.bulkhead.try_acquire().ok()
+    }
+
+    pub(crate) fn release(&self, t: GateTicket) {
+        self.bulkhead.release(t);
+    }
+}
