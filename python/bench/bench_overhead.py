@@ -185,7 +185,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     repeat = args.repeat or (3 if args.quick else 7)
 
     print(
-        f"guards {guards.__version__}, Python {platform.python_version()} ({sys.implementation.name}), "
+        f"guards {guards.__version__}, Python {platform.python_version()} "
+        f"({sys.implementation.name}), "
         f"{platform.machine()}; best of {repeat} x {number} calls"
     )
     sync = {

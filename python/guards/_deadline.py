@@ -192,8 +192,9 @@ def deadline(
 ) -> DeadlineScope:
     """A deadline scope: ``timeout`` from now (seconds, ``timedelta`` or ``Nanos``), or
     ``at`` an instant (integer nanoseconds of the monotonic clock, as :func:`guards.now_ns`
-    reads it) or a :class:`guards.Deadline` (such as :func:`extract_deadline` returns). With neither, the scope only inherits (useful as a checkpoint: entering
-    raises if the inherited deadline has passed). See :class:`DeadlineScope`."""
+    reads it) or a :class:`guards.Deadline` (such as :func:`extract_deadline` returns).
+    With neither, the scope only inherits (useful as a checkpoint: entering raises if the
+    inherited deadline has passed). See :class:`DeadlineScope`."""
     if timeout is not None and at is not None:
         raise TypeError("give `timeout` or `at`, not both")
     if isinstance(at, Deadline):  # e.g. one read from a request's headers

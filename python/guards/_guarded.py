@@ -67,6 +67,7 @@ from collections.abc import Awaitable
 from typing import Any, Callable, Optional, TypeVar
 
 from . import _guards as _n
+from ._deadline import _DEADLINE, DeadlineScope, _expired_error
 from ._guards import (
     AdmissionRejected,
     BreakerOpen,
@@ -79,7 +80,6 @@ from ._guards import (
     RetriesExhausted,
     Throttled,
 )
-from ._deadline import _DEADLINE, DeadlineScope, _expired_error
 from ._util import (
     ExcSpec,
     check_int,

@@ -8,10 +8,9 @@ import datetime
 import math
 import threading
 
+import guards
 import pytest
 from helpers import config_error, run_threads, type_error
-
-import guards
 
 S = 1_000_000_000
 MS = 1_000_000

@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 import threading
 
-import pytest
-from helpers import config_error, run_threads, type_error
-
 import guards
+import pytest
 from guards.testing import exhaust, trip
+from helpers import config_error, run_threads, type_error
 
 
 class HTTPError(Exception):

@@ -13,10 +13,9 @@ from collections.abc import Iterator
 from typing import Any, Callable
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+import guards
 import pytest
 from helpers import config_error, type_error
-
-import guards
 
 uvicorn = pytest.importorskip("uvicorn")
 starlette = pytest.importorskip("starlette")

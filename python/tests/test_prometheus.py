@@ -9,10 +9,9 @@ import textwrap
 import threading
 from typing import Any
 
+import guards
 import pytest
 from helpers import config_error, run_threads, type_error
-
-import guards
 
 prometheus_client = pytest.importorskip("prometheus_client")
 from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402

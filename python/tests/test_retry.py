@@ -7,11 +7,10 @@ import asyncio
 import threading
 from typing import Any
 
-import pytest
-from helpers import config_error, run_threads, type_error
-
 import guards
+import pytest
 from guards.testing import AsyncFlaky, Flaky
+from helpers import config_error, run_threads, type_error
 
 S = 1_000_000_000
 MS = 1_000_000
@@ -640,7 +639,7 @@ async def test_async_attempt_under_a_scope_without_deadline_is_not_cancelled() -
 from guards.testing import fake_clock  # noqa: E402,F401  (a pytest fixture for users)
 
 
-def test_fake_clock_fixture_installs_a_clock(fake_clock: guards.FakeClock) -> None:
+def test_fake_clock_fixture_installs_a_clock(fake_clock: guards.FakeClock) -> None:  # noqa: F811
     assert guards.current_clock() is fake_clock
     assert guards.now_ns() == S
     guards.retry(backoff=NO_JITTER)(Flaky(ConnectionError, times=1))()
