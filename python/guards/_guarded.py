@@ -186,6 +186,22 @@ class _BreakerAdapter(_Adapter):
         return self.guard.acquire, _n.BreakerPermit.on_success
 
 
+class _KeyedBreakerAdapter(_BreakerAdapter):
+    """One breaker of a :class:`guards.KeyedBreakers` set, chosen by ``key``."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, guard: Any, kind: str, key: Any) -> None:
+        super().__init__(guard, kind)
+        self.key = key
+
+    def acquire(self, now: Optional[int]) -> Any:
+        return self.guard.acquire(self.key)  # raises BreakerOpen
+
+    def fast_paths(self) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
+        return functools.partial(self.guard.acquire, self.key), _n.BreakerPermit.on_success
+
+
 class _BulkheadAdapter(_Adapter):
     __slots__ = ()
 
@@ -251,7 +267,16 @@ class _ThrottleAdapter(_Adapter):
         return admit, (lambda _t: accepted())
 
 
-def _adapter(guard: Any, priority: Optional[int]) -> _Adapter:
+def _adapter(guard: Any, priority: Optional[int], key: Any = None) -> _Adapter:
+    keyed = getattr(_n, "KeyedBreakers", None)
+    if keyed is not None and isinstance(guard, keyed):
+        if key is None:
+            raise TypeError("a guards.KeyedBreakers needs `key` (the operation's name or number)")
+        if isinstance(key, bool) or not isinstance(key, (str, bytes, int)):
+            fail_type("key", "a str, bytes or int", key)
+        if not isinstance(key, int):
+            keyed.key_of(key)  # a bad key fails here, not on the first call
+        return _KeyedBreakerAdapter(guard, "keyed_breakers", key)
     kinds = {
         "CircuitBreaker": _BreakerAdapter,
         "Bulkhead": _BulkheadAdapter,
@@ -270,7 +295,8 @@ def _adapter(guard: Any, priority: Optional[int]) -> _Adapter:
         return _ThrottleAdapter(guard, "adaptive_throttle")
     fail_type(
         "guards",
-        "guards.CircuitBreaker, Bulkhead, Limiter, Admission or AdaptiveThrottle instances",
+        "guards.CircuitBreaker, KeyedBreakers, Bulkhead, Limiter, Admission or "
+        "AdaptiveThrottle instances",
         guard,
     )
     raise AssertionError(name)  # unreachable: fail_type raises
@@ -343,13 +369,14 @@ class Guarded:
         brownout: Any = None,
         priority: Optional[int] = None,
         timeout: Any = None,
+        key: Any = None,
     ) -> None:
         self._timeout_ns = None if timeout is None else positive_duration_ns("timeout", timeout)
         if priority is not None:
             priority = check_int("priority", priority, 0, 7)
         if not guards:
             raise TypeError("guarded() needs at least one guard (`guards`)")
-        self._adapters = tuple(_adapter(g, priority) for g in guards)
+        self._adapters = tuple(_adapter(g, priority, key) for g in guards)
         self._one = self._adapters[0] if len(self._adapters) == 1 else None
         if self._one is not None:
             self._one_acquire, self._one_succeed = self._one.fast_paths()
@@ -661,7 +688,11 @@ class Guarded:
         for adapter in self._adapters:
             n = seen[adapter.kind] = seen.get(adapter.kind, 0) + 1
             prefix = adapter.kind if n == 1 else f"{adapter.kind}_{n}"
-            for k, v in adapter.guard.stats().items():
+            if isinstance(adapter, _KeyedBreakerAdapter):
+                stats = adapter.guard.stats(adapter.key) or {}
+            else:
+                stats = adapter.guard.stats()
+            for k, v in stats.items():
                 out[f"{prefix}_{k}"] = v
         if self._brownout is not None:
             for k, v in self._brownout.stats().items():
@@ -689,6 +720,7 @@ def guarded(
     brownout: Any = None,
     priority: Optional[int] = None,
     timeout: Any = None,
+    key: Any = None,
 ) -> Guarded:
     """Guard a block or a call with circuit breakers, bulkheads, limiters and admission
     (see the module docs): ``with guarded(breaker, bulkhead): ...``,
@@ -704,6 +736,8 @@ def guarded(
     call is cancelled when it passes (a :class:`guards.DeadlineExceeded`, which the
     guards hear as a timeout).
 
+    ``key``: which breaker of a :class:`guards.KeyedBreakers` set (an operation's name).
+
     Whatever the settings, a call does not start (and takes no guard) once the deadline it
     inherits has passed: :class:`guards.DeadlineExceeded`.
     """
@@ -715,4 +749,5 @@ def guarded(
         brownout=brownout,
         priority=priority,
         timeout=timeout,
+        key=key,
     )

@@ -215,6 +215,30 @@ def test_breaker_and_bulkhead_together_release_in_reverse(clock: guards.FakeCloc
     assert b.stats()["acquired"] == 1  # the open breaker refused before the bulkhead
 
 
+def test_keyed_breakers_one_breaker_per_operation(clock: guards.FakeClock) -> None:
+    breakers = guards.KeyedBreakers(window_size=4, open_duration=5.0)
+    stock = guards.guarded(breakers, key="stock:get")
+
+    @guards.guarded(breakers, key="cart:get")
+    def cart() -> str:
+        return "cart"
+
+    for _ in range(4):
+        with pytest.raises(ConnectionError):
+            stock.call(fail, ConnectionError("down"))
+    with pytest.raises(guards.BreakerOpen):
+        stock.call(lambda: "never")
+    assert cart() == "cart"  # another operation's breaker is untouched
+    assert breakers.state("stock:get") == "open"
+    assert breakers.state("cart:get") == "closed"
+    assert stock.stats()["keyed_breakers_failures"] == 4
+    assert cart.guarded.stats()["keyed_breakers_successes"] == 1
+    with pytest.raises(TypeError, match="`key`"):
+        guards.guarded(breakers)
+    with type_error("key"):
+        guards.guarded(breakers, key=1.5)
+
+
 def test_testing_trip_rejects_other_guards() -> None:
     with type_error("breaker"):
         trip(guards.Bulkhead())
