@@ -486,6 +486,15 @@ class Guarded:
             adapter.report(call._token, outcome, None)
 
     def __enter__(self) -> GuardedCall:
+        one = self._one
+        if self._timeout_ns is None and one is not None:
+            # _push, inlined for the common case: one guard, no timeout of its own
+            d = _DEADLINE.get()
+            if d is not None and d.is_expired():
+                raise _expired_error(d, _TOO_LATE)
+            call = GuardedCall(self, one, self._one_acquire(), _ENTRIES.get())
+            _ENTRIES.set(call)
+            return call
         if self._timeout_ns is None:
             return self._push(None)
         scope = DeadlineScope(self._timeout_ns, None)
@@ -498,7 +507,10 @@ class Guarded:
         return call
 
     def __exit__(self, et: Any, e: Any, tb: Any) -> None:
-        call = self._pop(e)
+        call = _ENTRIES.get()  # _pop, inlined: this runs once per block
+        if call is None or call._owner is not self:
+            raise RuntimeError("guarded blocks must be exited in the reverse order of entry")
+        _ENTRIES.set(call._parent)
         if call._scope is not None:
             call._scope.__exit__(et, e, tb)
         if e is None and call._adapter is not None and call._mark == SUCCESS:
