@@ -1,5 +1,473 @@
-"""Placeholder: the Pythonic layer (py-layer) provides this module."""
+"""Server-side admission control as ASGI and WSGI middleware.
+
+The door of a service: every request takes a ticket from the native
+:class:`guards.Admission` before any of the application runs -- before authentication,
+parsing, or a single query -- and gives it back when the response is done. A request
+that would push the calls inside past its priority's limit is answered at once with
+``503 Service Unavailable`` and a ``Retry-After`` header (whole seconds, rounded up), for
+a cost far below the work it saves. Health checks are exempt: a server that sheds its
+load balancer's probes is taken out of rotation exactly when it is needed.
+
+::
+
+    import guards
+
+    door = guards.Admission()                       # views 64 inside, reserves 80
+
+    # ASGI: Starlette, FastAPI, Django (asgi.py), Quart, ...
+    app = guards.AdmissionMiddleware(app, door, priority=guards.priority_from_header())
+
+    # WSGI: Flask, Django (wsgi.py), Pyramid, ...
+    flask_app.wsgi_app = guards.WSGIAdmissionMiddleware(flask_app.wsgi_app, door)
+
+    # aiohttp
+    app = aiohttp.web.Application(middlewares=[guards.AiohttpAdmissionMiddleware(door)])
+
+How each response is reported to the admission (an adaptive limit learns from it): a
+response with status 503 or 429 from the application is an overload signal
+(``on_dropped``); any other response is a success (``on_success``, timed from admission
+to the end of the body); an exception or a client that went away says nothing about
+capacity (``on_ignore``).
+
+``priority``: a callable receiving the ASGI ``scope`` (the WSGI ``environ``, the aiohttp
+``request``) and
+returning the request's priority class, 0 (most important) to 7; ``None`` means the
+default (1, critical). :func:`priority_from_header` reads it from a request header.
+``exempt``: paths never shed (exact matches; default ``/health``, ``/healthz``,
+``/livez``, ``/readyz``, ``/ready``), or a predicate of the path.
+``deadline``: ``"grpc"`` or ``"millis"`` to read the caller's deadline from the
+``grpc-timeout`` (or ``x-envoy-expected-rq-timeout-ms``) header and publish it for the
+request (:func:`guards.time_left` inside the handler); a malformed header is ignored.
+
+``stats()`` counts ``requests``, ``exempt``, ``admitted``, ``rejected``, ``errors``
+(the application raised) and ``overloaded`` (it answered 503/429); the admission's own
+counters are in ``middleware.admission.stats()``.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+import threading
+from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import Any, Optional, Union
+
+from . import _guards as _n
+from ._deadline import _DEADLINE
+from ._guards import AdmissionRejected
+from ._util import check_callable, check_int, config_error, fail_type
+from .context import extract_deadline
+
+__all__ = [
+    "AdmissionMiddleware",
+    "WSGIAdmissionMiddleware",
+    "AiohttpAdmissionMiddleware",
+    "priority_from_header",
+    "DEFAULT_EXEMPT_PATHS",
+]
+
+#: Paths a load balancer probes: never shed.
+DEFAULT_EXEMPT_PATHS = ("/health", "/healthz", "/livez", "/readyz", "/ready")
+
+_OVERLOAD_STATUSES = (503, 429)
+_STATS = ("requests", "exempt", "admitted", "rejected", "errors", "overloaded")
+
+
+def priority_from_header(
+    name: str = "x-priority",
+    *,
+    default: Optional[int] = None,
+    names: Optional[dict[str, int]] = None,
+) -> Callable[[Any], Optional[int]]:
+    """A ``priority=`` callable reading the request's priority class from header ``name``.
+
+    The value is a number 0..7 or, case-insensitively, a name: ``critical_plus`` (0),
+    ``critical`` (1), ``sheddable_plus`` (2), ``sheddable`` (3), or one of ``names``.
+    A missing or unreadable value gives ``default`` (``None``: the admission's default).
+    Works for ASGI scopes, WSGI environs and request objects with ``headers`` (aiohttp).
+    """
+    if not isinstance(name, str) or not name:
+        fail_type("name", "a non-empty str", name)
+    if default is not None:
+        check_int("default", default, 0, 7)
+    table = {"critical_plus": 0, "critical": 1, "sheddable_plus": 2, "sheddable": 3}
+    if names is not None:
+        if not isinstance(names, dict):
+            fail_type("names", "a dict of str to int", names)
+        for k, v in names.items():
+            if not isinstance(k, str):
+                fail_type("names", "a dict of str to int", k)
+            table[k.lower()] = check_int(f"names[{k!r}]", v, 0, 7)
+    raw_name = name.lower().encode("latin-1")
+    environ_key = "HTTP_" + name.upper().replace("-", "_")
+
+    def priority(scope_or_environ: Any) -> Optional[int]:
+        value: Any = None
+        if (
+            isinstance(scope_or_environ, dict)
+            and "headers" in scope_or_environ
+            and "type" in scope_or_environ
+        ):
+            for k, v in scope_or_environ["headers"]:
+                if k.lower() == raw_name:
+                    value = v.decode("latin-1")
+                    break
+        elif isinstance(scope_or_environ, dict):
+            value = scope_or_environ.get(environ_key)
+        else:  # a request object with headers (aiohttp, or any other)
+            headers = getattr(scope_or_environ, "headers", None)
+            if headers is not None:
+                value = headers.get(name)
+        if value is None:
+            return default
+        text = value.strip().lower()
+        if text.isdigit():
+            n = int(text)
+            return n if n <= 7 else default
+        return table.get(text, default)
+
+    return priority
+
+
+def _exempt_matcher(exempt: Any) -> Callable[[str], bool]:
+    if exempt is None:
+        return lambda path: False
+    if callable(exempt):
+        return exempt  # type: ignore[no-any-return]
+    if isinstance(exempt, str) or not isinstance(exempt, Collection):
+        fail_type("exempt", "a collection of paths, a predicate or None", exempt)
+    paths = frozenset(exempt)
+    for p in paths:
+        if not isinstance(p, str):
+            fail_type("exempt", "a collection of str paths", p)
+    return paths.__contains__
+
+
+def _retry_after_header(err: BaseException) -> Optional[str]:
+    secs = getattr(err, "retry_after_secs", None)  # the native refusal's whole seconds
+    if isinstance(secs, int) and not isinstance(secs, bool):
+        return str(secs)
+    ra = getattr(err, "retry_after", None)
+    if ra is None:
+        return None
+    return str(max(1, math.ceil(ra)))
+
+
+class _Door:
+    """What both middlewares share: the admission, the settings and the counters."""
+
+    def __init__(
+        self,
+        admission: Any,
+        priority: Optional[Callable[[Any], Optional[int]]],
+        exempt: Any,
+        deadline: Optional[str],
+        body: Union[bytes, str],
+    ) -> None:
+        if admission is None:
+            admission = _n.Admission()
+        elif not isinstance(admission, _n.Admission):
+            fail_type("admission", "a guards.Admission or None", admission)
+        self.admission = admission
+        self._priority = check_callable("priority", priority)
+        self._exempt = _exempt_matcher(exempt)
+        if deadline is not None and deadline not in ("grpc", "millis"):
+            if not isinstance(deadline, str):
+                fail_type("deadline", "'grpc', 'millis' or None", deadline)
+            raise config_error("deadline", "out_of_range", "'grpc', 'millis' or None")
+        self._deadline = deadline
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        if not isinstance(body, bytes):
+            fail_type("body", "bytes or str", body)
+        self._body = body
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(_STATS, 0)
+
+    metrics_kind = "admission_middleware"
+
+    def count(self, key: str, n: int = 1) -> None:
+        with self._lock:
+            self._counts[key] += n
+
+    def stats(self) -> dict[str, int]:
+        """The middleware's counters (see the module docs)."""
+        with self._lock:
+            return dict(self._counts)
+
+    def priority_of(self, request: Any) -> Optional[int]:
+        if self._priority is None:
+            return None
+        p = self._priority(request)
+        if p is None:
+            return None
+        return check_int("priority", p, 0, 7)
+
+    def admit(self, request: Any) -> Any:
+        """A ticket, or raise AdmissionRejected."""
+        p = self.priority_of(request)
+        return self.admission.acquire() if p is None else self.admission.acquire(p)
+
+    def release(self, ticket: Any, status: Optional[int], failed: bool) -> None:
+        if failed or status is None:
+            ticket.on_ignore()
+        elif status in _OVERLOAD_STATUSES:
+            self.count("overloaded")
+            ticket.on_dropped()
+        else:
+            ticket.on_success()
+
+    def deadline_of(self, headers: Any) -> Any:
+        if self._deadline is None:
+            return None
+        return extract_deadline(headers, format=self._deadline, strict=False)
+
+
+class AdmissionMiddleware(_Door):
+    """ASGI admission middleware (see the module docs): ``AdmissionMiddleware(app,
+    admission=None, *, priority=None, exempt=DEFAULT_EXEMPT_PATHS, deadline=None,
+    body=...)``. Only ``http`` requests are admitted; ``websocket`` and ``lifespan``
+    pass through."""
+
+    def __init__(
+        self,
+        app: Any,
+        admission: Any = None,
+        *,
+        priority: Optional[Callable[[Any], Optional[int]]] = None,
+        exempt: Any = DEFAULT_EXEMPT_PATHS,
+        deadline: Optional[str] = None,
+        body: Union[bytes, str] = b"overloaded: try again later\n",
+    ) -> None:
+        if not callable(app):
+            fail_type("app", "an ASGI application", app)
+        super().__init__(admission, priority, exempt, deadline, body)
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        self.count("requests")
+        if self._exempt(scope.get("path", "")):
+            self.count("exempt")
+            await self.app(scope, receive, send)
+            return
+        try:
+            ticket = self.admit(scope)
+        except AdmissionRejected as refused:
+            self.count("rejected")
+            await self._reject(send, refused)
+            return
+        self.count("admitted")
+        status: list[int] = []
+
+        async def send_status(message: Any) -> None:
+            if message.get("type") == "http.response.start":
+                status.append(message.get("status"))
+            await send(message)
+
+        deadline = self.deadline_of(scope.get("headers", ()))
+        token = None if deadline is None else _DEADLINE.set(deadline)
+        failed = True
+        try:
+            await self.app(scope, receive, send_status)
+            failed = False
+        except Exception:
+            self.count("errors")
+            raise
+        finally:
+            if token is not None:
+                _DEADLINE.reset(token)
+            self.release(ticket, status[0] if status else None, failed)
+
+    async def _reject(self, send: Any, refused: BaseException) -> None:
+        headers = [
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", str(len(self._body)).encode()),
+            (b"cache-control", b"no-store"),
+        ]
+        ra = _retry_after_header(refused)
+        if ra is not None:
+            headers.append((b"retry-after", ra.encode()))
+        await send({"type": "http.response.start", "status": 503, "headers": headers})
+        await send({"type": "http.response.body", "body": self._body})
+
+
+class WSGIAdmissionMiddleware(_Door):
+    """WSGI admission middleware (see the module docs): ``WSGIAdmissionMiddleware(app,
+    admission=None, *, priority=None, exempt=DEFAULT_EXEMPT_PATHS, deadline=None,
+    body=...)``. The ticket is given back when the server closes the response."""
+
+    def __init__(
+        self,
+        app: Any,
+        admission: Any = None,
+        *,
+        priority: Optional[Callable[[Any], Optional[int]]] = None,
+        exempt: Any = DEFAULT_EXEMPT_PATHS,
+        deadline: Optional[str] = None,
+        body: Union[bytes, str] = b"overloaded: try again later\n",
+    ) -> None:
+        if not callable(app):
+            fail_type("app", "a WSGI application", app)
+        super().__init__(admission, priority, exempt, deadline, body)
+        self.app = app
+
+    def __call__(self, environ: Any, start_response: Any) -> Iterable[bytes]:
+        self.count("requests")
+        if self._exempt(environ.get("PATH_INFO", "")):
+            self.count("exempt")
+            return self.app(environ, start_response)  # type: ignore[no-any-return]
+        try:
+            ticket = self.admit(environ)
+        except AdmissionRejected as refused:
+            self.count("rejected")
+            headers = [
+                ("Content-Type", "text/plain; charset=utf-8"),
+                ("Content-Length", str(len(self._body))),
+                ("Cache-Control", "no-store"),
+            ]
+            ra = _retry_after_header(refused)
+            if ra is not None:
+                headers.append(("Retry-After", ra))
+            start_response("503 Service Unavailable", headers)
+            return [self._body]
+        self.count("admitted")
+        status: list[int] = []
+
+        def start_status(status_line: str, headers: Any, exc_info: Any = None) -> Any:
+            try:
+                code = int(status_line.split(" ", 1)[0])
+            except ValueError:
+                code = 0
+            if status:
+                status[0] = code
+            else:
+                status.append(code)
+            if exc_info is None:
+                return start_response(status_line, headers)
+            return start_response(status_line, headers, exc_info)
+
+        deadline = self.deadline_of(environ)
+        token = None if deadline is None else _DEADLINE.set(deadline)
+        try:
+            body = self.app(environ, start_status)
+        except BaseException as e:
+            if isinstance(e, Exception):
+                self.count("errors")
+            self.release(ticket, None, True)
+            raise
+        finally:
+            if token is not None:
+                _DEADLINE.reset(token)
+        return _ReleasingBody(self, ticket, body, status)
+
+
+class _ReleasingBody:
+    """The application's response body; gives the ticket back exactly once, when the
+    server closes it (PEP 3333 guarantees ``close()``), or when iterating it fails."""
+
+    def __init__(self, door: _Door, ticket: Any, body: Iterable[bytes], status: list[int]) -> None:
+        self._door = door
+        self._ticket = ticket
+        self._body = body
+        self._status = status
+        self._lock = threading.Lock()
+        self._released = False
+        self._failed = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._body
+        except GeneratorExit:
+            raise
+        except BaseException as e:
+            if isinstance(e, Exception):
+                self._door.count("errors")
+            self._failed = True
+            self._release()
+            raise
+
+    def _release(self) -> None:
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+        self._door.release(self._ticket, self._status[0] if self._status else None, self._failed)
+
+    def __del__(self) -> None:
+        # A server that never closes the body must not leak the ticket forever.
+        if not self._released:
+            self._failed = True
+            self._release()
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self._release()
+
+
+class AiohttpAdmissionMiddleware(_Door):
+    """aiohttp admission middleware (see the module docs):
+    ``web.Application(middlewares=[AiohttpAdmissionMiddleware(admission=None, *,
+    priority=None, exempt=DEFAULT_EXEMPT_PATHS, deadline=None, body=...)])``.
+
+    ``priority`` receives the ``aiohttp.web.Request``. An ``aiohttp.web.HTTPException``
+    raised by a handler is a response like any other (a raised ``HTTPServiceUnavailable``
+    is an overload signal). Importing guards does not need aiohttp; answering a refused
+    request does.
+    """
+
+    __middleware_version__ = 1  # the new-style middleware signature (request, handler)
+
+    def __init__(
+        self,
+        admission: Any = None,
+        *,
+        priority: Optional[Callable[[Any], Optional[int]]] = None,
+        exempt: Any = DEFAULT_EXEMPT_PATHS,
+        deadline: Optional[str] = None,
+        body: Union[bytes, str] = b"overloaded: try again later\n",
+    ) -> None:
+        super().__init__(admission, priority, exempt, deadline, body)
+
+    async def __call__(self, request: Any, handler: Any) -> Any:
+        from aiohttp import web  # noqa: PLC0415
+
+        self.count("requests")
+        if self._exempt(request.path):
+            self.count("exempt")
+            return await handler(request)
+        try:
+            ticket = self.admit(request)
+        except AdmissionRejected as refused:
+            self.count("rejected")
+            headers = {"Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store"}
+            ra = _retry_after_header(refused)
+            if ra is not None:
+                headers["Retry-After"] = ra
+            return web.Response(status=503, body=self._body, headers=headers)
+        self.count("admitted")
+        deadline = self.deadline_of(request.headers)
+        token = None if deadline is None else _DEADLINE.set(deadline)
+        status: Optional[int] = None
+        failed = True
+        try:
+            response = await handler(request)
+            status = getattr(response, "status", None)
+            failed = False
+            return response
+        except web.HTTPException as answer:  # a response raised as an exception
+            status = answer.status
+            failed = False
+            raise
+        except Exception:
+            self.count("errors")
+            raise
+        finally:
+            if token is not None:
+                _DEADLINE.reset(token)
+            self.release(ticket, status, failed)

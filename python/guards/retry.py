@@ -1,5 +1,891 @@
-"""Placeholder: the Pythonic layer (py-layer) provides this module."""
+"""``@guards.retry``: retries for sync and async functions, decided by the native
+:class:`guards.RetryPolicy`.
+
+::
+
+    budget = guards.RetryBudget()                       # shared by the whole client
+
+    @guards.retry(max_attempts=3, budget=budget, attempt_timeout=0.25, timeout=2.0)
+    async def get_stock(item):
+        return await client.get(f"/stock/{item}")
+
+Each failed attempt is classified (see :func:`classify_exception`) into one of the
+policy's outcomes -- ``timeout``, ``connection_error``, ``other_transient``,
+``throttled`` (with the server's Retry-After), ``overloaded`` or ``permanent`` -- and the
+native policy decides, in this order: is the class retried at all, are attempts left, is
+the call safe to repeat (``idempotency``), how long to wait (the policy's
+:class:`guards.Backoff`, never shorter than a Retry-After and giving up on one longer
+than ``max_retry_after``), does the wait plus a useful attempt fit in the deadline, and
+does the retry budget pay for it. Nothing of that is re-computed in Python.
+
+Time
+----
+* ``timeout``: the whole call's deadline, combined with the deadline the caller's context
+  already carries (:func:`guards.deadline`): the earlier one wins.
+* ``attempt_timeout``: each attempt's budget, ``min(attempt_timeout, time left) -
+  margin``. The attempt runs with that deadline published in the context, so nested
+  guarded calls and :func:`guards.time_left` see it (pass it to your HTTP client).
+* **async**: an attempt that outlives its budget is cancelled (it runs in the caller's
+  task, so the cancellation reaches whatever it awaits) and counts as a timeout; the
+  waits between attempts are ``asyncio.sleep``. Cancelling the caller cancels the
+  attempt or the wait and is never retried.
+* **sync**: nothing can interrupt a blocking call, so the attempt's deadline is only
+  *published*: code that reads it (an HTTP client given ``timeout=guards.time_left()``)
+  stops in time; code that ignores it runs on, and its late result is still returned.
+  Waits are ``time.sleep``.
+* With a :class:`guards.FakeClock` installed, waits advance that clock instead of sleeping
+  (``clock.sleep`` / ``clock.asleep``), so tests run instantly.
+
+Giving up
+---------
+The error raised says why: :class:`guards.RetriesExhausted` (attempts used up, or a
+Retry-After longer than ``max_retry_after``), :class:`guards.DeadlineExceeded` (no time
+for another attempt), :class:`guards.BudgetExhausted` (the retry budget refused). Each
+carries ``reason`` (the policy's give-up reason), ``attempts``, and the last attempt's
+exception as ``__cause__``. With ``reraise=True`` the last exception itself is raised
+instead. A permanent error, an "overloaded" answer, a class the policy does not retry, or
+a side effect that is not safe to repeat is raised as it is, at once.
+
+Statistics: ``fn.retry.stats()`` counts calls, attempts, retries, successes, failures and
+each give-up reason, for that decorated function.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import asyncio
+import functools
+import threading
+import time
+from typing import Any, Callable, Optional, TypeVar, Union, overload
+
+from ._deadline import _DEADLINE, CancelAfter
+from ._guards import (
+    AdmissionRejected,
+    BreakerOpen,
+    BudgetExhausted,
+    BulkheadFull,
+    Deadline,
+    DeadlineExceeded,
+    GuardError,
+    LimitExceeded,
+    Nanos,
+    QueueFull,
+    RetriesExhausted,
+    RetryPolicy,
+    Throttled,
+    current_clock,
+    now_ns,
+)
+from ._util import (
+    ExcSpec,
+    check_bool,
+    check_callable,
+    config_error,
+    duration_ns,
+    exception_matcher,
+    fail_type,
+    is_async_callable,
+)
+
+__all__ = ["retry", "Retry", "RetryState", "classify_exception", "http_outcome"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+OUTCOMES = (
+    "success",
+    "timeout",
+    "connection_error",
+    "other_transient",
+    "throttled",
+    "overloaded",
+    "permanent",
+)
+#: Outcomes a retry could fix: failures a gRPC-style budget is told about.
+_RETRYABLE = frozenset(
+    ("timeout", "connection_error", "other_transient", "throttled", "overloaded")
+)
+_IDEMPOTENCY = ("idempotent", "keyed_side_effect", "unkeyed_side_effect")
+_NO_TIMEOUT = Nanos(2**64 - 1)
+
+# Class names (anywhere in an exception's MRO) of HTTP client libraries' errors, so they
+# are classified without importing those libraries.
+_TIMEOUT_NAMES = frozenset(
+    ("TimeoutException", "Timeout", "ReadTimeout", "ConnectTimeout", "ServerTimeoutError")
+)
+_CONNECTION_NAMES = frozenset(
+    (
+        "ConnectError",
+        "NetworkError",
+        "RemoteProtocolError",
+        "ClientConnectionError",
+        "ConnectionError",
+    )
+)
+_LOCAL_REFUSALS = (
+    BreakerOpen,
+    BulkheadFull,
+    LimitExceeded,
+    QueueFull,
+    Throttled,
+    AdmissionRejected,
+    BudgetExhausted,
+)
+
+
+def http_outcome(
+    status: int, retry_after: Union[float, int, str, None] = None
+) -> tuple[str, Optional[float]]:
+    """The retry outcome of an HTTP status: ``(outcome, retry_after_seconds)``.
+
+    2xx/3xx ``success``; 408 ``timeout``; 429 ``throttled``; 503 ``throttled`` when it
+    carries a Retry-After, else ``other_transient``; other 5xx ``other_transient``; other
+    4xx ``permanent``. ``retry_after`` is the header's value: seconds (``"120"``) or an
+    HTTP date; an unreadable value is ignored.
+    """
+    if isinstance(status, bool) or not isinstance(status, int):
+        fail_type("status", "an int", status)
+    if not 100 <= status <= 599:
+        raise ValueError(f"`status` must be an HTTP status in 100..=599, not {status}")
+    after = _retry_after_seconds(retry_after)
+    if status < 400:
+        return "success", None
+    if status == 408:
+        return "timeout", None
+    if status == 429:
+        return "throttled", after
+    if status == 503:
+        return ("throttled", after) if after is not None else ("other_transient", None)
+    if status >= 500:
+        return "other_transient", None
+    return "permanent", None
+
+
+def _retry_after_seconds(value: Any) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        fail_type("retry_after", "seconds, a header value or None", value)
+    if isinstance(value, (int, float)):
+        return float(value) if value >= 0 and value == value and value != float("inf") else None
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    if not isinstance(value, str):
+        fail_type("retry_after", "seconds, a header value or None", value)
+    text = value.strip()
+    if text.isdigit():
+        return float(int(text))
+    try:  # an HTTP date
+        import email.utils  # noqa: PLC0415
+
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    import datetime  # noqa: PLC0415
+
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    delta = (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+    return max(delta, 0.0)
+
+
+def _header(headers: Any, name: str) -> Any:
+    if headers is None:
+        return None
+    get = getattr(headers, "get", None)
+    if get is None:
+        return None
+    try:
+        v = get(name)
+        if v is None:
+            v = get(name.lower())
+    except Exception:  # noqa: BLE001 - an odd headers object: no Retry-After
+        return None
+    return v
+
+
+def classify_exception(exc: BaseException) -> tuple[str, Optional[float]]:
+    """The default classification of a failed attempt: ``(outcome, retry_after)``.
+
+    * :class:`guards.DeadlineExceeded` and every ``TimeoutError`` (and HTTP clients'
+      timeout errors): ``timeout``;
+    * a refusal by another guard (breaker open, bulkhead or limit full, throttled, budget
+      exhausted) and :class:`guards.RetriesExhausted` of an inner retry: ``overloaded``,
+      never retried (retry in one layer only);
+    * an exception carrying an HTTP status (``exc.status_code``, ``exc.status``,
+      ``exc.response.status_code``; httpx, requests, aiohttp): :func:`http_outcome`, with
+      the response's Retry-After header;
+    * ``ConnectionError`` and HTTP clients' connection errors: ``connection_error``;
+    * an exception with a numeric ``retry_after`` attribute: ``throttled``;
+    * anything else: ``other_transient``.
+    """
+    if isinstance(exc, DeadlineExceeded):
+        return "timeout", None
+    if isinstance(exc, _LOCAL_REFUSALS) or isinstance(exc, RetriesExhausted):
+        return "overloaded", None
+    for holder in (exc, getattr(exc, "response", None)):
+        if holder is None:
+            continue
+        for attr in ("status_code", "status"):
+            status = getattr(holder, attr, None)
+            if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
+                ra = _header(getattr(holder, "headers", None), "Retry-After")
+                try:
+                    return http_outcome(status, ra)
+                except (TypeError, ValueError):
+                    return http_outcome(status, None)
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        return "timeout", None
+    names = {c.__name__ for c in type(exc).__mro__}
+    if names & _TIMEOUT_NAMES:
+        return "timeout", None
+    if isinstance(exc, ConnectionError) or names & _CONNECTION_NAMES:
+        return "connection_error", None
+    ra = getattr(exc, "retry_after", None)
+    if isinstance(ra, (int, float)) and not isinstance(ra, bool) and ra >= 0 and ra == ra:
+        return "throttled", float(ra)
+    return "other_transient", None
+
+
+class RetryState:
+    """What ``on_retry`` is told before each wait: the attempt that failed (``attempt``,
+    1-based), its ``exception`` (or ``None`` for a rejected result) and ``outcome``, the
+    wait (``delay`` seconds, ``delay_ns``), and the decorated function ``fn``."""
+
+    __slots__ = ("fn", "attempt", "exception", "result", "outcome", "delay", "delay_ns")
+
+    def __init__(
+        self,
+        fn: Any,
+        attempt: int,
+        exception: Optional[BaseException],
+        result: Any,
+        outcome: str,
+        delay: float,
+        delay_ns: int,
+    ) -> None:
+        self.fn = fn
+        self.attempt = attempt
+        self.exception = exception
+        self.result = result
+        self.outcome = outcome
+        self.delay = delay
+        self.delay_ns = delay_ns
+
+    def __repr__(self) -> str:
+        return (
+            f"RetryState(attempt={self.attempt}, outcome={self.outcome!r}, "
+            f"delay={self.delay!r}, exception={self.exception!r})"
+        )
+
+
+_STAT_NAMES = (
+    "calls",
+    "attempts",
+    "retries",
+    "successes",
+    "failures",
+    "attempt_timeouts",
+    "cancelled",
+    "not_started",
+    # give-up reasons of the native policy
+    "permanent",
+    "overloaded",
+    "not_retryable",
+    "attempts_exhausted",
+    "not_idempotent",
+    "retry_after_too_long",
+    "deadline_exceeded",
+    "budget_exhausted",
+)
+
+
+_IDX = {name: i for i, name in enumerate(_STAT_NAMES)}
+_CALLS, _ATTEMPTS, _SUCCESSES = _IDX["calls"], _IDX["attempts"], _IDX["successes"]
+
+
+class _GateReceipt:
+    """The retry budget as the policy's gate, keeping the receipt of the retry it paid for
+    (handed back on success so a quota can refund it)."""
+
+    __slots__ = ("budget", "receipt")
+
+    def __init__(self, budget: Any) -> None:
+        self.budget = budget
+        self.receipt: Any = None
+
+    def allow_retry(self, now: int, cause: str) -> bool:
+        r = self.budget.withdraw(cause, now)
+        if r is None or r is False:
+            return False
+        self.receipt = None if r is True else r
+        return True
+
+
+class Retry:
+    """A retry configuration: a decorator (``Retry(...)(fn)``) and a runner
+    (:meth:`call`, :meth:`acall`). :func:`retry` builds one per decorated function.
+
+    See :func:`retry` for the arguments. Thread-safe: one instance may run many calls at
+    once (its counters are updated under a lock, once per call).
+    """
+
+    def __init__(
+        self,
+        *,
+        max_attempts: Optional[int] = None,
+        backoff: Any = None,
+        budget: Any = None,
+        policy: Optional[RetryPolicy] = None,
+        attempt_timeout: Any = None,
+        timeout: Any = None,
+        margin: Any = None,
+        retry_on: ExcSpec = None,
+        give_up_on: ExcSpec = None,
+        overloaded_on: ExcSpec = None,
+        classify: Optional[Callable[[BaseException], Any]] = None,
+        retry_on_result: Optional[Callable[[Any], Any]] = None,
+        idempotency: Union[str, bool] = "idempotent",
+        retry_timeouts: Optional[bool] = None,
+        retry_connection_errors: Optional[bool] = None,
+        retry_other_transient: Optional[bool] = None,
+        retry_throttled: Optional[bool] = None,
+        honor_retry_after: Optional[bool] = None,
+        max_retry_after: Any = None,
+        min_attempt_time: Any = None,
+        unkeyed_side_effects: Optional[str] = None,
+        seed: Optional[int] = None,
+        reraise: bool = False,
+        on_retry: Optional[Callable[[RetryState], Any]] = None,
+        sleep: Optional[Callable[[float], Any]] = None,
+    ) -> None:
+        policy_kwargs = {
+            "max_attempts": max_attempts,
+            "backoff": backoff,
+            "retry_timeouts": retry_timeouts,
+            "retry_connection_errors": retry_connection_errors,
+            "retry_other_transient": retry_other_transient,
+            "retry_throttled": retry_throttled,
+            "honor_retry_after": honor_retry_after,
+            "max_retry_after": max_retry_after,
+            "min_attempt_time": min_attempt_time,
+            "unkeyed_side_effects": unkeyed_side_effects,
+            "seed": seed,
+        }
+        if policy is not None:
+            if not isinstance(policy, RetryPolicy):
+                fail_type("policy", "a guards.RetryPolicy or None", policy)
+            clash = [k for k, v in policy_kwargs.items() if v is not None]
+            if clash:
+                raise TypeError(f"give `policy` or its settings, not both (`{clash[0]}`)")
+            self.policy = policy
+        else:
+            self.policy = RetryPolicy(**{k: v for k, v in policy_kwargs.items() if v is not None})
+        if budget is not None and not (
+            hasattr(budget, "withdraw") or hasattr(budget, "allow_retry")
+        ):
+            fail_type("budget", "a guards.RetryBudget (or a retry gate) or None", budget)
+        self.budget = budget
+        self._attempt_timeout = (
+            None
+            if attempt_timeout is None
+            else Nanos(_positive("attempt_timeout", attempt_timeout))
+        )
+        self._timeout = None if timeout is None else Nanos(duration_ns("timeout", timeout))
+        self._margin = Nanos(0 if margin is None else duration_ns("margin", margin))
+        if self._attempt_timeout is not None and self._margin.ns >= self._attempt_timeout.ns:
+            raise config_error("margin", "inconsistent", "margin < attempt_timeout")
+        self._retry_on = exception_matcher("retry_on", retry_on)
+        self._give_up_on = exception_matcher("give_up_on", give_up_on)
+        self._overloaded_on = exception_matcher("overloaded_on", overloaded_on)
+        self._classify = check_callable("classify", classify)
+        self._retry_on_result = check_callable("retry_on_result", retry_on_result)
+        if isinstance(idempotency, bool):
+            idempotency = "idempotent" if idempotency else "unkeyed_side_effect"
+        elif not isinstance(idempotency, str):
+            fail_type("idempotency", "a str or a bool", idempotency)
+        if idempotency not in _IDEMPOTENCY:
+            raise config_error(
+                "idempotency", "out_of_range", " | ".join(repr(i) for i in _IDEMPOTENCY)
+            )
+        self.idempotency: Any = idempotency
+        self._reraise = check_bool("reraise", reraise)
+        self._on_retry = check_callable("on_retry", on_retry)
+        self._sleep = check_callable("sleep", sleep)
+        self._lock = threading.Lock()
+        self._n = [0] * len(_STAT_NAMES)
+        # Nothing to do before or after a first attempt that succeeds: no budget to tell,
+        # no deadline of our own, no result to inspect.
+        self._simple = (
+            budget is None
+            and self._attempt_timeout is None
+            and self._timeout is None
+            and self._retry_on_result is None
+        )
+
+    metrics_kind = "retry"
+
+    # ------------------------------------------------------------------ classification
+    def _outcome(self, exc: BaseException) -> tuple[str, Optional[float]]:
+        if self._give_up_on is not None and self._give_up_on(exc):
+            return "permanent", None
+        if self._overloaded_on is not None and self._overloaded_on(exc):
+            return "overloaded", None
+        if self._classify is not None:
+            got = self._classify(exc)
+            if got is not None:
+                return _check_outcome(got)
+        outcome, after = classify_exception(exc)
+        if (
+            self._retry_on is not None
+            and outcome not in ("overloaded",)
+            and not self._retry_on(exc)
+        ):
+            return "permanent", None
+        return outcome, after
+
+    def _result_outcome(self, result: Any) -> tuple[str, Optional[float]]:
+        assert self._retry_on_result is not None
+        got = self._retry_on_result(result)
+        if got is None or got is False:
+            return "success", None
+        if got is True:
+            return "other_transient", None
+        return _check_outcome(got)
+
+    # ------------------------------------------------------------------ helpers
+    def _overall(self, now: int) -> Optional[Deadline]:
+        inherited = _DEADLINE.get()
+        if self._timeout is None:
+            return inherited
+        own = Deadline.after(self._timeout, now)
+        return own if inherited is None else own.min(inherited)
+
+    def _attempt_deadline(
+        self, overall: Optional[Deadline], now: int, attempts: int, last: Optional[BaseException]
+    ) -> Optional[Deadline]:
+        """The attempt's own deadline, or raise when it should not start."""
+        if self._attempt_timeout is None and (overall is None or overall.is_none()):
+            return None
+        d = overall if overall is not None else Deadline.none()
+        budget = d.attempt_budget(self._attempt_timeout or _NO_TIMEOUT, self._margin, now)
+        if not budget.should_start:
+            raise self._give_up("deadline_exceeded", last, attempts, not_started=True)
+        return budget.attempt_deadline(now)
+
+    def _count(self, **deltas: int) -> None:
+        with self._lock:
+            n = self._n
+            for k, v in deltas.items():
+                n[_IDX[k]] += v
+
+    def _count_result_give_up(self, reason: str, attempts: int) -> None:
+        self._count(
+            **{"calls": 1, "attempts": attempts, "retries": attempts - 1, "failures": 1, reason: 1}
+        )
+
+    def _give_up(
+        self,
+        reason: str,
+        last: Optional[BaseException],
+        attempts: int,
+        *,
+        not_started: bool = False,
+        retry_after: Optional[float] = None,
+    ) -> BaseException:
+        """The exception to raise when giving up for ``reason`` (counted here)."""
+        deltas = {
+            "calls": 1,
+            "attempts": attempts,
+            "retries": max(attempts - 1, 0),
+            "failures": 1,
+            reason: 1,
+        }
+        if not_started:
+            deltas["not_started"] = 1
+        self._count(**deltas)
+        if reason in ("permanent", "overloaded", "not_retryable", "not_idempotent", "succeeded"):
+            assert last is not None
+            return last
+        if self._reraise and last is not None:
+            return last
+        if reason == "deadline_exceeded":
+            err: GuardError = DeadlineExceeded(
+                f"gave up after {attempts} attempt(s): no time left for another"
+                if attempts
+                else "the deadline had passed before the first attempt"
+            )
+        elif reason == "budget_exhausted":
+            err = BudgetExhausted(
+                f"gave up after {attempts} attempt(s): the retry budget refused a retry"
+            )
+        else:
+            what = (
+                "every attempt failed"
+                if reason == "attempts_exhausted"
+                else "the server asked to wait longer than max_retry_after"
+            )
+            err = RetriesExhausted(f"gave up after {attempts} attempt(s): {what}")
+        err.reason = reason
+        err.attempts = attempts  # type: ignore[attr-defined]
+        if retry_after is not None:
+            err.retry_after = retry_after
+            err.retry_after_ns = Nanos.from_seconds(retry_after).ns
+        err.__cause__ = last
+        err.__suppress_context__ = True
+        return err
+
+    def _decide(
+        self,
+        attempts: int,
+        outcome: str,
+        retry_after: Optional[float],
+        overall: Optional[Deadline],
+        prev_ns: int,
+        gate: Optional[_GateReceipt],
+        now: int,
+    ) -> Any:
+        budget = self.budget
+        if budget is not None and outcome in _RETRYABLE:
+            on_failure = getattr(budget, "on_failure", None)
+            if on_failure is not None:
+                on_failure(now)
+        named: Any = outcome
+        return self.policy.decide(
+            attempts,
+            named,
+            retry_after=retry_after,
+            idempotency=self.idempotency,
+            deadline=overall,
+            prev_delay=Nanos(prev_ns),
+            gate=gate if gate is not None else budget,
+            now=now,
+        )
+
+    def _start(
+        self, deposit: bool = True
+    ) -> tuple[int, Optional[Deadline], Optional[_GateReceipt]]:
+        now = now_ns()
+        budget = self.budget
+        gate = None
+        if budget is not None:
+            deposit_fn = getattr(budget, "deposit", None)
+            if deposit and deposit_fn is not None:
+                deposit_fn(now)
+            if hasattr(budget, "withdraw"):
+                gate = _GateReceipt(budget)
+        return now, self._overall(now), gate
+
+    def _succeeded(self, gate: Optional[_GateReceipt], attempts: int) -> None:
+        budget = self.budget
+        if budget is not None:
+            on_success = getattr(budget, "on_success", None)
+            if on_success is not None:
+                on_success(gate.receipt if gate is not None else None)
+        self._count(calls=1, attempts=attempts, successes=1, retries=attempts - 1)
+
+    def _notify(
+        self,
+        fn: Any,
+        attempts: int,
+        exc: Optional[BaseException],
+        result: Any,
+        outcome: str,
+        decision: Any,
+    ) -> None:
+        if self._on_retry is not None:
+            self._on_retry(
+                RetryState(fn, attempts, exc, result, outcome, decision.delay, decision.delay_ns)
+            )
+
+    # ------------------------------------------------------------------ sync
+    def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` with retries."""
+        return self._run(fn, args, kwargs, None)
+
+    def _run(
+        self, fn: Callable[..., Any], args: Any, kwargs: Any, first: Optional[Exception]
+    ) -> Any:
+        """The retry loop; ``first`` is the exception of a first attempt already made by
+        the fast path (then nothing was deposited: the fast path runs without a budget)."""
+        now, overall, gate = self._start(deposit=first is None)
+        attempts = 0
+        prev_ns = 0
+        last: Optional[BaseException] = None
+        result: Any = None
+        while True:
+            if first is not None:
+                attempts = 1
+                last = first
+                first = None
+                outcome, retry_after = self._outcome(last)
+            else:
+                attempt_deadline = self._attempt_deadline(overall, now, attempts, last)
+                attempts += 1
+                token = None if attempt_deadline is None else _DEADLINE.set(attempt_deadline)
+                try:
+                    result = fn(*args, **kwargs)
+                except Exception as exc:  # noqa: BLE001 - classified below
+                    last = exc
+                    outcome, retry_after = self._outcome(exc)
+                    result = None
+                else:
+                    if self._retry_on_result is None:
+                        self._succeeded(gate, attempts)
+                        return result
+                    outcome, retry_after = self._result_outcome(result)
+                    if outcome == "success":
+                        self._succeeded(gate, attempts)
+                        return result
+                    last = None
+                finally:
+                    if token is not None:
+                        _DEADLINE.reset(token)
+            now = now_ns()
+            decision = self._decide(attempts, outcome, retry_after, overall, prev_ns, gate, now)
+            if not decision.retry:
+                if last is None:  # a rejected result: hand back the last one
+                    self._count_result_give_up(decision.reason, attempts)
+                    return result
+                raise self._give_up(decision.reason, last, attempts, retry_after=retry_after)
+            self._notify(fn, attempts, last, result, outcome, decision)
+            prev_ns = decision.delay_ns
+            self._do_sleep(decision.delay)
+            now = now_ns()
+
+    def _do_sleep(self, seconds: float) -> None:
+        if self._sleep is not None:
+            self._sleep(seconds)
+            return
+        clock = current_clock()
+        if clock is not None:
+            clock.sleep(seconds)
+        elif seconds > 0:
+            time.sleep(seconds)
+
+    # ------------------------------------------------------------------ async
+    async def acall(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Run ``await fn(*args, **kwargs)`` with retries (each attempt cancelled when it
+        outlives its budget)."""
+        return await self._arun(fn, args, kwargs, None)
+
+    async def _arun(
+        self, fn: Callable[..., Any], args: Any, kwargs: Any, first: Optional[Exception]
+    ) -> Any:
+        now, overall, gate = self._start(deposit=first is None)
+        attempts = 0
+        prev_ns = 0
+        last: Optional[BaseException] = None
+        result: Any = None
+        try:
+            while True:
+                if first is not None:
+                    attempts = 1
+                    last = first
+                    first = None
+                    outcome, retry_after = self._outcome(last)
+                else:
+                    attempt_deadline = self._attempt_deadline(overall, now, attempts, last)
+                    attempts += 1
+                    token = None if attempt_deadline is None else _DEADLINE.set(attempt_deadline)
+                    canceller = None
+                    try:
+                        left = (
+                            None if attempt_deadline is None else attempt_deadline.time_left_ns(now)
+                        )
+                        if left is not None:
+                            canceller = CancelAfter(left / 1e9)
+                            canceller.start()
+                        result = await fn(*args, **kwargs)
+                    except BaseException as exc:
+                        timed_out = canceller is not None and canceller.stop(type(exc))
+                        result = None
+                        if timed_out:
+                            last = DeadlineExceeded(
+                                "the attempt outlived its budget and was cancelled"
+                            )
+                            last.reason = "attempt_timeout"
+                            last.__cause__ = exc
+                            self._count(attempt_timeouts=1)
+                            outcome, retry_after = "timeout", None
+                        elif isinstance(exc, Exception):
+                            last = exc
+                            outcome, retry_after = self._outcome(exc)
+                        else:
+                            raise
+                    else:
+                        if canceller is not None:
+                            canceller.stop(None)
+                        if self._retry_on_result is None:
+                            self._succeeded(gate, attempts)
+                            return result
+                        outcome, retry_after = self._result_outcome(result)
+                        if outcome == "success":
+                            self._succeeded(gate, attempts)
+                            return result
+                        last = None
+                    finally:
+                        if token is not None:
+                            _DEADLINE.reset(token)
+                now = now_ns()
+                decision = self._decide(attempts, outcome, retry_after, overall, prev_ns, gate, now)
+                if not decision.retry:
+                    if last is None:
+                        self._count_result_give_up(decision.reason, attempts)
+                        return result
+                    raise self._give_up(decision.reason, last, attempts, retry_after=retry_after)
+                self._notify(fn, attempts, last, result, outcome, decision)
+                prev_ns = decision.delay_ns
+                await self._do_asleep(decision.delay)
+                now = now_ns()
+        except asyncio.CancelledError:
+            self._count(cancelled=1, calls=1, attempts=attempts, retries=max(attempts - 1, 0))
+            raise
+
+    async def _do_asleep(self, seconds: float) -> None:
+        if self._sleep is not None:
+            r = self._sleep(seconds)
+            if asyncio.iscoroutine(r) or isinstance(r, asyncio.Future):
+                await r
+            return
+        clock = current_clock()
+        if clock is not None:
+            await clock.asleep(seconds)
+        else:
+            await asyncio.sleep(seconds)
+
+    # ------------------------------------------------------------------ decorator
+    def __call__(self, fn: F) -> F:
+        if not callable(fn):
+            fail_type("fn", "a callable", fn)
+        simple = self._simple
+        lock = self._lock
+        get_deadline = _DEADLINE.get
+        run, arun = self._run, self._arun
+        me = self
+
+        # The fast path: a first attempt that succeeds costs one call of ``fn``, one
+        # context-variable read and one lock for the counters.
+        if is_async_callable(fn):
+
+            async def awrapper(*args: Any, **kwargs: Any) -> Any:
+                if simple and get_deadline() is None:
+                    try:
+                        result = await fn(*args, **kwargs)
+                    except Exception as exc:  # noqa: BLE001 - the loop classifies it
+                        return await arun(fn, args, kwargs, exc)
+                    except asyncio.CancelledError:
+                        me._count(cancelled=1, calls=1, attempts=1)
+                        raise
+                    with lock:
+                        n = me._n
+                        n[_CALLS] += 1
+                        n[_ATTEMPTS] += 1
+                        n[_SUCCESSES] += 1
+                    return result
+                return await arun(fn, args, kwargs, None)
+
+            functools.update_wrapper(awrapper, fn)
+            awrapper.retry = self  # type: ignore[attr-defined]
+            return awrapper  # type: ignore[return-value]
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if simple and get_deadline() is None:
+                try:
+                    result = fn(*args, **kwargs)
+                except Exception as exc:  # noqa: BLE001 - the loop classifies it
+                    return run(fn, args, kwargs, exc)
+                with lock:
+                    n = me._n
+                    n[_CALLS] += 1
+                    n[_ATTEMPTS] += 1
+                    n[_SUCCESSES] += 1
+                return result
+            return run(fn, args, kwargs, None)
+
+        functools.update_wrapper(wrapper, fn)
+        wrapper.retry = self  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ stats
+    def stats(self) -> dict[str, int]:
+        """This decorator's counters: ``calls``, ``attempts``, ``retries``,
+        ``successes``, ``failures`` (calls that raised or returned a rejected result),
+        ``attempt_timeouts`` (async attempts cancelled at their budget), ``cancelled``
+        (calls cancelled by their caller), ``not_started`` (a deadline had passed before
+        an attempt), and one per give-up reason."""
+        with self._lock:
+            return dict(zip(_STAT_NAMES, self._n))
+
+    def reset_stats(self) -> None:
+        with self._lock:
+            self._n = [0] * len(_STAT_NAMES)
+
+    def __repr__(self) -> str:
+        return f"guards.Retry(max_attempts={self.policy.max_attempts})"
+
+
+def _positive(field: str, value: Any) -> int:
+    ns = duration_ns(field, value)
+    if ns == 0:
+        raise config_error(field, "zero", "a duration above 0 s")
+    return ns
+
+
+def _check_outcome(got: Any) -> tuple[str, Optional[float]]:
+    after: Any = None
+    if isinstance(got, tuple):
+        if len(got) != 2:
+            raise TypeError("`classify` must return an outcome name, (name, retry_after) or None")
+        got, after = got
+    if not isinstance(got, str):
+        fail_type("classify", "an outcome name (str)", got)
+    if got not in OUTCOMES:
+        raise ValueError(f"`classify` returned {got!r}; expected one of {', '.join(OUTCOMES)}")
+    if after is not None:
+        if isinstance(after, bool) or not isinstance(after, (int, float)):
+            fail_type("retry_after", "seconds (float or int) or None", after)
+        if not after >= 0 or after == float("inf"):
+            raise ValueError(f"`retry_after` must be finite seconds >= 0, not {after!r}")
+        after = float(after)
+    return got, after
+
+
+@overload
+def retry(fn: F, /) -> F: ...
+@overload
+def retry(fn: None = None, /, **kwargs: Any) -> Retry: ...
+
+
+def retry(fn: Optional[F] = None, /, **kwargs: Any) -> Any:
+    """Retry a function (``def`` or ``async def``): ``@guards.retry`` or
+    ``@guards.retry(...)``.
+
+    Policy (native :class:`guards.RetryPolicy`; defaults are core's):
+      ``max_attempts`` (3, the first included), ``backoff`` (a :class:`guards.Backoff` or
+      a dict of ``base``/``cap``/``multiplier``/``jitter``; default full jitter from
+      25 ms, capped at 20 s), ``retry_timeouts``, ``retry_connection_errors``,
+      ``retry_other_transient``, ``retry_throttled``, ``honor_retry_after`` (all True),
+      ``max_retry_after`` (20 s), ``min_attempt_time`` (1 ms),
+      ``unkeyed_side_effects`` (``"never"``), ``seed`` (jitter), or a ready ``policy``.
+    Budget: ``budget``, a :class:`guards.RetryBudget` shared by the calls of one client.
+    Time: ``timeout`` (the whole call), ``attempt_timeout`` (each attempt), ``margin``
+      (kept back from each attempt's budget, default 0).
+    What to retry: ``retry_on`` (only these exceptions; others are permanent),
+      ``give_up_on`` (permanent), ``overloaded_on`` (overloaded: never retried),
+      ``classify`` (``exc -> outcome`` or ``(outcome, retry_after)`` or ``None`` for the
+      default, :func:`classify_exception`), ``retry_on_result`` (``result -> outcome``,
+      ``True``/``False`` or ``None``: e.g. :func:`http_outcome` of a response; when the
+      policy gives up on a result, that result is returned).
+    Safety: ``idempotency`` (``"idempotent"``, ``"keyed_side_effect"``,
+      ``"unkeyed_side_effect"``; or ``True``/``False``).
+    Other: ``reraise`` (raise the last exception instead of a GuardError), ``on_retry``
+      (called with a :class:`RetryState` before each wait), ``sleep`` (replace the wait;
+      may return an awaitable in async code).
+    """
+    if fn is not None:
+        if kwargs:
+            raise TypeError("use @retry or @retry(**settings), not both")
+        return Retry()(fn)
+    return Retry(**kwargs)
