@@ -7,7 +7,7 @@
 
 use guards_core::{Nanos, Priority};
 
-use crate::guards::{admission::DoorTicket, breaker::BreakerTicket, bulkhead::GateTicket};
+use crate::guards::{admission::DoorTicket, bulkhead::GateTicket, circuit_breaker::BreakerTicket};
 
 /// A generation-checked reference to a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,11 +11,11 @@ use guards_core::Nanos;
 
 use super::call::{Attempt, CallRef, NewCall, Outcome, Phase};
 use super::{Kind, Sim};
-use crate::guards::breaker::BreakerTicket;
+use crate::guards::circuit_breaker::BreakerTicket;
 use crate::guards::deadline::{attempt_budget, AttemptBudget};
 use crate::guards::hedging::HedgeDecision;
-use crate::guards::queue::Drop;
-use crate::guards::retry::{Class, Decision, GiveUp};
+use crate::guards::queue_discipline::Drop;
+use crate::guards::retry_policy::{Class, Decision, GiveUp};
 use crate::topology::{DeadlineMode, Idempotency, Step};
 
 /// What to tell a breaker about an attempt.

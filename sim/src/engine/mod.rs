@@ -17,8 +17,8 @@ use guards_core::{Nanos, Rng};
 
 use crate::error::SimError;
 use crate::guards::{
-    admission::Door, breaker::Breaker, brownout::Fallback, budget::Budget, bulkhead::Gate,
-    hedging::Hedger, queue::WaitQueue, retry::Retry,
+    admission::Door, brownout::Fallback, bulkhead::Gate, circuit_breaker::Breaker, hedging::Hedger,
+    queue_discipline::WaitQueue, retry_budget::Budget, retry_policy::Retry,
 };
 use crate::result::{Column, LatencySamples, RunStats, SimResult};
 use crate::rng::SimRng;
@@ -153,7 +153,7 @@ pub struct Sim {
     next_root: u64,
     next_token: u32,
     metrics: Metrics,
-    drops: Vec<(u64, crate::guards::queue::Drop)>,
+    drops: Vec<(u64, crate::guards::queue_discipline::Drop)>,
     events: u64,
     label: String,
 }
@@ -501,9 +501,9 @@ impl Sim {
                 for inst in &self.svcs[from].instances {
                     if let Some(Some(b)) = inst.breakers.get(e) {
                         match b.state(t) {
-                            crate::guards::breaker::State::Open => g.open += 1,
-                            crate::guards::breaker::State::HalfOpen => g.half_open += 1,
-                            crate::guards::breaker::State::Closed => {}
+                            crate::guards::circuit_breaker::State::Open => g.open += 1,
+                            crate::guards::circuit_breaker::State::HalfOpen => g.half_open += 1,
+                            crate::guards::circuit_breaker::State::Closed => {}
                         }
                     }
                 }

@@ -7,14 +7,14 @@
 //! guard's.
 
 pub(crate) mod admission;
-pub(crate) mod breaker;
 pub(crate) mod brownout;
-pub(crate) mod budget;
 pub(crate) mod bulkhead;
+pub(crate) mod circuit_breaker;
 pub(crate) mod deadline;
 pub(crate) mod hedging;
-pub(crate) mod queue;
-pub(crate) mod retry;
+pub(crate) mod queue_discipline;
+pub(crate) mod retry_budget;
+pub(crate) mod retry_policy;
 
 use guards_core::Nanos;
 
