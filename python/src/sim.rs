@@ -8,7 +8,8 @@
 //! - `SimError(ValueError)`: every refusal of guards-sim, with `kind` (`unknown_preset`,
 //!   `unknown_key`, `bad_value`, `bad_override`, `topology`, `guard`, `internal`), `key`,
 //!   `value`, `expected` and `known` (the preset names, for `unknown_preset`);
-//! - `_sim_basketly`, `_sim_topology`: one run, start to end, with the GIL released;
+//! - `_sim_basketly`, `_sim_topology`: one run, start to end, with the GIL released (a
+//!   simulated second at a time, so Ctrl-C stops a long run);
 //! - `_SimRun`: the same runs advanced in steps (progress bars), GIL released per step;
 //! - `_SimResult`: columns, clock labels, summary, JSON, CSV and a printable table;
 //! - `_sim_presets`, `_sim_keys`, `_sim_series`, `_sim_basketly_topology`,
@@ -21,7 +22,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use guards_core::Nanos;
-use guards_sim::basketly::{self, Config, Run, KEYS, PRESETS, SERIES};
+use guards_sim::basketly::{Config, Run, KEYS, PRESETS, SERIES};
 use guards_sim::result::quantile_sorted;
 use guards_sim::topology::clock;
 use guards_sim::{Sim, SimError as CoreSimError, SimResult, SummaryValue, Topology};
@@ -356,7 +357,8 @@ pub(crate) fn _sim_series() -> Vec<(&'static str, Vec<&'static str>)> {
 }
 
 /// Run Basketly preset `setting` with `seed` to `until` (`"HH:MM:SS[.fff]"`, or the
-/// preset's end) after the `key=value` `overrides`, with the GIL released.
+/// preset's end) after the `key=value` `overrides`, with the GIL released; Ctrl-C stops it
+/// (`KeyboardInterrupt`).
 #[pyfunction]
 #[pyo3(signature = (setting, seed, until = None, overrides = None))]
 pub(crate) fn _sim_basketly(
@@ -366,20 +368,11 @@ pub(crate) fn _sim_basketly(
     until: Option<&Bound<'_, PyAny>>,
     overrides: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PySimResult> {
-    let setting = setting_arg(setting)?;
-    let seed = seed_arg(seed)?;
-    let until = until_arg(until)?;
-    let overrides = overrides_arg(overrides)?;
-    let out = py.detach(|| {
-        Outcome::from(guarded(|| {
-            basketly::basketly(&setting, seed, until.as_deref(), &overrides)
-        }))
-    });
-    out.into_py(py).map(|r| PySimResult { r })
+    PySimRun::basketly(py, setting, seed, until, overrides)?.run_to_end(py)
 }
 
 /// Run a topology (JSON text) with `seed` from its start to `until_ns` (nanoseconds since
-/// midnight), with the GIL released. `label` names the result's setting.
+/// midnight), with the GIL released; Ctrl-C stops it. `label` names the result's setting.
 #[pyfunction]
 #[pyo3(signature = (topology, seed, until_ns, label = None))]
 pub(crate) fn _sim_topology(
@@ -389,7 +382,7 @@ pub(crate) fn _sim_topology(
     until_ns: &Bound<'_, PyAny>,
     label: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PySimResult> {
-    PySimRun::topology(py, topology, seed, until_ns, label)?.finish(py)
+    PySimRun::topology(py, topology, seed, until_ns, label)?.run_to_end(py)
 }
 
 /// The topology of Basketly preset `setting` (after `until` and `overrides`) as JSON text,
@@ -501,6 +494,44 @@ impl PySimRun {
     fn lock(&self) -> MutexGuard<'_, Option<Runner>> {
         self.runner.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Run every event before `to` (at most the end) with the GIL released.
+    fn advance_to(&self, py: Python<'_>, to: Nanos) -> PyResult<()> {
+        let to = to.min(self.until);
+        let out = py.detach(|| {
+            let mut g = self.lock();
+            let Some(runner) = g.as_mut() else {
+                return Outcome::Finished;
+            };
+            let r = guarded(|| match runner {
+                Runner::Basketly(r) => r.advance(to),
+                Runner::Topology { sim } => sim.advance(to),
+            });
+            match r {
+                Ok(()) => Outcome::Ok(()),
+                Err(p) => {
+                    *g = None;
+                    Outcome::Panic(p)
+                }
+            }
+        });
+        out.into_py(py)
+    }
+
+    /// Run to the end a simulated second at a time (or an interval, if longer), checking
+    /// for Ctrl-C between steps, then finish.
+    fn run_to_end(&self, py: Python<'_>) -> PyResult<PySimResult> {
+        let step = Nanos::from_secs(1).max(self.interval);
+        loop {
+            let now = Nanos(self.now_ns());
+            if now >= self.until {
+                break;
+            }
+            self.advance_to(py, now.saturating_add(step))?;
+            py.check_signals()?;
+        }
+        self.finish(py)
+    }
 }
 
 fn finished_error() -> PyErr {
@@ -591,25 +622,8 @@ impl PySimRun {
     /// Run every event before `to_ns` (nanoseconds since midnight; never past the end),
     /// with the GIL released.
     fn advance(&self, py: Python<'_>, to_ns: &Bound<'_, PyAny>) -> PyResult<()> {
-        let to = instant_arg("to_ns", to_ns)?.min(self.until);
-        let out = py.detach(|| {
-            let mut g = self.lock();
-            let Some(runner) = g.as_mut() else {
-                return Outcome::Finished;
-            };
-            let r = guarded(|| match runner {
-                Runner::Basketly(r) => r.advance(to),
-                Runner::Topology { sim } => sim.advance(to),
-            });
-            match r {
-                Ok(()) => Outcome::Ok(()),
-                Err(p) => {
-                    *g = None;
-                    Outcome::Panic(p)
-                }
-            }
-        });
-        out.into_py(py)
+        let to = instant_arg("to_ns", to_ns)?;
+        self.advance_to(py, to)
     }
 
     /// Current virtual time, nanoseconds since midnight (the end once finished).

@@ -416,10 +416,11 @@ def test_a_generic_topology_runs() -> None:
 
 
 def test_a_generic_topology_with_a_breaker_and_an_outage() -> None:
+    # The example of python/README.md.
     topo = json.loads(json.dumps(WEB_API))
     topo["services"][1]["outages"] = [{"start": "12:00:10", "end": "12:00:20"}]
     topo["edges"][0]["policy"]["breaker"] = {"window": 20, "open_for": "2s"}
-    r = sim.simulate(topo, seed=4, until="12:00:30")
+    r = sim.simulate(topo, seed=1, duration=30)
     rejected = r.column("edge.web->api.breaker_rejections")
     open_ = r.column("edge.web->api.breakers_open")
     assert sum(rejected[:10]) == 0 and sum(rejected[11:20]) > 0.8 * sum(r.column("entry.page.offered")[11:20])

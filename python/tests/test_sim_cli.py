@@ -192,3 +192,39 @@ def test_progress_bar_on_request(tmp_path: pathlib.Path) -> None:
     p = cli("basketly", "--compare", "C0", "C8", "--until", "19:59:50", "--progress",
             "--quiet", cwd=tmp_path)
     assert p.returncode == 0 and "100%" in p.stderr and p.stdout == ""
+
+
+def test_ctrl_c_stops_a_long_run(tmp_path: pathlib.Path) -> None:
+    import signal
+    import time
+
+    # Four simulated hours of a healthy shop: tens of seconds of work if nothing stops it.
+    code = (
+        "import guards.sim as s\n"
+        "print('running', flush=True)\n"
+        "s.basketly('healthy', until='23:59:00')\n"
+        "print('finished', flush=True)\n"
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )
+    assert p.stdout is not None
+    assert p.stdout.readline() == "running\n"
+    time.sleep(0.5)  # let the run get going (not an assertion: see below)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert "finished" not in out
+    assert "KeyboardInterrupt" in err
+    assert p.returncode != 0
+    # The command line turns it into a message and status 130.
+    q = subprocess.Popen(
+        [sys.executable, "-m", "guards.sim", "basketly", "--setting", "healthy",
+         "--until", "23:59:00", "--progress"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert q.stderr is not None
+    q.stderr.read(1)  # the progress bar has started
+    q.send_signal(signal.SIGINT)
+    out, err = q.communicate(timeout=120)
+    assert q.returncode == 130 and "interrupted" in err

@@ -7,7 +7,7 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Union
+from typing import Union
 
 from .. import _guards as _native
 
@@ -164,7 +164,3 @@ def label_text(label: object) -> str | None:
         return label
     raise TypeError(f"`label` must be a str or None, not {type(label).__name__}")
 
-
-def plain(value: Any) -> Any:
-    """A JSON-ready copy (tuples as lists)."""
-    return json.loads(json.dumps(value))

@@ -94,8 +94,13 @@ class Run:
         """A run of any topology; the arguments are those of :func:`simulate`."""
         text = _args.topology_text(topology)
         label = _args.label_text(label)
-        _, start_ns = _native._sim_check_topology(text)
-        until_ns = _until_ns(until, duration, start_ns)
+        if (until is None) == (duration is None):
+            raise TypeError("give exactly one of `until` (a clock time) and `duration` (seconds)")
+        if until is not None:
+            until_ns = _args.clock_ns("until", until)
+        else:
+            _, start_ns = _native._sim_check_topology(text)
+            until_ns = _until_ns(None, duration, start_ns)
         return cls(_native._SimRun.topology(text, seed, until_ns, label))
 
     @property

@@ -10,7 +10,7 @@
 
 Exit status: 0 done; 1 the run was done but an output could not be written (a file, or
 a plot without matplotlib: the tables are printed first); 2 bad arguments (an unknown
-preset or key, a bad value: the message names it).
+preset or key, a bad value: the message names it); 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -311,6 +311,10 @@ def main(argv: Optional[Sequence[str]] = None, out: Optional[IO[str]] = None) ->
         stdout.flush()
         print(f"{PROG}: error: --plot: {e}; the tables above are complete", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        stdout.flush()
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # pragma: no cover - `| head`
         return 0
     return 0

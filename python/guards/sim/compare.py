@@ -304,6 +304,10 @@ class Comparison:
         _plot.plot_comparison(self, path, title=title)
 
 
+class _Stopped(Exception):
+    """A sweep's run stopped because another one failed (or Ctrl-C)."""
+
+
 def compare(
     settings: Sequence[str] = C_LINE,
     seed: int = 1,
@@ -333,12 +337,15 @@ def compare(
     cb, bar = callback(progress, "compare")
     done = [0.0] * len(runs)
     lock = threading.Lock()
+    stop = threading.Event()  # set on an error or Ctrl-C: the other runs stop at their next step
 
     def one(i: int) -> SimResult:
         run = runs[i]
-        if cb is not None:
-            step = max((run._run.until_ns - run._run.start_ns) / 1e9 / 50.0, run._run.interval_ns / 1e9)
-            for f in run.steps(step):
+        step = max((run._run.until_ns - run._run.start_ns) / 1e9 / 50.0, run._run.interval_ns / 1e9)
+        for f in run.steps(step):
+            if stop.is_set():
+                raise _Stopped
+            if cb is not None:
                 with lock:
                     done[i] = f
                     total = sum(done) / len(done)
@@ -350,7 +357,12 @@ def compare(
             results = [one(i) for i in range(len(runs))]
         else:
             with ThreadPoolExecutor(max_workers=min(jobs, len(runs))) as ex:
-                results = list(ex.map(one, range(len(runs))))
+                futures = [ex.submit(one, i) for i in range(len(runs))]
+                try:
+                    results = [f.result() for f in futures]
+                except BaseException:
+                    stop.set()
+                    raise
     finally:
         if bar is not None:
             bar.close()
