@@ -176,7 +176,8 @@ METRICS: tuple[Metric, ...] = (
     _m("db_done", "database queries done", "during", "rate", _during("db_done")),
     _m("db_stale", "stale DB work (caller gone)", "during", "rate", _during("db_stale")),
     _m("duplicate_commits", "reserves committed twice", "during", "rate", _during("duplicate_commits")),
-    _m("reserve_timeouts_pct", "reserve attempts timed out", "during", "pct", _reserve_timeouts),
+    _m("reserve_timeouts_pct", "reserve timeouts ÷ reserve attempts", "during", "pct",
+       _reserve_timeouts),
     _m("shopapi_queue", "queued in shop-api", "gauge", "count", _gauge_of("shopapi_queue")),
     _m("inside_stock", "calls inside stock", "gauge", "count", _gauge_of("inside_stock")),
     _m("goodput_after", "goodput", "after", "rate", _after_of("goodput")),
@@ -241,7 +242,11 @@ class Comparison:
                 if hiccup
                 else f"Per second (mean over {w0.during_start}-{w0.during_end}){note}"
             ),
-            "gauge": f"At {w0.gauge_at}{note}",
+            "gauge": (
+                f"At the end of the hiccup ({w0.gauge_at}){note}"
+                if hiccup
+                else f"At the end ({w0.gauge_at}){note}"
+            ),
             "after": (
                 f"After the hiccup, per second ({w0.after_start} to {w0.end}){note}"
                 if w0.after_start is not None

@@ -52,12 +52,12 @@ def _clock_axis(ax: Any) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(fmt))
 
 
-def _shade_hiccup(ax: Any, config: Optional[dict[str, Any]]) -> None:
+def _shade_hiccup(ax: Any, config: Optional[dict[str, Any]], label: bool = True) -> None:
     if not config or not config.get("hiccup"):
         return
     a = _args.clock_ns("hiccup_start", config["hiccup_start"]) / 1e9
     b = _args.clock_ns("hiccup_end", config["hiccup_end"]) / 1e9
-    ax.axvspan(a, b, color="0.9", zorder=0, label="hiccup")
+    ax.axvspan(a, b, color="0.9", zorder=0, label="hiccup" if label else None)
 
 
 def _mid(result: "SimResult") -> list[float]:
@@ -97,8 +97,11 @@ def plot_result(
             result.column(c)  # KeyError for an unknown column
         panels = [("", list(columns), False)]
     elif "goodput" in result:
+        top = ["offered", "goodput"]
+        if any(result.column("degraded_cart")):
+            top.append("goodput_incl_degraded")
         panels = [
-            ("actions per interval", ["offered", "goodput", "goodput_incl_degraded"], False),
+            ("actions per interval", top, False),
             ("work per interval", ["stock_calls", "db_done", "db_stale"], True),
             ("waiting (end of interval)", ["shopapi_queue", "inside_stock", "conn_wait"], True),
         ]
@@ -108,10 +111,10 @@ def plot_result(
         panels = [("per interval", entries, False)]
         if queues:
             panels.append(("queued (end of interval)", queues, True))
-    fig = Figure(figsize=(10, 2.8 * len(panels) + 0.6))
+    fig = Figure(figsize=(11, 2.8 * len(panels) + 0.6))
     axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
-    for ax, (ylabel, cols, log) in zip(axes, panels):
-        _shade_hiccup(ax, result.config)
+    for k, (ax, (ylabel, cols, log)) in enumerate(zip(axes, panels)):
+        _shade_hiccup(ax, result.config, label=k == 0)
         drawn = False
         for c in cols:
             if c not in result:
@@ -123,10 +126,12 @@ def plot_result(
             drawn = True
         if log and drawn:
             ax.set_yscale("symlog", linthresh=10)
+        else:
+            ax.set_ylim(bottom=0)
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
         if drawn:
-            ax.legend(loc="upper right", fontsize="small")
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     _clock_axis(axes[-1])
     fig.suptitle(title or f"{result.setting}, seed {result.seed}")
     _save(fig, p)
@@ -140,7 +145,7 @@ def plot_comparison(cmp: "Comparison", path: _Path, *, title: Optional[str] = No
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     first = next(iter(cmp.results.values()))
     _shade_hiccup(top, first.config)
-    _shade_hiccup(bottom, first.config)
+    _shade_hiccup(bottom, first.config, label=False)
     offered = first.column("offered") if "offered" in first else None
     if offered is not None:
         top.plot(_mid(first), offered, color="0.5", linestyle=":", linewidth=1.2, label="offered")
@@ -157,6 +162,7 @@ def plot_comparison(cmp: "Comparison", path: _Path, *, title: Optional[str] = No
             )
         bottom.plot(_mid(r), r.column("stock_calls"), linewidth=1.2, color=line.get_color(), label=setting)
     top.set_ylabel("goodput (full answers) per second")
+    top.set_ylim(bottom=0)
     top.grid(True, alpha=0.3)
     top.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
     bottom.set_ylabel("calls to stock per second")

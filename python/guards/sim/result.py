@@ -291,6 +291,9 @@ class SimResult:
             chosen = [(n, h) for n, h in TABLE_COLUMNS if n in self]
             if skip_zero:
                 chosen = [(n, h) for n, h in chosen if any(self.column(n))]
+                if "degraded_cart" in self and not any(self.column("degraded_cart")):
+                    # Without degraded answers it is the goodput column again.
+                    chosen = [(n, h) for n, h in chosen if n != "goodput_incl_degraded"]
             if not chosen:
                 chosen = [(n, n) for n in self.names]
         else:
@@ -318,7 +321,7 @@ class SimResult:
             if used:
                 hw = max(len(h) for h, _ in used)
                 out += "\n" + "\n".join(f"  {h.ljust(hw)}  {d}" for h, d in used) + "\n"
-            omitted = [h for n, h in TABLE_COLUMNS if n in self and (n, h) not in chosen]
+            omitted = [h for n, h in TABLE_COLUMNS if n in self and not any(self.column(n))]
             if omitted:
                 out += f"  (0 throughout, not shown: {', '.join(omitted)})\n"
         return out
