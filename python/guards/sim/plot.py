@@ -126,8 +126,7 @@ def plot_result(
             drawn = True
         if log and drawn:
             ax.set_yscale("symlog", linthresh=10)
-        else:
-            ax.set_ylim(bottom=0)
+        ax.set_ylim(bottom=0)
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
         if drawn:
@@ -167,6 +166,7 @@ def plot_comparison(cmp: "Comparison", path: _Path, *, title: Optional[str] = No
     top.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
     bottom.set_ylabel("calls to stock per second")
     bottom.set_yscale("symlog", linthresh=100)
+    bottom.set_ylim(bottom=0)
     bottom.grid(True, alpha=0.3)
     _clock_axis(bottom)
     fig.suptitle(title or f"Basketly: goodput by setting (seed {cmp.seed}; grey band: the hiccup)")
