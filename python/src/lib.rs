@@ -38,6 +38,7 @@ mod queue_discipline;
 mod retry_budget;
 mod retry_policy;
 mod rng;
+mod sim;
 mod time;
 mod util;
 
@@ -91,6 +92,8 @@ check_pyclass_alignment!(
     queue_discipline::Waiter,
     queue_discipline::Dequeued,
     queue_discipline::Dropped,
+    sim::PySimRun,
+    sim::PySimResult,
 );
 
 #[pymodule(name = "_guards")]
@@ -122,5 +125,6 @@ fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     admission::register(m)?;
     circuit_breaker::register(m)?;
     queue_discipline::register(m)?;
+    sim::register(m)?;
     Ok(())
 }

@@ -1,0 +1,67 @@
+"""guards.sim: the discrete-event simulator (guards-sim) from Python.
+
+The simulator runs guards-core's real guards (the same retry policies, budgets, breakers,
+bulkheads, admission limits, queue disciplines, brownouts and hedging that services use)
+under a virtual clock: the same seed gives the same output bit for bit, and a run never
+reads the wall clock. Every run releases the GIL.
+
+* :func:`basketly` runs one of the Basketly incident presets (:data:`PRESETS`: ``C0``
+  as shipped up to ``C8`` with every guard, side rows and replays) with overrides
+  (:data:`KEYS`) and returns a :class:`SimResult`: per-interval ``series`` (``"t"`` clock
+  labels, ``"goodput"``, ``"stock_calls"``, ... see :data:`SERIES`), a ``summary``
+  (``recovered_at``, stock-call latency percentiles, ``extra_load``), ``to_json()``,
+  ``to_csv()``, ``table()``, ``plot(path)``.
+* :func:`compare` runs several presets with one seed and puts them side by side
+  (:class:`Comparison`: ``table()``, ``plot(path)``).
+* :func:`simulate` runs any other system described as a dict (services, call edges with
+  their policies, callers, timed actions); :func:`basketly_topology` shows a full one.
+* :class:`Run` advances either kind of run in steps (progress bars).
+* Errors: :class:`SimError` (a ``ValueError``) with ``kind`` and ``key``; ``TypeError``
+  for arguments of the wrong type.
+
+Example::
+
+    import guards.sim as sim
+
+    r = sim.basketly("C8", seed=1)
+    r.summary["recovered_at"]                      # '20:00:21'
+    r.mean("degraded_cart", "20:00:02", "20:00:20")  # about 1,190 cart views a second
+    r2 = sim.basketly("C0", until="20:02:01", stock_call__timeout_ms=60, lb="round_robin")
+
+The command line: ``python -m guards.sim basketly --compare C0 C1 C2 C3 C4 C5 C6 C7 C8``.
+"""
+
+from __future__ import annotations
+
+from .api import (
+    KEYS,
+    PRESETS,
+    SERIES,
+    Run,
+    SimError,
+    basketly,
+    basketly_config,
+    basketly_topology,
+    check_topology,
+    simulate,
+)
+from .compare import METRICS, Comparison, Metric, compare
+from .result import SimResult
+
+__all__ = [
+    "PRESETS",
+    "KEYS",
+    "SERIES",
+    "SimError",
+    "SimResult",
+    "Run",
+    "basketly",
+    "basketly_config",
+    "basketly_topology",
+    "check_topology",
+    "simulate",
+    "compare",
+    "Comparison",
+    "Metric",
+    "METRICS",
+]

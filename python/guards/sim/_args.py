@@ -1,0 +1,166 @@
+"""Argument checks and conversions shared by the simulator's API and CLI."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Union
+
+from .. import _guards as _native
+
+#: A clock time: ``"HH:MM:SS[.fff]"`` or a :class:`datetime.time`.
+ClockTime = Union[str, datetime.time]
+#: An override value: converted to the text the simulator parses.
+OverrideValue = Union[str, int, float, bool, None, datetime.time, datetime.timedelta]
+
+
+def clock_text(name: str, value: ClockTime) -> str:
+    """``value`` as ``"HH:MM:SS[.ffffff]"`` text, checked to parse."""
+    if isinstance(value, datetime.time):
+        if value.tzinfo is not None:
+            raise ValueError(f"`{name}` must be a naive time of day, not {value!r}")
+        text = f"{value.hour:02}:{value.minute:02}:{value.second:02}"
+        if value.microsecond:
+            text += f".{value.microsecond:06}"
+        return text
+    if not isinstance(value, str):
+        raise TypeError(
+            f"`{name}` must be a clock time \"HH:MM:SS[.fff]\" (str or datetime.time), "
+            f"not {type(value).__name__}"
+        )
+    if _native._sim_parse_clock(value) is None:
+        raise ValueError(f"`{name}` must be a clock time \"HH:MM:SS[.fff]\", not {value!r}")
+    return value
+
+
+def clock_ns(name: str, value: ClockTime) -> int:
+    """A clock time as nanoseconds since midnight."""
+    ns = _native._sim_parse_clock(clock_text(name, value))
+    assert ns is not None  # clock_text checked it
+    return ns
+
+
+def format_clock(ns: int, millis: bool = False) -> str:
+    """Nanoseconds since midnight as ``"HH:MM:SS"`` (``"HH:MM:SS.mmm"`` with ``millis``)."""
+    return _native._sim_format_clock(ns, millis)
+
+
+def seconds(name: str, value: float | int | datetime.timedelta) -> float:
+    """A non-negative, finite number of seconds (or a timedelta)."""
+    if isinstance(value, datetime.timedelta):
+        s = value.total_seconds()
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(
+            f"`{name}` must be seconds (float or int) or a datetime.timedelta, "
+            f"not {type(value).__name__}"
+        )
+    else:
+        s = float(value)
+    if not math.isfinite(s) or s < 0:
+        raise ValueError(f"`{name}` must be a finite, non-negative number of seconds, not {value!r}")
+    return s
+
+
+def setting_name(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"`setting` must be a preset name (str), not {type(value).__name__}")
+    return value
+
+
+def override_text(key: str, value: OverrideValue) -> str:
+    """One ``key=value`` override; the value as the simulator's text."""
+    if not isinstance(key, str):
+        raise TypeError(f"override keys must be str, not {type(key).__name__}")
+    if isinstance(value, bool):
+        text = "on" if value else "off"
+    elif value is None:
+        text = "none"
+    elif isinstance(value, int):
+        text = str(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"override {key!r} must be finite, not {value!r}")
+        text = repr(value)
+    elif isinstance(value, str):
+        text = value
+    elif isinstance(value, datetime.time):
+        text = clock_text(key, value)
+    elif isinstance(value, datetime.timedelta):
+        s = value.total_seconds()
+        if key.endswith("_ms"):
+            text = repr(s * 1e3)
+        elif key.endswith("_s"):
+            text = repr(s)
+        else:
+            raise TypeError(
+                f"override {key!r} does not take a timedelta (only keys ending in _ms or _s do)"
+            )
+    else:
+        raise TypeError(
+            f"override {key!r} must be a str, int, float, bool, None, datetime.time or "
+            f"datetime.timedelta, not {type(value).__name__}"
+        )
+    if "\n" in text or "\r" in text:
+        raise ValueError(f"override {key!r} has a line break in its value")
+    return f"{key}={text}"
+
+
+def override_list(
+    overrides: Mapping[str, OverrideValue] | Sequence[str] | None,
+    keywords: Mapping[str, OverrideValue],
+) -> list[str]:
+    """``key=value`` strings from ``overrides`` (a mapping, or ``"key=value"`` strings)
+    then the keyword overrides, whose ``__`` stands for ``.`` (``stock_call__timeout_ms``
+    is ``stock_call.timeout_ms``)."""
+    out: list[str] = []
+    if overrides is None:
+        pass
+    elif isinstance(overrides, Mapping):
+        for k, v in overrides.items():
+            out.append(override_text(k, v))
+    elif isinstance(overrides, (str, bytes)) or not isinstance(overrides, Sequence):
+        raise TypeError(
+            "`overrides` must be a mapping of key to value (e.g. "
+            "{'stock_call.timeout_ms': 60}) or a list of \"key=value\" strings, "
+            f"not {type(overrides).__name__}"
+        )
+    else:
+        for item in overrides:
+            if not isinstance(item, str):
+                raise TypeError(
+                    f"`overrides` items must be \"key=value\" strings, not {type(item).__name__}"
+                )
+            out.append(item)
+    for k, v in keywords.items():
+        out.append(override_text(k.replace("__", "."), v))
+    return out
+
+
+def topology_text(topology: object) -> str:
+    """A topology as JSON text: a mapping, JSON text, or a path to a JSON file."""
+    if isinstance(topology, Mapping):
+        try:
+            return json.dumps(topology, allow_nan=False)
+        except ValueError as e:
+            raise ValueError(f"`topology` has a value JSON cannot hold: {e}") from None
+        except TypeError as e:
+            raise TypeError(f"`topology` has a value JSON cannot hold: {e}") from None
+    if isinstance(topology, str):
+        return topology
+    if isinstance(topology, os.PathLike):
+        with open(topology, encoding="utf-8") as f:
+            return f.read()
+    raise TypeError(
+        "`topology` must be a dict (or JSON text, or a path to a JSON file), "
+        f"not {type(topology).__name__}"
+    )
+
+
+def label_text(label: object) -> str | None:
+    if label is None or isinstance(label, str):
+        return label
+    raise TypeError(f"`label` must be a str or None, not {type(label).__name__}")
+

@@ -1,0 +1,321 @@
+"""Runs: Basketly presets and any topology, in one call or in steps."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Union
+
+from .. import _guards as _native
+from . import _args
+from .progress import Progress, callback
+from .result import SimResult
+
+__all__ = [
+    "PRESETS",
+    "KEYS",
+    "SERIES",
+    "SimError",
+    "Run",
+    "basketly",
+    "basketly_config",
+    "basketly_topology",
+    "simulate",
+    "check_topology",
+]
+
+SimError = _native.SimError
+
+#: Every Basketly preset name, in the order the issue lists them.
+PRESETS: tuple[str, ...] = tuple(_native._sim_presets())
+
+#: Every Basketly override key with a one-line description. ``HOP.`` stands for each of
+#: ``app.`` (app -> shop-api), ``stock_call.`` (shop-api -> stock) and ``db_call.``
+#: (stock -> database).
+KEYS: dict[str, str] = dict(_native._sim_keys())
+
+#: The named Basketly series and the generic columns each one sums.
+SERIES: dict[str, tuple[str, ...]] = {n: tuple(parts) for n, parts in _native._sim_series()}
+
+_Overrides = Union[Mapping[str, _args.OverrideValue], Sequence[str], None]
+_Topology = Union[Mapping[str, Any], str, "os.PathLike[str]"]
+
+
+class Run:
+    """One run advanced in steps, for progress bars or to watch a run unfold.
+
+    Make it with :meth:`Run.basketly` or :meth:`Run.topology`; call :meth:`step` (or
+    iterate :meth:`steps`) and then :meth:`finish` for the :class:`SimResult`. Each step
+    releases the GIL. The result is the same as a one-call run with the same arguments::
+
+        run = guards.sim.Run.basketly("C0", seed=1, until="20:02:01")
+        for fraction in run.steps(seconds=10):
+            print(f"{fraction:.0%}")
+        result = run.finish()
+    """
+
+    __slots__ = ("_run", "_config")
+
+    def __init__(self, native: Any, config: dict[str, Any] | None = None) -> None:
+        if not isinstance(native, _native._SimRun):
+            raise TypeError("make a Run with Run.basketly(...) or Run.topology(...)")
+        self._run = native
+        self._config = config
+
+    @classmethod
+    def basketly(
+        cls,
+        setting: str = "C8",
+        seed: int = 1,
+        until: _args.ClockTime | None = None,
+        *,
+        overrides: _Overrides = None,
+        **kw_overrides: _args.OverrideValue,
+    ) -> "Run":
+        """A Basketly run; the arguments are those of :func:`basketly`."""
+        setting = _args.setting_name(setting)
+        until_text = None if until is None else _args.clock_text("until", until)
+        items = _args.override_list(overrides, kw_overrides)
+        native = _native._SimRun.basketly(setting, seed, until_text, items)
+        return cls(native, native.config())
+
+    @classmethod
+    def topology(
+        cls,
+        topology: _Topology,
+        seed: int = 1,
+        until: _args.ClockTime | None = None,
+        *,
+        duration: float | int | datetime.timedelta | None = None,
+        label: str | None = None,
+    ) -> "Run":
+        """A run of any topology; the arguments are those of :func:`simulate`."""
+        text = _args.topology_text(topology)
+        label = _args.label_text(label)
+        if (until is None) == (duration is None):
+            raise TypeError("give exactly one of `until` (a clock time) and `duration` (seconds)")
+        if until is not None:
+            until_ns = _args.clock_ns("until", until)
+        else:
+            _, start_ns = _native._sim_check_topology(text)
+            until_ns = _until_ns(None, duration, start_ns)
+        return cls(_native._SimRun.topology(text, seed, until_ns, label))
+
+    @property
+    def progress(self) -> float:
+        """Fraction of the run done, 0.0 to 1.0."""
+        return self._run.progress
+
+    @property
+    def now(self) -> str:
+        """Current virtual time, ``"HH:MM:SS.mmm"``."""
+        return _args.format_clock(self._run.now_ns, True)
+
+    @property
+    def start(self) -> str:
+        return _args.format_clock(self._run.start_ns, True)
+
+    @property
+    def until(self) -> str:
+        return _args.format_clock(self._run.until_ns, True)
+
+    @property
+    def finished(self) -> bool:
+        return self._run.finished
+
+    @property
+    def config(self) -> dict[str, Any] | None:
+        """For a Basketly run, its settings (windows and rates); else ``None``."""
+        return None if self._config is None else dict(self._config)
+
+    def step(self, seconds: float | int | datetime.timedelta = 1.0) -> float:
+        """Run ``seconds`` more of virtual time (never past the end); the fraction done."""
+        s = _args.seconds("seconds", seconds)
+        if s == 0:
+            raise ValueError("`seconds` must be positive")
+        to = min(self._run.now_ns + max(1, round(s * 1e9)), self._run.until_ns)
+        self._run.advance(to)
+        return self._run.progress
+
+    def advance(self, until: _args.ClockTime) -> float:
+        """Run every event before clock time ``until`` (never past the end)."""
+        self._run.advance(_args.clock_ns("until", until))
+        return self._run.progress
+
+    def steps(self, seconds: float | int | datetime.timedelta = 1.0) -> Iterator[float]:
+        """Step ``seconds`` at a time to the end, yielding the fraction done after each."""
+        while self._run.progress < 1.0:
+            yield self.step(seconds)
+
+    def finish(self) -> SimResult:
+        """Run to the end and return the result (a run finishes once)."""
+        return SimResult(self._run.finish(), self._config)
+
+    def __repr__(self) -> str:
+        return repr(self._run).replace("_SimRun", "Run", 1)
+
+
+def _until_ns(
+    until: _args.ClockTime | None,
+    duration: float | int | datetime.timedelta | None,
+    start_ns: int,
+) -> int:
+    if (until is None) == (duration is None):
+        raise TypeError("give exactly one of `until` (a clock time) and `duration` (seconds)")
+    if until is not None:
+        return _args.clock_ns("until", until)
+    assert duration is not None
+    s = _args.seconds("duration", duration)
+    if s == 0:
+        raise ValueError("`duration` must be positive")
+    return start_ns + round(s * 1e9)
+
+
+def _run_stepped(run: Run, progress: Progress, desc: str) -> SimResult:
+    cb, bar = callback(progress, desc)
+    try:
+        if cb is not None:
+            total = (run._run.until_ns - run._run.start_ns) / 1e9
+            step = max(total / 100.0, run._run.interval_ns / 1e9)
+            for f in run.steps(step):
+                cb(f)
+        return run.finish()
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def basketly(
+    setting: str = "C8",
+    seed: int = 1,
+    until: _args.ClockTime | None = None,
+    *,
+    overrides: _Overrides = None,
+    progress: Progress = None,
+    **kw_overrides: _args.OverrideValue,
+) -> SimResult:
+    """Run Basketly preset ``setting`` (one of :data:`PRESETS`) with ``seed``.
+
+    ``until`` ends the run at a clock time (``"20:02:00"`` or a :class:`datetime.time`;
+    default: the preset's end, 20:00:30 for C0-C8). Overrides are the keys of
+    :data:`KEYS`: pass them in ``overrides`` as a dict (``{"stock_call.timeout_ms": 60}``)
+    or as ``"key=value"`` strings, or as keywords where ``__`` stands for ``.``
+    (``stock_call__timeout_ms=60``, ``hiccup=False``, ``lb="round_robin"``). Values may be
+    ``str``, ``int``, ``float``, ``bool`` (on/off), ``None`` ("none"), a
+    :class:`datetime.time` for clock keys or a :class:`datetime.timedelta` for ``*_ms`` and
+    ``*_s`` keys. ``progress=True`` draws a bar on stderr; a callable gets the fraction
+    done after every step.
+
+    Raises :class:`SimError` (a ``ValueError``) with ``kind`` ``"unknown_preset"``,
+    ``"unknown_key"``, ``"bad_value"`` or ``"bad_override"`` and ``key`` naming what was
+    wrong; ``TypeError`` for arguments of the wrong type. The run releases the GIL.
+    """
+    if progress is not None and progress is not False:
+        run = Run.basketly(setting, seed, until, overrides=overrides, **kw_overrides)
+        return _run_stepped(run, progress, setting)
+    setting = _args.setting_name(setting)
+    until_text = None if until is None else _args.clock_text("until", until)
+    items = _args.override_list(overrides, kw_overrides)
+    native = _native._sim_basketly(setting, seed, until_text, items)
+    config = _native._sim_basketly_config(setting, until_text, items)
+    return SimResult(native, config)
+
+
+def basketly_config(
+    setting: str = "C8",
+    until: _args.ClockTime | None = None,
+    *,
+    overrides: _Overrides = None,
+    **kw_overrides: _args.OverrideValue,
+) -> dict[str, Any]:
+    """The main settings of a Basketly preset after ``until`` and overrides: ``start``,
+    ``until``, ``interval_s``, the hiccup (``hiccup``, ``hiccup_start``, ``hiccup_end``,
+    ``hiccup_factor``), the rates and the pool sizes."""
+    setting = _args.setting_name(setting)
+    until_text = None if until is None else _args.clock_text("until", until)
+    items = _args.override_list(overrides, kw_overrides)
+    return _native._sim_basketly_config(setting, until_text, items)
+
+
+def basketly_topology(
+    setting: str = "C8",
+    until: _args.ClockTime | None = None,
+    *,
+    overrides: _Overrides = None,
+    **kw_overrides: _args.OverrideValue,
+) -> dict[str, Any]:
+    """The topology of a Basketly preset as a dict, every field written out: a starting
+    point for variations run with :func:`simulate` (which reports the generic columns
+    only; the named Basketly series and summary come from :func:`basketly`)."""
+    setting = _args.setting_name(setting)
+    until_text = None if until is None else _args.clock_text("until", until)
+    items = _args.override_list(overrides, kw_overrides)
+    text = _native._sim_basketly_topology(setting, until_text, items)
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def check_topology(topology: _Topology) -> dict[str, Any]:
+    """Check a topology and return it with every default filled in; raises
+    :class:`SimError` naming the path of what is wrong (``edges[0].policy.timeout``)."""
+    text, _ = _native._sim_check_topology(_args.topology_text(topology))
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def simulate(
+    topology: _Topology,
+    seed: int = 1,
+    until: _args.ClockTime | None = None,
+    *,
+    duration: float | int | datetime.timedelta | None = None,
+    label: str | None = None,
+    progress: Progress = None,
+) -> SimResult:
+    """Run any system described as data (a dict, JSON text or a path to a JSON file).
+
+    Give the end as a clock time ``until`` or as ``duration`` seconds after the
+    topology's ``start``. The result has the generic columns ``entry.<name>.*``,
+    ``edge.<name>.*`` and ``svc.<name>.*`` and a summary with the engine's counts and the
+    latency percentiles of every edge with ``"record_latency": true``.
+
+    The format (durations ``"4ms"``/``"2s"`` or seconds; instants ``"HH:MM:SS[.fff]"`` or
+    seconds since midnight; services, operations and edges referred to by name)::
+
+        {
+          "start": "12:00:00",
+          "services": [
+            {"name": "web", "client": true,
+             "ops": [{"name": "page", "steps": [{"call": "web->api"}]}]},
+            {"name": "api", "instances": 2, "servers": 4,
+             "queue": {"deadline_check": true},
+             "ops": [{"name": "get", "steps": [{"work": {"exp": "20ms"}}]}]}
+          ],
+          "edges": [{"name": "web->api", "from": "web", "to": "api", "op": "get",
+                     "record_latency": true,
+                     "policy": {"attempts": 2, "timeout": "100ms", "deadline": "attempt",
+                                "cancel": true, "backoff": {"base": "10ms", "cap": "1s"}}}],
+          "entries": [{"name": "page", "service": "web", "op": "page",
+                       "arrivals": {"poisson": 300}}]
+        }
+
+    Services take ``instances``, ``servers``, ``client``, ``queue`` (``deadline_check``,
+    ``discipline``), ``admission`` (``limits`` per priority), ``enforce_deadline``,
+    ``slowdowns`` / ``outages`` (time windows), ``budgets`` and ``bulkheads`` (referred to
+    by index from edge policies), ``balance`` and ``ops`` (steps: ``work`` with a ``const``
+    / ``exp`` / ``uniform`` / ``bernoulli`` time and optional ``commit``, or ``call`` over
+    an edge). Edge policies take ``attempts``, ``timeout``, ``backoff``, ``retry_on_*``,
+    ``deadline`` (``none``/``attempt``/``whole``), ``margin``, ``cancel``, ``idempotency``,
+    ``give_up_as_overloaded``, ``budget``, ``breaker``, ``bulkhead`` and ``hedge``; entries
+    take ``poisson``, ``burst`` or ``periodic`` arrivals; ``events`` scale, shed or flush a
+    service at a time. :func:`basketly_topology` shows every field in use.
+
+    Raises :class:`SimError` naming the path at fault; the run releases the GIL.
+    """
+    run = Run.topology(topology, seed, until, duration=duration, label=label)
+    if progress is None or progress is False:
+        return run.finish()
+    return _run_stepped(run, progress, label or "simulate")
+

@@ -1,0 +1,374 @@
+"""Basketly settings side by side: one row per metric, one column per setting."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Union
+
+from . import _args
+from .api import Run, _Overrides
+from .progress import Progress, callback
+from .result import SimResult
+
+__all__ = ["Comparison", "Metric", "METRICS", "compare", "windows"]
+
+#: The C-line of the seed: as shipped, then one guard more per setting.
+C_LINE: tuple[str, ...] = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8")
+
+Value = Union[float, str, None]
+
+
+@dataclass(frozen=True)
+class Windows:
+    """The clock-time windows a comparison reads a result over."""
+
+    #: Mean over ``[during_start, during_end)``: the hiccup after its first 2 s (the whole
+    #: run when there is no hiccup).
+    during_start: str
+    during_end: str
+    #: Gauges are read at this instant: the end of the hiccup (of the run without one).
+    gauge_at: str
+    #: Mean over ``[after_start, end)``: from 1 s after the hiccup to the end (``None``
+    #: without a hiccup or when the run ends first).
+    after_start: Optional[str]
+    end: str
+
+
+def _ns(text: str) -> int:
+    return _args.clock_ns("time", text)
+
+
+def _clock(ns: int) -> str:
+    text = _args.format_clock(ns, True)
+    return text[:-4] if text.endswith(".000") else text
+
+
+def windows(result: SimResult) -> Windows:
+    """The windows of a Basketly result (from its ``config``)."""
+    cfg = result.config
+    if cfg is None:
+        raise ValueError("windows() needs a Basketly result (from guards.sim.basketly)")
+    start, end = _ns(cfg["start"]), _ns(cfg["until"])
+    if cfg["hiccup"]:
+        hs, he = _ns(cfg["hiccup_start"]), _ns(cfg["hiccup_end"])
+        d0 = min(hs + 2_000_000_000, he)
+        d1 = min(he, end)
+        after = he + 1_000_000_000
+        return Windows(
+            during_start=_clock(max(d0, start)),
+            during_end=_clock(d1),
+            gauge_at=_clock(min(he, end)),
+            after_start=_clock(after) if after < end else None,
+            end=_clock(end),
+        )
+    return Windows(_clock(start), _clock(end), _clock(end), None, _clock(end))
+
+
+def _mean(r: SimResult, w: Windows, name: str) -> Optional[float]:
+    if name not in r:
+        return None
+    return r.mean(name, w.during_start, w.during_end)
+
+
+def _sum(r: SimResult, w: Windows, name: str) -> Optional[float]:
+    if name not in r:
+        return None
+    return r.sum(name, w.during_start, w.during_end)
+
+
+def _gauge(r: SimResult, w: Windows, name: str) -> Optional[float]:
+    """The gauge at ``w.gauge_at``: the value at the end of the interval before it."""
+    if name not in r:
+        return None
+    at = _ns(w.gauge_at) - round(r.interval_s * 1e9)
+    return r.at(name, _args.format_clock(max(at, 0), True))
+
+
+def _after(r: SimResult, w: Windows, name: str) -> Optional[float]:
+    if name not in r or w.after_start is None:
+        return None
+    return r.mean(name, w.after_start, w.end)
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def _stock_multiplier(r: SimResult, w: Windows) -> Optional[float]:
+    # Calls reaching stock per action that needs it (a cart view or a checkout): the
+    # seed's "calls to stock ×" (it divides by the healthy 1,260 a second).
+    need = [_mean(r, w, "entry.cart.offered"), _mean(r, w, "entry.checkout.offered")]
+    if any(x is None for x in need):
+        return None
+    return _ratio(_mean(r, w, "stock_calls"), sum(x for x in need if x is not None))
+
+
+def _reserve_timeouts(r: SimResult, w: Windows) -> Optional[float]:
+    t = _ratio(_sum(r, w, "reserve_timeouts"), _sum(r, w, "reserve_attempts"))
+    return None if t is None else 100.0 * t
+
+
+def _p99(r: SimResult, _w: Windows) -> Optional[float]:
+    lat = r.summary.get("stock_latency_ms")
+    v = lat.get("p99") if isinstance(lat, dict) else None
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def _recovered(r: SimResult, _w: Windows) -> Value:
+    v = r.summary.get("recovered_at")
+    return v if isinstance(v, str) else "never"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One row of a comparison."""
+
+    key: str
+    label: str
+    section: str
+    #: ``rate`` (per second), ``count``, ``ratio`` (×), ``pct``, ``ms`` or ``clock``.
+    unit: str
+    read: Callable[[SimResult, Windows], Value]
+
+
+def _m(key: str, label: str, section: str, unit: str, read: Callable[[SimResult, Windows], Value]) -> Metric:
+    return Metric(key, label, section, unit, read)
+
+
+def _during(name: str) -> Callable[[SimResult, Windows], Value]:
+    return lambda r, w: _mean(r, w, name)
+
+
+def _gauge_of(name: str) -> Callable[[SimResult, Windows], Value]:
+    return lambda r, w: _gauge(r, w, name)
+
+
+def _after_of(name: str) -> Callable[[SimResult, Windows], Value]:
+    return lambda r, w: _after(r, w, name)
+
+
+#: The rows of a comparison, in order.
+METRICS: tuple[Metric, ...] = (
+    _m("offered", "actions offered", "during", "rate", _during("offered")),
+    _m("app_attempts", "app attempts to shop-api", "during", "rate", _during("app_attempts")),
+    _m("goodput", "goodput (full answers in time)", "during", "rate", _during("goodput")),
+    _m("goodput_incl_degraded", "goodput incl. degraded carts", "during", "rate",
+       _during("goodput_incl_degraded")),
+    _m("goodput_product", "product pages", "during", "rate", _during("goodput_product")),
+    _m("goodput_cart", "cart views with badges", "during", "rate", _during("goodput_cart")),
+    _m("degraded_cart", "cart views without badges", "during", "rate", _during("degraded_cart")),
+    _m("cart_failed", "cart views failed", "during", "rate", _during("entry.cart.failed")),
+    _m("goodput_checkout", "checkouts confirmed", "during", "rate", _during("goodput_checkout")),
+    _m("stock_calls", "calls to stock", "during", "rate", _during("stock_calls")),
+    _m("stock_calls_x", "calls to stock per cart view + checkout", "during", "ratio", _stock_multiplier),
+    _m("stock_refused", "refused by stock (503)", "during", "rate", _during("stock_refused")),
+    _m("budget_refusals", "retries refused by the budget", "during", "rate", _during("budget_refusals")),
+    _m("breaker_rejections", "refused by open breakers", "during", "rate", _during("breaker_rejections")),
+    _m("bulkhead_rejections", "refused by the bulkhead", "during", "rate", _during("bulkhead_rejections")),
+    _m("db_done", "database queries done", "during", "rate", _during("db_done")),
+    _m("db_stale", "stale DB work (caller gone)", "during", "rate", _during("db_stale")),
+    _m("duplicate_commits", "reserves committed twice", "during", "rate", _during("duplicate_commits")),
+    _m("reserve_timeouts_pct", "reserve timeouts ÷ reserve attempts", "during", "pct",
+       _reserve_timeouts),
+    _m("shopapi_queue", "queued in shop-api", "gauge", "count", _gauge_of("shopapi_queue")),
+    _m("inside_stock", "calls inside stock", "gauge", "count", _gauge_of("inside_stock")),
+    _m("goodput_after", "goodput", "after", "rate", _after_of("goodput")),
+    _m("db_stale_after", "stale DB work", "after", "rate", _after_of("db_stale")),
+    _m("recovered_at", "recovered at", "after", "clock", _recovered),
+    _m("stock_p99_ms", "stock call P99, ms (as shop-api sees it)", "run", "ms", _p99),
+)
+
+
+def format_value(v: Value, unit: str) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    if unit == "ratio":
+        return f"{v:.1f}×"
+    if unit == "pct":
+        return f"{v:.0f} %"
+    if unit == "ms":
+        return f"{v:,.1f}" if v < 100 else f"{v:,.0f}"
+    return f"{v:,.0f}"
+
+
+class Comparison:
+    """Basketly settings side by side: ``results`` (setting -> :class:`SimResult`),
+    ``rows()``, ``table()``, ``to_dict()``, ``to_csv()`` and ``plot(path)``."""
+
+    __slots__ = ("results", "seed")
+
+    def __init__(self, results: Mapping[str, SimResult], seed: int) -> None:
+        self.results: dict[str, SimResult] = dict(results)
+        self.seed = seed
+
+    @property
+    def settings(self) -> list[str]:
+        return list(self.results)
+
+    def value(self, metric: str, setting: str) -> Value:
+        """One cell: ``metric`` is a :data:`METRICS` key."""
+        for m in METRICS:
+            if m.key == metric:
+                r = self.results[setting]
+                return m.read(r, windows(r))
+        raise KeyError(metric)
+
+    def rows(self) -> list[tuple[Metric, list[Value]]]:
+        """Every metric with one value per setting (``None`` where it does not apply)."""
+        ws = {s: windows(r) for s, r in self.results.items()}
+        return [(m, [m.read(r, ws[s]) for s, r in self.results.items()]) for m in METRICS]
+
+    def table(self) -> str:
+        """The comparison as text, grouped by window."""
+        rows = self.rows()
+        ws = [windows(r) for r in self.results.values()]
+        w0 = ws[0]
+        same = all(w == w0 for w in ws)
+        note = "" if same else " (first setting's window; others differ)"
+        hiccup = bool((self.results[self.settings[0]].config or {}).get("hiccup"))
+        headers = {
+            "during": (
+                f"During the hiccup, per second (mean over {w0.during_start}-{w0.during_end}){note}"
+                if hiccup
+                else f"Per second (mean over {w0.during_start}-{w0.during_end}){note}"
+            ),
+            "gauge": (
+                f"At the end of the hiccup ({w0.gauge_at}){note}"
+                if hiccup
+                else f"At the end ({w0.gauge_at}){note}"
+            ),
+            "after": (
+                f"After the hiccup, per second ({w0.after_start} to {w0.end}){note}"
+                if w0.after_start is not None
+                else "After the hiccup"
+            ),
+            "run": "Whole run",
+        }
+        cells = [[format_value(v, m.unit) for v in vals] for m, vals in rows]
+        lw = max(len(m.label) for m, _ in rows) + 2
+        widths = [
+            max([len(s)] + [len(c[i]) for c in cells]) for i, s in enumerate(self.settings)
+        ]
+        out = [
+            f"Basketly, seed {self.seed}: {', '.join(self.settings)} side by side",
+            "".ljust(lw) + "".join("  " + s.rjust(w) for s, w in zip(self.settings, widths)),
+        ]
+        section = None
+        for (m, _), c in zip(rows, cells):
+            if m.section != section:
+                section = m.section
+                out.append(headers[section])
+            out.append(("  " + m.label).ljust(lw) + "".join("  " + x.rjust(w) for x, w in zip(c, widths)))
+        return "\n".join(out) + "\n"
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"seed", "settings", "metrics": [{"key", "label", "section", "unit",
+        "values": {setting: value}}], "windows": {setting: {...}}, "results": {setting:
+        result JSON}}``."""
+        return {
+            "seed": self.seed,
+            "settings": self.settings,
+            "metrics": [
+                {
+                    "key": m.key,
+                    "label": m.label,
+                    "section": m.section,
+                    "unit": m.unit,
+                    "values": dict(zip(self.settings, vals)),
+                }
+                for m, vals in self.rows()
+            ],
+            "windows": {s: windows(r).__dict__ for s, r in self.results.items()},
+            "results": {s: r.to_dict() for s, r in self.results.items()},
+        }
+
+    def to_csv(self) -> str:
+        """One row per metric (``metric,label,<setting>...``), raw values."""
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["metric", "label", *self.settings])
+        for m, vals in self.rows():
+            w.writerow([m.key, m.label, *["" if v is None else v for v in vals]])
+        return buf.getvalue()
+
+    def plot(self, path: Union[str, "os.PathLike[str]"], *, title: Optional[str] = None) -> None:
+        """Goodput of every setting over time (and the calls reaching stock) with
+        matplotlib (``pip install 'guards[sim]'``)."""
+        from . import plot as _plot
+
+        _plot.plot_comparison(self, path, title=title)
+
+
+class _Stopped(Exception):
+    """A sweep's run stopped because another one failed (or Ctrl-C)."""
+
+
+def compare(
+    settings: Sequence[str] = C_LINE,
+    seed: int = 1,
+    until: Optional[_args.ClockTime] = None,
+    *,
+    overrides: _Overrides = None,
+    progress: Progress = None,
+    jobs: int = 1,
+    **kw_overrides: _args.OverrideValue,
+) -> Comparison:
+    """Run each Basketly preset in ``settings`` with the same seed, end and overrides,
+    ``jobs`` at a time (threads; each run releases the GIL), and put them side by side.
+    ``progress=True`` draws one bar for the whole sweep on stderr."""
+    if isinstance(settings, str) or not isinstance(settings, Sequence):
+        raise TypeError("`settings` must be a list of preset names")
+    names = [_args.setting_name(s) for s in settings]
+    if not names:
+        raise ValueError("`settings` must name at least one preset")
+    if len(set(names)) != len(names):
+        raise ValueError(f"`settings` names a preset twice: {names}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int):
+        raise TypeError(f"`jobs` must be an int, not {type(jobs).__name__}")
+    if jobs < 1:
+        raise ValueError(f"`jobs` must be at least 1, not {jobs}")
+    # Build every run first, so a bad name or override fails before any work is done.
+    runs = [Run.basketly(s, seed, until, overrides=overrides, **kw_overrides) for s in names]
+    cb, bar = callback(progress, "compare")
+    done = [0.0] * len(runs)
+    lock = threading.Lock()
+    stop = threading.Event()  # set on an error or Ctrl-C: the other runs stop at their next step
+
+    def one(i: int) -> SimResult:
+        run = runs[i]
+        step = max((run._run.until_ns - run._run.start_ns) / 1e9 / 50.0, run._run.interval_ns / 1e9)
+        for f in run.steps(step):
+            if stop.is_set():
+                raise _Stopped
+            if cb is not None:
+                with lock:
+                    done[i] = f
+                    total = sum(done) / len(done)
+                cb(total)
+        return run.finish()
+
+    try:
+        if jobs == 1 or len(runs) == 1:
+            results = [one(i) for i in range(len(runs))]
+        else:
+            with ThreadPoolExecutor(max_workers=min(jobs, len(runs))) as ex:
+                futures = [ex.submit(one, i) for i in range(len(runs))]
+                try:
+                    results = [f.result() for f in futures]
+                except BaseException:
+                    stop.set()
+                    raise
+    finally:
+        if bar is not None:
+            bar.close()
+    return Comparison(dict(zip(names, results)), seed)

@@ -1,0 +1,173 @@
+"""Plots of runs and comparisons with matplotlib (the ``sim`` extra:
+``pip install 'guards[sim]'``). Only matplotlib's object API is used (no pyplot, no
+display): figures go straight to a file whose extension picks the format."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+from . import _args
+
+if TYPE_CHECKING:
+    from .compare import Comparison
+    from .result import SimResult
+
+__all__ = ["plot_result", "plot_comparison", "PlotUnavailable", "available"]
+
+_Path = Union[str, "os.PathLike[str]"]
+
+INSTALL_HINT = "plotting needs matplotlib: pip install 'guards[sim]' (or pip install matplotlib)"
+
+
+class PlotUnavailable(ImportError):
+    """matplotlib is not installed."""
+
+
+def available() -> bool:
+    """Whether matplotlib can be imported."""
+    try:
+        _figure()
+    except PlotUnavailable:
+        return False
+    return True
+
+
+def _figure() -> Any:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as e:
+        raise PlotUnavailable(INSTALL_HINT) from e
+    return Figure
+
+
+def _clock_axis(ax: Any) -> None:
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    def fmt(x: float, _pos: object) -> str:
+        return _args.format_clock(max(0, round(x * 1e9)))
+
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 5, 10]))
+    ax.xaxis.set_major_formatter(FuncFormatter(fmt))
+
+
+def _shade_hiccup(ax: Any, config: Optional[dict[str, Any]], label: bool = True) -> None:
+    if not config or not config.get("hiccup"):
+        return
+    a = _args.clock_ns("hiccup_start", config["hiccup_start"]) / 1e9
+    b = _args.clock_ns("hiccup_end", config["hiccup_end"]) / 1e9
+    ax.axvspan(a, b, color="0.9", zorder=0, label="hiccup" if label else None)
+
+
+def _mid(result: "SimResult") -> list[float]:
+    """Interval midpoints: a count over [t, t + interval) is drawn in the middle."""
+    half = result.interval_s / 2
+    return [t + half for t in result.times]
+
+
+def _check_path(path: _Path) -> str:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"`path` must be a file path, not {type(path).__name__}")
+    return os.fspath(path)
+
+
+def _save(fig: Any, path: str) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def plot_result(
+    result: "SimResult",
+    path: _Path,
+    columns: Optional[Sequence[str]] = None,
+    *,
+    title: Optional[str] = None,
+) -> None:
+    """One run: with ``columns``, those columns in one panel; else (Basketly) goodput and
+    load, the work reaching stock and the database, and the queues, in three panels; a
+    generic topology shows each entry's offered and full answers."""
+    p = _check_path(path)
+    Figure = _figure()
+    x = _mid(result)
+    if columns is not None:
+        if isinstance(columns, str):
+            raise TypeError("`columns` must be a list of column names, not a str")
+        for c in columns:
+            result.column(c)  # KeyError for an unknown column
+        panels = [("", list(columns), False)]
+    elif "goodput" in result:
+        top = ["offered", "goodput"]
+        if any(result.column("degraded_cart")):
+            top.append("goodput_incl_degraded")
+        panels = [
+            ("actions per interval", top, False),
+            ("work per interval", ["stock_calls", "db_done", "db_stale"], True),
+            ("waiting (end of interval)", ["shopapi_queue", "inside_stock", "conn_wait"], True),
+        ]
+    else:
+        entries = [n for n in result.names if n.startswith("entry.") and n.endswith((".offered", ".full"))]
+        queues = [n for n in result.names if n.startswith("svc.") and n.endswith(".queue")]
+        panels = [("per interval", entries, False)]
+        if queues:
+            panels.append(("queued (end of interval)", queues, True))
+    fig = Figure(figsize=(11, 2.8 * len(panels) + 0.6))
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    for k, (ax, (ylabel, cols, log)) in enumerate(zip(axes, panels)):
+        _shade_hiccup(ax, result.config, label=k == 0)
+        drawn = False
+        for c in cols:
+            if c not in result:
+                continue
+            ys = [float("nan") if v is None else v for v in result.column(c)]
+            if log and not any(ys):
+                continue
+            ax.plot(x, ys, label=c, linewidth=1.4)
+            drawn = True
+        if log and drawn:
+            ax.set_yscale("symlog", linthresh=10)
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+        if drawn:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    _clock_axis(axes[-1])
+    fig.suptitle(title or f"{result.setting}, seed {result.seed}")
+    _save(fig, p)
+
+
+def plot_comparison(cmp: "Comparison", path: _Path, *, title: Optional[str] = None) -> None:
+    """Goodput (full answers) of every setting over time, and the calls reaching stock."""
+    p = _check_path(path)
+    Figure = _figure()
+    fig = Figure(figsize=(11, 7.5))
+    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    first = next(iter(cmp.results.values()))
+    _shade_hiccup(top, first.config)
+    _shade_hiccup(bottom, first.config, label=False)
+    offered = first.column("offered") if "offered" in first else None
+    if offered is not None:
+        top.plot(_mid(first), offered, color="0.5", linestyle=":", linewidth=1.2, label="offered")
+    for setting, r in cmp.results.items():
+        (line,) = top.plot(_mid(r), r.column("goodput"), linewidth=1.5, label=setting)
+        if any(r.column("degraded_cart")):
+            top.plot(
+                _mid(r),
+                r.column("goodput_incl_degraded"),
+                linewidth=1.0,
+                linestyle="--",
+                color=line.get_color(),
+                label=f"{setting} incl. degraded",
+            )
+        bottom.plot(_mid(r), r.column("stock_calls"), linewidth=1.2, color=line.get_color(), label=setting)
+    top.set_ylabel("goodput (full answers) per second")
+    top.set_ylim(bottom=0)
+    top.grid(True, alpha=0.3)
+    top.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
+    bottom.set_ylabel("calls to stock per second")
+    bottom.set_yscale("symlog", linthresh=100)
+    bottom.set_ylim(bottom=0)
+    bottom.grid(True, alpha=0.3)
+    _clock_axis(bottom)
+    fig.suptitle(title or f"Basketly: goodput by setting (seed {cmp.seed}; grey band: the hiccup)")
+    _save(fig, p)

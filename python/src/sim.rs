@@ -1,0 +1,942 @@
+//! The simulator (guards-sim) from Python: the Basketly presets, any topology given as
+//! JSON, runs in one call or in steps, and their results.
+//!
+//! These are the native pieces of the pure-Python package `guards.sim`, which gives them
+//! their public names and documentation. They are set on the module without entering its
+//! `__all__`, so `from guards._guards import *` (what `guards` does) leaves them out:
+//!
+//! - `SimError(ValueError)`: every refusal of guards-sim, with `kind` (`unknown_preset`,
+//!   `unknown_key`, `bad_value`, `bad_override`, `topology`, `guard`, `internal`), `key`,
+//!   `value`, `expected` and `known` (the preset names, for `unknown_preset`);
+//! - `_sim_basketly`, `_sim_topology`: one run, start to end, with the GIL released (a
+//!   simulated second at a time, so Ctrl-C stops a long run);
+//! - `_SimRun`: the same runs advanced in steps (progress bars), GIL released per step;
+//! - `_SimResult`: columns, clock labels, summary, JSON, CSV and a printable table;
+//! - `_sim_presets`, `_sim_keys`, `_sim_series`, `_sim_basketly_topology`,
+//!   `_sim_check_topology`, `_sim_parse_clock`, `_sim_format_clock`.
+//!
+//! Every run sits inside a panic boundary: a bug in the engine comes back as a `SimError`
+//! of kind `internal`, and a stepped run that hit one refuses to go on.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use guards_core::Nanos;
+use guards_sim::basketly::{Config, Run, KEYS, PRESETS, SERIES};
+use guards_sim::result::quantile_sorted;
+use guards_sim::topology::clock;
+use guards_sim::{Sim, SimError as CoreSimError, SimResult, SummaryValue, Topology};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+
+use crate::util::{self, given, Ctx};
+
+pyo3::create_exception!(
+    guards.sim,
+    SimError,
+    PyValueError,
+    "The simulator refused a preset, an override, a topology or a guard setting. \
+     `kind` says which (`unknown_preset`, `unknown_key`, `bad_value`, `bad_override`, \
+     `topology`, `guard`, `internal`); `key` names the preset, key or path at fault, \
+     `value` is the value given and `expected` what would be accepted (each `None` when \
+     it does not apply); `known` lists the preset names for `unknown_preset`."
+);
+
+/// A Python `SimError` from its parts.
+fn sim_error_parts(
+    py: Python<'_>,
+    kind: &str,
+    message: &str,
+    key: Option<&str>,
+    value: Option<&str>,
+    expected: Option<&str>,
+    known: Option<&[&str]>,
+) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let inst = py.get_type::<SimError>().call1((message,))?;
+        inst.setattr("kind", kind)?;
+        inst.setattr("key", key)?;
+        inst.setattr("value", value)?;
+        inst.setattr("expected", expected)?;
+        inst.setattr("known", known.map(|k| k.to_vec()))?;
+        Ok(PyErr::from_value(inst))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+/// A Python `SimError` from guards-sim's.
+fn sim_error(py: Python<'_>, e: &CoreSimError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        CoreSimError::UnknownPreset { name, known } => {
+            sim_error_parts(py, e.kind(), &msg, Some(name), None, None, Some(known))
+        }
+        CoreSimError::UnknownKey { key } => {
+            sim_error_parts(py, e.kind(), &msg, Some(key), None, None, None)
+        }
+        CoreSimError::BadValue {
+            key,
+            value,
+            expected,
+        } => sim_error_parts(
+            py,
+            e.kind(),
+            &msg,
+            Some(key),
+            Some(value),
+            Some(expected),
+            None,
+        ),
+        CoreSimError::BadOverride { text } => sim_error_parts(
+            py,
+            e.kind(),
+            &msg,
+            None,
+            Some(text),
+            Some("key=value"),
+            None,
+        ),
+        CoreSimError::Guard { error, .. } => sim_error_parts(
+            py,
+            e.kind(),
+            &msg,
+            Some(error.field()),
+            None,
+            Some(error.expected()),
+            None,
+        ),
+        _ => sim_error_parts(py, e.kind(), &msg, None, None, None, None),
+    }
+}
+
+/// The error for a panic caught inside the engine.
+fn internal_error(py: Python<'_>, what: &str) -> PyErr {
+    sim_error_parts(
+        py,
+        "internal",
+        &format!("internal error in the simulator ({what}); please report it with the arguments that caused it"),
+        None,
+        None,
+        None,
+        None,
+    )
+}
+
+/// Run `f` inside a panic boundary; a panic comes back as its message.
+fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|p| {
+        if let Some(s) = p.downcast_ref::<&str>() {
+            (*s).to_owned()
+        } else if let Some(s) = p.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "panic".to_owned()
+        }
+    })
+}
+
+/// What a guarded engine call gives back: its result, or the Rust error, or a panic.
+enum Outcome<T> {
+    Ok(T),
+    Sim(CoreSimError),
+    Panic(String),
+    /// A stepped run that has finished (or stopped after a panic).
+    Finished,
+}
+
+impl<T> Outcome<T> {
+    fn from(r: Result<Result<T, CoreSimError>, String>) -> Self {
+        match r {
+            Ok(Ok(v)) => Outcome::Ok(v),
+            Ok(Err(e)) => Outcome::Sim(e),
+            Err(p) => Outcome::Panic(p),
+        }
+    }
+
+    fn into_py(self, py: Python<'_>) -> PyResult<T> {
+        match self {
+            Outcome::Ok(v) => Ok(v),
+            Outcome::Sim(e) => Err(sim_error(py, &e)),
+            Outcome::Panic(p) => Err(internal_error(py, &p)),
+            Outcome::Finished => Err(finished_error()),
+        }
+    }
+}
+
+// ------------------------------------------------------------------ arguments
+
+fn setting_arg(v: &Bound<'_, PyAny>) -> PyResult<String> {
+    util::get_str("setting", v)
+}
+
+fn seed_arg(v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    util::get_u64("seed", v, Ctx::Arg)
+}
+
+fn until_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
+    given(v).map(|v| util::get_str("until", v)).transpose()
+}
+
+/// `key=value` strings from a list or tuple of `str` (a lone `str` is refused: it would
+/// be read as one override per character).
+fn overrides_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
+    let Some(v) = given(v) else {
+        return Ok(Vec::new());
+    };
+    if v.is_instance_of::<PyString>() {
+        return Err(util::type_error(
+            "overrides",
+            "a list of \"key=value\" strings",
+            v,
+        ));
+    }
+    let iter = v
+        .try_iter()
+        .map_err(|_| util::type_error("overrides", "a list of \"key=value\" strings", v))?;
+    let mut out = Vec::new();
+    for item in iter {
+        let item = item?;
+        if !item.is_instance_of::<PyString>() {
+            return Err(util::type_error(
+                "overrides",
+                "a list of \"key=value\" strings",
+                &item,
+            ));
+        }
+        out.push(item.extract::<String>()?);
+    }
+    Ok(out)
+}
+
+fn topology_arg(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<Topology> {
+    let text = util::get_str("topology", v)?;
+    Outcome::from(guarded(|| Topology::from_json(&text))).into_py(py)
+}
+
+fn instant_arg(field: &'static str, v: &Bound<'_, PyAny>) -> PyResult<Nanos> {
+    Ok(Nanos(util::get_u64(field, v, Ctx::Arg)?))
+}
+
+// ------------------------------------------------------------------ conversions
+
+/// A column value as Python sees it in the JSON: integral values as `int`, others as
+/// `float`, non-finite values as `None`.
+fn number(py: Python<'_>, x: f64) -> PyResult<Bound<'_, PyAny>> {
+    if x.is_finite() && x.fract() == 0.0 && x.abs() < 9.0e15 {
+        Ok((x as i64).into_pyobject(py)?.into_any())
+    } else if x.is_finite() {
+        Ok(x.into_pyobject(py)?.into_any())
+    } else {
+        Ok(py.None().into_bound(py))
+    }
+}
+
+fn column_list<'py>(py: Python<'py>, values: &[f64]) -> PyResult<Bound<'py, PyList>> {
+    let items = values
+        .iter()
+        .map(|x| number(py, *x))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, items)
+}
+
+fn summary_value<'py>(py: Python<'py>, v: &SummaryValue) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        SummaryValue::Number(x) => number(py, *x)?,
+        SummaryValue::Text(s) => PyString::new(py, s).into_any(),
+        SummaryValue::Map(m) => {
+            let d = PyDict::new(py);
+            for (k, v) in m {
+                d.set_item(k, summary_value(py, v)?)?;
+            }
+            d.into_any()
+        }
+        _ => py.None().into_bound(py),
+    })
+}
+
+/// The summary of a run of a generic topology: engine counts and, per edge that records
+/// latencies, the percentiles of whole successful calls in milliseconds.
+fn generic_summary(r: &mut SimResult) {
+    let mut edges = Vec::new();
+    for l in &r.latencies {
+        let mut lat: Vec<Nanos> = l.calls.iter().map(|(_, d)| *d).collect();
+        lat.sort_unstable();
+        let ms = |q: f64| {
+            quantile_sorted(&lat, q).map_or(SummaryValue::Null, |d| {
+                SummaryValue::Number(d.as_u64() as f64 / 1e6)
+            })
+        };
+        let mean = if lat.is_empty() {
+            SummaryValue::Null
+        } else {
+            SummaryValue::Number(
+                lat.iter().map(|d| d.as_u64() as f64).sum::<f64>() / lat.len() as f64 / 1e6,
+            )
+        };
+        edges.push((
+            l.edge.clone(),
+            SummaryValue::Map(vec![
+                ("p50".into(), ms(0.5)),
+                ("p95".into(), ms(0.95)),
+                ("p99".into(), ms(0.99)),
+                ("p999".into(), ms(0.999)),
+                ("mean".into(), mean),
+                ("count".into(), SummaryValue::Number(lat.len() as f64)),
+            ]),
+        ));
+    }
+    r.summary = vec![
+        ("latency_ms".into(), SummaryValue::Map(edges)),
+        ("events".into(), SummaryValue::Number(r.stats.events as f64)),
+        (
+            "peak_calls".into(),
+            SummaryValue::Number(r.stats.peak_calls as f64),
+        ),
+    ];
+}
+
+/// The Basketly settings a caller needs to read a result (windows, rates), as a dict.
+fn config_dict<'py>(py: Python<'py>, c: &Config) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("setting", &c.name)?;
+    d.set_item("start", clock::format_millis(c.start))?;
+    d.set_item("until", clock::format_millis(c.until))?;
+    d.set_item("interval_s", c.interval.as_secs_f64())?;
+    d.set_item("hiccup", c.hiccup)?;
+    d.set_item("hiccup_start", clock::format_millis(c.hiccup_start))?;
+    d.set_item("hiccup_end", clock::format_millis(c.hiccup_end))?;
+    d.set_item("hiccup_factor", c.hiccup_factor)?;
+    d.set_item("rate_product", c.rate_product)?;
+    d.set_item("rate_cart", c.rate_cart)?;
+    d.set_item("rate_checkout", c.rate_checkout)?;
+    d.set_item("shopapi_instances", c.shopapi_instances)?;
+    d.set_item("stock_workers", c.stock_workers)?;
+    d.set_item("db_connections", c.db_connections)?;
+    Ok(d)
+}
+
+fn basketly_config(
+    py: Python<'_>,
+    setting: &str,
+    until: Option<&str>,
+    overrides: &[String],
+) -> PyResult<Config> {
+    Outcome::from(guarded(|| {
+        let mut c = Config::with_overrides(setting, overrides)?;
+        if let Some(u) = until {
+            c.set("until", u)?;
+        }
+        Ok(c)
+    }))
+    .into_py(py)
+}
+
+// ------------------------------------------------------------------ functions
+
+/// The preset names, in the order the issue lists them.
+#[pyfunction]
+pub(crate) fn _sim_presets() -> Vec<&'static str> {
+    PRESETS.to_vec()
+}
+
+/// Every override key with a one-line description (`HOP.` stands for `app.`,
+/// `stock_call.` and `db_call.`).
+#[pyfunction]
+pub(crate) fn _sim_keys() -> Vec<(&'static str, &'static str)> {
+    KEYS.to_vec()
+}
+
+/// The named Basketly series and the generic columns each one sums.
+#[pyfunction]
+pub(crate) fn _sim_series() -> Vec<(&'static str, Vec<&'static str>)> {
+    SERIES
+        .iter()
+        .map(|(n, parts)| (*n, parts.to_vec()))
+        .collect()
+}
+
+/// Run Basketly preset `setting` with `seed` to `until` (`"HH:MM:SS[.fff]"`, or the
+/// preset's end) after the `key=value` `overrides`, with the GIL released; Ctrl-C stops it
+/// (`KeyboardInterrupt`).
+#[pyfunction]
+#[pyo3(signature = (setting, seed, until = None, overrides = None))]
+pub(crate) fn _sim_basketly(
+    py: Python<'_>,
+    setting: &Bound<'_, PyAny>,
+    seed: &Bound<'_, PyAny>,
+    until: Option<&Bound<'_, PyAny>>,
+    overrides: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PySimResult> {
+    PySimRun::basketly(py, setting, seed, until, overrides)?.run_to_end(py)
+}
+
+/// Run a topology (JSON text) with `seed` from its start to `until_ns` (nanoseconds since
+/// midnight), with the GIL released; Ctrl-C stops it. `label` names the result's setting.
+#[pyfunction]
+#[pyo3(signature = (topology, seed, until_ns, label = None))]
+pub(crate) fn _sim_topology(
+    py: Python<'_>,
+    topology: &Bound<'_, PyAny>,
+    seed: &Bound<'_, PyAny>,
+    until_ns: &Bound<'_, PyAny>,
+    label: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PySimResult> {
+    PySimRun::topology(py, topology, seed, until_ns, label)?.run_to_end(py)
+}
+
+/// The topology of Basketly preset `setting` (after `until` and `overrides`) as JSON text,
+/// a starting point for variations run with `_sim_topology`.
+#[pyfunction]
+#[pyo3(signature = (setting, until = None, overrides = None))]
+pub(crate) fn _sim_basketly_topology(
+    py: Python<'_>,
+    setting: &Bound<'_, PyAny>,
+    until: Option<&Bound<'_, PyAny>>,
+    overrides: Option<&Bound<'_, PyAny>>,
+) -> PyResult<String> {
+    let setting = setting_arg(setting)?;
+    let until = until_arg(until)?;
+    let overrides = overrides_arg(overrides)?;
+    let c = basketly_config(py, &setting, until.as_deref(), &overrides)?;
+    Outcome::from(guarded(|| c.topology().map(|t| t.to_json()))).into_py(py)
+}
+
+/// The Basketly settings of preset `setting` after `until` and `overrides`, as a dict.
+#[pyfunction]
+#[pyo3(signature = (setting, until = None, overrides = None))]
+pub(crate) fn _sim_basketly_config<'py>(
+    py: Python<'py>,
+    setting: &Bound<'py, PyAny>,
+    until: Option<&Bound<'py, PyAny>>,
+    overrides: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let setting = setting_arg(setting)?;
+    let until = until_arg(until)?;
+    let overrides = overrides_arg(overrides)?;
+    let c = basketly_config(py, &setting, until.as_deref(), &overrides)?;
+    config_dict(py, &c)
+}
+
+/// Check a topology (JSON text): parse it and build the engine from it. Returns the
+/// topology written out in full (every default filled in) and its start in nanoseconds.
+#[pyfunction]
+pub(crate) fn _sim_check_topology(
+    py: Python<'_>,
+    topology: &Bound<'_, PyAny>,
+) -> PyResult<(String, u64)> {
+    let t = topology_arg(py, topology)?;
+    let start = t.start.as_u64();
+    let text = t.to_json();
+    Outcome::from(guarded(|| Sim::new(t, 0).map(|_| ()))).into_py(py)?;
+    Ok((text, start))
+}
+
+/// `"HH:MM:SS[.fff]"` as nanoseconds since midnight, or `None` if it does not parse.
+#[pyfunction]
+pub(crate) fn _sim_parse_clock(text: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+    let s = util::get_str("text", text)?;
+    Ok(clock::parse(&s).map(Nanos::as_u64))
+}
+
+/// Nanoseconds since midnight as `"HH:MM:SS"` (or `"HH:MM:SS.mmm"` with `millis`).
+#[pyfunction]
+#[pyo3(signature = (ns, millis = false))]
+pub(crate) fn _sim_format_clock(ns: &Bound<'_, PyAny>, millis: bool) -> PyResult<String> {
+    let t = instant_arg("ns", ns)?;
+    Ok(if millis {
+        clock::format_millis(t)
+    } else {
+        clock::format(t)
+    })
+}
+
+// ------------------------------------------------------------------ stepped runs
+
+enum Runner {
+    Basketly(Box<Run>),
+    Topology { sim: Box<Sim> },
+}
+
+impl Runner {
+    fn now(&self) -> Nanos {
+        match self {
+            Runner::Basketly(r) => r.now(),
+            Runner::Topology { sim } => sim.now(),
+        }
+    }
+}
+
+/// One run advanced in steps. Made by `_SimRun.basketly(...)` or `_SimRun.topology(...)`.
+#[pyclass(module = "guards.sim", name = "_SimRun", frozen)]
+pub struct PySimRun {
+    /// `None` once finished, or after a panic.
+    runner: Mutex<Option<Runner>>,
+    start: Nanos,
+    until: Nanos,
+    interval: Nanos,
+    label: String,
+    /// The Basketly settings, for `config()`.
+    config: Option<Box<Config>>,
+}
+
+impl std::fmt::Debug for PySimRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("_SimRun")
+            .field("label", &self.label)
+            .field("start", &self.start)
+            .field("until", &self.until)
+            .finish()
+    }
+}
+
+impl PySimRun {
+    fn lock(&self) -> MutexGuard<'_, Option<Runner>> {
+        self.runner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Run every event before `to` (at most the end) with the GIL released.
+    fn advance_to(&self, py: Python<'_>, to: Nanos) -> PyResult<()> {
+        let to = to.min(self.until);
+        let out = py.detach(|| {
+            let mut g = self.lock();
+            let Some(runner) = g.as_mut() else {
+                return Outcome::Finished;
+            };
+            let r = guarded(|| match runner {
+                Runner::Basketly(r) => r.advance(to),
+                Runner::Topology { sim } => sim.advance(to),
+            });
+            match r {
+                Ok(()) => Outcome::Ok(()),
+                Err(p) => {
+                    *g = None;
+                    Outcome::Panic(p)
+                }
+            }
+        });
+        out.into_py(py)
+    }
+
+    /// Run to the end a simulated second at a time (or an interval, if longer), checking
+    /// for Ctrl-C between steps, then finish.
+    fn run_to_end(&self, py: Python<'_>) -> PyResult<PySimResult> {
+        let step = Nanos::from_secs(1).max(self.interval);
+        loop {
+            let now = Nanos(self.now_ns());
+            if now >= self.until {
+                break;
+            }
+            self.advance_to(py, now.saturating_add(step))?;
+            py.check_signals()?;
+        }
+        self.finish(py)
+    }
+}
+
+fn finished_error() -> PyErr {
+    PyRuntimeError::new_err("this run has finished (or stopped after an internal error)")
+}
+
+#[pymethods]
+impl PySimRun {
+    /// A Basketly run: preset `setting`, `seed`, optional `until` and `overrides`.
+    #[staticmethod]
+    #[pyo3(signature = (setting, seed, until = None, overrides = None))]
+    fn basketly(
+        py: Python<'_>,
+        setting: &Bound<'_, PyAny>,
+        seed: &Bound<'_, PyAny>,
+        until: Option<&Bound<'_, PyAny>>,
+        overrides: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let setting = setting_arg(setting)?;
+        let seed = seed_arg(seed)?;
+        let until = until_arg(until)?;
+        let overrides = overrides_arg(overrides)?;
+        let c = basketly_config(py, &setting, until.as_deref(), &overrides)?;
+        let run = py.detach(|| Outcome::from(guarded(|| Run::from_config(&c, seed))));
+        let run = run.into_py(py)?;
+        Ok(PySimRun {
+            runner: Mutex::new(Some(Runner::Basketly(Box::new(run)))),
+            start: c.start,
+            until: c.until.max(c.start),
+            interval: c.interval,
+            label: c.name.clone(),
+            config: Some(Box::new(c)),
+        })
+    }
+
+    /// A run of `topology` (JSON text) with `seed` until `until_ns` (nanoseconds since
+    /// midnight, after the topology's start); `label` names the result's setting.
+    #[staticmethod]
+    #[pyo3(signature = (topology, seed, until_ns, label = None))]
+    fn topology(
+        py: Python<'_>,
+        topology: &Bound<'_, PyAny>,
+        seed: &Bound<'_, PyAny>,
+        until_ns: &Bound<'_, PyAny>,
+        label: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let t = topology_arg(py, topology)?;
+        let seed = seed_arg(seed)?;
+        let until = instant_arg("until_ns", until_ns)?;
+        let label = given(label)
+            .map(|l| util::get_str("label", l))
+            .transpose()?
+            .unwrap_or_else(|| "custom".to_owned());
+        if until <= t.start {
+            return Err(sim_error_parts(
+                py,
+                "bad_value",
+                &format!(
+                    "bad value {:?} for until: expected a time after the topology's start {}",
+                    clock::format_millis(until),
+                    clock::format_millis(t.start)
+                ),
+                Some("until"),
+                Some(&clock::format_millis(until)),
+                Some("a time after the topology's start"),
+                None,
+            ));
+        }
+        let (start, interval) = (t.start, t.interval);
+        let sim = py.detach(|| {
+            Outcome::from(guarded(|| {
+                let mut s = Sim::new(t, seed)?;
+                s.set_label(&label);
+                Ok(s)
+            }))
+        });
+        let sim = sim.into_py(py)?;
+        Ok(PySimRun {
+            runner: Mutex::new(Some(Runner::Topology { sim: Box::new(sim) })),
+            start,
+            until,
+            interval,
+            label,
+            config: None,
+        })
+    }
+
+    /// Run every event before `to_ns` (nanoseconds since midnight; never past the end),
+    /// with the GIL released.
+    fn advance(&self, py: Python<'_>, to_ns: &Bound<'_, PyAny>) -> PyResult<()> {
+        let to = instant_arg("to_ns", to_ns)?;
+        self.advance_to(py, to)
+    }
+
+    /// Current virtual time, nanoseconds since midnight (the end once finished).
+    #[getter]
+    fn now_ns(&self) -> u64 {
+        self.lock()
+            .as_ref()
+            .map_or(self.until, Runner::now)
+            .as_u64()
+    }
+
+    /// First instant simulated, nanoseconds since midnight.
+    #[getter]
+    fn start_ns(&self) -> u64 {
+        self.start.as_u64()
+    }
+
+    /// End of the run, nanoseconds since midnight.
+    #[getter]
+    fn until_ns(&self) -> u64 {
+        self.until.as_u64()
+    }
+
+    /// Output interval in nanoseconds.
+    #[getter]
+    fn interval_ns(&self) -> u64 {
+        self.interval.as_u64()
+    }
+
+    /// Fraction of the run done, 0.0 to 1.0.
+    #[getter]
+    fn progress(&self) -> f64 {
+        let total = self.until.saturating_sub(self.start).as_u64();
+        if total == 0 {
+            return 1.0;
+        }
+        let now = Nanos(self.now_ns());
+        (now.saturating_sub(self.start).as_u64() as f64 / total as f64).min(1.0)
+    }
+
+    /// Whether `finish()` was called (or the run stopped after an internal error).
+    #[getter]
+    fn finished(&self) -> bool {
+        self.lock().is_none()
+    }
+
+    /// For a Basketly run, its settings (windows, rates) as a dict; else `None`.
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.config
+            .as_deref()
+            .map(|c| config_dict(py, c))
+            .transpose()
+    }
+
+    /// Run to the end and return the result, with the GIL released. A run finishes once.
+    fn finish(&self, py: Python<'_>) -> PyResult<PySimResult> {
+        let out = py.detach(|| {
+            let runner = self.lock().take()?;
+            let until = self.until;
+            Some(guarded(move || match runner {
+                Runner::Basketly(r) => r.finish(),
+                Runner::Topology { mut sim } => {
+                    sim.advance(until);
+                    let mut r = sim.result();
+                    generic_summary(&mut r);
+                    r
+                }
+            }))
+        });
+        match out {
+            None => Err(finished_error()),
+            Some(Ok(r)) => Ok(PySimResult { r }),
+            Some(Err(p)) => Err(internal_error(py, &p)),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "_SimRun({:?}, {} to {}, progress={:.3})",
+            self.label,
+            clock::format_millis(self.start),
+            clock::format_millis(self.until),
+            self.progress()
+        )
+    }
+}
+
+// ------------------------------------------------------------------ results
+
+/// The output of one run: per-interval columns, clock labels and a summary.
+#[pyclass(module = "guards.sim", name = "_SimResult", frozen)]
+#[derive(Debug)]
+pub struct PySimResult {
+    r: SimResult,
+}
+
+impl PySimResult {
+    fn name_list(names: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+        if names.is_instance_of::<PyString>() {
+            return Err(util::type_error("names", "a list of column names", names));
+        }
+        let iter = names
+            .try_iter()
+            .map_err(|_| util::type_error("names", "a list of column names", names))?;
+        iter.map(|n| util::get_str("names", &n?)).collect()
+    }
+
+    fn clock(field: &'static str, v: &Bound<'_, PyAny>) -> PyResult<String> {
+        let s = util::get_str(field, v)?;
+        if clock::parse(&s).is_none() {
+            return Err(PyValueError::new_err(format!(
+                "`{field}` must be a clock time \"HH:MM:SS[.fff]\", not {s:?}"
+            )));
+        }
+        Ok(s)
+    }
+}
+
+#[pymethods]
+impl PySimResult {
+    /// The preset name (or the topology's label).
+    #[getter]
+    fn setting(&self) -> &str {
+        &self.r.setting
+    }
+
+    /// The seed.
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.r.seed
+    }
+
+    /// Interval length in seconds.
+    #[getter]
+    fn interval_s(&self) -> f64 {
+        self.r.interval.as_secs_f64()
+    }
+
+    /// Interval length in nanoseconds.
+    #[getter]
+    fn interval_ns(&self) -> u64 {
+        self.r.interval.as_u64()
+    }
+
+    /// Start of the first interval, nanoseconds since midnight.
+    #[getter]
+    fn start_ns(&self) -> u64 {
+        self.r.start.as_u64()
+    }
+
+    /// Events the engine processed.
+    #[getter]
+    fn events(&self) -> u64 {
+        self.r.stats.events
+    }
+
+    /// Most calls in flight at once.
+    #[getter]
+    fn peak_calls(&self) -> usize {
+        self.r.stats.peak_calls
+    }
+
+    fn __len__(&self) -> usize {
+        self.r.len()
+    }
+
+    /// Clock labels (`"HH:MM:SS"`) of the interval starts.
+    fn labels(&self) -> Vec<String> {
+        self.r.clock_labels()
+    }
+
+    /// Column names, in output order.
+    fn names(&self) -> Vec<String> {
+        self.r.columns.iter().map(|c| c.name.clone()).collect()
+    }
+
+    /// One column as a list (integral values as `int`), or `None` if there is no such
+    /// column.
+    fn column<'py>(
+        &self,
+        py: Python<'py>,
+        name: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        let name = util::get_str("name", name)?;
+        self.r.column(&name).map(|c| column_list(py, c)).transpose()
+    }
+
+    /// Every column, in output order, as a dict of lists.
+    fn columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for c in &self.r.columns {
+            d.set_item(&c.name, column_list(py, &c.values)?)?;
+        }
+        Ok(d)
+    }
+
+    /// The summary as a dict (nested dicts for grouped values, `None` for no value).
+    fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (k, v) in &self.r.summary {
+            d.set_item(k, summary_value(py, v)?)?;
+        }
+        Ok(d)
+    }
+
+    /// The result as JSON: `{"setting", "seed", "interval_s", "series": {"t": [...],
+    /// NAME: [...]}, "summary": {...}}`.
+    fn to_json(&self, py: Python<'_>) -> String {
+        let r = &self.r;
+        py.detach(|| r.to_json())
+    }
+
+    /// The columns as CSV, first column `t`.
+    fn to_csv(&self, py: Python<'_>) -> String {
+        let r = &self.r;
+        py.detach(|| r.to_csv())
+    }
+
+    /// A fixed-width table of the named columns, one row per interval (`-` for a name
+    /// that is not a column).
+    fn table(&self, names: &Bound<'_, PyAny>) -> PyResult<String> {
+        let names = Self::name_list(names)?;
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        Ok(self.r.table(&refs))
+    }
+
+    /// Mean of column `name` over the intervals starting in `[start, end)` (clock times),
+    /// or `None` (no such column or no interval in the window).
+    fn mean(
+        &self,
+        name: &Bound<'_, PyAny>,
+        start: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<f64>> {
+        let name = util::get_str("name", name)?;
+        let (a, b) = (Self::clock("start", start)?, Self::clock("end", end)?);
+        Ok(self.r.mean(&name, &a, &b))
+    }
+
+    /// Sum of column `name` over the intervals starting in `[start, end)` (clock times),
+    /// or `None` (no such column, or `start` outside the run).
+    fn sum(
+        &self,
+        name: &Bound<'_, PyAny>,
+        start: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<f64>> {
+        let name = util::get_str("name", name)?;
+        let (a, b) = (Self::clock("start", start)?, Self::clock("end", end)?);
+        Ok(self.r.sum(&name, &a, &b))
+    }
+
+    /// The value of column `name` in the interval containing clock time `at`, or `None`.
+    fn at(&self, name: &Bound<'_, PyAny>, at: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+        let name = util::get_str("name", name)?;
+        let at = Self::clock("at", at)?;
+        Ok(self.r.at(&name, &at))
+    }
+
+    /// Names of the edges whose call latencies were recorded.
+    fn latency_edges(&self) -> Vec<String> {
+        self.r.latencies.iter().map(|l| l.edge.clone()).collect()
+    }
+
+    /// Latencies of whole successful calls over edge `edge` in nanoseconds, in completion
+    /// order (`attempts=True`: single successful attempts), or `None` if the edge did not
+    /// record them.
+    #[pyo3(signature = (edge, attempts = false))]
+    fn latencies_ns(&self, edge: &Bound<'_, PyAny>, attempts: bool) -> PyResult<Option<Vec<u64>>> {
+        let edge = util::get_str("edge", edge)?;
+        Ok(self.r.latency(&edge).map(|l| {
+            let v = if attempts { &l.attempts } else { &l.calls };
+            v.iter().map(|(_, d)| d.as_u64()).collect()
+        }))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "_SimResult({:?}, seed={}, {} intervals)",
+            self.r.setting,
+            self.r.seed,
+            self.r.len()
+        )
+    }
+}
+
+/// Register the simulator's native pieces without adding them to `__all__`.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    let err = py.get_type::<SimError>();
+    err.setattr("kind", py.None())?;
+    err.setattr("key", py.None())?;
+    err.setattr("value", py.None())?;
+    err.setattr("expected", py.None())?;
+    err.setattr("known", py.None())?;
+    m.setattr("SimError", err)?;
+    m.setattr("_SimRun", py.get_type::<PySimRun>())?;
+    m.setattr("_SimResult", py.get_type::<PySimResult>())?;
+    let functions = [
+        wrap_pyfunction!(_sim_presets, m)?,
+        wrap_pyfunction!(_sim_keys, m)?,
+        wrap_pyfunction!(_sim_series, m)?,
+        wrap_pyfunction!(_sim_basketly, m)?,
+        wrap_pyfunction!(_sim_topology, m)?,
+        wrap_pyfunction!(_sim_basketly_topology, m)?,
+        wrap_pyfunction!(_sim_basketly_config, m)?,
+        wrap_pyfunction!(_sim_check_topology, m)?,
+        wrap_pyfunction!(_sim_parse_clock, m)?,
+        wrap_pyfunction!(_sim_format_clock, m)?,
+    ];
+    for f in functions {
+        let name: String = f.getattr("__name__")?.extract()?;
+        m.setattr(name.as_str(), f)?;
+    }
+    Ok(())
+}
