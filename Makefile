@@ -23,8 +23,14 @@ help:
 	@echo "make test   - run every test (what CI runs)"
 	@echo "make bench  - run the criterion benchmarks and print ratios to the atomic baseline"
 
-demo:
-	$(CARGO) run --release -p guards-core --example demo
+# Part 1: guards-core protecting a failing / slowing dependency (Rust, virtual time).
+# Part 2: the simulator replays the Basketly incident with every setting C0..C8 side by side.
+demo: $(VENV)/.tools
+	$(CARGO) run --release -q -p guards-core --example demo
+	@echo
+	PATH=$(VENV)/bin:$$PATH CARGO_TARGET_DIR=$(MATURIN_TARGET) $(VPY) -m pip install -q --no-build-isolation './python[sim]'
+	$(VPY) -m guards.sim basketly --compare C0 C1 C2 C3 C4 C5 C6 C7 C8 --plot out/compare.png
+	@echo "plot written to out/compare.png"
 
 test: fmt-check clippy test-rust test-loom test-nostd test-python
 	@echo "make test: all passed"
