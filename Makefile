@@ -79,5 +79,5 @@ test-python: python
 	$(VPY) -m mypy.stubtest guards._guards
 
 bench:
-	$(CARGO) bench -p guards-core
+	$(CARGO) bench -p guards-core --benches -- --warm-up-time 1 --measurement-time 3
 	python3 scripts/bench_report.py $(TARGET)/criterion
