@@ -86,6 +86,7 @@ from ._util import (
     exception_matcher,
     fail_type,
     is_async_callable,
+    mark_coroutine_function,
     positive_duration_ns,
     snake_case,
 )
@@ -631,12 +632,37 @@ class Guarded:
 
         functools.update_wrapper(wrapper, fn)
         wrapper.guarded = self  # type: ignore[attr-defined]
+        if is_async and isinstance(wrapper, _n.GuardedFunction):
+            mark_coroutine_function(wrapper, fn)
         return wrapper  # type: ignore[return-value]
+
+    def _custom_classify(self) -> Optional[Callable[[BaseException], int]]:
+        """``classify`` when ``failure=`` / ``ignore=`` change the default rules (which the
+        native guarded calls apply by themselves), else ``None``."""
+        if (
+            self._failure is None
+            and self._ignore is None
+            and type(self).classify is Guarded.classify
+        ):
+            return None
+        return self.classify
 
     def _single(self, fn: Callable[..., Any], adapter: _Adapter, is_async: bool) -> Any:
         """A decorator for one guard, no brownout and no timeout of its own: the hot path
-        of most services, with nothing between the caller and the native calls but one
-        Python frame (and a look at the inherited deadline)."""
+        of most services. A breaker or bulkhead around a plain function is a native
+        :class:`guards.GuardedFunction` (nothing between the caller and ``fn`` but native
+        code; for an ``async def``, a native :class:`guards.GuardedCoroutine` is awaited
+        instead of a Python coroutine); otherwise one Python frame and a look at the
+        inherited deadline."""
+        if isinstance(adapter, (_BreakerAdapter, _BulkheadAdapter)):
+            return _n.GuardedFunction(
+                adapter.guard,
+                fn,
+                key=adapter.key if isinstance(adapter, _KeyedBreakerAdapter) else None,
+                classify=self._custom_classify(),
+                deadline=_DEADLINE.get,
+                is_async=is_async,
+            )
         acquire, succeed = adapter.fast_paths()
         report = adapter.report
         classify = self.classify

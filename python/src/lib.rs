@@ -29,6 +29,8 @@ mod circuit_breaker;
 mod clock;
 mod deadline;
 mod errors;
+mod guarded;
+mod guarded_coro;
 mod hedging;
 mod latency_tracker;
 mod limit;
@@ -87,6 +89,8 @@ check_pyclass_alignment!(
     circuit_breaker::PyCircuitBreaker,
     circuit_breaker::PyKeyedBreakers,
     circuit_breaker::PyBreakerPermit,
+    guarded::PyGuardedFunction,
+    guarded_coro::PyGuardedCoroutine,
     queue_discipline::PyQueueDiscipline,
     queue_discipline::Waiter,
     queue_discipline::Dequeued,
@@ -121,6 +125,7 @@ fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     limiter::register(m)?;
     admission::register(m)?;
     circuit_breaker::register(m)?;
+    guarded::register(m)?;
     queue_discipline::register(m)?;
     Ok(())
 }
