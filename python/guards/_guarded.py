@@ -391,6 +391,23 @@ class Guarded:
             brownout = _n.Brownout(optional=True)
         self._fallback = fallback
         self._brownout = brownout
+        # ``guard.call`` / ``guard.acall`` for one breaker or bulkhead judged by the default
+        # rules, without a brownout or a timeout: what call() / acall() run natively.
+        self._native: Optional[tuple[Callable[..., Any], Callable[..., Any]]] = None
+        one = self._one
+        if (
+            isinstance(one, (_BreakerAdapter, _BulkheadAdapter))
+            and brownout is None
+            and self._timeout_ns is None
+            and self._custom_classify() is None
+        ):
+            if isinstance(one, _KeyedBreakerAdapter):
+                self._native = (
+                    functools.partial(one.guard.call, one.key),
+                    functools.partial(one.guard.acall, one.key),
+                )
+            else:
+                self._native = (one.guard.call, one.guard.acall)
 
     # ---------------------------------------------------------- classification
     def classify(self, exc: BaseException) -> int:
@@ -544,6 +561,12 @@ class Guarded:
     # ---------------------------------------------------------- calls
     def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` under the guards (with the fallback, if any)."""
+        if not callable(fn):
+            fail_type("fn", "a callable", fn)
+        native = self._native
+        if native is not None:
+            check_inherited()
+            return native[0](fn, *args, **kwargs)
         brownout = self._brownout is not None
         try:
             check_inherited()
@@ -570,6 +593,12 @@ class Guarded:
     async def acall(self, fn: Callable[..., Awaitable[Any]], /, *args: Any, **kwargs: Any) -> Any:
         """``await fn(*args, **kwargs)`` under the guards (with the fallback, if any); with
         a ``timeout`` (or an inherited deadline) the call is cancelled when it passes."""
+        if not callable(fn):
+            fail_type("fn", "a callable", fn)
+        native = self._native
+        if native is not None:
+            check_inherited()
+            return await native[1](fn, *args, **kwargs)
         brownout = self._brownout is not None
         try:
             check_inherited()

@@ -491,3 +491,51 @@ def test_native_calls_do_not_leak_references() -> None:
             with pytest.raises(ValueError):
                 gf(arg, y=arg)
     assert sys.getrefcount(arg) == before
+
+
+# ------------------------------------------------------------------ Guarded.call / acall
+
+
+def test_guarded_call_and_acall_run_natively_with_the_inherited_deadline(
+    clock: guards.FakeClock,
+) -> None:
+    br, kb, bh = guards.CircuitBreaker(), guards.KeyedBreakers(), guards.Bulkhead()
+    fn = Counter()
+
+    async def afn(x: int) -> int:
+        return x + 1
+
+    for g in (guards.guarded(br), guards.guarded(kb, key="op"), guards.guarded(bh)):
+        assert g._native is not None  # type: ignore[attr-defined]
+        assert g.call(fn, 1, k=2) == "ok"
+        assert asyncio.run(g.acall(afn, 1)) == 2
+        with guards.deadline(1.0):
+            clock.advance(2.0)
+            with pytest.raises(guards.DeadlineExceeded):
+                g.call(fn)
+            with pytest.raises(guards.DeadlineExceeded):
+                asyncio.run(g.acall(afn, 1))
+    assert fn.calls == [((1,), {"k": 2})] * 3
+    op = kb.stats("op")
+    assert br.stats()["successes"] == 2 and op is not None and op["successes"] == 2
+    assert bh.stats()["acquired"] == 2
+
+
+def test_guarded_call_refuses_a_non_callable_before_taking_anything() -> None:
+    br, bh = guards.CircuitBreaker(), guards.Bulkhead()
+    for g in (guards.guarded(br), guards.guarded(br, bh), guards.guarded(br, ignore=KeyError)):
+        with pytest.raises(TypeError, match="fn"):
+            g.call(42)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="fn"):
+            asyncio.run(g.acall(42))  # type: ignore[arg-type]
+    assert all(v == 0 for v in br.stats().values())
+    assert bh.stats()["acquired"] == 0
+
+
+def test_guarded_call_with_failure_rules_keeps_them() -> None:
+    br = guards.CircuitBreaker(window_size=10)
+    g = guards.guarded(br, ignore=KeyError)
+    assert g._native is None  # type: ignore[attr-defined]
+    with pytest.raises(KeyError):
+        g.call(raiser(KeyError("k")))
+    assert br.stats()["ignored"] == 1
