@@ -61,10 +61,11 @@ kinds, or mark an exempt operation, which proceeds without a guard that refused 
 
 from __future__ import annotations
 
+import abc
 import contextvars
 import functools
 from collections.abc import Awaitable
-from typing import Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from . import _guards as _n
 from ._deadline import _DEADLINE, DeadlineScope, _expired_error
@@ -306,11 +307,14 @@ def _adapter(guard: Any, priority: Optional[int], key: Any = None) -> _Adapter:
 # ------------------------------------------------------------------ the guarded object
 
 
-class GuardedCall:
+class GuardedCall(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta for register()
     """What ``with guarded(...) as call`` gives: mark the outcome when no exception tells
     it. ``call.failure()`` reports a failure (e.g. a 5xx response), ``call.dropped()`` an
     overload signal (a timeout, a 503), ``call.ignore()`` nothing at all; the last mark
-    wins. An exception leaving the block still decides first."""
+    wins. An exception leaving the block still decides first.
+
+    A block under one breaker or bulkhead (without a ``timeout``) gets the native
+    :class:`guards.GuardedBlockCall`, which is a ``GuardedCall`` too (``isinstance``)."""
 
     __slots__ = ("_owner", "_adapter", "_token", "_mark", "_parent", "_scope")
 
@@ -351,7 +355,10 @@ class GuardedCall:
         return None
 
 
-class Guarded:
+GuardedCall.register(_n.GuardedBlockCall)
+
+
+class Guarded(_n.GuardedBase):
     """Guards applied together to a block or a call; made by :func:`guarded`.
 
     ``with`` / ``async with`` guard a block; calling the object on a function (sync or
@@ -395,6 +402,15 @@ class Guarded:
         # rules, without a brownout or a timeout: what call() / acall() run natively.
         self._native: Optional[tuple[Callable[..., Any], Callable[..., Any]]] = None
         one = self._one
+        if isinstance(one, (_BreakerAdapter, _BulkheadAdapter)) and self._timeout_ns is None:
+            # ``with`` blocks run natively (GuardedBase.__enter__ / __exit__)
+            self._configure_blocks(
+                one.guard,
+                key=one.key if isinstance(one, _KeyedBreakerAdapter) else None,
+                classify=self._custom_classify(),
+                deadline=_DEADLINE.get,
+                entries=_ENTRIES,
+            )
         if (
             isinstance(one, (_BreakerAdapter, _BulkheadAdapter))
             and brownout is None
@@ -503,7 +519,13 @@ class Guarded:
         else:
             adapter.report(call._token, outcome, None)
 
-    def __enter__(self) -> GuardedCall:
+    if TYPE_CHECKING:  # native in GuardedBase: these run for the other configurations
+
+        def __enter__(self) -> GuardedCall: ...
+
+        def __exit__(self, et: object = None, e: object = None, tb: object = None) -> None: ...
+
+    def _enter_slow(self) -> GuardedCall:
         one = self._one
         if self._timeout_ns is None and one is not None:
             # _push, inlined for the common case: one guard, no timeout of its own
@@ -524,7 +546,7 @@ class Guarded:
             raise
         return call
 
-    def __exit__(self, et: Any, e: Any, tb: Any) -> None:
+    def _exit_slow(self, et: Any, e: Any, tb: Any) -> None:
         call = _ENTRIES.get()  # _pop, inlined: this runs once per block
         if call is None or call._owner is not self:
             raise RuntimeError("guarded blocks must be exited in the reverse order of entry")

@@ -69,6 +69,8 @@ __all__ = [
     "BreakerPermit",
     "GuardedFunction",
     "GuardedCoroutine",
+    "GuardedBase",
+    "GuardedBlockCall",
     "QueueDiscipline",
     "Waiter",
     "Dequeued",
@@ -557,6 +559,36 @@ class GuardedCoroutine(Coroutine[Any, Any, _R_co], Generic[_R_co]):
     def __name__(self) -> str: ...
     @property
     def __qualname__(self) -> str: ...  # type: ignore[override]
+
+@disjoint_base
+class GuardedBase:
+    """Base of ``guards.Guarded``: ``with`` blocks under one breaker or bulkhead run
+    natively; other configurations call ``_enter_slow`` / ``_exit_slow``."""
+
+    def __new__(cls, *_args: Any, **_kwargs: Any) -> Self: ...
+    def _configure_blocks(
+        self,
+        guard: CircuitBreaker | KeyedBreakers | Bulkhead,
+        *,
+        key: _Key | None = None,
+        classify: Callable[[BaseException], int] | None = None,
+        deadline: Callable[[], Any] | None = None,
+        entries: Any,
+    ) -> None: ...
+    def __enter__(self) -> Any: ...
+    def __exit__(self, et: object = None, e: object = None, tb: object = None) -> None: ...
+
+@final
+class GuardedBlockCall:
+    """An open native guarded block (``with guards.guarded(guard) as call``): mark the
+    outcome when no exception tells it."""
+
+    def failure(self) -> None: ...
+    def dropped(self) -> None: ...
+    def ignore(self) -> None: ...
+    def success(self) -> None: ...
+    @property
+    def probe_timeout(self) -> float | None: ...
 
 # ---------------------------------------------------------------- retry budget
 

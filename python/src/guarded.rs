@@ -94,6 +94,16 @@ pub(crate) enum Held {
     Slot(BulkheadPermit),
 }
 
+impl Held {
+    /// For a half-open probe: how long it may take.
+    pub(crate) fn probe_timeout(&self) -> Option<Nanos> {
+        match self {
+            Held::Breaker(p) if p.is_probe() => p.probe_timeout(),
+            _ => None,
+        }
+    }
+}
+
 /// The clock, read at most once before the call.
 fn now_once(py: Python<'_>, now: &mut Option<Nanos>) -> PyResult<Nanos> {
     match *now {
@@ -340,7 +350,15 @@ impl Guard {
         }
     }
 
-    fn object(&self) -> &Py<PyAny> {
+    pub(crate) fn clone_ref(&self, py: Python<'_>) -> Guard {
+        match self {
+            Guard::Breaker(b) => Guard::Breaker(b.clone_ref(py)),
+            Guard::Keyed(k, key) => Guard::Keyed(k.clone_ref(py), *key),
+            Guard::Bulkhead(b) => Guard::Bulkhead(b.clone_ref(py)),
+        }
+    }
+
+    pub(crate) fn object(&self) -> &Py<PyAny> {
         match self {
             Guard::Breaker(b) => b.as_any(),
             Guard::Keyed(k, _) => k.as_any(),

@@ -30,6 +30,7 @@ mod clock;
 mod deadline;
 mod errors;
 mod guarded;
+mod guarded_block;
 mod guarded_coro;
 mod hedging;
 mod latency_tracker;
@@ -91,6 +92,8 @@ check_pyclass_alignment!(
     circuit_breaker::PyBreakerPermit,
     guarded::PyGuardedFunction,
     guarded_coro::PyGuardedCoroutine,
+    guarded_block::PyGuardedBase,
+    guarded_block::PyBlockCall,
     queue_discipline::PyQueueDiscipline,
     queue_discipline::Waiter,
     queue_discipline::Dequeued,
@@ -126,6 +129,7 @@ fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     admission::register(m)?;
     circuit_breaker::register(m)?;
     guarded::register(m)?;
+    guarded_block::register(m)?;
     queue_discipline::register(m)?;
     Ok(())
 }

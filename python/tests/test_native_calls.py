@@ -539,3 +539,161 @@ def test_guarded_call_with_failure_rules_keeps_them() -> None:
     with pytest.raises(KeyError):
         g.call(raiser(KeyError("k")))
     assert br.stats()["ignored"] == 1
+
+
+# ------------------------------------------------------------------ with blocks
+
+
+def test_native_blocks_give_a_guarded_call(clock: guards.FakeClock) -> None:
+    br = small_breaker(window_size=10)
+    g = guards.guarded(br)
+    with g as call:
+        assert isinstance(call, guards.GuardedCall)
+        assert type(call) is guards.GuardedBlockCall
+        assert call.probe_timeout is None
+        assert "open" in repr(call)
+    assert "closed" in repr(call)
+    for mark, counted in (("failure", "failures"), ("dropped", "failures"), ("ignore", "ignored")):
+        with g as call:
+            getattr(call, mark)()
+        assert br.stats()[counted] >= 1
+    with g as call:
+        call.failure()
+        call.success()  # the last mark wins
+    s = br.stats()
+    assert (s["successes"], s["failures"], s["ignored"]) == (2, 2, 1)
+    assert g.__enter__() is not None
+    assert g.__exit__(None, None, None) is None
+
+
+def test_native_blocks_judge_exceptions_as_guarded_does(clock: guards.FakeClock) -> None:
+    br = small_breaker(window_size=10)
+    g = guards.guarded(br)
+    for exc in (ValueError("v"), guards.BulkheadFull("inner"), KeyboardInterrupt()):
+        with pytest.raises(type(exc)) as info:
+            with g as call:
+                call.ignore()  # an exception decides first
+                raise exc
+        assert info.value is exc
+    s = br.stats()
+    assert (s["failures"], s["ignored"]) == (1, 2)
+    g2 = guards.guarded(br, ignore=ValueError)
+    with pytest.raises(ValueError):
+        with g2:
+            raise ValueError("ignored by the rule")
+    assert br.stats()["ignored"] == 3
+
+
+def test_native_block_probe(clock: guards.FakeClock) -> None:
+    br = small_breaker(probe_timeout=0.25)
+    trip(br)
+    clock.advance(5.0)
+    with guards.guarded(br) as call:
+        assert call.probe_timeout == 0.25
+    assert br.state() == "closed"
+
+
+def test_native_blocks_must_nest(clock: guards.FakeClock) -> None:
+    b1, b2 = guards.Bulkhead(), guards.Bulkhead()
+    g1, g2 = guards.guarded(b1), guards.guarded(b2)
+    g1.__enter__()
+    g2.__enter__()
+    with pytest.raises(RuntimeError, match="reverse order"):
+        g1.__exit__(None, None, None)
+    g2.__exit__(None, None, None)
+    g1.__exit__(None, None, None)
+    assert b1.in_flight() == 0 and b2.in_flight() == 0
+    with pytest.raises(RuntimeError, match="reverse order"):
+        g1.__exit__(None, None, None)  # nothing open
+    slow = guards.guarded(b1, b2)  # a Python block inside a native one, and back
+    with g1:
+        with slow:
+            with g2:
+                assert (b1.in_flight(), b2.in_flight()) == (2, 2)
+    assert b1.in_flight() == 0 and b2.in_flight() == 0
+
+
+def test_a_native_block_never_exited_gives_the_guard_back() -> None:
+    bh = guards.Bulkhead(max_concurrent=1)
+    g = guards.guarded(bh)
+
+    def lose() -> None:
+        import contextvars
+
+        contextvars.copy_context().run(g.__enter__)  # entered in a context then dropped
+
+    lose()
+    gc.collect()
+    assert bh.in_flight() == 0
+
+
+def test_native_blocks_refuse_once_the_deadline_has_passed(clock: guards.FakeClock) -> None:
+    bh = guards.Bulkhead()
+    g = guards.guarded(bh)
+    with guards.deadline(1.0):
+        clock.advance(1.0)
+        with pytest.raises(guards.DeadlineExceeded, match="before the call started"):
+            with g:
+                raise AssertionError("must not run")
+    assert bh.stats()["acquired"] == 0
+
+
+def test_native_blocks_with_keyed_breakers_and_refusals(clock: guards.FakeClock) -> None:
+    breakers = guards.KeyedBreakers(window_size=4, open_duration=5.0)
+    g = guards.guarded(breakers, key="stock")
+    for _ in range(4):
+        with pytest.raises(ConnectionError):
+            with g:
+                raise ConnectionError()
+    with pytest.raises(guards.BreakerOpen):
+        with g:
+            raise AssertionError("must not run while open")
+    bh = guards.Bulkhead(max_concurrent=1)
+    held = exhaust(bh)
+    with pytest.raises(guards.BulkheadFull):
+        with guards.guarded(bh):
+            raise AssertionError("must not run when full")
+    held[0].release()
+
+
+def test_a_raising_classify_in_a_native_block() -> None:
+    bh = guards.Bulkhead()
+
+    def bad(exc: BaseException) -> bool:
+        raise RuntimeError("classifier bug")
+
+    g = guards.guarded(bh, failure=bad)
+    original = ValueError("v")
+    with pytest.raises(RuntimeError, match="classifier bug") as info:
+        with g:
+            raise original
+    assert info.value.__context__ is original
+    assert bh.in_flight() == 0
+
+
+def test_native_blocks_in_threads_and_tasks() -> None:
+    bh = guards.Bulkhead(max_concurrent=64)
+    g = guards.guarded(bh)
+
+    def work(i: int) -> None:
+        for _ in range(200):
+            with g:
+                with g:
+                    pass
+
+    run_threads(8, work)
+
+    async def task() -> None:
+        for _ in range(50):
+            with g:
+                await asyncio.sleep(0)
+                async with g:
+                    await asyncio.sleep(0)
+
+    async def main() -> None:
+        await asyncio.gather(*(task() for _ in range(8)))
+
+    asyncio.run(main())
+    s = bh.stats()
+    assert s["acquired"] == s["released"] == 8 * 400 + 8 * 100
+    assert bh.in_flight() == 0
