@@ -409,6 +409,7 @@ class Guarded(_n.GuardedBase):
                 key=one.key if isinstance(one, _KeyedBreakerAdapter) else None,
                 classify=self._custom_classify(),
                 deadline=_DEADLINE.get,
+                deadline_gated=True,
                 entries=_ENTRIES,
             )
         if (
@@ -712,6 +713,7 @@ class Guarded(_n.GuardedBase):
                 key=adapter.key if isinstance(adapter, _KeyedBreakerAdapter) else None,
                 classify=self._custom_classify(),
                 deadline=_DEADLINE.get,
+                deadline_gated=True,
                 is_async=is_async,
             )
         acquire, succeed = adapter.fast_paths()

@@ -517,6 +517,9 @@ class KeyedBreakers:
 
 # ---------------------------------------------------------------- guarded calls
 
+def _note_deadline_published() -> None: ...
+def _deadline_published() -> bool: ...
+
 @final
 class GuardedFunction:
     """A function guarded by one breaker, keyed breaker or bulkhead (what
@@ -535,6 +538,7 @@ class GuardedFunction:
         key: _Key | None = None,
         classify: Callable[[BaseException], int] | None = None,
         deadline: Callable[[], Any] | None = None,
+        deadline_gated: bool | None = None,
         is_async: bool | None = None,
     ) -> Self: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
@@ -573,6 +577,7 @@ class GuardedBase:
         key: _Key | None = None,
         classify: Callable[[BaseException], int] | None = None,
         deadline: Callable[[], Any] | None = None,
+        deadline_gated: bool = False,
         entries: Any,
     ) -> None: ...
     def __enter__(self) -> Any: ...

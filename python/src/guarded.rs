@@ -21,6 +21,7 @@
 //! runs between the caller and the function.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use guards_core::bulkhead::BulkheadPermit;
 use guards_core::circuit_breaker::BreakerPermit;
@@ -235,6 +236,37 @@ fn type_name(v: &Bound<'_, PyAny>) -> String {
         .map_or_else(|_| "?".to_owned(), |n| n.to_string())
 }
 
+/// Whether a deadline has been published in the process (by the Python layer, whose every
+/// write of its deadline `ContextVar` goes through `guards._deadline.publish`). Until then a
+/// gated deadline callable (the read of that `ContextVar`) is not called: nothing can be
+/// inherited yet.
+static DEADLINE_PUBLISHED: AtomicBool = AtomicBool::new(false);
+
+/// `_note_deadline_published()`: a deadline is about to be published (see
+/// `DEADLINE_PUBLISHED`); from now on gated deadline callables are read.
+#[pyfunction]
+pub(crate) fn _note_deadline_published() {
+    DEADLINE_PUBLISHED.store(true, Ordering::Release);
+}
+
+/// `_deadline_published()`: whether `_note_deadline_published()` has been called.
+#[pyfunction]
+pub(crate) fn _deadline_published() -> bool {
+    DEADLINE_PUBLISHED.load(Ordering::Acquire)
+}
+
+/// The deadline callable to consult: none when it is gated and nothing was published yet.
+pub(crate) fn deadline_source<'a, 'py>(
+    py: Python<'py>,
+    deadline: &'a Option<Py<PyAny>>,
+    gated: bool,
+) -> Option<&'a Bound<'py, PyAny>> {
+    match deadline {
+        Some(d) if !gated || DEADLINE_PUBLISHED.load(Ordering::Acquire) => Some(d.bind(py)),
+        _ => None,
+    }
+}
+
 /// Refuse to start once the inherited deadline (what `deadline()` returns) has passed.
 pub(crate) fn check_inherited(
     py: Python<'_>,
@@ -379,6 +411,8 @@ pub struct PyGuardedFunction {
     pub(crate) func: Py<PyAny>,
     pub(crate) classify: Option<Py<PyAny>>,
     pub(crate) deadline: Option<Py<PyAny>>,
+    /// `deadline` reads the Python layer's deadline `ContextVar` (see `DEADLINE_PUBLISHED`).
+    pub(crate) deadline_gated: bool,
     is_async: bool,
 }
 
@@ -393,6 +427,7 @@ impl PyGuardedFunction {
             func: func.clone().unbind(),
             classify: None,
             deadline: None,
+            deadline_gated: false,
             is_async: true,
         })
     }
@@ -421,21 +456,26 @@ fn method_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
 #[pymethods]
 impl PyGuardedFunction {
     /// `GuardedFunction(guard, fn, /, *, key=None, classify=None, deadline=None,
-    /// is_async=False)`: `guard` a `CircuitBreaker`, `KeyedBreakers` (then `key` picks the
-    /// breaker) or `Bulkhead`; `classify(exc)` returns an outcome code (1 failure, 2 dropped,
-    /// 3 ignored, 4 cancelled; 0 success) instead of the default rules; `deadline()` returns
-    /// the `guards.Deadline` the call inherits, or `None`; `is_async`: `fn` returns an
-    /// awaitable, which the guard covers until it completes.
+    /// deadline_gated=False, is_async=False)`: `guard` a `CircuitBreaker`, `KeyedBreakers`
+    /// (then `key` picks the breaker) or `Bulkhead`; `classify(exc)` returns an outcome code
+    /// (1 failure, 2 dropped, 3 ignored, 4 cancelled; 0 success) instead of the default
+    /// rules; `deadline()` returns the `guards.Deadline` the call inherits, or `None`
+    /// (`deadline_gated`: it reads the Python layer's deadline, so it is not called before
+    /// a first deadline is published); `is_async`: `fn` returns an awaitable, which the
+    /// guard covers until it completes.
     #[new]
     #[pyo3(signature = (
-        guard, r#fn, /, *, key = None, classify = None, deadline = None, is_async = None
+        guard, r#fn, /, *, key = None, classify = None, deadline = None, deadline_gated = None,
+        is_async = None
     ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         guard: &Bound<'_, PyAny>,
         r#fn: &Bound<'_, PyAny>,
         key: Option<&Bound<'_, PyAny>>,
         classify: Option<&Bound<'_, PyAny>>,
         deadline: Option<&Bound<'_, PyAny>>,
+        deadline_gated: Option<&Bound<'_, PyAny>>,
         is_async: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let key = given(key);
@@ -472,6 +512,10 @@ impl PyGuardedFunction {
             func: r#fn.clone().unbind(),
             classify: optional_callable("classify", classify)?,
             deadline: optional_callable("deadline", deadline)?,
+            deadline_gated: match given(deadline_gated) {
+                Some(v) => util::get_bool("deadline_gated", v)?,
+                None => false,
+            },
             is_async: match given(is_async) {
                 Some(v) => util::get_bool("is_async", v)?,
                 None => false,
@@ -498,7 +542,7 @@ impl PyGuardedFunction {
             args,
             kwargs,
             me.classify.as_ref().map(|c| c.bind(py)),
-            me.deadline.as_ref().map(|d| d.bind(py)),
+            deadline_source(py, &me.deadline, me.deadline_gated),
         )
     }
 
@@ -567,6 +611,15 @@ pub(crate) fn qualname(obj: &Bound<'_, PyAny>, f: &PyGuardedFunction) -> PyResul
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Private: set as attributes, not added to `__all__`.
+    m.setattr(
+        "_note_deadline_published",
+        wrap_pyfunction!(_note_deadline_published, m)?,
+    )?;
+    m.setattr(
+        "_deadline_published",
+        wrap_pyfunction!(_deadline_published, m)?,
+    )?;
     m.add_class::<PyGuardedFunction>()?;
     m.add_class::<PyGuardedCoroutine>()?;
     Ok(())

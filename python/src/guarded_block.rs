@@ -29,6 +29,7 @@ struct Blocks {
     guard: Guard,
     classify: Option<Py<PyAny>>,
     deadline: Option<Py<PyAny>>,
+    deadline_gated: bool,
     /// The stack of open blocks: `ContextVar.get` and `ContextVar.set`.
     entries_get: Py<PyAny>,
     entries_set: Py<PyAny>,
@@ -79,13 +80,16 @@ impl PyGuardedBase {
     /// `key`, or `Bulkhead`), with `classify(exc)` (an outcome code) instead of the default
     /// rules when given, `deadline()` returning the inherited deadline, and `entries` the
     /// `ContextVar` holding the innermost open block. Once per object.
-    #[pyo3(signature = (guard, *, key = None, classify = None, deadline = None, entries))]
+    #[pyo3(signature = (
+        guard, *, key = None, classify = None, deadline = None, deadline_gated = false, entries
+    ))]
     fn _configure_blocks(
         &self,
         guard: &Bound<'_, PyAny>,
         key: Option<&Bound<'_, PyAny>>,
         classify: Option<&Bound<'_, PyAny>>,
         deadline: Option<&Bound<'_, PyAny>>,
+        deadline_gated: bool,
         entries: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let guard = if let Ok(k) = guard.cast::<PyKeyedBreakers>() {
@@ -116,6 +120,7 @@ impl PyGuardedBase {
             guard,
             classify: callable("classify", classify)?,
             deadline: callable("deadline", deadline)?,
+            deadline_gated,
             entries_get: entries.getattr(intern!(py, "get"))?.unbind(),
             entries_set: entries.getattr(intern!(py, "set"))?.unbind(),
         };
@@ -132,8 +137,8 @@ impl PyGuardedBase {
         };
         let parent = blocks.entries_get.bind(py).call0()?;
         let mut now = None;
-        if let Some(d) = &blocks.deadline {
-            guarded::check_inherited(py, d.bind(py), &mut now)?;
+        if let Some(d) = guarded::deadline_source(py, &blocks.deadline, blocks.deadline_gated) {
+            guarded::check_inherited(py, d, &mut now)?;
         }
         let held = blocks.guard.as_ref().acquire(py, &mut now)?;
         let call = PyBlockCall {

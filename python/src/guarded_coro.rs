@@ -459,8 +459,8 @@ impl PyGuardedCoroutine {
         let owner = self.owner.get();
         let guard = owner.guard.as_ref();
         let mut now = None;
-        let taken = match &owner.deadline {
-            Some(d) => guarded::check_inherited(py, d.bind(py), &mut now),
+        let taken = match guarded::deadline_source(py, &owner.deadline, owner.deadline_gated) {
+            Some(d) => guarded::check_inherited(py, d, &mut now),
             None => Ok(()),
         }
         .and_then(|()| guard.acquire(py, &mut now));

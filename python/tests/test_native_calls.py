@@ -697,3 +697,48 @@ def test_native_blocks_in_threads_and_tasks() -> None:
     s = bh.stats()
     assert s["acquired"] == s["released"] == 8 * 400 + 8 * 100
     assert bh.in_flight() == 0
+
+
+# ------------------------------------------------------------------ the deadline gate
+
+
+def test_every_write_of_the_deadline_goes_through_publish() -> None:
+    """The native calls skip reading the deadline ContextVar until a first publish():
+    no module of the package may set it another way."""
+    import pathlib
+
+    package = pathlib.Path(guards.__file__).parent
+    for path in package.glob("*.py"):
+        text = path.read_text()
+        for line in text.splitlines():
+            if "_DEADLINE.set(" in line:
+                assert path.name == "_deadline.py" and line.strip() == "return _DEADLINE.set(d)"
+
+
+def test_a_gated_deadline_is_read_once_one_was_published() -> None:
+    import subprocess
+
+    script = """
+import guards
+from guards import _guards as n
+calls = []
+def deadline():
+    calls.append(1)
+    return None
+br = guards.CircuitBreaker()
+gated = guards.GuardedFunction(br, len, deadline=deadline, deadline_gated=True)
+plain = guards.GuardedFunction(br, len, deadline=deadline)
+assert not n._deadline_published()
+assert gated("ab") == 2 and calls == []      # nothing published yet: not read
+assert plain("ab") == 2 and calls == [1]     # not gated: always read
+with guards.deadline(5.0):
+    assert n._deadline_published()
+    assert gated("ab") == 2 and calls == [1, 1]
+assert gated("ab") == 2 and calls == [1, 1, 1]
+print("ok")
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
