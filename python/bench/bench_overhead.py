@@ -1,9 +1,13 @@
 """Overhead of a guarded no-op call: guards beside pybreaker, tenacity and aiobreaker.
 
 Every contender wraps the same no-op function (sync) or coroutine (async); the script
-times calls through each wrapper with ``timeit`` in one process, in one run, subtracts
-the cost of calling the bare no-op, and prints the overhead in nanoseconds per call and
-the ratio of each peer's overhead to guards'. The goal is at least 10x less overhead.
+times calls through each wrapper in one process, in one run, subtracts the cost of
+calling the bare no-op, and prints the overhead in nanoseconds per call and the ratio of
+each peer's overhead to guards'. The goal is at least 10x less overhead.
+
+Timing runs are interleaved (each round times every contender once; the best round of
+each is kept), so that a burst of load from elsewhere on the machine lands on every
+contender alike instead of on whichever was being timed.
 
     python python/bench/bench_overhead.py            # about 30 s
     python python/bench/bench_overhead.py --quick    # a few seconds, noisier
@@ -128,29 +132,34 @@ def async_contenders() -> dict[str, tuple[str, Callable[[], Any]]]:
 # ------------------------------------------------------------------ timing
 
 
-def time_sync(fn: Callable[[], Any], number: int, repeat: int) -> float:
-    """Best ns per call over ``repeat`` runs of ``number`` calls."""
+def time_sync(fn: Callable[[], Any], number: int) -> float:
+    """ns per call over one run of ``number`` calls."""
     gc.collect()
-    best = min(timeit.repeat(fn, number=number, repeat=repeat))
-    return best / number * 1e9
+    return timeit.timeit(fn, number=number) / number * 1e9
 
 
-def time_async(fn: Callable[[], Any], number: int, repeat: int) -> float:
+def time_async(runner: asyncio.AbstractEventLoop, fn: Callable[[], Any], number: int) -> float:
     async def loop() -> None:
         for _ in range(number):
             await fn()
 
-    runner = asyncio.new_event_loop()
-    try:
-        best = float("inf")
-        for _ in range(repeat):
-            gc.collect()
-            t0 = time.perf_counter_ns()
-            runner.run_until_complete(loop())
-            best = min(best, (time.perf_counter_ns() - t0) / number)
-        return best
-    finally:
-        runner.close()
+    gc.collect()
+    t0 = time.perf_counter_ns()
+    runner.run_until_complete(loop())
+    return (time.perf_counter_ns() - t0) / number
+
+
+def best_of_rounds(
+    contenders: dict[str, tuple[str, Callable[[], Any]]],
+    timer: Callable[[Callable[[], Any]], float],
+    repeat: int,
+) -> dict[str, tuple[str, float]]:
+    """Best ns per call of each contender over ``repeat`` interleaved rounds."""
+    best = {name: float("inf") for name in contenders}
+    for _ in range(repeat):
+        for name, (_group, fn) in contenders.items():
+            best[name] = min(best[name], timer(fn))
+    return {name: (group, best[name]) for name, (group, _fn) in contenders.items()}
 
 
 def report(
@@ -189,14 +198,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         f"({sys.implementation.name}), "
         f"{platform.machine()}; best of {repeat} x {number} calls"
     )
-    sync = {
-        name: (group, time_sync(fn, number, repeat))
-        for name, (group, fn) in sync_contenders().items()
-    }
-    asyn = {
-        name: (group, time_async(fn, number, repeat))
-        for name, (group, fn) in async_contenders().items()
-    }
+    sync = best_of_rounds(sync_contenders(), lambda fn: time_sync(fn, number), repeat)
+    runner = asyncio.new_event_loop()
+    try:
+        asyn = best_of_rounds(
+            async_contenders(), lambda fn: time_async(runner, fn, number), repeat
+        )
+    finally:
+        runner.close()
     rows = report("sync", sync) + report("asyncio", asyn)
 
     print("\nratios (peer overhead / guards overhead; goal >= 10x):")

@@ -9,7 +9,7 @@ import functools
 import sys
 from typing import Any, Callable, Optional, TypeVar, Union
 
-from ._guards import Deadline, DeadlineExceeded, Nanos, now_ns
+from ._guards import Deadline, DeadlineExceeded, Nanos, _note_deadline_published, now_ns
 from ._util import duration_ns, fail_type, instant_ns, is_async_callable
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -18,6 +18,20 @@ F = TypeVar("F", bound=Callable[..., Any])
 _DEADLINE: contextvars.ContextVar[Optional[Deadline]] = contextvars.ContextVar(
     "guards_deadline", default=None
 )
+
+
+_published = False
+
+
+def publish(d: Optional[Deadline]) -> contextvars.Token[Optional[Deadline]]:
+    """Make ``d`` the deadline of the current context. Every write of ``_DEADLINE`` goes
+    through here: the native guarded calls do not read it until a first deadline has been
+    published in the process (``_guards._note_deadline_published``)."""
+    global _published
+    if not _published:
+        _note_deadline_published()
+        _published = True
+    return _DEADLINE.set(d)
 
 
 #: The active scopes in this context, innermost first: (scope, token, deadline,
@@ -114,7 +128,7 @@ class DeadlineScope:
         return None
 
     def _push(self, eff: Deadline, canceller: Optional[CancelAfter]) -> None:
-        token = _DEADLINE.set(eff)
+        token = publish(eff)
         _SCOPES.set((self, token, eff, canceller, _SCOPES.get()))
 
     def _pop(self) -> tuple[Deadline, Optional[CancelAfter]]:

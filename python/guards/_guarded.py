@@ -61,10 +61,11 @@ kinds, or mark an exempt operation, which proceeds without a guard that refused 
 
 from __future__ import annotations
 
+import abc
 import contextvars
 import functools
 from collections.abc import Awaitable
-from typing import Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from . import _guards as _n
 from ._deadline import _DEADLINE, DeadlineScope, _expired_error
@@ -86,6 +87,7 @@ from ._util import (
     exception_matcher,
     fail_type,
     is_async_callable,
+    mark_coroutine_function,
     positive_duration_ns,
     snake_case,
 )
@@ -305,11 +307,14 @@ def _adapter(guard: Any, priority: Optional[int], key: Any = None) -> _Adapter:
 # ------------------------------------------------------------------ the guarded object
 
 
-class GuardedCall:
+class GuardedCall(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta for register()
     """What ``with guarded(...) as call`` gives: mark the outcome when no exception tells
     it. ``call.failure()`` reports a failure (e.g. a 5xx response), ``call.dropped()`` an
     overload signal (a timeout, a 503), ``call.ignore()`` nothing at all; the last mark
-    wins. An exception leaving the block still decides first."""
+    wins. An exception leaving the block still decides first.
+
+    A block under one breaker or bulkhead (without a ``timeout``) gets the native
+    :class:`guards.GuardedBlockCall`, which is a ``GuardedCall`` too (``isinstance``)."""
 
     __slots__ = ("_owner", "_adapter", "_token", "_mark", "_parent", "_scope")
 
@@ -350,7 +355,10 @@ class GuardedCall:
         return None
 
 
-class Guarded:
+GuardedCall.register(_n.GuardedBlockCall)
+
+
+class Guarded(_n.GuardedBase):
     """Guards applied together to a block or a call; made by :func:`guarded`.
 
     ``with`` / ``async with`` guard a block; calling the object on a function (sync or
@@ -390,6 +398,33 @@ class Guarded:
             brownout = _n.Brownout(optional=True)
         self._fallback = fallback
         self._brownout = brownout
+        # ``guard.call`` / ``guard.acall`` for one breaker or bulkhead judged by the default
+        # rules, without a brownout or a timeout: what call() / acall() run natively.
+        self._native: Optional[tuple[Callable[..., Any], Callable[..., Any]]] = None
+        one = self._one
+        if isinstance(one, (_BreakerAdapter, _BulkheadAdapter)) and self._timeout_ns is None:
+            # ``with`` blocks run natively (GuardedBase.__enter__ / __exit__)
+            self._configure_blocks(
+                one.guard,
+                key=one.key if isinstance(one, _KeyedBreakerAdapter) else None,
+                classify=self._custom_classify(),
+                deadline=_DEADLINE.get,
+                deadline_gated=True,
+                entries=_ENTRIES,
+            )
+        if (
+            isinstance(one, (_BreakerAdapter, _BulkheadAdapter))
+            and brownout is None
+            and self._timeout_ns is None
+            and self._custom_classify() is None
+        ):
+            if isinstance(one, _KeyedBreakerAdapter):
+                self._native = (
+                    functools.partial(one.guard.call, one.key),
+                    functools.partial(one.guard.acall, one.key),
+                )
+            else:
+                self._native = (one.guard.call, one.guard.acall)
 
     # ---------------------------------------------------------- classification
     def classify(self, exc: BaseException) -> int:
@@ -485,7 +520,13 @@ class Guarded:
         else:
             adapter.report(call._token, outcome, None)
 
-    def __enter__(self) -> GuardedCall:
+    if TYPE_CHECKING:  # native in GuardedBase: these run for the other configurations
+
+        def __enter__(self) -> GuardedCall: ...
+
+        def __exit__(self, et: object = None, e: object = None, tb: object = None) -> None: ...
+
+    def _enter_slow(self) -> GuardedCall:
         one = self._one
         if self._timeout_ns is None and one is not None:
             # _push, inlined for the common case: one guard, no timeout of its own
@@ -506,7 +547,7 @@ class Guarded:
             raise
         return call
 
-    def __exit__(self, et: Any, e: Any, tb: Any) -> None:
+    def _exit_slow(self, et: Any, e: Any, tb: Any) -> None:
         call = _ENTRIES.get()  # _pop, inlined: this runs once per block
         if call is None or call._owner is not self:
             raise RuntimeError("guarded blocks must be exited in the reverse order of entry")
@@ -543,6 +584,12 @@ class Guarded:
     # ---------------------------------------------------------- calls
     def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` under the guards (with the fallback, if any)."""
+        if not callable(fn):
+            fail_type("fn", "a callable", fn)
+        native = self._native
+        if native is not None:
+            check_inherited()
+            return native[0](fn, *args, **kwargs)
         brownout = self._brownout is not None
         try:
             check_inherited()
@@ -569,6 +616,12 @@ class Guarded:
     async def acall(self, fn: Callable[..., Awaitable[Any]], /, *args: Any, **kwargs: Any) -> Any:
         """``await fn(*args, **kwargs)`` under the guards (with the fallback, if any); with
         a ``timeout`` (or an inherited deadline) the call is cancelled when it passes."""
+        if not callable(fn):
+            fail_type("fn", "a callable", fn)
+        native = self._native
+        if native is not None:
+            check_inherited()
+            return await native[1](fn, *args, **kwargs)
         brownout = self._brownout is not None
         try:
             check_inherited()
@@ -631,12 +684,38 @@ class Guarded:
 
         functools.update_wrapper(wrapper, fn)
         wrapper.guarded = self  # type: ignore[attr-defined]
+        if is_async and isinstance(wrapper, _n.GuardedFunction):
+            mark_coroutine_function(wrapper, fn)
         return wrapper  # type: ignore[return-value]
+
+    def _custom_classify(self) -> Optional[Callable[[BaseException], int]]:
+        """``classify`` when ``failure=`` / ``ignore=`` change the default rules (which the
+        native guarded calls apply by themselves), else ``None``."""
+        if (
+            self._failure is None
+            and self._ignore is None
+            and type(self).classify is Guarded.classify
+        ):
+            return None
+        return self.classify
 
     def _single(self, fn: Callable[..., Any], adapter: _Adapter, is_async: bool) -> Any:
         """A decorator for one guard, no brownout and no timeout of its own: the hot path
-        of most services, with nothing between the caller and the native calls but one
-        Python frame (and a look at the inherited deadline)."""
+        of most services. A breaker or bulkhead around a plain function is a native
+        :class:`guards.GuardedFunction` (nothing between the caller and ``fn`` but native
+        code; for an ``async def``, a native :class:`guards.GuardedCoroutine` is awaited
+        instead of a Python coroutine); otherwise one Python frame and a look at the
+        inherited deadline."""
+        if isinstance(adapter, (_BreakerAdapter, _BulkheadAdapter)):
+            return _n.GuardedFunction(
+                adapter.guard,
+                fn,
+                key=adapter.key if isinstance(adapter, _KeyedBreakerAdapter) else None,
+                classify=self._custom_classify(),
+                deadline=_DEADLINE.get,
+                deadline_gated=True,
+                is_async=is_async,
+            )
         acquire, succeed = adapter.fast_paths()
         report = adapter.report
         classify = self.classify

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
-from typing import Any, Literal, Protocol, SupportsIndex, TypedDict, final
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping, Sequence
+from typing import Any, Generic, Literal, Protocol, SupportsIndex, TypedDict, TypeVar, final
 
-from typing_extensions import Self, TypeAlias, disjoint_base
+from typing_extensions import ParamSpec, Self, TypeAlias, disjoint_base
 
 __all__ = [
     "__version__",
@@ -67,6 +67,10 @@ __all__ = [
     "CircuitBreaker",
     "KeyedBreakers",
     "BreakerPermit",
+    "GuardedFunction",
+    "GuardedCoroutine",
+    "GuardedBase",
+    "GuardedBlockCall",
     "QueueDiscipline",
     "Waiter",
     "Dequeued",
@@ -74,6 +78,10 @@ __all__ = [
 ]
 
 __version__: str
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_R_co = TypeVar("_R_co", covariant=True)
 
 # A duration: seconds (float or int), a timedelta, or exact nanoseconds.
 _Duration: TypeAlias = float | int | datetime.timedelta | Nanos
@@ -447,6 +455,12 @@ class CircuitBreaker:
     ) -> Self: ...
     def config(self) -> dict[str, Any]: ...
     def acquire(self, now: _Instant | None = None) -> BreakerPermit: ...
+    def call(self, fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        """``fn(*args, **kwargs)`` under the breaker, judged as ``guards.guarded`` judges it."""
+    def acall(
+        self, fn: Callable[_P, Awaitable[_R]], /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> GuardedCoroutine[_R]:
+        """``await breaker.acall(fn, ...)``: ``fn(...)`` awaited under the breaker."""
     def try_acquire(self, now: _Instant | None = None) -> BreakerPermit | None: ...
     def state(self, now: _Instant | None = None) -> _State: ...
     def status(self) -> dict[str, Any]: ...
@@ -482,6 +496,17 @@ class KeyedBreakers:
     def config(self) -> dict[str, Any]: ...
     def get_or_insert(self, key: _Key) -> bool: ...
     def acquire(self, key: _Key, now: _Instant | None = None) -> BreakerPermit: ...
+    def call(
+        self, key: _Key, fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> _R: ...
+    def acall(
+        self,
+        key: _Key,
+        fn: Callable[_P, Awaitable[_R]],
+        /,
+        *args: _P.args,
+        **kwargs: _P.kwargs,
+    ) -> GuardedCoroutine[_R]: ...
     def try_acquire(self, key: _Key, now: _Instant | None = None) -> BreakerPermit | None: ...
     def state(self, key: _Key, now: _Instant | None = None) -> _State: ...
     def status(self, key: _Key) -> dict[str, Any] | None: ...
@@ -489,6 +514,86 @@ class KeyedBreakers:
     def stats(self, key: _Key | None = None) -> dict[str, int] | None: ...
     def __len__(self) -> int: ...
     def __contains__(self, key: _Key, /) -> bool: ...
+
+# ---------------------------------------------------------------- guarded calls
+
+def _note_deadline_published() -> None: ...
+def _deadline_published() -> bool: ...
+
+@final
+class GuardedFunction:
+    """A function guarded by one breaker, keyed breaker or bulkhead (what
+    ``guards.guarded(guard)`` decorates with); binds as a method, pickles by reference."""
+
+    # Copied from ``fn`` by ``functools.update_wrapper`` (as ``guards.guarded`` does).
+    __name__: str
+    __qualname__: str
+    __wrapped__: Callable[..., Any]
+    def __new__(
+        cls,
+        guard: CircuitBreaker | KeyedBreakers | Bulkhead,
+        fn: Callable[..., Any],
+        /,
+        *,
+        key: _Key | None = None,
+        classify: Callable[[BaseException], int] | None = None,
+        deadline: Callable[[], Any] | None = None,
+        deadline_gated: bool | None = None,
+        is_async: bool | None = None,
+    ) -> Self: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __get__(self, instance: Any, owner: Any = None, /) -> Any: ...
+    def __reduce__(self) -> Any: ...
+    @property
+    def guard(self) -> CircuitBreaker | KeyedBreakers | Bulkhead: ...
+    @property
+    def is_async(self) -> bool: ...
+
+@final
+class GuardedCoroutine(Coroutine[Any, Any, _R_co], Generic[_R_co]):
+    """The awaitable of a guarded ``async`` call: the guard is taken at the first step and
+    given back when the call ends."""
+
+    def __await__(self) -> Generator[Any, None, _R_co]: ...
+    def __next__(self) -> Any: ...
+    def send(self, value: Any, /) -> Any: ...
+    def throw(self, *args: Any) -> Any: ...
+    def close(self) -> None: ...
+    @property
+    def __name__(self) -> str: ...
+    @property
+    def __qualname__(self) -> str: ...  # type: ignore[override]
+
+@disjoint_base
+class GuardedBase:
+    """Base of ``guards.Guarded``: ``with`` blocks under one breaker or bulkhead run
+    natively; other configurations call ``_enter_slow`` / ``_exit_slow``."""
+
+    def __new__(cls, *_args: Any, **_kwargs: Any) -> Self: ...
+    def _configure_blocks(
+        self,
+        guard: CircuitBreaker | KeyedBreakers | Bulkhead,
+        *,
+        key: _Key | None = None,
+        classify: Callable[[BaseException], int] | None = None,
+        deadline: Callable[[], Any] | None = None,
+        deadline_gated: bool = False,
+        entries: Any,
+    ) -> None: ...
+    def __enter__(self) -> Any: ...
+    def __exit__(self, et: object = None, e: object = None, tb: object = None) -> None: ...
+
+@final
+class GuardedBlockCall:
+    """An open native guarded block (``with guards.guarded(guard) as call``): mark the
+    outcome when no exception tells it."""
+
+    def failure(self) -> None: ...
+    def dropped(self) -> None: ...
+    def ignore(self) -> None: ...
+    def success(self) -> None: ...
+    @property
+    def probe_timeout(self) -> float | None: ...
 
 # ---------------------------------------------------------------- retry budget
 
@@ -579,6 +684,12 @@ class Bulkhead:
     @property
     def max_concurrent(self) -> int: ...
     def acquire(self) -> BulkheadPermit: ...
+    def call(self, fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        """``fn(*args, **kwargs)`` in a slot, given back however the call ends."""
+    def acall(
+        self, fn: Callable[_P, Awaitable[_R]], /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> GuardedCoroutine[_R]:
+        """``await bulkhead.acall(fn, ...)``: ``fn(...)`` awaited in a slot."""
     def try_acquire(self) -> BulkheadPermit | None: ...
     def in_flight(self) -> int: ...
     def available(self) -> int: ...

@@ -11,14 +11,17 @@ round them.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import functools
 import inspect
 import math
+import types
 from collections.abc import Callable
 from typing import Any, NoReturn, Optional, Tuple, Type, Union
 
 from ._guards import ConfigError, Nanos
+from ._guards import GuardedFunction as _GuardedFunction
 
 #: What a duration argument accepts, for messages.
 DURATION_WHAT = "a duration: seconds (float or int), datetime.timedelta or guards.Nanos"
@@ -149,12 +152,44 @@ def is_async_callable(fn: object) -> bool:
     __call__``."""
     while isinstance(fn, functools.partial):
         fn = fn.func
+    if inspect.ismethod(fn) and isinstance(fn.__func__, _GuardedFunction):
+        fn = fn.__func__
+    if isinstance(fn, _GuardedFunction):
+        return fn.is_async
     if inspect.iscoroutinefunction(fn):
         return True
     if inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isbuiltin(fn):
         return False
     call = getattr(type(fn), "__call__", None)
     return call is not None and inspect.iscoroutinefunction(call)
+
+
+async def _an_async_function() -> None:  # pragma: no cover - its code object is used
+    """Lends its code flags to a guarded coroutine function on Python < 3.12."""
+
+
+def mark_coroutine_function(wrapper: Any, fn: Any) -> None:
+    """Make ``inspect.iscoroutinefunction(wrapper)`` (and ``asyncio``'s) true for a native
+    :class:`guards.GuardedFunction` around a coroutine function, as it is for the
+    ``async def`` wrapper a decorator usually returns (frameworks ask it to decide whether
+    to await a handler). Python 3.12+ has ``inspect.markcoroutinefunction``; before it,
+    ``inspect`` trusts the code flags of a function-like object, so the wrapper gets the
+    ``__code__`` (and ``__defaults__`` / ``__kwdefaults__``) of ``fn``, or of an ``async
+    def`` when ``fn`` has none."""
+    mark = getattr(inspect, "markcoroutinefunction", None)
+    if mark is not None:
+        mark(wrapper)
+        return
+    if not isinstance(getattr(wrapper, "__name__", None), str):  # e.g. a callable object
+        wrapper.__name__ = type(fn).__name__
+    code = getattr(fn, "__code__", None)
+    lender = fn
+    if not (isinstance(code, types.CodeType) and code.co_flags & inspect.CO_COROUTINE):
+        lender = _an_async_function
+    wrapper.__code__ = lender.__code__
+    wrapper.__defaults__ = getattr(lender, "__defaults__", None)
+    wrapper.__kwdefaults__ = getattr(lender, "__kwdefaults__", None)
+    wrapper._is_coroutine = getattr(asyncio.coroutines, "_is_coroutine", None)
 
 
 def snake_case(name: str) -> str:

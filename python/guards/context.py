@@ -48,6 +48,7 @@ from ._deadline import (
     check_deadline,
     current_deadline,
     deadline,
+    publish,
     time_left,
     time_left_ns,
 )
@@ -220,7 +221,7 @@ def extract_deadline(
 
 def _set_deadline(d: Optional[Deadline]) -> contextvars.Token[Optional[Deadline]]:
     """Publish ``d`` (private: the middleware and retry use it)."""
-    return _DEADLINE.set(d)
+    return publish(d)
 
 
 def _reset_deadline(token: contextvars.Token[Optional[Deadline]]) -> None:

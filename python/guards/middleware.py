@@ -52,7 +52,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Optional, Union
 
 from . import _guards as _n
-from ._deadline import _DEADLINE
+from ._deadline import _DEADLINE, publish
 from ._guards import AdmissionRejected
 from ._util import check_callable, check_int, config_error, fail_type
 from .context import extract_deadline
@@ -267,7 +267,7 @@ class AdmissionMiddleware(_Door):
             await send(message)
 
         deadline = self.deadline_of(scope.get("headers", ()))
-        token = None if deadline is None else _DEADLINE.set(deadline)
+        token = None if deadline is None else publish(deadline)
         failed = True
         try:
             await self.app(scope, receive, send_status)
@@ -349,7 +349,7 @@ class WSGIAdmissionMiddleware(_Door):
             return start_response(status_line, headers, exc_info)
 
         deadline = self.deadline_of(environ)
-        token = None if deadline is None else _DEADLINE.set(deadline)
+        token = None if deadline is None else publish(deadline)
         try:
             body = self.app(environ, start_status)
         except BaseException as e:
@@ -452,7 +452,7 @@ class AiohttpAdmissionMiddleware(_Door):
             return web.Response(status=503, body=self._body, headers=headers)
         self.count("admitted")
         deadline = self.deadline_of(request.headers)
-        token = None if deadline is None else _DEADLINE.set(deadline)
+        token = None if deadline is None else publish(deadline)
         status: Optional[int] = None
         failed = True
         try:

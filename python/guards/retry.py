@@ -58,7 +58,7 @@ import threading
 import time
 from typing import Any, Callable, Optional, TypeVar, Union, overload
 
-from ._deadline import _DEADLINE, CancelAfter
+from ._deadline import _DEADLINE, CancelAfter, publish
 from ._guards import (
     AdmissionRejected,
     BreakerOpen,
@@ -623,7 +623,7 @@ class Retry:
             else:
                 attempt_deadline = self._attempt_deadline(overall, now, attempts, last)
                 attempts += 1
-                token = None if attempt_deadline is None else _DEADLINE.set(attempt_deadline)
+                token = None if attempt_deadline is None else publish(attempt_deadline)
                 try:
                     result = fn(*args, **kwargs)
                 except Exception as exc:  # noqa: BLE001 - classified below
@@ -688,7 +688,7 @@ class Retry:
                 else:
                     attempt_deadline = self._attempt_deadline(overall, now, attempts, last)
                     attempts += 1
-                    token = None if attempt_deadline is None else _DEADLINE.set(attempt_deadline)
+                    token = None if attempt_deadline is None else publish(attempt_deadline)
                     canceller = None
                     try:
                         left = (

@@ -12,6 +12,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::errors::{self, BulkheadFull};
+use crate::guarded::{self, Guard, GuardRef};
+use crate::guarded_coro::PyGuardedCoroutine;
 use crate::util::{self, given, Ctx};
 
 /// A cap on concurrent calls.
@@ -22,7 +24,7 @@ pub struct PyBulkhead {
     b: Box<Bulkhead>,
 }
 
-fn full_error(py: Python<'_>, full: CoreFull) -> PyErr {
+pub(crate) fn full_error(py: Python<'_>, full: CoreFull) -> PyErr {
     let err = errors::refusal(
         &py.get_type::<BulkheadFull>(),
         full.to_string(),
@@ -42,6 +44,11 @@ fn full_error(py: Python<'_>, full: CoreFull) -> PyErr {
 }
 
 impl PyBulkhead {
+    /// Core's bulkhead.
+    pub(crate) fn core(&self) -> &Bulkhead {
+        &self.b
+    }
+
     fn permit(slf: &Bound<'_, Self>, p: BulkheadPermit) -> PyPermit {
         PyPermit {
             bulkhead: slf.clone().unbind(),
@@ -101,6 +108,45 @@ impl PyBulkhead {
             Ok(p) => Ok(Self::permit(slf, p)),
             Err(full) => Err(full_error(slf.py(), full)),
         }
+    }
+
+    /// `fn(*args, **kwargs)` in a slot: take one (or raise `BulkheadFull`), call, give it
+    /// back however the call ends. Returns what `fn` returned, or raises what it raised.
+    /// No permit object.
+    #[pyo3(signature = (r#fn, /, *args, **kwargs))]
+    fn call<'py>(
+        slf: &Bound<'py, Self>,
+        r#fn: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        guarded::run(
+            slf.py(),
+            GuardRef::Bulkhead(slf.get()),
+            r#fn,
+            args,
+            kwargs,
+            None,
+            None,
+        )
+    }
+
+    /// `await bulkhead.acall(fn, *args, **kwargs)`: `fn(*args, **kwargs)` awaited in a
+    /// slot, taken when the awaitable is first awaited and given back when the call ends.
+    #[pyo3(signature = (r#fn, /, *args, **kwargs))]
+    fn acall<'py>(
+        slf: &Bound<'py, Self>,
+        r#fn: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<PyGuardedCoroutine> {
+        guarded::acall(
+            slf.py(),
+            Guard::Bulkhead(slf.clone().unbind()),
+            r#fn,
+            args,
+            kwargs,
+        )
     }
 
     /// Take a slot if one is free: a permit, or `None`.

@@ -24,10 +24,13 @@ use guards_core::circuit_breaker::{
 };
 use guards_core::{ConfigErrorKind, Nanos};
 use pyo3::exceptions::{PyException, PyRuntimeError};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PyType};
+use pyo3::types::{PyDict, PyInt, PyString, PyTuple, PyType};
 
 use crate::errors::{self, BreakerOpen, GuardError};
+use crate::guarded::{self, Guard, GuardRef};
+use crate::guarded_coro::PyGuardedCoroutine;
 use crate::util::{self, given, Ctx};
 
 /// Keyword settings of a breaker (shared by `CircuitBreaker` and `KeyedBreakers`).
@@ -190,7 +193,7 @@ impl Inner {
     }
 }
 
-fn rejected_error(py: Python<'_>, r: BreakerRejected, now: Nanos) -> PyErr {
+pub(crate) fn rejected_error(py: Python<'_>, r: BreakerRejected, now: Nanos) -> PyErr {
     let err = errors::refusal(
         &py.get_type::<BreakerOpen>(),
         r.to_string(),
@@ -268,6 +271,30 @@ impl std::fmt::Debug for PyCircuitBreaker {
         f.debug_struct("CircuitBreaker")
             .field("capacity", &self.capacity)
             .finish()
+    }
+}
+
+impl PyCircuitBreaker {
+    /// Core's `try_acquire` at `now`.
+    pub(crate) fn try_acquire_at(&self, now: Nanos) -> Result<BreakerPermit, BreakerRejected> {
+        with_b!(&self.b, b => b.try_acquire(now))
+    }
+
+    /// Report `outcome` for `p`. A failure (or any outcome while the window fills) scans
+    /// the whole count window: thousands of cells for the large capacities, worth
+    /// releasing the GIL for.
+    pub(crate) fn report(
+        &self,
+        py: Python<'_>,
+        p: BreakerPermit,
+        outcome: Outcome,
+    ) -> Option<OutcomeEffect> {
+        let inner = &self.b;
+        if self.capacity >= 8192 {
+            py.detach(|| with_b!(inner, b => report_to(b, p, outcome)))
+        } else {
+            with_b!(inner, b => report_to(b, p, outcome))
+        }
     }
 }
 
@@ -370,6 +397,50 @@ impl PyCircuitBreaker {
         }
     }
 
+    /// `fn(*args, **kwargs)` under the breaker: take a permit (or raise `BreakerOpen`),
+    /// call, and report how the call ended as `guards.guarded` does: returned -> success;
+    /// an `Exception` -> failure, except another guard's refusal (a `GuardError` other than
+    /// `DeadlineExceeded` and `RetriesExhausted`), which is ignored; any other
+    /// `BaseException` (cancellation, interrupts) -> ignored, or a failure for a half-open
+    /// probe. Returns what `fn` returned, or raises what it raised. No permit object.
+    #[pyo3(signature = (r#fn, /, *args, **kwargs))]
+    fn call<'py>(
+        slf: &Bound<'py, Self>,
+        r#fn: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        guarded::run(
+            slf.py(),
+            GuardRef::Breaker(slf.get()),
+            r#fn,
+            args,
+            kwargs,
+            None,
+            None,
+        )
+    }
+
+    /// `await breaker.acall(fn, *args, **kwargs)`: `fn(*args, **kwargs)` awaited under the
+    /// breaker, judged as `call` judges it; the permit is taken when the awaitable is first
+    /// awaited and reported when the call ends (a cancelled call: ignored, or a failure for
+    /// a half-open probe).
+    #[pyo3(signature = (r#fn, /, *args, **kwargs))]
+    fn acall<'py>(
+        slf: &Bound<'py, Self>,
+        r#fn: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<PyGuardedCoroutine> {
+        guarded::acall(
+            slf.py(),
+            Guard::Breaker(slf.clone().unbind()),
+            r#fn,
+            args,
+            kwargs,
+        )
+    }
+
     /// Like `acquire`, but `None` instead of raising.
     #[pyo3(signature = (now = None))]
     fn try_acquire(
@@ -445,7 +516,7 @@ macro_rules! with_k {
 }
 
 /// A key argument: an int (0..2**64), or a `str`/`bytes` hashed with `key_of`.
-fn key_arg(v: &Bound<'_, PyAny>) -> PyResult<u64> {
+pub(crate) fn key_arg(v: &Bound<'_, PyAny>) -> PyResult<u64> {
     if v.is_instance_of::<PyInt>() {
         return util::get_u64("key", v, Ctx::Arg);
     }
@@ -468,6 +539,28 @@ impl std::fmt::Debug for PyKeyedBreakers {
 }
 
 impl PyKeyedBreakers {
+    /// Core's `try_acquire` at `now` on `key`'s breaker (inserted on first use);
+    /// `RuntimeError` when the set is full.
+    pub(crate) fn try_acquire_at(
+        &self,
+        key: u64,
+        now: Nanos,
+    ) -> PyResult<Result<BreakerPermit, BreakerRejected>> {
+        with_k!(&self.k, k => k.get_or_insert(key).map(|b| b.try_acquire(now)))
+            .map_err(|_| self.full_error(key))
+    }
+
+    /// Report `outcome` for `p` to `key`'s breaker; `None` when the breaker is gone (cannot
+    /// happen: keys are never removed).
+    pub(crate) fn report(
+        &self,
+        key: u64,
+        p: BreakerPermit,
+        outcome: Outcome,
+    ) -> Option<OutcomeEffect> {
+        with_k!(&self.k, k => k.get(key).and_then(|b| report_to(b, p, outcome)))
+    }
+
     fn full_error(&self, key: u64) -> PyErr {
         PyRuntimeError::new_err(format!(
             "keyed breaker set is full ({} keys): no breaker for key {key:#018x}",
@@ -612,6 +705,48 @@ impl PyKeyedBreakers {
         }
     }
 
+    /// `fn(*args, **kwargs)` under `key`'s breaker (inserted on first use), reported as
+    /// `CircuitBreaker.call` does; `RuntimeError` when the set is full.
+    #[pyo3(signature = (key, r#fn, /, *args, **kwargs))]
+    fn call<'py>(
+        slf: &Bound<'py, Self>,
+        key: &Bound<'py, PyAny>,
+        r#fn: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let key = key_arg(key)?;
+        guarded::run(
+            slf.py(),
+            GuardRef::Keyed(slf.get(), key),
+            r#fn,
+            args,
+            kwargs,
+            None,
+            None,
+        )
+    }
+
+    /// `await breakers.acall(key, fn, *args, **kwargs)`: `fn(*args, **kwargs)` awaited
+    /// under `key`'s breaker, as `CircuitBreaker.acall` does.
+    #[pyo3(signature = (key, r#fn, /, *args, **kwargs))]
+    fn acall<'py>(
+        slf: &Bound<'py, Self>,
+        key: &Bound<'py, PyAny>,
+        r#fn: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<PyGuardedCoroutine> {
+        let key = key_arg(key)?;
+        guarded::acall(
+            slf.py(),
+            Guard::Keyed(slf.clone().unbind(), key),
+            r#fn,
+            args,
+            kwargs,
+        )
+    }
+
     /// Like `acquire`, but `None` instead of raising `BreakerOpen` (a full set still
     /// raises `RuntimeError`).
     #[pyo3(signature = (key, now = None))]
@@ -733,42 +868,56 @@ impl std::fmt::Debug for Owner {
     }
 }
 
-enum Outcome {
+/// An outcome to report, with the instant it ended.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Outcome {
     Success(Nanos),
     Failure(Nanos),
     Ignore,
 }
 
+fn report_to<const CAP: usize>(
+    b: &CircuitBreaker<CAP>,
+    p: BreakerPermit,
+    o: Outcome,
+) -> Option<OutcomeEffect> {
+    match o {
+        Outcome::Success(now) => Some(b.on_success(p, now)),
+        Outcome::Failure(now) => Some(b.on_failure(p, now)),
+        Outcome::Ignore => {
+            b.on_ignore(p);
+            None
+        }
+    }
+}
+
+/// What reporting an outcome did, as a (cached) Python string.
+fn effect_name(py: Python<'_>, e: OutcomeEffect) -> Bound<'_, PyString> {
+    match e {
+        OutcomeEffect::Counted => intern!(py, "counted").clone(),
+        OutcomeEffect::Opened => intern!(py, "opened").clone(),
+        OutcomeEffect::ProbePassed => intern!(py, "probe_passed").clone(),
+        OutcomeEffect::Closed => intern!(py, "closed").clone(),
+        OutcomeEffect::Reopened => intern!(py, "reopened").clone(),
+        OutcomeEffect::Discarded => intern!(py, "discarded").clone(),
+    }
+}
+
 impl Owner {
-    /// Whether evaluating an outcome scans enough cells to be worth releasing the GIL.
-    fn scans_slowly(&self) -> bool {
+    /// Report `outcome` for `p` (see `PyCircuitBreaker::report`).
+    fn report(&self, py: Python<'_>, p: BreakerPermit, outcome: Outcome) -> Option<OutcomeEffect> {
         match self {
-            Owner::One(b) => b.get().capacity >= 8192,
-            Owner::Keyed(..) => false,
+            Owner::One(b) => b.get().report(py, p, outcome),
+            Owner::Keyed(set, key) => set.get().report(*key, p, outcome),
         }
     }
 
-    /// Report `outcome` for `p`; `None` when the keyed breaker is gone (cannot happen:
-    /// keys are never removed).
-    fn report(&self, p: BreakerPermit, outcome: Outcome) -> Option<OutcomeEffect> {
-        fn on<const CAP: usize>(
-            b: &CircuitBreaker<CAP>,
-            p: BreakerPermit,
-            o: Outcome,
-        ) -> Option<OutcomeEffect> {
-            match o {
-                Outcome::Success(now) => Some(b.on_success(p, now)),
-                Outcome::Failure(now) => Some(b.on_failure(p, now)),
-                Outcome::Ignore => {
-                    b.on_ignore(p);
-                    None
-                }
-            }
-        }
+    /// Report nothing for `p` (no GIL needed: nothing is scanned).
+    fn ignore(&self, p: BreakerPermit) {
         match self {
-            Owner::One(b) => with_b!(&b.get().b, b => on(b, p, outcome)),
+            Owner::One(b) => with_b!(&b.get().b, b => b.on_ignore(p)),
             Owner::Keyed(set, key) => {
-                with_k!(&set.get().k, k => k.get(*key).and_then(|b| on(b, p, outcome)))
+                with_k!(&set.get().k, k => if let Some(b) = k.get(*key) { b.on_ignore(p) })
             }
         }
     }
@@ -802,17 +951,11 @@ impl PyBreakerPermit {
         self.permit.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
-    fn finish(&self, py: Python<'_>, outcome: Outcome) -> Option<&'static str> {
+    fn finish<'py>(&self, py: Python<'py>, outcome: Outcome) -> Option<Bound<'py, PyString>> {
         let p = self.take()?;
-        let owner = &self.owner;
-        let effect = if owner.scans_slowly() {
-            // A failure (or any outcome while the window fills) scans the whole count
-            // window: thousands of cells for the large capacities, worth releasing the GIL.
-            py.detach(|| owner.report(p, outcome))
-        } else {
-            owner.report(p, outcome)
-        };
-        effect.map(OutcomeEffect::as_str)
+        self.owner
+            .report(py, p, outcome)
+            .map(|e| effect_name(py, e))
     }
 }
 
@@ -824,7 +967,7 @@ impl Drop for PyBreakerPermit {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         if let Some(p) = p {
-            self.owner.report(p, Outcome::Ignore);
+            self.owner.ignore(p);
         }
     }
 }
@@ -834,22 +977,22 @@ impl PyBreakerPermit {
     /// The call succeeded, ending at `now` (a slow success still counts as slow). Returns
     /// the effect, or `None` if an outcome was already reported.
     #[pyo3(signature = (now = None))]
-    fn on_success(
+    fn on_success<'py>(
         &self,
-        py: Python<'_>,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<&'static str>> {
+        py: Python<'py>,
+        now: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyString>>> {
         let now = util::get_now(py, now)?;
         Ok(self.finish(py, Outcome::Success(now)))
     }
 
     /// The call failed at `now`. Returns the effect, or `None` if already reported.
     #[pyo3(signature = (now = None))]
-    fn on_failure(
+    fn on_failure<'py>(
         &self,
-        py: Python<'_>,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<&'static str>> {
+        py: Python<'py>,
+        now: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyString>>> {
         let now = util::get_now(py, now)?;
         Ok(self.finish(py, Outcome::Failure(now)))
     }
@@ -859,7 +1002,7 @@ impl PyBreakerPermit {
     fn on_ignore(&self) -> bool {
         match self.take() {
             Some(p) => {
-                self.owner.report(p, Outcome::Ignore);
+                self.owner.ignore(p);
                 true
             }
             None => false,

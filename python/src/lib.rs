@@ -29,6 +29,9 @@ mod circuit_breaker;
 mod clock;
 mod deadline;
 mod errors;
+mod guarded;
+mod guarded_block;
+mod guarded_coro;
 mod hedging;
 mod latency_tracker;
 mod limit;
@@ -88,6 +91,10 @@ check_pyclass_alignment!(
     circuit_breaker::PyCircuitBreaker,
     circuit_breaker::PyKeyedBreakers,
     circuit_breaker::PyBreakerPermit,
+    guarded::PyGuardedFunction,
+    guarded_coro::PyGuardedCoroutine,
+    guarded_block::PyGuardedBase,
+    guarded_block::PyBlockCall,
     queue_discipline::PyQueueDiscipline,
     queue_discipline::Waiter,
     queue_discipline::Dequeued,
@@ -124,6 +131,8 @@ fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     limiter::register(m)?;
     admission::register(m)?;
     circuit_breaker::register(m)?;
+    guarded::register(m)?;
+    guarded_block::register(m)?;
     queue_discipline::register(m)?;
     sim::register(m)?;
     Ok(())
