@@ -31,7 +31,9 @@ cancelled         probe: failure,    released        ``on_ignore``
 *failure* is any ``Exception`` unless ``failure=`` (exception types or a predicate) says
 which ones count; ``ignore=`` lists exceptions that say nothing about the dependency (a
 404, a validation error). A refusal by another guard nested inside (``BulkheadFull`` of an
-inner call, ...) is ignored too: it is not the dependency failing. A timeout
+inner call, ...) is ignored too: it is not the dependency failing. An inner ``@retry``
+that gave up after making attempts (``RetriesExhausted``, or ``BudgetExhausted`` with
+``attempts > 0``) is a failure: the dependency failed and no retry was left. A timeout
 (``TimeoutError``, :class:`guards.DeadlineExceeded`) or an exception carrying HTTP status
 503 or 429 is an overload signal, which a limiter counts as a dropped call.
 An :class:`guards.AdaptiveThrottle` may refuse locally (``Throttled``) before the call;
@@ -122,6 +124,16 @@ def _status_of(exc: BaseException) -> Optional[int]:
             if isinstance(v, int) and not isinstance(v, bool) and 100 <= v <= 599:
                 return v
     return None
+
+
+def _dependency_failed(exc: GuardError) -> bool:
+    """Whether a guard error means the guarded work itself failed: a deadline passed, or
+    an inner ``@retry`` gave up after making attempts (every attempt failed, or the budget
+    refused a retry after a failed attempt). Any other guard error is a local refusal."""
+    if isinstance(exc, (DeadlineExceeded, RetriesExhausted)):
+        return True
+    attempts = getattr(exc, "attempts", 0)
+    return isinstance(attempts, int) and attempts > 0
 
 
 def refusal_kind(exc: BaseException) -> str:
@@ -433,9 +445,7 @@ class Guarded(_n.GuardedBase):
             return CANCELLED
         if self._ignore is not None and self._ignore(exc):
             return IGNORE
-        if isinstance(exc, GuardError) and not isinstance(
-            exc, (DeadlineExceeded, RetriesExhausted)
-        ):
+        if isinstance(exc, GuardError) and not _dependency_failed(exc):
             return IGNORE  # a nested guard refused: not the dependency failing
         if self._failure is not None and not self._failure(exc):
             return IGNORE

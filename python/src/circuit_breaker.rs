@@ -400,7 +400,7 @@ impl PyCircuitBreaker {
     /// `fn(*args, **kwargs)` under the breaker: take a permit (or raise `BreakerOpen`),
     /// call, and report how the call ended as `guards.guarded` does: returned -> success;
     /// an `Exception` -> failure, except another guard's refusal (a `GuardError` other than
-    /// `DeadlineExceeded` and `RetriesExhausted`), which is ignored; any other
+    /// `DeadlineExceeded` and an inner retry's give-up after attempts), which is ignored; any other
     /// `BaseException` (cancellation, interrupts) -> ignored, or a failure for a half-open
     /// probe. Returns what `fn` returned, or raises what it raised. No permit object.
     #[pyo3(signature = (r#fn, /, *args, **kwargs))]

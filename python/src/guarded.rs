@@ -7,7 +7,8 @@
 //! - it returned: a success (a breaker times it with a second clock read, since a slow
 //!   success counts as slow); a bulkhead slot is given back whatever happened;
 //! - it raised an `Exception`: a failure, except another guard's refusal (a `GuardError`
-//!   other than `DeadlineExceeded` and `RetriesExhausted`), which is ignored;
+//!   other than `DeadlineExceeded` and an inner retry's give-up after attempts), which is
+//!   ignored;
 //! - it raised another `BaseException` (`CancelledError`, `KeyboardInterrupt`,
 //!   `GeneratorExit`): ignored, except that a half-open probe abandoned so counts as failed.
 //!
@@ -190,6 +191,22 @@ impl GuardRef<'_> {
     }
 }
 
+/// Whether a guard error means the guarded work itself failed (the same rule as
+/// `_guarded._dependency_failed`): a deadline passed, or an inner retry gave up after making
+/// attempts (`RetriesExhausted`, or a `BudgetExhausted` with `attempts > 0`). Any other guard
+/// error is a local refusal.
+fn dependency_failed(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if v.is_instance_of::<RetriesExhausted>() || v.is_instance(errors::deadline_exceeded(py)?)? {
+        return Ok(true);
+    }
+    Ok(match v.getattr(pyo3::intern!(py, "attempts")) {
+        Ok(a) => {
+            !a.is_instance_of::<pyo3::types::PyBool>() && a.extract::<u64>().is_ok_and(|n| n > 0)
+        }
+        Err(_) => false,
+    })
+}
+
 /// `guards.guarded`'s rule without `failure=` / `ignore=`. Breakers and bulkheads treat a
 /// dropped call (a timeout, an HTTP 503/429) as a failure, so it is not told apart here.
 fn default_verdict(py: Python<'_>, e: &PyErr) -> PyResult<Verdict> {
@@ -197,10 +214,7 @@ fn default_verdict(py: Python<'_>, e: &PyErr) -> PyResult<Verdict> {
     if !v.is_instance_of::<PyException>() {
         return Ok(Verdict::Cancelled);
     }
-    if v.is_instance_of::<GuardError>()
-        && !v.is_instance_of::<RetriesExhausted>()
-        && !v.is_instance(errors::deadline_exceeded(py)?)?
-    {
+    if v.is_instance_of::<GuardError>() && !dependency_failed(py, v)? {
         return Ok(Verdict::Ignore); // a nested guard refused: not the dependency failing
     }
     Ok(Verdict::Failure)

@@ -744,3 +744,44 @@ def test_refusal_kind_table() -> None:
     assert guards.refusal_kind(HTTPError(503)) == "overloaded"
     assert guards.refusal_kind(HTTPError(500)) == "failed"
     assert guards.refusal_kind(ValueError()) == "failed"
+
+
+def test_a_breaker_around_a_retry_counts_budget_give_ups_as_failures() -> None:
+    """`@guarded(breaker)` outside `@retry`: when the retry gives up because the budget
+    refused a retry after a failed attempt, the dependency failed: the breaker counts it
+    (on the native path and on the Python path alike)."""
+    budget = guards.RetryBudget(capacity=1.0, ratio=0.0)  # one retry, never refilled
+    for fallback in (False, True):
+        breaker = guards.CircuitBreaker(window_size=4)
+        extra = {"fallback": dict} if fallback else {}
+
+        @guards.guarded(breaker, **extra)  # type: ignore[arg-type]
+        @guards.retry(max_attempts=2, budget=budget, backoff={"base": 1e-6, "cap": 1e-6})
+        def call() -> dict[str, int]:
+            raise ConnectionError("down")
+
+        outcomes = []
+        for _ in range(4):
+            try:
+                outcomes.append(call())
+            except (guards.RetriesExhausted, guards.BudgetExhausted) as e:
+                outcomes.append(type(e).__name__)
+        assert breaker.stats()["failures"] == 4
+        assert breaker.state() == "open"
+        if fallback:
+            assert outcomes == [{}, {}, {}, {}]
+        budget = guards.RetryBudget(capacity=1.0, ratio=0.0)
+
+
+def test_a_local_budget_refusal_without_attempts_is_still_ignored() -> None:
+    breaker = guards.CircuitBreaker(window_size=2)
+
+    @guards.guarded(breaker)
+    def call() -> None:
+        raise guards.BudgetExhausted("refused before any attempt")
+
+    for _ in range(3):
+        with pytest.raises(guards.BudgetExhausted):
+            call()
+    assert breaker.stats()["failures"] == 0
+    assert breaker.state() == "closed"
