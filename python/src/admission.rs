@@ -12,7 +12,8 @@
 use std::sync::Mutex;
 
 use guards_core::admission::{
-    Admission, AdmissionConfig, AdmissionRefused, AdmissionTicket, DEFAULT_LIMIT,
+    Admission, AdmissionConfig, AdmissionRefused, AdmissionTicket, DEFAULT_LIMIT, LIMIT_FIELDS,
+    SHARE_FIELDS,
 };
 use guards_core::priority::MAX_PRIORITIES;
 use pyo3::prelude::*;
@@ -22,27 +23,6 @@ use crate::errors::{self, AdmissionRejected};
 use crate::limit;
 use crate::limiter::{exit_kind, priority_arg, refusal_with, Exit};
 use crate::util::{self, given, Ctx};
-
-const LIMIT_FIELDS: [&str; MAX_PRIORITIES] = [
-    "limits[0]",
-    "limits[1]",
-    "limits[2]",
-    "limits[3]",
-    "limits[4]",
-    "limits[5]",
-    "limits[6]",
-    "limits[7]",
-];
-const SHARE_FIELDS: [&str; MAX_PRIORITIES] = [
-    "shares[0]",
-    "shares[1]",
-    "shares[2]",
-    "shares[3]",
-    "shares[4]",
-    "shares[5]",
-    "shares[6]",
-    "shares[7]",
-];
 
 fn refused_error(py: Python<'_>, r: AdmissionRefused) -> PyErr {
     refusal_with(

@@ -13,7 +13,8 @@
 use std::sync::Mutex;
 
 use guards_core::limiter::{
-    Limiter, LimiterConfig, LimiterPermit, LimiterRejected, PartitionConfig,
+    Limiter, LimiterConfig, LimiterPermit, LimiterRejected, PartitionConfig, CAP_FIELDS,
+    SHARE_FIELDS,
 };
 use guards_core::priority::MAX_PRIORITIES;
 use guards_core::{Nanos, Priority};
@@ -24,27 +25,6 @@ use pyo3::types::{PyDict, PyList, PyMapping, PyType};
 use crate::errors::{self, GuardError, LimitExceeded};
 use crate::limit;
 use crate::util::{self, given, Ctx};
-
-const SHARE_FIELDS: [&str; MAX_PRIORITIES] = [
-    "partitions[0].share",
-    "partitions[1].share",
-    "partitions[2].share",
-    "partitions[3].share",
-    "partitions[4].share",
-    "partitions[5].share",
-    "partitions[6].share",
-    "partitions[7].share",
-];
-const CAP_FIELDS: [&str; MAX_PRIORITIES] = [
-    "partitions[0].max_in_flight",
-    "partitions[1].max_in_flight",
-    "partitions[2].max_in_flight",
-    "partitions[3].max_in_flight",
-    "partitions[4].max_in_flight",
-    "partitions[5].max_in_flight",
-    "partitions[6].max_in_flight",
-    "partitions[7].max_in_flight",
-];
 
 /// `partitions=`: a sequence of at most 8 mappings (entry `i` for priority `i`) with
 /// optional `share` and `max_in_flight`; entries and keys left out keep the defaults.
