@@ -16,8 +16,6 @@
 //! holds at most `capacity` outcomes, a time window at most `capacity / 3` buckets. The
 //! class accepts `capacity` of 128, 1024, 8192 or 65536.
 
-use std::sync::Mutex;
-
 use guards_core::circuit_breaker::{
     key_of as core_key_of, BreakerPermit, BreakerRejected, CircuitBreaker, CircuitBreakerConfig,
     KeyedBreakers, OutcomeEffect, PermitKind, WindowKind,
@@ -31,6 +29,7 @@ use pyo3::types::{PyDict, PyInt, PyString, PyTuple, PyType};
 use crate::errors::{self, BreakerOpen, GuardError};
 use crate::guarded::{self, Guard, GuardRef};
 use crate::guarded_coro::PyGuardedCoroutine;
+use crate::permit::{self, Granted};
 use crate::util::{self, given, Ctx};
 
 /// Keyword settings of a breaker (shared by `CircuitBreaker` and `KeyedBreakers`).
@@ -911,9 +910,13 @@ impl Owner {
             Owner::Keyed(set, key) => set.get().report(*key, p, outcome),
         }
     }
+}
+
+impl permit::Owner for Owner {
+    type Permit = BreakerPermit;
 
     /// Report nothing for `p` (no GIL needed: nothing is scanned).
-    fn ignore(&self, p: BreakerPermit) {
+    fn give_back(&self, p: BreakerPermit) {
         match self {
             Owner::One(b) => with_b!(&b.get().b, b => b.on_ignore(p)),
             Owner::Keyed(set, key) => {
@@ -927,8 +930,7 @@ impl Owner {
 #[pyclass(module = "guards", name = "BreakerPermit", frozen)]
 #[derive(Debug)]
 pub struct PyBreakerPermit {
-    owner: Owner,
-    permit: Mutex<Option<BreakerPermit>>,
+    permit: Granted<Owner>,
     kind: PermitKind,
     generation: u32,
     acquired_at: u64,
@@ -938,37 +940,20 @@ pub struct PyBreakerPermit {
 impl PyBreakerPermit {
     fn new(owner: Owner, p: BreakerPermit) -> Self {
         PyBreakerPermit {
-            owner,
             kind: p.kind(),
             generation: p.generation(),
             acquired_at: p.acquired_at().as_u64(),
             probe_timeout: p.probe_timeout(),
-            permit: Mutex::new(Some(p)),
+            permit: Granted::new(owner, p),
         }
-    }
-
-    fn take(&self) -> Option<BreakerPermit> {
-        self.permit.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     fn finish<'py>(&self, py: Python<'py>, outcome: Outcome) -> Option<Bound<'py, PyString>> {
-        let p = self.take()?;
-        self.owner
+        let p = self.permit.take()?;
+        self.permit
+            .owner()
             .report(py, p, outcome)
             .map(|e| effect_name(py, e))
-    }
-}
-
-impl Drop for PyBreakerPermit {
-    fn drop(&mut self) {
-        let p = self
-            .permit
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(p) = p {
-            self.owner.ignore(p);
-        }
     }
 }
 
@@ -1000,22 +985,13 @@ impl PyBreakerPermit {
     /// Record nothing (the call's result says nothing about the callee); a probe gives its
     /// slot back. `False` if already reported.
     fn on_ignore(&self) -> bool {
-        match self.take() {
-            Some(p) => {
-                self.owner.ignore(p);
-                true
-            }
-            None => false,
-        }
+        self.permit.give_back()
     }
 
     /// Whether an outcome has been reported.
     #[getter]
     fn done(&self) -> bool {
-        self.permit
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none()
+        self.permit.done()
     }
 
     /// `"call"` or `"probe"`.
@@ -1090,7 +1066,7 @@ impl PyBreakerPermit {
             "BreakerPermit(kind='{}', generation={}, done={})",
             self.kind.as_str(),
             self.generation,
-            if self.done() { "True" } else { "False" }
+            util::py_bool(self.done())
         )
     }
 }

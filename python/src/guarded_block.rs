@@ -10,7 +10,7 @@
 //! Otherwise they call the Python layer's `_enter_slow` / `_exit_slow`.
 
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use guards_core::Nanos;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
@@ -22,6 +22,7 @@ use pyo3::{intern, PyTraverseError, PyVisit};
 use crate::bulkhead::PyBulkhead;
 use crate::circuit_breaker::{key_arg, PyCircuitBreaker, PyKeyedBreakers};
 use crate::guarded::{self, Guard, Held, Verdict};
+use crate::permit::Once;
 use crate::util::{self, given};
 
 /// How blocks are run natively.
@@ -146,7 +147,7 @@ impl PyGuardedBase {
             parent: parent.unbind(),
             guard: blocks.guard.clone_ref(py),
             probe_timeout: held.probe_timeout(),
-            held: Mutex::new(Some(held)),
+            held: Once::new(held),
             mark: AtomicU8::new(Verdict::Success as u8),
         };
         // From here an error drops `call`, which gives the guard back.
@@ -223,7 +224,7 @@ pub struct PyBlockCall {
     owner: Py<PyAny>,
     parent: Py<PyAny>,
     guard: Guard,
-    held: Mutex<Option<Held>>,
+    held: Once<Held>,
     mark: AtomicU8,
     probe_timeout: Option<Nanos>,
 }
@@ -236,7 +237,7 @@ impl std::fmt::Debug for PyBlockCall {
 
 impl PyBlockCall {
     fn take(&self) -> Option<Held> {
-        self.held.lock().unwrap_or_else(|p| p.into_inner()).take()
+        self.held.take()
     }
 
     fn mark(&self) -> Verdict {
@@ -256,12 +257,7 @@ impl PyBlockCall {
 impl Drop for PyBlockCall {
     fn drop(&mut self) {
         // Never exited (its context was lost): give the guard back, judging nothing.
-        let held = self
-            .held
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(held) = held {
+        if let Some(held) = self.held.take_mut() {
             Python::attach(|py| {
                 if let Err(e) = self.guard.as_ref().finish(py, held, Verdict::Ignore) {
                     e.write_unraisable(py, None);
@@ -325,15 +321,10 @@ impl PyBlockCall {
     }
 
     fn __repr__(&self) -> String {
-        let state = if self
-            .held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
-        {
-            "open"
-        } else {
+        let state = if self.held.is_taken() {
             "closed"
+        } else {
+            "open"
         };
         format!("<guarded block call ({state})>")
     }
