@@ -13,14 +13,12 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 use guards_core::Nanos;
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
-use crate::bulkhead::PyBulkhead;
-use crate::circuit_breaker::{key_arg, PyCircuitBreaker, PyKeyedBreakers};
 use crate::guarded::{self, Guard, Held, Verdict};
 use crate::permit::Once;
 use crate::util::{self, given};
@@ -93,34 +91,12 @@ impl PyGuardedBase {
         deadline_gated: bool,
         entries: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let guard = if let Ok(k) = guard.cast::<PyKeyedBreakers>() {
-            let Some(key) = given(key) else {
-                return Err(PyTypeError::new_err(
-                    "a guards.KeyedBreakers needs `key` (the operation's name or number)",
-                ));
-            };
-            Guard::Keyed(k.clone().unbind(), key_arg(key)?)
-        } else if let Ok(b) = guard.cast::<PyCircuitBreaker>() {
-            Guard::Breaker(b.clone().unbind())
-        } else if let Ok(b) = guard.cast::<PyBulkhead>() {
-            Guard::Bulkhead(b.clone().unbind())
-        } else {
-            return Err(util::type_error(
-                "guard",
-                "a guards.CircuitBreaker, KeyedBreakers or Bulkhead",
-                guard,
-            ));
-        };
-        let callable = |field: &str, v: Option<&Bound<'_, PyAny>>| match given(v) {
-            None => Ok(None),
-            Some(v) if v.is_callable() => Ok(Some(v.clone().unbind())),
-            Some(v) => Err(util::type_error(field, "a callable or None", v)),
-        };
+        let guard = Guard::arg(guard, key)?;
         let py = entries.py();
         let blocks = Blocks {
             guard,
-            classify: callable("classify", classify)?,
-            deadline: callable("deadline", deadline)?,
+            classify: guarded::optional_callable("classify", classify)?,
+            deadline: guarded::optional_callable("deadline", deadline)?,
             deadline_gated,
             entries_get: entries.getattr(intern!(py, "get"))?.unbind(),
             entries_set: entries.getattr(intern!(py, "set"))?.unbind(),
