@@ -135,18 +135,18 @@ fn config_dict<'py>(py: Python<'py>, c: &CircuitBreakerConfig) -> PyResult<Bound
 }
 
 /// Build a boxed value on a helper thread with a large stack (core builds cell arrays by
-/// value); `None` if the thread could not run.
+/// value); `too_big` if the thread could not run.
 fn build_on_big_stack<T: Send + 'static>(
     bytes: usize,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Option<T> {
+    f: impl FnOnce() -> Result<T, guards_core::ConfigError> + Send + 'static,
+) -> Result<T, guards_core::ConfigError> {
     std::thread::Builder::new()
         .name("guards-breaker-init".to_owned())
         .stack_size(bytes.saturating_mul(4).saturating_add(4 << 20))
         .spawn(f)
-        .ok()?
-        .join()
         .ok()
+        .and_then(|h| h.join().ok())
+        .ok_or_else(too_big)?
 }
 
 enum Inner {
@@ -180,14 +180,12 @@ impl Inner {
         Ok(match capacity {
             128 => Inner::C128(Box::new(CircuitBreaker::new(c)?)),
             1024 => Inner::C1024(Box::new(CircuitBreaker::new(c)?)),
-            8192 => Inner::C8192(
-                build_on_big_stack(8192 * 8, move || CircuitBreaker::new(c).map(Box::new))
-                    .ok_or_else(too_big)??,
-            ),
-            _ => Inner::C65536(
-                build_on_big_stack(65536 * 8, move || CircuitBreaker::new(c).map(Box::new))
-                    .ok_or_else(too_big)??,
-            ),
+            8192 => Inner::C8192(build_on_big_stack(8192 * 8, move || {
+                CircuitBreaker::new(c).map(Box::new)
+            })?),
+            _ => Inner::C65536(build_on_big_stack(65536 * 8, move || {
+                CircuitBreaker::new(c).map(Box::new)
+            })?),
         })
     }
 }
@@ -288,11 +286,17 @@ impl PyCircuitBreaker {
         p: BreakerPermit,
         outcome: Outcome,
     ) -> Option<OutcomeEffect> {
+        self.scanning(py, |inner| with_b!(inner, b => report_to(b, p, outcome)))
+    }
+
+    /// `f` on core's breaker, with the GIL released for the large capacities (8192 and
+    /// 65536), whose count window is thousands of cells to scan.
+    fn scanning<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&Inner) -> R + Send) -> R {
         let inner = &self.b;
         if self.capacity >= 8192 {
-            py.detach(|| with_b!(inner, b => report_to(b, p, outcome)))
+            py.detach(|| f(inner))
         } else {
-            with_b!(inner, b => report_to(b, p, outcome))
+            f(inner)
         }
     }
 }
@@ -389,8 +393,7 @@ impl PyCircuitBreaker {
     fn acquire(slf: &Bound<'_, Self>, now: Option<&Bound<'_, PyAny>>) -> PyResult<PyBreakerPermit> {
         let py = slf.py();
         let now = util::get_now(py, now)?;
-        let r = with_b!(&slf.get().b, b => b.try_acquire(now));
-        match r {
+        match slf.get().try_acquire_at(now) {
             Ok(p) => Ok(PyBreakerPermit::new(Owner::One(slf.clone().unbind()), p)),
             Err(r) => Err(rejected_error(py, r, now)),
         }
@@ -447,8 +450,10 @@ impl PyCircuitBreaker {
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<PyBreakerPermit>> {
         let now = util::get_now(slf.py(), now)?;
-        let r = with_b!(&slf.get().b, b => b.try_acquire(now));
-        Ok(r.ok()
+        Ok(slf
+            .get()
+            .try_acquire_at(now)
+            .ok()
             .map(|p| PyBreakerPermit::new(Owner::One(slf.clone().unbind()), p)))
     }
 
@@ -474,12 +479,7 @@ impl PyCircuitBreaker {
         now: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let now = util::get_now(py, now)?;
-        let counts = if self.capacity >= 8192 {
-            let inner = &self.b;
-            py.detach(|| with_b!(inner, b => b.window_counts(now)))
-        } else {
-            with_b!(&self.b, b => b.window_counts(now))
-        };
+        let counts = self.scanning(py, |inner| with_b!(inner, b => b.window_counts(now)));
         counts_dict(py, counts)
     }
 
@@ -637,14 +637,10 @@ impl PyKeyedBreakers {
             16 => Keyed::K16(Box::new(KeyedBreakers::new(c).map_err(cfg_err)?)),
             64 => Keyed::K64(
                 build_on_big_stack(64 * 2048, move || KeyedBreakers::new(c).map(Box::new))
-                    .ok_or_else(too_big)
-                    .map_err(cfg_err)?
                     .map_err(cfg_err)?,
             ),
             256 => Keyed::K256(
                 build_on_big_stack(256 * 2048, move || KeyedBreakers::new(c).map(Box::new))
-                    .ok_or_else(too_big)
-                    .map_err(cfg_err)?
                     .map_err(cfg_err)?,
             ),
             _ => {
@@ -692,15 +688,12 @@ impl PyKeyedBreakers {
         let py = slf.py();
         let key = key_arg(key)?;
         let now = util::get_now(py, now)?;
-        let me = slf.get();
-        let r = with_k!(&me.k, k => k.get_or_insert(key).map(|b| b.try_acquire(now)));
-        match r {
-            Err(_) => Err(me.full_error(key)),
-            Ok(Ok(p)) => Ok(PyBreakerPermit::new(
+        match slf.get().try_acquire_at(key, now)? {
+            Ok(p) => Ok(PyBreakerPermit::new(
                 Owner::Keyed(slf.clone().unbind(), key),
                 p,
             )),
-            Ok(Err(r)) => Err(rejected_error(py, r, now)),
+            Err(r) => Err(rejected_error(py, r, now)),
         }
     }
 
@@ -756,14 +749,11 @@ impl PyKeyedBreakers {
     ) -> PyResult<Option<PyBreakerPermit>> {
         let key = key_arg(key)?;
         let now = util::get_now(slf.py(), now)?;
-        let me = slf.get();
-        let r = with_k!(&me.k, k => k.get_or_insert(key).map(|b| b.try_acquire(now)));
-        match r {
-            Err(_) => Err(me.full_error(key)),
-            Ok(r) => Ok(r
-                .ok()
-                .map(|p| PyBreakerPermit::new(Owner::Keyed(slf.clone().unbind(), key), p))),
-        }
+        Ok(slf
+            .get()
+            .try_acquire_at(key, now)?
+            .ok()
+            .map(|p| PyBreakerPermit::new(Owner::Keyed(slf.clone().unbind(), key), p)))
     }
 
     /// The state of `key`'s breaker at `now` (`"closed"` for a key never seen).
