@@ -168,31 +168,19 @@ fn run_step(p: &RetryPolicy, rng: &Rng, log: &RefCell<Vec<Value>>, step: &Value)
             .worst_case_time(Nanos(common::u64_of(step, "attempt_timeout")))
             .0
             .into(),
-        "rng_next_u64" => Value::String(format!("{:#018x}", rng.next_u64())),
+        "rng_next_u64" => common::to_hex(rng.next_u64()),
         other => panic!("unknown retry_policy op `{other}`"),
     }
 }
 
 #[test]
 fn retry_policy_vectors() {
-    let file = common::load("retry_policy");
-    for case in common::cases(&file) {
-        let cfg = config(case);
-        if common::is_error_case(case) {
-            common::check_config_error(case, RetryPolicy::new(cfg).map(|_| ()));
-            continue;
-        }
-        let p =
-            RetryPolicy::new(cfg).unwrap_or_else(|e| panic!("case `{}`: {e}", common::name(case)));
-        let rng = Rng::new(common::opt_u64(case, "seed").unwrap_or(0));
-        let log = RefCell::new(Vec::new());
-        for (i, step) in common::steps(case).iter().enumerate() {
-            for _ in 0..common::repeat(step) {
-                let got = run_step(&p, &rng, &log, step);
-                if step.get("expect").is_some() {
-                    common::expect_eq(case, i, step, got);
-                }
-            }
-        }
-    }
+    common::replay(
+        "retry_policy",
+        |case| {
+            let p = RetryPolicy::new(config(case))?;
+            Ok((p, common::case_rng(case), RefCell::new(Vec::new())))
+        },
+        |(p, rng, log), _, step| run_step(p, rng, log, step),
+    );
 }
