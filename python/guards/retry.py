@@ -585,19 +585,32 @@ class Retry:
                 on_success(gate.receipt if gate is not None else None)
         self._count(calls=1, attempts=attempts, successes=1, retries=attempts - 1)
 
-    def _notify(
+    def _next(
         self,
         fn: Any,
         attempts: int,
-        exc: Optional[BaseException],
-        result: Any,
         outcome: str,
-        decision: Any,
-    ) -> None:
+        retry_after: Optional[float],
+        overall: Optional[Deadline],
+        prev_ns: int,
+        gate: Optional[_GateReceipt],
+        last: Optional[BaseException],
+        result: Any,
+    ) -> Any:
+        """After an attempt that did not succeed (``last`` raised, or ``result`` was
+        rejected when ``last`` is None): the decision to retry, ``on_retry`` told of it;
+        or give up: raise, or hand back the rejected result (returns None)."""
+        decision = self._decide(attempts, outcome, retry_after, overall, prev_ns, gate, now_ns())
+        if not decision.retry:
+            if last is None:  # a rejected result: hand back the last one
+                self._count_result_give_up(decision.reason, attempts)
+                return None
+            raise self._give_up(decision.reason, last, attempts, retry_after=retry_after)
         if self._on_retry is not None:
             self._on_retry(
-                RetryState(fn, attempts, exc, result, outcome, decision.delay, decision.delay_ns)
+                RetryState(fn, attempts, last, result, outcome, decision.delay, decision.delay_ns)
             )
+        return decision
 
     # ------------------------------------------------------------------ sync
     def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
@@ -642,14 +655,11 @@ class Retry:
                 finally:
                     if token is not None:
                         _DEADLINE.reset(token)
-            now = now_ns()
-            decision = self._decide(attempts, outcome, retry_after, overall, prev_ns, gate, now)
-            if not decision.retry:
-                if last is None:  # a rejected result: hand back the last one
-                    self._count_result_give_up(decision.reason, attempts)
-                    return result
-                raise self._give_up(decision.reason, last, attempts, retry_after=retry_after)
-            self._notify(fn, attempts, last, result, outcome, decision)
+            decision = self._next(
+                fn, attempts, outcome, retry_after, overall, prev_ns, gate, last, result
+            )
+            if decision is None:
+                return result
             prev_ns = decision.delay_ns
             self._do_sleep(decision.delay)
             now = now_ns()
@@ -728,14 +738,11 @@ class Retry:
                     finally:
                         if token is not None:
                             _DEADLINE.reset(token)
-                now = now_ns()
-                decision = self._decide(attempts, outcome, retry_after, overall, prev_ns, gate, now)
-                if not decision.retry:
-                    if last is None:
-                        self._count_result_give_up(decision.reason, attempts)
-                        return result
-                    raise self._give_up(decision.reason, last, attempts, retry_after=retry_after)
-                self._notify(fn, attempts, last, result, outcome, decision)
+                decision = self._next(
+                    fn, attempts, outcome, retry_after, overall, prev_ns, gate, last, result
+                )
+                if decision is None:
+                    return result
                 prev_ns = decision.delay_ns
                 await self._do_asleep(decision.delay)
                 now = now_ns()
