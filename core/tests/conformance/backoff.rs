@@ -33,8 +33,9 @@ use guards_core::{Nanos, Rng};
 
 use crate::common::{self, hex_word, to_hex, Value};
 
-fn config(case: &Value) -> BackoffConfig {
-    let c = &case["config"];
+/// A backoff config object (also the `backoff` of a retry policy's config); `null` or a
+/// missing key takes the default.
+pub fn config_of(c: &Value) -> BackoffConfig {
     let d = BackoffConfig::default();
     BackoffConfig {
         base: common::opt_nanos(c, "base").unwrap_or(d.base),
@@ -91,7 +92,12 @@ fn run_step(b: &Backoff, rng: &Rng, step: &Value) -> Value {
 fn backoff_vectors() {
     common::replay(
         "backoff",
-        |case| Ok((Backoff::new(config(case))?, common::case_rng(case))),
+        |case| {
+            Ok((
+                Backoff::new(config_of(&case["config"]))?,
+                common::case_rng(case),
+            ))
+        },
         |(b, rng), _, step| run_step(b, rng, step),
     );
 }

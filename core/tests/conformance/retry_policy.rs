@@ -42,7 +42,6 @@
 
 use std::cell::RefCell;
 
-use guards_core::backoff::{BackoffConfig, Jitter};
 use guards_core::retry_policy::{
     Idempotency, Outcome, RetryCause, RetryContext, RetryDecision, RetryGate, RetryPolicy,
     RetryPolicyConfig, UnkeyedSideEffects,
@@ -51,21 +50,6 @@ use guards_core::{Nanos, Rng};
 use serde_json::json;
 
 use crate::common::{self, Value};
-
-fn backoff_config(c: Option<&Value>) -> BackoffConfig {
-    let d = BackoffConfig::default();
-    let Some(c) = c else { return d };
-    BackoffConfig {
-        base: common::opt_nanos(c, "base").unwrap_or(d.base),
-        cap: common::opt_nanos(c, "cap").unwrap_or(d.cap),
-        multiplier: common::opt_f64(c, "multiplier").unwrap_or(d.multiplier),
-        jitter: c
-            .get("jitter")
-            .and_then(Value::as_str)
-            .map(|j| Jitter::from_name(j).unwrap_or_else(|| panic!("unknown jitter {j}")))
-            .unwrap_or(d.jitter),
-    }
-}
 
 fn config(case: &Value) -> RetryPolicyConfig {
     let c = &case["config"];
@@ -86,7 +70,7 @@ fn config(case: &Value) -> RetryPolicyConfig {
             .and_then(Value::as_str)
             .map(|s| UnkeyedSideEffects::from_name(s).unwrap_or_else(|| panic!("unknown {s}")))
             .unwrap_or(d.unkeyed_side_effects),
-        backoff: backoff_config(c.get("backoff")),
+        backoff: crate::backoff::config_of(&c["backoff"]),
     }
 }
 
