@@ -84,6 +84,7 @@ from ._util import (
     duration_ns,
     exception_matcher,
     fail_type,
+    http_status,
     is_async_callable,
 )
 
@@ -224,17 +225,14 @@ def classify_exception(exc: BaseException) -> tuple[str, Optional[float]]:
         return "timeout", None
     if isinstance(exc, _LOCAL_REFUSALS) or isinstance(exc, RetriesExhausted):
         return "overloaded", None
-    for holder in (exc, getattr(exc, "response", None)):
-        if holder is None:
-            continue
-        for attr in ("status_code", "status"):
-            status = getattr(holder, attr, None)
-            if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
-                ra = _header(getattr(holder, "headers", None), "Retry-After")
-                try:
-                    return http_outcome(status, ra)
-                except (TypeError, ValueError):
-                    return http_outcome(status, None)
+    found = http_status(exc)
+    if found is not None:
+        status, holder = found
+        ra = _header(getattr(holder, "headers", None), "Retry-After")
+        try:
+            return http_outcome(status, ra)
+        except (TypeError, ValueError):
+            return http_outcome(status, None)
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         return "timeout", None
     names = {c.__name__ for c in type(exc).__mro__}
