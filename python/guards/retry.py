@@ -86,6 +86,7 @@ from ._util import (
     fail_type,
     http_status,
     is_async_callable,
+    positive_duration_ns,
 )
 
 __all__ = ["retry", "Retry", "RetryState", "classify_exception", "http_outcome"]
@@ -388,7 +389,7 @@ class Retry:
         self._attempt_timeout = (
             None
             if attempt_timeout is None
-            else Nanos(_positive("attempt_timeout", attempt_timeout))
+            else Nanos(positive_duration_ns("attempt_timeout", attempt_timeout))
         )
         self._timeout = None if timeout is None else Nanos(duration_ns("timeout", timeout))
         self._margin = Nanos(0 if margin is None else duration_ns("margin", margin))
@@ -829,13 +830,6 @@ class Retry:
 
     def __repr__(self) -> str:
         return f"guards.Retry(max_attempts={self.policy.max_attempts})"
-
-
-def _positive(field: str, value: Any) -> int:
-    ns = duration_ns(field, value)
-    if ns == 0:
-        raise config_error(field, "zero", "a duration above 0 s")
-    return ns
 
 
 def _check_outcome(got: Any) -> tuple[str, Optional[float]]:
