@@ -98,7 +98,9 @@ pub const DEFAULT_MIN_RETRY_AFTER: Nanos = Nanos::from_secs(1);
 /// `min_retry_after..=1 day`.
 pub const DEFAULT_MAX_RETRY_AFTER: Nanos = Nanos::from_secs(60);
 
-const LIMIT_FIELDS: [&str; MAX_PRIORITIES] = [
+/// The field name of each class's cap, `limits[i]` at index `i`: what a [`ConfigError`]
+/// about [`AdmissionConfig::limits`] names (bindings name their per-class arguments alike).
+pub const LIMIT_FIELDS: [&str; MAX_PRIORITIES] = [
     "limits[0]",
     "limits[1]",
     "limits[2]",
@@ -108,7 +110,9 @@ const LIMIT_FIELDS: [&str; MAX_PRIORITIES] = [
     "limits[6]",
     "limits[7]",
 ];
-const SHARE_FIELDS: [&str; MAX_PRIORITIES] = [
+/// The field name of each class's share, `shares[i]` at index `i`: what a [`ConfigError`]
+/// about [`AdmissionConfig::shares`] names.
+pub const SHARE_FIELDS: [&str; MAX_PRIORITIES] = [
     "shares[0]",
     "shares[1]",
     "shares[2]",

@@ -157,7 +157,10 @@ const BUSY: u64 = 1;
 /// In-flight counts at or above this can only come from a wrapped decrement.
 const WRAPPED: u64 = 1 << 63;
 
-const SHARE_FIELDS: [&str; MAX_PRIORITIES] = [
+/// The field name of each class's [`PartitionConfig::share`], `partitions[i].share` at
+/// index `i`: what a [`ConfigError`] about it names (bindings name their per-class
+/// arguments alike).
+pub const SHARE_FIELDS: [&str; MAX_PRIORITIES] = [
     "partitions[0].share",
     "partitions[1].share",
     "partitions[2].share",
@@ -167,7 +170,9 @@ const SHARE_FIELDS: [&str; MAX_PRIORITIES] = [
     "partitions[6].share",
     "partitions[7].share",
 ];
-const CAP_FIELDS: [&str; MAX_PRIORITIES] = [
+/// The field name of each class's [`PartitionConfig::max_in_flight`],
+/// `partitions[i].max_in_flight` at index `i`: what a [`ConfigError`] about it names.
+pub const CAP_FIELDS: [&str; MAX_PRIORITIES] = [
     "partitions[0].max_in_flight",
     "partitions[1].max_in_flight",
     "partitions[2].max_in_flight",

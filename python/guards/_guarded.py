@@ -88,6 +88,7 @@ from ._util import (
     check_int,
     exception_matcher,
     fail_type,
+    http_status,
     is_async_callable,
     mark_coroutine_function,
     positive_duration_ns,
@@ -116,14 +117,8 @@ def check_inherited() -> None:
 
 def _status_of(exc: BaseException) -> Optional[int]:
     """An HTTP status carried by an exception (httpx, requests, aiohttp, or our own)."""
-    for holder in (exc, getattr(exc, "response", None)):
-        if holder is None:
-            continue
-        for attr in ("status_code", "status"):
-            v = getattr(holder, attr, None)
-            if isinstance(v, int) and not isinstance(v, bool) and 100 <= v <= 599:
-                return v
-    return None
+    found = http_status(exc)
+    return None if found is None else found[0]
 
 
 def _dependency_failed(exc: GuardError) -> bool:

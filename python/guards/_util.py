@@ -83,6 +83,19 @@ def positive_duration_ns(field: str, value: object) -> int:
     return ns
 
 
+def http_status(exc: BaseException) -> Optional[tuple[int, Any]]:
+    """An HTTP status carried by an exception (httpx, requests, aiohttp, or our own), and
+    what carries it: the exception or its ``response`` (whose ``headers`` go with it)."""
+    for holder in (exc, getattr(exc, "response", None)):
+        if holder is None:
+            continue
+        for attr in ("status_code", "status"):
+            v = getattr(holder, attr, None)
+            if isinstance(v, int) and not isinstance(v, bool) and 100 <= v <= 599:
+                return v, holder
+    return None
+
+
 def instant_ns(field: str, value: object) -> int:
     """An instant: integer nanoseconds of the monotonic clock."""
     if isinstance(value, bool) or not isinstance(value, int):

@@ -216,6 +216,20 @@ class _Door:
         else:
             ticket.on_success()
 
+    def _refusal_headers(
+        self, refused: BaseException, *, length: bool = True
+    ) -> list[tuple[str, str]]:
+        """The headers of a 503 for ``refused`` (``length``: with Content-Length), in
+        the order they are sent."""
+        headers = [("Content-Type", "text/plain; charset=utf-8")]
+        if length:
+            headers.append(("Content-Length", str(len(self._body))))
+        headers.append(("Cache-Control", "no-store"))
+        ra = _retry_after_header(refused)
+        if ra is not None:
+            headers.append(("Retry-After", ra))
+        return headers
+
     def deadline_of(self, headers: Any) -> Any:
         if self._deadline is None:
             return None
@@ -281,14 +295,7 @@ class AdmissionMiddleware(_Door):
             self.release(ticket, status[0] if status else None, failed)
 
     async def _reject(self, send: Any, refused: BaseException) -> None:
-        headers = [
-            (b"content-type", b"text/plain; charset=utf-8"),
-            (b"content-length", str(len(self._body)).encode()),
-            (b"cache-control", b"no-store"),
-        ]
-        ra = _retry_after_header(refused)
-        if ra is not None:
-            headers.append((b"retry-after", ra.encode()))
+        headers = [(k.lower().encode(), v.encode()) for k, v in self._refusal_headers(refused)]
         await send({"type": "http.response.start", "status": 503, "headers": headers})
         await send({"type": "http.response.body", "body": self._body})
 
@@ -322,15 +329,7 @@ class WSGIAdmissionMiddleware(_Door):
             ticket = self.admit(environ)
         except AdmissionRejected as refused:
             self.count("rejected")
-            headers = [
-                ("Content-Type", "text/plain; charset=utf-8"),
-                ("Content-Length", str(len(self._body))),
-                ("Cache-Control", "no-store"),
-            ]
-            ra = _retry_after_header(refused)
-            if ra is not None:
-                headers.append(("Retry-After", ra))
-            start_response("503 Service Unavailable", headers)
+            start_response("503 Service Unavailable", self._refusal_headers(refused))
             return [self._body]
         self.count("admitted")
         status: list[int] = []
@@ -445,10 +444,7 @@ class AiohttpAdmissionMiddleware(_Door):
             ticket = self.admit(request)
         except AdmissionRejected as refused:
             self.count("rejected")
-            headers = {"Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store"}
-            ra = _retry_after_header(refused)
-            if ra is not None:
-                headers["Retry-After"] = ra
+            headers = dict(self._refusal_headers(refused, length=False))
             return web.Response(status=503, body=self._body, headers=headers)
         self.count("admitted")
         deadline = self.deadline_of(request.headers)

@@ -84,7 +84,9 @@ from ._util import (
     duration_ns,
     exception_matcher,
     fail_type,
+    http_status,
     is_async_callable,
+    positive_duration_ns,
 )
 
 __all__ = ["retry", "Retry", "RetryState", "classify_exception", "http_outcome"]
@@ -224,17 +226,14 @@ def classify_exception(exc: BaseException) -> tuple[str, Optional[float]]:
         return "timeout", None
     if isinstance(exc, _LOCAL_REFUSALS) or isinstance(exc, RetriesExhausted):
         return "overloaded", None
-    for holder in (exc, getattr(exc, "response", None)):
-        if holder is None:
-            continue
-        for attr in ("status_code", "status"):
-            status = getattr(holder, attr, None)
-            if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
-                ra = _header(getattr(holder, "headers", None), "Retry-After")
-                try:
-                    return http_outcome(status, ra)
-                except (TypeError, ValueError):
-                    return http_outcome(status, None)
+    found = http_status(exc)
+    if found is not None:
+        status, holder = found
+        ra = _header(getattr(holder, "headers", None), "Retry-After")
+        try:
+            return http_outcome(status, ra)
+        except (TypeError, ValueError):
+            return http_outcome(status, None)
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         return "timeout", None
     names = {c.__name__ for c in type(exc).__mro__}
@@ -390,7 +389,7 @@ class Retry:
         self._attempt_timeout = (
             None
             if attempt_timeout is None
-            else Nanos(_positive("attempt_timeout", attempt_timeout))
+            else Nanos(positive_duration_ns("attempt_timeout", attempt_timeout))
         )
         self._timeout = None if timeout is None else Nanos(duration_ns("timeout", timeout))
         self._margin = Nanos(0 if margin is None else duration_ns("margin", margin))
@@ -585,19 +584,32 @@ class Retry:
                 on_success(gate.receipt if gate is not None else None)
         self._count(calls=1, attempts=attempts, successes=1, retries=attempts - 1)
 
-    def _notify(
+    def _next(
         self,
         fn: Any,
         attempts: int,
-        exc: Optional[BaseException],
-        result: Any,
         outcome: str,
-        decision: Any,
-    ) -> None:
+        retry_after: Optional[float],
+        overall: Optional[Deadline],
+        prev_ns: int,
+        gate: Optional[_GateReceipt],
+        last: Optional[BaseException],
+        result: Any,
+    ) -> Any:
+        """After an attempt that did not succeed (``last`` raised, or ``result`` was
+        rejected when ``last`` is None): the decision to retry, ``on_retry`` told of it;
+        or give up: raise, or hand back the rejected result (returns None)."""
+        decision = self._decide(attempts, outcome, retry_after, overall, prev_ns, gate, now_ns())
+        if not decision.retry:
+            if last is None:  # a rejected result: hand back the last one
+                self._count_result_give_up(decision.reason, attempts)
+                return None
+            raise self._give_up(decision.reason, last, attempts, retry_after=retry_after)
         if self._on_retry is not None:
             self._on_retry(
-                RetryState(fn, attempts, exc, result, outcome, decision.delay, decision.delay_ns)
+                RetryState(fn, attempts, last, result, outcome, decision.delay, decision.delay_ns)
             )
+        return decision
 
     # ------------------------------------------------------------------ sync
     def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
@@ -642,14 +654,11 @@ class Retry:
                 finally:
                     if token is not None:
                         _DEADLINE.reset(token)
-            now = now_ns()
-            decision = self._decide(attempts, outcome, retry_after, overall, prev_ns, gate, now)
-            if not decision.retry:
-                if last is None:  # a rejected result: hand back the last one
-                    self._count_result_give_up(decision.reason, attempts)
-                    return result
-                raise self._give_up(decision.reason, last, attempts, retry_after=retry_after)
-            self._notify(fn, attempts, last, result, outcome, decision)
+            decision = self._next(
+                fn, attempts, outcome, retry_after, overall, prev_ns, gate, last, result
+            )
+            if decision is None:
+                return result
             prev_ns = decision.delay_ns
             self._do_sleep(decision.delay)
             now = now_ns()
@@ -728,14 +737,11 @@ class Retry:
                     finally:
                         if token is not None:
                             _DEADLINE.reset(token)
-                now = now_ns()
-                decision = self._decide(attempts, outcome, retry_after, overall, prev_ns, gate, now)
-                if not decision.retry:
-                    if last is None:
-                        self._count_result_give_up(decision.reason, attempts)
-                        return result
-                    raise self._give_up(decision.reason, last, attempts, retry_after=retry_after)
-                self._notify(fn, attempts, last, result, outcome, decision)
+                decision = self._next(
+                    fn, attempts, outcome, retry_after, overall, prev_ns, gate, last, result
+                )
+                if decision is None:
+                    return result
                 prev_ns = decision.delay_ns
                 await self._do_asleep(decision.delay)
                 now = now_ns()
@@ -824,13 +830,6 @@ class Retry:
 
     def __repr__(self) -> str:
         return f"guards.Retry(max_attempts={self.policy.max_attempts})"
-
-
-def _positive(field: str, value: Any) -> int:
-    ns = duration_ns(field, value)
-    if ns == 0:
-        raise config_error(field, "zero", "a duration above 0 s")
-    return ns
 
 
 def _check_outcome(got: Any) -> tuple[str, Optional[float]]:

@@ -69,10 +69,9 @@ impl PyAdaptiveThrottle {
         seed: Option<&Bound<'_, PyAny>>,
         success_rate_threshold: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let mut c = AdaptiveThrottleConfig::default();
-        Self::apply(
+        Self::build(
             py,
-            &mut c,
+            AdaptiveThrottleConfig::default(),
             window,
             k,
             aggression,
@@ -81,9 +80,7 @@ impl PyAdaptiveThrottle {
             count_rejected,
             seed,
             success_rate_threshold,
-        )?;
-        let t = AdaptiveThrottle::new(c).map_err(|e| errors::config_error(py, e))?;
-        Ok(PyAdaptiveThrottle { t: Box::new(t) })
+        )
     }
 
     /// Envoy's admission-control defaults: a 30 s window, success rate threshold 0.95,
@@ -116,10 +113,9 @@ impl PyAdaptiveThrottle {
         seed: Option<&Bound<'_, PyAny>>,
         success_rate_threshold: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let mut c = AdaptiveThrottleConfig::envoy();
-        Self::apply(
+        Self::build(
             py,
-            &mut c,
+            AdaptiveThrottleConfig::envoy(),
             window,
             k,
             aggression,
@@ -128,9 +124,7 @@ impl PyAdaptiveThrottle {
             count_rejected,
             seed,
             success_rate_threshold,
-        )?;
-        let t = AdaptiveThrottle::new(c).map_err(|e| errors::config_error(py, e))?;
-        Ok(PyAdaptiveThrottle { t: Box::new(t) })
+        )
     }
 
     /// The configuration (`window` in seconds).
@@ -246,10 +240,11 @@ impl PyAdaptiveThrottle {
 }
 
 impl PyAdaptiveThrottle {
+    /// A throttle from `c` with the settings given as arguments applied to it.
     #[allow(clippy::too_many_arguments)]
-    fn apply(
+    fn build(
         py: Python<'_>,
-        c: &mut AdaptiveThrottleConfig,
+        mut c: AdaptiveThrottleConfig,
         window: Option<&Bound<'_, PyAny>>,
         k: Option<&Bound<'_, PyAny>>,
         aggression: Option<&Bound<'_, PyAny>>,
@@ -258,7 +253,7 @@ impl PyAdaptiveThrottle {
         count_rejected: Option<&Bound<'_, PyAny>>,
         seed: Option<&Bound<'_, PyAny>>,
         success_rate_threshold: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
+    ) -> PyResult<Self> {
         if let Some(v) = given(window) {
             c.window = util::get_duration("window", v, Ctx::Config)?;
         }
@@ -287,11 +282,12 @@ impl PyAdaptiveThrottle {
                 ));
             }
             let t = util::get_f64("success_rate_threshold", v, Ctx::Config)?;
-            *c = c
+            c = c
                 .with_success_rate_threshold(t)
                 .map_err(|e| errors::config_error(py, e))?;
         }
-        Ok(())
+        let t = AdaptiveThrottle::new(c).map_err(|e| errors::config_error(py, e))?;
+        Ok(PyAdaptiveThrottle { t: Box::new(t) })
     }
 }
 

@@ -9,40 +9,20 @@
 //! refusals) or ignore (other exceptions); a ticket collected without an outcome is
 //! ignored.
 
-use std::sync::Mutex;
-
 use guards_core::admission::{
-    Admission, AdmissionConfig, AdmissionRefused, AdmissionTicket, DEFAULT_LIMIT,
+    Admission, AdmissionConfig, AdmissionRefused, AdmissionTicket, DEFAULT_LIMIT, LIMIT_FIELDS,
+    SHARE_FIELDS,
 };
 use guards_core::priority::MAX_PRIORITIES;
+use guards_core::Nanos;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::errors::{self, AdmissionRejected};
 use crate::limit;
-use crate::limiter::{exit_kind, priority_arg, refusal_with, Exit};
+use crate::limiter::{priority_arg, refusal_with};
+use crate::permit::{Granted, Outcomes, Owner};
 use crate::util::{self, given, Ctx};
-
-const LIMIT_FIELDS: [&str; MAX_PRIORITIES] = [
-    "limits[0]",
-    "limits[1]",
-    "limits[2]",
-    "limits[3]",
-    "limits[4]",
-    "limits[5]",
-    "limits[6]",
-    "limits[7]",
-];
-const SHARE_FIELDS: [&str; MAX_PRIORITIES] = [
-    "shares[0]",
-    "shares[1]",
-    "shares[2]",
-    "shares[3]",
-    "shares[4]",
-    "shares[5]",
-    "shares[6]",
-    "shares[7]",
-];
 
 fn refused_error(py: Python<'_>, r: AdmissionRefused) -> PyErr {
     refusal_with(
@@ -71,11 +51,10 @@ pub struct PyAdmission {
 impl PyAdmission {
     fn ticket(slf: &Bound<'_, Self>, t: AdmissionTicket) -> PyAdmissionTicket {
         PyAdmissionTicket {
-            door: slf.clone().unbind(),
             start: t.start().as_u64(),
             in_flight: t.in_flight(),
             priority: t.priority().level(),
-            ticket: Mutex::new(Some(t)),
+            ticket: Granted::new(slf.clone().unbind(), t),
         }
     }
 }
@@ -238,29 +217,27 @@ impl PyAdmission {
 #[pyclass(module = "guards", name = "AdmissionTicket", frozen)]
 #[derive(Debug)]
 pub struct PyAdmissionTicket {
-    door: Py<PyAdmission>,
-    ticket: Mutex<Option<AdmissionTicket>>,
+    ticket: Granted<Py<PyAdmission>>,
     start: u64,
     in_flight: u64,
     priority: u8,
 }
 
-impl PyAdmissionTicket {
-    fn take(&self) -> Option<AdmissionTicket> {
-        self.ticket.lock().unwrap_or_else(|p| p.into_inner()).take()
+impl Owner for Py<PyAdmission> {
+    type Permit = AdmissionTicket;
+
+    fn give_back(&self, t: AdmissionTicket) {
+        self.get().a.on_ignore(t);
     }
 }
 
-impl Drop for PyAdmissionTicket {
-    fn drop(&mut self) {
-        let t = self
-            .ticket
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(t) = t {
-            self.door.get().a.on_ignore(t);
-        }
+impl Outcomes for Py<PyAdmission> {
+    fn success(&self, t: AdmissionTicket, now: Nanos) {
+        self.get().a.on_success(t, now);
+    }
+
+    fn dropped(&self, t: AdmissionTicket, now: Nanos) {
+        self.get().a.on_dropped(t, now);
     }
 }
 
@@ -269,48 +246,25 @@ impl PyAdmissionTicket {
     /// The request succeeded at `now`. `False` if already reported.
     #[pyo3(signature = (now = None))]
     fn on_success(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        let now = util::get_now(py, now)?;
-        Ok(match self.take() {
-            Some(t) => {
-                self.door.get().a.on_success(t, now);
-                true
-            }
-            None => false,
-        })
+        self.ticket.on_success(py, now)
     }
 
     /// The request was dropped at `now` (timed out or shed later). `False` if already
     /// reported.
     #[pyo3(signature = (now = None))]
     fn on_dropped(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        let now = util::get_now(py, now)?;
-        Ok(match self.take() {
-            Some(t) => {
-                self.door.get().a.on_dropped(t, now);
-                true
-            }
-            None => false,
-        })
+        self.ticket.on_dropped(py, now)
     }
 
     /// Release the place without a sample. `False` if already reported.
     fn on_ignore(&self) -> bool {
-        match self.take() {
-            Some(t) => {
-                self.door.get().a.on_ignore(t);
-                true
-            }
-            None => false,
-        }
+        self.ticket.give_back()
     }
 
     /// Whether an outcome has been reported.
     #[getter]
     fn done(&self) -> bool {
-        self.ticket
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none()
+        self.ticket.done()
     }
 
     /// When the request was let in (integer nanoseconds).
@@ -343,12 +297,7 @@ impl PyAdmissionTicket {
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        match exit_kind(exc_type)? {
-            Exit::Success => self.on_success(py, None)?,
-            Exit::Dropped => self.on_dropped(py, None)?,
-            Exit::Ignore => self.on_ignore(),
-        };
-        Ok(false)
+        self.ticket.exit(py, exc_type)
     }
 
     fn __repr__(&self) -> String {
@@ -356,7 +305,7 @@ impl PyAdmissionTicket {
             "AdmissionTicket(priority={}, in_flight={}, done={})",
             self.priority,
             self.in_flight,
-            if self.done() { "True" } else { "False" }
+            util::py_bool(self.done())
         )
     }
 }

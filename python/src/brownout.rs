@@ -182,8 +182,8 @@ impl PyBrownout {
         let c = self.b.config();
         format!(
             "Brownout(optional={}, exempt={})",
-            if c.optional { "True" } else { "False" },
-            if c.exempt { "True" } else { "False" }
+            util::py_bool(c.optional),
+            util::py_bool(c.exempt)
         )
     }
 }

@@ -5,8 +5,6 @@
 //! of a `with permit:` block, or, if neither happened, when the permit is garbage
 //! collected. Releasing again is a no-op that returns `False`.
 
-use std::sync::Mutex;
-
 use guards_core::bulkhead::{Bulkhead, BulkheadConfig, BulkheadFull as CoreFull, BulkheadPermit};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -14,6 +12,7 @@ use pyo3::types::{PyDict, PyTuple};
 use crate::errors::{self, BulkheadFull};
 use crate::guarded::{self, Guard, GuardRef};
 use crate::guarded_coro::PyGuardedCoroutine;
+use crate::permit::{Granted, Owner};
 use crate::util::{self, given, Ctx};
 
 /// A cap on concurrent calls.
@@ -51,8 +50,7 @@ impl PyBulkhead {
 
     fn permit(slf: &Bound<'_, Self>, p: BulkheadPermit) -> PyPermit {
         PyPermit {
-            bulkhead: slf.clone().unbind(),
-            permit: Mutex::new(Some(p)),
+            permit: Granted::new(slf.clone().unbind(), p),
         }
     }
 }
@@ -191,38 +189,14 @@ impl PyBulkhead {
 #[pyclass(module = "guards", name = "BulkheadPermit", frozen)]
 #[derive(Debug)]
 pub struct PyPermit {
-    bulkhead: Py<PyBulkhead>,
-    permit: Mutex<Option<BulkheadPermit>>,
+    permit: Granted<Py<PyBulkhead>>,
 }
 
-impl PyPermit {
-    fn take(&self) -> Option<BulkheadPermit> {
-        self.permit.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
+impl Owner for Py<PyBulkhead> {
+    type Permit = BulkheadPermit;
 
-    fn give_back(&self) -> bool {
-        match self.take() {
-            Some(p) => {
-                self.bulkhead.get().b.release(p);
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-impl Drop for PyPermit {
-    fn drop(&mut self) {
-        // A permit dropped without release gives its slot back (no Python needed:
-        // `Py::get` on a frozen class reads the Rust value directly).
-        let p = self
-            .permit
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(p) = p {
-            self.bulkhead.get().b.release(p);
-        }
+    fn give_back(&self, p: BulkheadPermit) {
+        self.get().b.release(p);
     }
 }
 
@@ -230,16 +204,13 @@ impl Drop for PyPermit {
 impl PyPermit {
     /// Give the slot back. `True` the first time, `False` (and nothing happens) after.
     fn release(&self) -> bool {
-        self.give_back()
+        self.permit.give_back()
     }
 
     /// Whether the slot has been given back.
     #[getter]
     fn released(&self) -> bool {
-        self.permit
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none()
+        self.permit.done()
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
@@ -248,13 +219,15 @@ impl PyPermit {
 
     #[pyo3(signature = (*_args))]
     fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
-        self.give_back();
+        self.permit.give_back();
         false
     }
 
     fn __repr__(&self) -> String {
-        let released = if self.released() { "True" } else { "False" };
-        format!("BulkheadPermit(released={released})")
+        format!(
+            "BulkheadPermit(released={})",
+            util::py_bool(self.released())
+        )
     }
 }
 

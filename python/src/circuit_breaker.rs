@@ -16,8 +16,6 @@
 //! holds at most `capacity` outcomes, a time window at most `capacity / 3` buckets. The
 //! class accepts `capacity` of 128, 1024, 8192 or 65536.
 
-use std::sync::Mutex;
-
 use guards_core::circuit_breaker::{
     key_of as core_key_of, BreakerPermit, BreakerRejected, CircuitBreaker, CircuitBreakerConfig,
     KeyedBreakers, OutcomeEffect, PermitKind, WindowKind,
@@ -31,6 +29,7 @@ use pyo3::types::{PyDict, PyInt, PyString, PyTuple, PyType};
 use crate::errors::{self, BreakerOpen, GuardError};
 use crate::guarded::{self, Guard, GuardRef};
 use crate::guarded_coro::PyGuardedCoroutine;
+use crate::permit::{self, Granted};
 use crate::util::{self, given, Ctx};
 
 /// Keyword settings of a breaker (shared by `CircuitBreaker` and `KeyedBreakers`).
@@ -136,18 +135,18 @@ fn config_dict<'py>(py: Python<'py>, c: &CircuitBreakerConfig) -> PyResult<Bound
 }
 
 /// Build a boxed value on a helper thread with a large stack (core builds cell arrays by
-/// value); `None` if the thread could not run.
+/// value); `too_big` if the thread could not run.
 fn build_on_big_stack<T: Send + 'static>(
     bytes: usize,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Option<T> {
+    f: impl FnOnce() -> Result<T, guards_core::ConfigError> + Send + 'static,
+) -> Result<T, guards_core::ConfigError> {
     std::thread::Builder::new()
         .name("guards-breaker-init".to_owned())
         .stack_size(bytes.saturating_mul(4).saturating_add(4 << 20))
         .spawn(f)
-        .ok()?
-        .join()
         .ok()
+        .and_then(|h| h.join().ok())
+        .ok_or_else(too_big)?
 }
 
 enum Inner {
@@ -181,14 +180,12 @@ impl Inner {
         Ok(match capacity {
             128 => Inner::C128(Box::new(CircuitBreaker::new(c)?)),
             1024 => Inner::C1024(Box::new(CircuitBreaker::new(c)?)),
-            8192 => Inner::C8192(
-                build_on_big_stack(8192 * 8, move || CircuitBreaker::new(c).map(Box::new))
-                    .ok_or_else(too_big)??,
-            ),
-            _ => Inner::C65536(
-                build_on_big_stack(65536 * 8, move || CircuitBreaker::new(c).map(Box::new))
-                    .ok_or_else(too_big)??,
-            ),
+            8192 => Inner::C8192(build_on_big_stack(8192 * 8, move || {
+                CircuitBreaker::new(c).map(Box::new)
+            })?),
+            _ => Inner::C65536(build_on_big_stack(65536 * 8, move || {
+                CircuitBreaker::new(c).map(Box::new)
+            })?),
         })
     }
 }
@@ -289,11 +286,17 @@ impl PyCircuitBreaker {
         p: BreakerPermit,
         outcome: Outcome,
     ) -> Option<OutcomeEffect> {
+        self.scanning(py, |inner| with_b!(inner, b => report_to(b, p, outcome)))
+    }
+
+    /// `f` on core's breaker, with the GIL released for the large capacities (8192 and
+    /// 65536), whose count window is thousands of cells to scan.
+    fn scanning<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&Inner) -> R + Send) -> R {
         let inner = &self.b;
         if self.capacity >= 8192 {
-            py.detach(|| with_b!(inner, b => report_to(b, p, outcome)))
+            py.detach(|| f(inner))
         } else {
-            with_b!(inner, b => report_to(b, p, outcome))
+            f(inner)
         }
     }
 }
@@ -390,8 +393,7 @@ impl PyCircuitBreaker {
     fn acquire(slf: &Bound<'_, Self>, now: Option<&Bound<'_, PyAny>>) -> PyResult<PyBreakerPermit> {
         let py = slf.py();
         let now = util::get_now(py, now)?;
-        let r = with_b!(&slf.get().b, b => b.try_acquire(now));
-        match r {
+        match slf.get().try_acquire_at(now) {
             Ok(p) => Ok(PyBreakerPermit::new(Owner::One(slf.clone().unbind()), p)),
             Err(r) => Err(rejected_error(py, r, now)),
         }
@@ -448,8 +450,10 @@ impl PyCircuitBreaker {
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<PyBreakerPermit>> {
         let now = util::get_now(slf.py(), now)?;
-        let r = with_b!(&slf.get().b, b => b.try_acquire(now));
-        Ok(r.ok()
+        Ok(slf
+            .get()
+            .try_acquire_at(now)
+            .ok()
             .map(|p| PyBreakerPermit::new(Owner::One(slf.clone().unbind()), p)))
     }
 
@@ -475,12 +479,7 @@ impl PyCircuitBreaker {
         now: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let now = util::get_now(py, now)?;
-        let counts = if self.capacity >= 8192 {
-            let inner = &self.b;
-            py.detach(|| with_b!(inner, b => b.window_counts(now)))
-        } else {
-            with_b!(&self.b, b => b.window_counts(now))
-        };
+        let counts = self.scanning(py, |inner| with_b!(inner, b => b.window_counts(now)));
         counts_dict(py, counts)
     }
 
@@ -638,14 +637,10 @@ impl PyKeyedBreakers {
             16 => Keyed::K16(Box::new(KeyedBreakers::new(c).map_err(cfg_err)?)),
             64 => Keyed::K64(
                 build_on_big_stack(64 * 2048, move || KeyedBreakers::new(c).map(Box::new))
-                    .ok_or_else(too_big)
-                    .map_err(cfg_err)?
                     .map_err(cfg_err)?,
             ),
             256 => Keyed::K256(
                 build_on_big_stack(256 * 2048, move || KeyedBreakers::new(c).map(Box::new))
-                    .ok_or_else(too_big)
-                    .map_err(cfg_err)?
                     .map_err(cfg_err)?,
             ),
             _ => {
@@ -693,15 +688,12 @@ impl PyKeyedBreakers {
         let py = slf.py();
         let key = key_arg(key)?;
         let now = util::get_now(py, now)?;
-        let me = slf.get();
-        let r = with_k!(&me.k, k => k.get_or_insert(key).map(|b| b.try_acquire(now)));
-        match r {
-            Err(_) => Err(me.full_error(key)),
-            Ok(Ok(p)) => Ok(PyBreakerPermit::new(
+        match slf.get().try_acquire_at(key, now)? {
+            Ok(p) => Ok(PyBreakerPermit::new(
                 Owner::Keyed(slf.clone().unbind(), key),
                 p,
             )),
-            Ok(Err(r)) => Err(rejected_error(py, r, now)),
+            Err(r) => Err(rejected_error(py, r, now)),
         }
     }
 
@@ -757,14 +749,11 @@ impl PyKeyedBreakers {
     ) -> PyResult<Option<PyBreakerPermit>> {
         let key = key_arg(key)?;
         let now = util::get_now(slf.py(), now)?;
-        let me = slf.get();
-        let r = with_k!(&me.k, k => k.get_or_insert(key).map(|b| b.try_acquire(now)));
-        match r {
-            Err(_) => Err(me.full_error(key)),
-            Ok(r) => Ok(r
-                .ok()
-                .map(|p| PyBreakerPermit::new(Owner::Keyed(slf.clone().unbind(), key), p))),
-        }
+        Ok(slf
+            .get()
+            .try_acquire_at(key, now)?
+            .ok()
+            .map(|p| PyBreakerPermit::new(Owner::Keyed(slf.clone().unbind(), key), p)))
     }
 
     /// The state of `key`'s breaker at `now` (`"closed"` for a key never seen).
@@ -911,9 +900,13 @@ impl Owner {
             Owner::Keyed(set, key) => set.get().report(*key, p, outcome),
         }
     }
+}
+
+impl permit::Owner for Owner {
+    type Permit = BreakerPermit;
 
     /// Report nothing for `p` (no GIL needed: nothing is scanned).
-    fn ignore(&self, p: BreakerPermit) {
+    fn give_back(&self, p: BreakerPermit) {
         match self {
             Owner::One(b) => with_b!(&b.get().b, b => b.on_ignore(p)),
             Owner::Keyed(set, key) => {
@@ -927,8 +920,7 @@ impl Owner {
 #[pyclass(module = "guards", name = "BreakerPermit", frozen)]
 #[derive(Debug)]
 pub struct PyBreakerPermit {
-    owner: Owner,
-    permit: Mutex<Option<BreakerPermit>>,
+    permit: Granted<Owner>,
     kind: PermitKind,
     generation: u32,
     acquired_at: u64,
@@ -938,37 +930,20 @@ pub struct PyBreakerPermit {
 impl PyBreakerPermit {
     fn new(owner: Owner, p: BreakerPermit) -> Self {
         PyBreakerPermit {
-            owner,
             kind: p.kind(),
             generation: p.generation(),
             acquired_at: p.acquired_at().as_u64(),
             probe_timeout: p.probe_timeout(),
-            permit: Mutex::new(Some(p)),
+            permit: Granted::new(owner, p),
         }
-    }
-
-    fn take(&self) -> Option<BreakerPermit> {
-        self.permit.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     fn finish<'py>(&self, py: Python<'py>, outcome: Outcome) -> Option<Bound<'py, PyString>> {
-        let p = self.take()?;
-        self.owner
+        let p = self.permit.take()?;
+        self.permit
+            .owner()
             .report(py, p, outcome)
             .map(|e| effect_name(py, e))
-    }
-}
-
-impl Drop for PyBreakerPermit {
-    fn drop(&mut self) {
-        let p = self
-            .permit
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(p) = p {
-            self.owner.ignore(p);
-        }
     }
 }
 
@@ -1000,22 +975,13 @@ impl PyBreakerPermit {
     /// Record nothing (the call's result says nothing about the callee); a probe gives its
     /// slot back. `False` if already reported.
     fn on_ignore(&self) -> bool {
-        match self.take() {
-            Some(p) => {
-                self.owner.ignore(p);
-                true
-            }
-            None => false,
-        }
+        self.permit.give_back()
     }
 
     /// Whether an outcome has been reported.
     #[getter]
     fn done(&self) -> bool {
-        self.permit
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none()
+        self.permit.done()
     }
 
     /// `"call"` or `"probe"`.
@@ -1090,7 +1056,7 @@ impl PyBreakerPermit {
             "BreakerPermit(kind='{}', generation={}, done={})",
             self.kind.as_str(),
             self.generation,
-            if self.done() { "True" } else { "False" }
+            util::py_bool(self.done())
         )
     }
 }

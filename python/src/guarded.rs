@@ -388,6 +388,29 @@ pub(crate) enum Guard {
 }
 
 impl Guard {
+    /// A `guard` argument: a `CircuitBreaker`, a `KeyedBreakers` (then `key` picks the
+    /// breaker) or a `Bulkhead`.
+    pub(crate) fn arg(guard: &Bound<'_, PyAny>, key: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        if let Ok(k) = guard.cast::<PyKeyedBreakers>() {
+            let Some(key) = given(key) else {
+                return Err(PyTypeError::new_err(
+                    "a guards.KeyedBreakers needs `key` (the operation's name or number)",
+                ));
+            };
+            Ok(Guard::Keyed(k.clone().unbind(), key_arg(key)?))
+        } else if let Ok(b) = guard.cast::<PyCircuitBreaker>() {
+            Ok(Guard::Breaker(b.clone().unbind()))
+        } else if let Ok(b) = guard.cast::<PyBulkhead>() {
+            Ok(Guard::Bulkhead(b.clone().unbind()))
+        } else {
+            Err(util::type_error(
+                "guard",
+                "a guards.CircuitBreaker, KeyedBreakers or Bulkhead",
+                guard,
+            ))
+        }
+    }
+
     pub(crate) fn as_ref(&self) -> GuardRef<'_> {
         match self {
             Guard::Breaker(b) => GuardRef::Breaker(b.get()),
@@ -453,7 +476,11 @@ impl fmt::Debug for PyGuardedFunction {
     }
 }
 
-fn optional_callable(field: &str, v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Py<PyAny>>> {
+/// A `classify=` / `deadline=` argument: a callable, or `None`.
+pub(crate) fn optional_callable(
+    field: &str,
+    v: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<Py<PyAny>>> {
     match given(v) {
         None => Ok(None),
         Some(v) if v.is_callable() => Ok(Some(v.clone().unbind())),
@@ -493,31 +520,12 @@ impl PyGuardedFunction {
         is_async: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let key = given(key);
-        let guard = if let Ok(k) = guard.cast::<PyKeyedBreakers>() {
-            let Some(key) = key else {
-                return Err(PyTypeError::new_err(
-                    "a guards.KeyedBreakers needs `key` (the operation's name or number)",
-                ));
-            };
-            Guard::Keyed(k.clone().unbind(), key_arg(key)?)
-        } else {
-            if key.is_some() {
-                return Err(PyTypeError::new_err(
-                    "`key` is only for a guards.KeyedBreakers",
-                ));
-            }
-            if let Ok(b) = guard.cast::<PyCircuitBreaker>() {
-                Guard::Breaker(b.clone().unbind())
-            } else if let Ok(b) = guard.cast::<PyBulkhead>() {
-                Guard::Bulkhead(b.clone().unbind())
-            } else {
-                return Err(util::type_error(
-                    "guard",
-                    "a guards.CircuitBreaker, KeyedBreakers or Bulkhead",
-                    guard,
-                ));
-            }
-        };
+        if key.is_some() && !guard.is_instance_of::<PyKeyedBreakers>() {
+            return Err(PyTypeError::new_err(
+                "`key` is only for a guards.KeyedBreakers",
+            ));
+        }
+        let guard = Guard::arg(guard, key)?;
         if !r#fn.is_callable() {
             return Err(util::type_error("fn", "a callable", r#fn));
         }

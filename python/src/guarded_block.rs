@@ -10,18 +10,17 @@
 //! Otherwise they call the Python layer's `_enter_slow` / `_exit_slow`.
 
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use guards_core::Nanos;
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
-use crate::bulkhead::PyBulkhead;
-use crate::circuit_breaker::{key_arg, PyCircuitBreaker, PyKeyedBreakers};
 use crate::guarded::{self, Guard, Held, Verdict};
+use crate::permit::Once;
 use crate::util::{self, given};
 
 /// How blocks are run natively.
@@ -92,34 +91,12 @@ impl PyGuardedBase {
         deadline_gated: bool,
         entries: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let guard = if let Ok(k) = guard.cast::<PyKeyedBreakers>() {
-            let Some(key) = given(key) else {
-                return Err(PyTypeError::new_err(
-                    "a guards.KeyedBreakers needs `key` (the operation's name or number)",
-                ));
-            };
-            Guard::Keyed(k.clone().unbind(), key_arg(key)?)
-        } else if let Ok(b) = guard.cast::<PyCircuitBreaker>() {
-            Guard::Breaker(b.clone().unbind())
-        } else if let Ok(b) = guard.cast::<PyBulkhead>() {
-            Guard::Bulkhead(b.clone().unbind())
-        } else {
-            return Err(util::type_error(
-                "guard",
-                "a guards.CircuitBreaker, KeyedBreakers or Bulkhead",
-                guard,
-            ));
-        };
-        let callable = |field: &str, v: Option<&Bound<'_, PyAny>>| match given(v) {
-            None => Ok(None),
-            Some(v) if v.is_callable() => Ok(Some(v.clone().unbind())),
-            Some(v) => Err(util::type_error(field, "a callable or None", v)),
-        };
+        let guard = Guard::arg(guard, key)?;
         let py = entries.py();
         let blocks = Blocks {
             guard,
-            classify: callable("classify", classify)?,
-            deadline: callable("deadline", deadline)?,
+            classify: guarded::optional_callable("classify", classify)?,
+            deadline: guarded::optional_callable("deadline", deadline)?,
             deadline_gated,
             entries_get: entries.getattr(intern!(py, "get"))?.unbind(),
             entries_set: entries.getattr(intern!(py, "set"))?.unbind(),
@@ -146,7 +123,7 @@ impl PyGuardedBase {
             parent: parent.unbind(),
             guard: blocks.guard.clone_ref(py),
             probe_timeout: held.probe_timeout(),
-            held: Mutex::new(Some(held)),
+            held: Once::new(held),
             mark: AtomicU8::new(Verdict::Success as u8),
         };
         // From here an error drops `call`, which gives the guard back.
@@ -223,7 +200,7 @@ pub struct PyBlockCall {
     owner: Py<PyAny>,
     parent: Py<PyAny>,
     guard: Guard,
-    held: Mutex<Option<Held>>,
+    held: Once<Held>,
     mark: AtomicU8,
     probe_timeout: Option<Nanos>,
 }
@@ -236,7 +213,7 @@ impl std::fmt::Debug for PyBlockCall {
 
 impl PyBlockCall {
     fn take(&self) -> Option<Held> {
-        self.held.lock().unwrap_or_else(|p| p.into_inner()).take()
+        self.held.take()
     }
 
     fn mark(&self) -> Verdict {
@@ -256,12 +233,7 @@ impl PyBlockCall {
 impl Drop for PyBlockCall {
     fn drop(&mut self) {
         // Never exited (its context was lost): give the guard back, judging nothing.
-        let held = self
-            .held
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(held) = held {
+        if let Some(held) = self.held.take_mut() {
             Python::attach(|py| {
                 if let Err(e) = self.guard.as_ref().finish(py, held, Verdict::Ignore) {
                     e.write_unraisable(py, None);
@@ -325,15 +297,10 @@ impl PyBlockCall {
     }
 
     fn __repr__(&self) -> String {
-        let state = if self
-            .held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
-        {
-            "open"
-        } else {
+        let state = if self.held.is_taken() {
             "closed"
+        } else {
+            "open"
         };
         format!("<guarded block call ({state})>")
     }

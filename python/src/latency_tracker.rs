@@ -160,6 +160,21 @@ impl std::fmt::Debug for PyLatencyTracker {
     }
 }
 
+impl PyLatencyTracker {
+    /// `f` on the tracker at `now` (the clock's when `None`), with the GIL released while
+    /// it merges the windows.
+    fn read<R: Send>(
+        &self,
+        py: Python<'_>,
+        now: Option<&Bound<'_, PyAny>>,
+        f: impl FnOnce(&LatencyTracker, Nanos) -> R + Send,
+    ) -> PyResult<R> {
+        let now = util::get_now(py, now)?;
+        let t = &*self.t;
+        Ok(py.detach(|| f(t, now)))
+    }
+}
+
 #[pymethods]
 impl PyLatencyTracker {
     /// `LatencyTracker(window=10.0, timeout_quantile=0.999, timeout_factor=2.0,
@@ -227,9 +242,7 @@ impl PyLatencyTracker {
     /// Samples in the windows merged at `now`.
     #[pyo3(signature = (now = None))]
     fn count(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
-        let now = util::get_now(py, now)?;
-        let t = &*self.t;
-        Ok(py.detach(|| t.count(now)))
+        self.read(py, now, |t, now| t.count(now))
     }
 
     /// The `q` quantile (0..=1) at `now` in seconds, or `None` without samples (or for a
@@ -242,9 +255,9 @@ impl PyLatencyTracker {
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<f64>> {
         let q = q_arg(q)?;
-        let now = util::get_now(py, now)?;
-        let t = &*self.t;
-        Ok(py.detach(|| t.quantile(now, q)).map(util::secs))
+        Ok(self
+            .read(py, now, |t, now| t.quantile(now, q))?
+            .map(util::secs))
     }
 
     /// `quantile` in integer nanoseconds.
@@ -256,9 +269,9 @@ impl PyLatencyTracker {
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<u64>> {
         let q = q_arg(q)?;
-        let now = util::get_now(py, now)?;
-        let t = &*self.t;
-        Ok(py.detach(|| t.quantile(now, q)).map(Nanos::as_u64))
+        Ok(self
+            .read(py, now, |t, now| t.quantile(now, q))?
+            .map(Nanos::as_u64))
     }
 
     /// `{"count", "p50", "p95", "p99", "p999", "max"}` at `now`, latencies in seconds (all
@@ -269,9 +282,7 @@ impl PyLatencyTracker {
         py: Python<'py>,
         now: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let now = util::get_now(py, now)?;
-        let t = &*self.t;
-        summary_dict(py, &py.detach(|| t.summary(now)), false)
+        summary_dict(py, &self.read(py, now, |t, now| t.summary(now))?, false)
     }
 
     /// `summary` with latencies in integer nanoseconds.
@@ -281,9 +292,7 @@ impl PyLatencyTracker {
         py: Python<'py>,
         now: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let now = util::get_now(py, now)?;
-        let t = &*self.t;
-        summary_dict(py, &py.detach(|| t.summary(now)), true)
+        summary_dict(py, &self.read(py, now, |t, now| t.summary(now))?, true)
     }
 
     /// A timeout from the data at `now`: the `timeout_quantile` latency times
@@ -294,9 +303,9 @@ impl PyLatencyTracker {
         py: Python<'_>,
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<f64>> {
-        let now = util::get_now(py, now)?;
-        let t = &*self.t;
-        Ok(py.detach(|| t.propose_timeout(now)).map(util::secs))
+        Ok(self
+            .read(py, now, |t, now| t.propose_timeout(now))?
+            .map(util::secs))
     }
 
     /// `propose_timeout` in integer nanoseconds.
@@ -306,9 +315,9 @@ impl PyLatencyTracker {
         py: Python<'_>,
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<u64>> {
-        let now = util::get_now(py, now)?;
-        let t = &*self.t;
-        Ok(py.detach(|| t.propose_timeout(now)).map(Nanos::as_u64))
+        Ok(self
+            .read(py, now, |t, now| t.propose_timeout(now))?
+            .map(Nanos::as_u64))
     }
 
     /// The share (0..=1) of the recorded calls that `timeout` would have cut, or `None`
@@ -321,9 +330,7 @@ impl PyLatencyTracker {
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<f64>> {
         let timeout = util::get_duration("timeout", timeout, Ctx::Arg)?;
-        let now = util::get_now(py, now)?;
-        let t = &*self.t;
-        Ok(py.detach(|| t.false_timeout_rate(now, timeout)))
+        self.read(py, now, |t, now| t.false_timeout_rate(now, timeout))
     }
 
     /// Counters: `recorded`, `saturated` (beyond the last bucket), `stale` (too late for

@@ -36,6 +36,7 @@ mod hedging;
 mod latency_tracker;
 mod limit;
 mod limiter;
+mod permit;
 mod priority;
 mod queue_discipline;
 mod retry_budget;

@@ -302,6 +302,17 @@ impl PyLimit {
         let l = Limit::new(c).map_err(|e| errors::config_error(py, e))?;
         Ok(PyLimit { l: Mutex::new(l) })
     }
+
+    /// The initializer of `sub`, a subclass running `algorithm` with the settings `s`.
+    fn init<T: pyo3::PyClass<BaseType = PyLimit>>(
+        py: Python<'_>,
+        s: &Settings<'_>,
+        algorithm: &str,
+        sub: T,
+    ) -> PyResult<PyClassInitializer<T>> {
+        let base = Self::build(py, s.config(py, algorithm)?)?;
+        Ok(PyClassInitializer::from(base).add_subclass(sub))
+    }
 }
 
 #[pymethods]
@@ -428,8 +439,7 @@ impl PyFixedLimit {
     #[new]
     fn new(py: Python<'_>, limit: &Bound<'_, PyAny>) -> PyResult<PyClassInitializer<Self>> {
         let s = Settings::from_kwargs(&[("limit", Some(limit))]);
-        let base = PyLimit::build(py, s.config(py, "fixed")?)?;
-        Ok(PyClassInitializer::from(base).add_subclass(PyFixedLimit))
+        PyLimit::init(py, &s, "fixed", PyFixedLimit)
     }
 }
 
@@ -467,8 +477,7 @@ impl PyAimdLimit {
             ("interval", interval),
             ("latency_target", latency_target),
         ]);
-        let base = PyLimit::build(py, s.config(py, "aimd")?)?;
-        Ok(PyClassInitializer::from(base).add_subclass(PyAimdLimit))
+        PyLimit::init(py, &s, "aimd", PyAimdLimit)
     }
 }
 
@@ -514,8 +523,7 @@ impl PyVegasLimit {
             ("probe_jitter", probe_jitter),
             ("probe_seed", probe_seed),
         ]);
-        let base = PyLimit::build(py, s.config(py, "vegas")?)?;
-        Ok(PyClassInitializer::from(base).add_subclass(PyVegasLimit))
+        PyLimit::init(py, &s, "vegas", PyVegasLimit)
     }
 }
 
@@ -554,8 +562,7 @@ impl PyGradientLimit {
             ("long_window", long_window),
             ("warmup_samples", warmup_samples),
         ]);
-        let base = PyLimit::build(py, s.config(py, "gradient")?)?;
-        Ok(PyClassInitializer::from(base).add_subclass(PyGradientLimit))
+        PyLimit::init(py, &s, "gradient", PyGradientLimit)
     }
 }
 

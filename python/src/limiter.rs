@@ -10,41 +10,19 @@
 //! `on_ignore` for any other exception. A permit garbage-collected without an outcome is
 //! ignored (its slot comes back, no sample).
 
-use std::sync::Mutex;
-
 use guards_core::limiter::{
-    Limiter, LimiterConfig, LimiterPermit, LimiterRejected, PartitionConfig,
+    Limiter, LimiterConfig, LimiterPermit, LimiterRejected, PartitionConfig, CAP_FIELDS,
+    SHARE_FIELDS,
 };
 use guards_core::priority::MAX_PRIORITIES;
 use guards_core::{Nanos, Priority};
-use pyo3::exceptions::PyTimeoutError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyMapping, PyType};
 
-use crate::errors::{self, GuardError, LimitExceeded};
+use crate::errors::{self, LimitExceeded};
 use crate::limit;
+use crate::permit::{Granted, Outcomes, Owner};
 use crate::util::{self, given, Ctx};
-
-const SHARE_FIELDS: [&str; MAX_PRIORITIES] = [
-    "partitions[0].share",
-    "partitions[1].share",
-    "partitions[2].share",
-    "partitions[3].share",
-    "partitions[4].share",
-    "partitions[5].share",
-    "partitions[6].share",
-    "partitions[7].share",
-];
-const CAP_FIELDS: [&str; MAX_PRIORITIES] = [
-    "partitions[0].max_in_flight",
-    "partitions[1].max_in_flight",
-    "partitions[2].max_in_flight",
-    "partitions[3].max_in_flight",
-    "partitions[4].max_in_flight",
-    "partitions[5].max_in_flight",
-    "partitions[6].max_in_flight",
-    "partitions[7].max_in_flight",
-];
 
 /// `partitions=`: a sequence of at most 8 mappings (entry `i` for priority `i`) with
 /// optional `share` and `max_in_flight`; entries and keys left out keep the defaults.
@@ -120,31 +98,6 @@ fn rejected_error(py: Python<'_>, r: LimiterRejected) -> PyErr {
     )
 }
 
-/// Which outcome a `with` block reports: success, dropped (timeouts and guard refusals)
-/// or ignored (other exceptions).
-pub(crate) enum Exit {
-    Success,
-    Dropped,
-    Ignore,
-}
-
-pub(crate) fn exit_kind(exc_type: Option<&Bound<'_, PyAny>>) -> PyResult<Exit> {
-    let Some(t) = given(exc_type) else {
-        return Ok(Exit::Success);
-    };
-    let py = t.py();
-    let Ok(t) = t.cast::<PyType>() else {
-        return Ok(Exit::Ignore);
-    };
-    if t.is_subclass(&py.get_type::<PyTimeoutError>())?
-        || t.is_subclass(&py.get_type::<GuardError>())?
-    {
-        Ok(Exit::Dropped)
-    } else {
-        Ok(Exit::Ignore)
-    }
-}
-
 /// An adaptive concurrency limiter with priority partitions.
 #[pyclass(module = "guards", name = "Limiter", frozen)]
 #[derive(Debug)]
@@ -156,12 +109,11 @@ pub struct PyLimiter {
 impl PyLimiter {
     fn permit(slf: &Bound<'_, Self>, p: LimiterPermit) -> PyLimiterPermit {
         PyLimiterPermit {
-            limiter: slf.clone().unbind(),
             start: p.start().as_u64(),
             in_flight: p.in_flight(),
             threshold: p.threshold(),
             priority: p.priority().level(),
-            permit: Mutex::new(Some(p)),
+            permit: Granted::new(slf.clone().unbind(), p),
         }
     }
 }
@@ -339,30 +291,28 @@ impl PyLimiter {
 #[pyclass(module = "guards", name = "LimiterPermit", frozen)]
 #[derive(Debug)]
 pub struct PyLimiterPermit {
-    limiter: Py<PyLimiter>,
-    permit: Mutex<Option<LimiterPermit>>,
+    permit: Granted<Py<PyLimiter>>,
     start: u64,
     in_flight: u64,
     threshold: u64,
     priority: u8,
 }
 
-impl PyLimiterPermit {
-    fn take(&self) -> Option<LimiterPermit> {
-        self.permit.lock().unwrap_or_else(|p| p.into_inner()).take()
+impl Owner for Py<PyLimiter> {
+    type Permit = LimiterPermit;
+
+    fn give_back(&self, p: LimiterPermit) {
+        self.get().l.on_ignore(p);
     }
 }
 
-impl Drop for PyLimiterPermit {
-    fn drop(&mut self) {
-        let p = self
-            .permit
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(p) = p {
-            self.limiter.get().l.on_ignore(p);
-        }
+impl Outcomes for Py<PyLimiter> {
+    fn success(&self, p: LimiterPermit, now: Nanos) {
+        self.get().l.on_success(p, now);
+    }
+
+    fn dropped(&self, p: LimiterPermit, now: Nanos) {
+        self.get().l.on_dropped(p, now);
     }
 }
 
@@ -371,48 +321,25 @@ impl PyLimiterPermit {
     /// The call succeeded at `now` (its RTT is a sample). `False` if already reported.
     #[pyo3(signature = (now = None))]
     fn on_success(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        let now = util::get_now(py, now)?;
-        Ok(match self.take() {
-            Some(p) => {
-                self.limiter.get().l.on_success(p, now);
-                true
-            }
-            None => false,
-        })
+        self.permit.on_success(py, now)
     }
 
     /// The call was dropped at `now` (timed out, or refused downstream). `False` if
     /// already reported.
     #[pyo3(signature = (now = None))]
     fn on_dropped(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        let now = util::get_now(py, now)?;
-        Ok(match self.take() {
-            Some(p) => {
-                self.limiter.get().l.on_dropped(p, now);
-                true
-            }
-            None => false,
-        })
+        self.permit.on_dropped(py, now)
     }
 
     /// Give the slot back without a sample. `False` if already reported.
     fn on_ignore(&self) -> bool {
-        match self.take() {
-            Some(p) => {
-                self.limiter.get().l.on_ignore(p);
-                true
-            }
-            None => false,
-        }
+        self.permit.give_back()
     }
 
     /// Whether an outcome has been reported.
     #[getter]
     fn done(&self) -> bool {
-        self.permit
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none()
+        self.permit.done()
     }
 
     /// When the call started (integer nanoseconds).
@@ -451,12 +378,7 @@ impl PyLimiterPermit {
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        match exit_kind(exc_type)? {
-            Exit::Success => self.on_success(py, None)?,
-            Exit::Dropped => self.on_dropped(py, None)?,
-            Exit::Ignore => self.on_ignore(),
-        };
-        Ok(false)
+        self.permit.exit(py, exc_type)
     }
 
     fn __repr__(&self) -> String {
@@ -465,7 +387,7 @@ impl PyLimiterPermit {
             self.priority,
             self.in_flight,
             self.threshold,
-            if self.done() { "True" } else { "False" }
+            util::py_bool(self.done())
         )
     }
 }

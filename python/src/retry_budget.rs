@@ -8,8 +8,6 @@
 //! `.windowed(...)`. A budget is a retry gate: pass it as `gate=` to
 //! `RetryPolicy.decide`.
 
-use std::sync::Mutex;
-
 use guards_core::retry_budget::{
     AwsRetryQuotaConfig, GrpcThrottleConfig, RetryBudget, RetryBudgetConfig, RetryReceipt,
     TokenBudgetConfig, WindowedBudgetConfig, MICROS_PER_TOKEN,
@@ -21,6 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::errors;
+use crate::permit::Once;
 use crate::retry_policy::cause_of;
 use crate::util::{self, given, Ctx};
 
@@ -136,7 +135,7 @@ impl<'a, 'py> Settings<'a, 'py> {
 #[pyclass(module = "guards", name = "RetryReceipt", frozen)]
 #[derive(Debug)]
 pub struct RetryReceiptObj {
-    receipt: Mutex<Option<RetryReceipt>>,
+    receipt: Once<RetryReceipt>,
     cost_micros: u64,
     owner: usize,
 }
@@ -158,10 +157,7 @@ impl RetryReceiptObj {
     /// Whether it has been handed back.
     #[getter]
     fn used(&self) -> bool {
-        self.receipt
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none()
+        self.receipt.is_taken()
     }
 
     fn __repr__(&self) -> String {
@@ -406,7 +402,7 @@ impl PyRetryBudget {
         let me = slf.get();
         Ok(me.b.withdraw(now, cause).map(|r| RetryReceiptObj {
             cost_micros: r.cost_micros(),
-            receipt: Mutex::new(Some(r)),
+            receipt: Once::new(r),
             owner: me.id(),
         }))
     }
@@ -447,8 +443,7 @@ impl PyRetryBudget {
                         "`receipt` was granted by another retry budget",
                     ));
                 }
-                let taken = obj.receipt.lock().unwrap_or_else(|p| p.into_inner()).take();
-                match taken {
+                match obj.receipt.take() {
                     Some(r) => Some(r),
                     None => {
                         return Err(PyRuntimeError::new_err(

@@ -316,15 +316,18 @@ fn config_dict<'py>(py: Python<'py>, c: &Config) -> PyResult<Bound<'py, PyDict>>
     Ok(d)
 }
 
+/// Basketly preset `setting` after the `until` and `overrides` arguments.
 fn basketly_config(
     py: Python<'_>,
     setting: &str,
-    until: Option<&str>,
-    overrides: &[String],
+    until: Option<&Bound<'_, PyAny>>,
+    overrides: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Config> {
+    let until = until_arg(until)?;
+    let overrides = overrides_arg(overrides)?;
     Outcome::from(guarded(|| {
-        let mut c = Config::with_overrides(setting, overrides)?;
-        if let Some(u) = until {
+        let mut c = Config::with_overrides(setting, &overrides)?;
+        if let Some(u) = until.as_deref() {
             c.set("until", u)?;
         }
         Ok(c)
@@ -396,9 +399,7 @@ pub(crate) fn _sim_basketly_topology(
     overrides: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let setting = setting_arg(setting)?;
-    let until = until_arg(until)?;
-    let overrides = overrides_arg(overrides)?;
-    let c = basketly_config(py, &setting, until.as_deref(), &overrides)?;
+    let c = basketly_config(py, &setting, until, overrides)?;
     Outcome::from(guarded(|| c.topology().map(|t| t.to_json()))).into_py(py)
 }
 
@@ -412,9 +413,7 @@ pub(crate) fn _sim_basketly_config<'py>(
     overrides: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let setting = setting_arg(setting)?;
-    let until = until_arg(until)?;
-    let overrides = overrides_arg(overrides)?;
-    let c = basketly_config(py, &setting, until.as_deref(), &overrides)?;
+    let c = basketly_config(py, &setting, until, overrides)?;
     config_dict(py, &c)
 }
 
@@ -552,9 +551,7 @@ impl PySimRun {
     ) -> PyResult<Self> {
         let setting = setting_arg(setting)?;
         let seed = seed_arg(seed)?;
-        let until = until_arg(until)?;
-        let overrides = overrides_arg(overrides)?;
-        let c = basketly_config(py, &setting, until.as_deref(), &overrides)?;
+        let c = basketly_config(py, &setting, until, overrides)?;
         let run = py.detach(|| Outcome::from(guarded(|| Run::from_config(&c, seed))));
         let run = run.into_py(py)?;
         Ok(PySimRun {
@@ -740,6 +737,16 @@ impl PySimResult {
         }
         Ok(s)
     }
+
+    /// The `name`, `start` and `end` arguments of `mean` and `sum`.
+    fn window_args(
+        name: &Bound<'_, PyAny>,
+        start: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
+    ) -> PyResult<(String, String, String)> {
+        let name = util::get_str("name", name)?;
+        Ok((name, Self::clock("start", start)?, Self::clock("end", end)?))
+    }
 }
 
 #[pymethods]
@@ -858,8 +865,7 @@ impl PySimResult {
         start: &Bound<'_, PyAny>,
         end: &Bound<'_, PyAny>,
     ) -> PyResult<Option<f64>> {
-        let name = util::get_str("name", name)?;
-        let (a, b) = (Self::clock("start", start)?, Self::clock("end", end)?);
+        let (name, a, b) = Self::window_args(name, start, end)?;
         Ok(self.r.mean(&name, &a, &b))
     }
 
@@ -871,8 +877,7 @@ impl PySimResult {
         start: &Bound<'_, PyAny>,
         end: &Bound<'_, PyAny>,
     ) -> PyResult<Option<f64>> {
-        let name = util::get_str("name", name)?;
-        let (a, b) = (Self::clock("start", start)?, Self::clock("end", end)?);
+        let (name, a, b) = Self::window_args(name, start, end)?;
         Ok(self.r.sum(&name, &a, &b))
     }
 

@@ -395,3 +395,12 @@ pub(crate) fn short_list<'py>(
     }
     Ok(items)
 }
+
+/// `True`/`False` as a repr spells them.
+pub(crate) fn py_bool(b: bool) -> &'static str {
+    if b {
+        "True"
+    } else {
+        "False"
+    }
+}

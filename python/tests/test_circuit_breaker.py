@@ -176,6 +176,25 @@ def test_the_largest_capacity() -> None:
 
 
 @pytest.mark.parametrize(
+    ("cls", "size"),
+    [("capacity", n) for n in (128, 1024, 8192, 65536)] + [("slots", n) for n in (4, 16, 64, 256)],
+)
+def test_every_size_builds_and_checks_its_settings(cls: str, size: int) -> None:
+    # The larger sizes are built on a helper thread: a bad setting is still named.
+    def build(**kwargs: Any) -> Any:
+        if cls == "capacity":
+            return guards.CircuitBreaker(capacity=size, **kwargs)
+        return guards.KeyedBreakers(slots=size, **kwargs)
+
+    b = build(window_size=1)
+    assert b.config()[cls] == size
+    permit = b.acquire(now=0) if cls == "capacity" else b.acquire("k", now=0)
+    assert permit.on_failure(now=0) == "opened"
+    with config_error("window_size", "zero"):
+        build(window_size=0)
+
+
+@pytest.mark.parametrize(
     ("kwargs", "field", "kind"),
     [
         ({"failure_rate_threshold": float("nan")}, "failure_rate_threshold", "not_finite"),

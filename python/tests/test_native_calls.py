@@ -442,6 +442,38 @@ def test_guarded_function_refuses_bad_arguments() -> None:
     assert all(v == 0 for v in br.stats().values())
 
 
+def test_native_calls_and_blocks_read_guard_and_key_alike() -> None:
+    """GuardedFunction and native ``with`` blocks (GuardedBase._configure_blocks) take the
+    same ``guard``/``key`` and ``classify``/``deadline`` arguments; only GuardedFunction
+    refuses a key for a guard that is not keyed (checked before the guard's type)."""
+    from contextvars import ContextVar
+
+    from guards import _guards
+
+    def call(guard: Any, **kw: Any) -> None:
+        guards.GuardedFunction(guard, len, **kw)
+
+    def block(guard: Any, **kw: Any) -> None:
+        _guards.GuardedBase()._configure_blocks(guard, entries=ContextVar("entries"), **kw)
+
+    for configure in (call, block):
+        needs_key = r"a guards\.KeyedBreakers needs `key` \(the operation's name or number\)"
+        with pytest.raises(TypeError, match=needs_key):
+            configure(guards.KeyedBreakers())
+        with pytest.raises(TypeError, match=r"a guards\.CircuitBreaker, KeyedBreakers or Bulkhead"):
+            configure(object())
+        with pytest.raises(TypeError, match=r"`key`"):
+            configure(guards.KeyedBreakers(), key=2.5)
+        with pytest.raises(TypeError, match=r"`classify`.*a callable or None"):
+            configure(guards.CircuitBreaker(), classify=3)
+        with pytest.raises(TypeError, match=r"`deadline`.*a callable or None"):
+            configure(guards.Bulkhead(), deadline="soon")
+        configure(guards.KeyedBreakers(), key="op")
+    with pytest.raises(TypeError, match=r"`key` is only for a guards\.KeyedBreakers"):
+        call(object(), key="op")
+    block(guards.CircuitBreaker(), key="op")
+
+
 def test_guarded_function_is_reentrant_and_thread_safe() -> None:
     bh = guards.Bulkhead(max_concurrent=3)
     g: Any = None

@@ -67,8 +67,8 @@
 //! - Envoy adaptive concurrency filter: the same shape with a periodically re-measured
 //!   minimum RTT as the baseline and `sqrt(limit)` as headroom.
 
-use super::{check_bounds, clamp_f64, whole, LimitSample, StateWords};
-use crate::error::{check_f64, check_f64_above, check_u64, ConfigError};
+use super::{check_bounds, check_smoothing, clamp_f64, whole, LimitSample, StateWords};
+use crate::error::{check_f64, check_u64, ConfigError};
 
 /// Default for [`GradientConfig::initial_limit`]. Valid range: `min_limit..=max_limit`.
 pub const DEFAULT_INITIAL_LIMIT: u64 = 20;
@@ -134,13 +134,7 @@ impl GradientConfig {
     /// Check every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), ConfigError> {
         check_bounds(self.initial_limit, self.min_limit, self.max_limit)?;
-        check_f64_above(
-            "smoothing",
-            self.smoothing,
-            0.0,
-            1.0,
-            "0.0 < smoothing <= 1.0",
-        )?;
+        check_smoothing(self.smoothing)?;
         check_f64("queue_size", self.queue_size, 0.0, 1e6, "0.0..=1000000.0")?;
         check_u64(
             "long_window",

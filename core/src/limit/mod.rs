@@ -66,7 +66,7 @@ pub use aimd::{AimdConfig, AimdLimit};
 pub use gradient::{GradientConfig, GradientLimit};
 pub use vegas::{VegasConfig, VegasLimit};
 
-use crate::error::{check_u64, inconsistent, ConfigError};
+use crate::error::{check_f64_above, check_u64, inconsistent, ConfigError};
 use crate::time::Nanos;
 
 /// Largest `initial_limit`, `min_limit` and `max_limit` an adaptive algorithm accepts.
@@ -280,6 +280,12 @@ pub(crate) fn check_bounds(initial: u64, min: u64, max: u64) -> Result<(), Confi
             "min_limit <= initial_limit <= max_limit",
         ));
     }
+    Ok(())
+}
+
+/// Check `smoothing` (Vegas and Gradient): `0.0 < smoothing <= 1.0`.
+pub(crate) fn check_smoothing(smoothing: f64) -> Result<(), ConfigError> {
+    check_f64_above("smoothing", smoothing, 0.0, 1.0, "0.0 < smoothing <= 1.0")?;
     Ok(())
 }
 

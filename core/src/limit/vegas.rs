@@ -69,10 +69,8 @@
 //!   flight, any drop decreases, and a new no-load RTT probe every
 //!   `jitter × 30 × limit` samples with the jitter drawn from [0.5, 1).
 
-use super::{check_bounds, clamp_f64, whole, LimitSample, StateWords};
-use crate::error::{
-    check_f64, check_f64_above, check_u64, inconsistent, ConfigError, ConfigErrorKind,
-};
+use super::{check_bounds, check_smoothing, clamp_f64, whole, LimitSample, StateWords};
+use crate::error::{check_f64, check_u64, inconsistent, ConfigError, ConfigErrorKind};
 use crate::math;
 use crate::rng::{mix64, unit_f64, GOLDEN_GAMMA};
 
@@ -148,13 +146,7 @@ impl VegasConfig {
     /// Check every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), ConfigError> {
         check_bounds(self.initial_limit, self.min_limit, self.max_limit)?;
-        check_f64_above(
-            "smoothing",
-            self.smoothing,
-            0.0,
-            1.0,
-            "0.0 < smoothing <= 1.0",
-        )?;
+        check_smoothing(self.smoothing)?;
         check_f64("alpha", self.alpha, 0.0, 1000.0, "0.0..=1000.0")?;
         check_f64("beta", self.beta, 0.0, 1000.0, "0.0..=1000.0")?;
         check_f64("threshold", self.threshold, 0.0, 1000.0, "0.0..=1000.0")?;

@@ -6,7 +6,7 @@ use crate::retry_policy::{RetryCause, RetryGate};
 use crate::time::Nanos;
 
 use super::bucket::Bucket;
-use super::{tokens_of, RetryBudgetStats, RetryReceipt, MICROS_PER_TOKEN};
+use super::{counted, tokens_of, RetryBudgetStats, RetryReceipt, MICROS_PER_TOKEN};
 
 /// Default for [`AwsRetryQuotaConfig::capacity`]: 500 tokens per client.
 /// Valid range: `1..=1_000_000_000`.
@@ -180,13 +180,12 @@ impl AwsRetryQuota {
     #[inline]
     pub fn withdraw(&self, cause: RetryCause) -> Option<RetryReceipt> {
         let cost = self.cost_of(cause).saturating_mul(MICROS_PER_TOKEN);
-        if self.bucket.try_take(cost) {
-            self.withdrawals.incr();
-            Some(RetryReceipt::new(cost))
-        } else {
-            self.refusals.incr();
-            None
-        }
+        counted(
+            self.bucket.try_take(cost),
+            &self.withdrawals,
+            &self.refusals,
+        )
+        .then(|| RetryReceipt::new(cost))
     }
 
     /// A retried call succeeded: the receipt's cost returns to the bucket (up to

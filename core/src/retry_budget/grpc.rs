@@ -7,7 +7,7 @@ use crate::retry_policy::{RetryCause, RetryGate};
 use crate::time::Nanos;
 
 use super::bucket::Bucket;
-use super::{tokens_of, RetryBudgetStats, MICROS_PER_TOKEN};
+use super::{counted, tokens_of, RetryBudgetStats, MICROS_PER_TOKEN};
 
 /// Default for [`GrpcThrottleConfig::max_tokens`]: 10 tokens. Valid range: `0.001..=1000.0`.
 pub const DEFAULT_GRPC_MAX_TOKENS: f64 = 10.0;
@@ -151,13 +151,11 @@ impl GrpcThrottle {
     #[inline]
     pub fn withdraw(&self) -> bool {
         // tokens > max / 2  <=>  2 * tokens > max, exact in integers (both <= 10^9).
-        if self.bucket.load().saturating_mul(2) > self.max_micros {
-            self.withdrawals.incr();
-            true
-        } else {
-            self.refusals.incr();
-            false
-        }
+        counted(
+            self.bucket.load().saturating_mul(2) > self.max_micros,
+            &self.withdrawals,
+            &self.refusals,
+        )
     }
 
     /// The token count in tokens.

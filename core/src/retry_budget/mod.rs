@@ -102,6 +102,7 @@ pub use windowed::{
     DEFAULT_PERCENT_CAN_RETRY, DEFAULT_WINDOW_TTL,
 };
 
+use crate::counter::Counter;
 use crate::error::ConfigError;
 use crate::math;
 use crate::retry_policy::{RetryCause, RetryGate};
@@ -118,6 +119,18 @@ pub(crate) fn micros_of(tokens: f64) -> u64 {
 /// A micro-token amount as tokens.
 pub(crate) fn tokens_of(micros: u64) -> f64 {
     micros as f64 / MICROS_PER_TOKEN as f64
+}
+
+/// Count a bucket mode's answer to a withdrawal (`allowed`: a withdrawal, else a refusal)
+/// and return it.
+#[inline]
+pub(crate) fn counted(allowed: bool, withdrawals: &Counter, refusals: &Counter) -> bool {
+    if allowed {
+        withdrawals.incr();
+    } else {
+        refusals.incr();
+    }
+    allowed
 }
 
 /// Proof that a retry was allowed, and what it cost.

@@ -6,7 +6,7 @@ use crate::retry_policy::{RetryCause, RetryGate};
 use crate::time::Nanos;
 
 use super::bucket::Bucket;
-use super::{micros_of, tokens_of, RetryBudgetStats, MICROS_PER_TOKEN};
+use super::{counted, micros_of, tokens_of, RetryBudgetStats, MICROS_PER_TOKEN};
 
 /// Default for [`TokenBudgetConfig::capacity`]: 10 tokens, the burst of seed setting C4.
 /// Valid range: `1.0..=1e9`.
@@ -127,13 +127,11 @@ impl TokenBudget {
     /// nothing when less than one token is left.
     #[inline]
     pub fn withdraw(&self) -> bool {
-        if self.bucket.try_take(MICROS_PER_TOKEN) {
-            self.withdrawals.incr();
-            true
-        } else {
-            self.refusals.incr();
-            false
-        }
+        counted(
+            self.bucket.try_take(MICROS_PER_TOKEN),
+            &self.withdrawals,
+            &self.refusals,
+        )
     }
 
     /// The balance in tokens (micro-tokens divided by 10^6).

@@ -48,44 +48,31 @@ pub fn float(x: f64) -> Value {
 
 #[test]
 fn adaptive_throttle_vectors() {
-    let file = load("adaptive_throttle");
-    for case in cases(&file) {
-        let config = config_of(&case["config"]);
-        if is_error_case(case) {
-            check_config_error(case, AdaptiveThrottle::<12>::new(config).map(|_| ()));
-            continue;
-        }
-        let t: AdaptiveThrottle<12> =
-            AdaptiveThrottle::new(config).unwrap_or_else(|e| panic!("case `{}`: {e}", name(case)));
-        for (i, step) in steps(case).iter().enumerate() {
-            for _ in 0..repeat(step) {
-                let got = match str_of(step, "op") {
-                    "should_reject" => json!(t.should_reject(now(step))),
-                    "on_accepted" => {
-                        t.on_accepted(now(step));
-                        Value::Null
-                    }
-                    "on_rejected_by_backend" => {
-                        t.on_rejected_by_backend(now(step));
-                        Value::Null
-                    }
-                    "reject_probability" => float(t.reject_probability(now(step))),
-                    "window" => {
-                        let w = t.window(now(step));
-                        json!({"requests": w.requests, "accepts": w.accepts})
-                    }
-                    "stats" => {
-                        let s = t.stats();
-                        json!({"admitted": s.admitted, "throttled": s.throttled,
-                               "accepted": s.accepted,
-                               "rejected_by_backend": s.rejected_by_backend, "stale": s.stale})
-                    }
-                    other => panic!("case `{}`: unknown op `{other}`", name(case)),
-                };
-                if step.get("expect").is_some() {
-                    expect_eq(case, i, step, got);
-                }
+    replay(
+        "adaptive_throttle",
+        |case| AdaptiveThrottle::<12>::new(config_of(&case["config"])),
+        |t, case, step| match str_of(step, "op") {
+            "should_reject" => json!(t.should_reject(now(step))),
+            "on_accepted" => {
+                t.on_accepted(now(step));
+                Value::Null
             }
-        }
-    }
+            "on_rejected_by_backend" => {
+                t.on_rejected_by_backend(now(step));
+                Value::Null
+            }
+            "reject_probability" => float(t.reject_probability(now(step))),
+            "window" => {
+                let w = t.window(now(step));
+                json!({"requests": w.requests, "accepts": w.accepts})
+            }
+            "stats" => {
+                let s = t.stats();
+                json!({"admitted": s.admitted, "throttled": s.throttled,
+                       "accepted": s.accepted,
+                       "rejected_by_backend": s.rejected_by_backend, "stale": s.stale})
+            }
+            other => panic!("case `{}`: unknown op `{other}`", name(case)),
+        },
+    );
 }

@@ -33,14 +33,11 @@
 //!   integers, `succeeded`, `dropped`, `ignored`,
 //!   `in_flight`, `limit`); only the keys present in `expect` are compared.
 
-use std::collections::{HashMap, VecDeque};
-
 use guards_core::admission::{Admission, AdmissionConfig, AdmissionStats, AdmissionTicket};
 use guards_core::priority::MAX_PRIORITIES;
 use serde_json::json;
 
-use super::common::{self, Value};
-use super::limiter::{check_keys, priority, subset};
+use super::common::{self, check_keys, priority, subset, Held, Value};
 
 fn list<'a>(v: &'a Value, key: &str) -> Option<&'a Vec<Value>> {
     v.get(key).map(|l| {
@@ -54,6 +51,7 @@ fn list<'a>(v: &'a Value, key: &str) -> Option<&'a Vec<Value>> {
 
 fn admission_config(v: &Value) -> AdmissionConfig {
     check_keys(
+        "config",
         v,
         &[
             "limits",
@@ -109,29 +107,17 @@ fn stats_json(s: &AdmissionStats) -> Value {
     })
 }
 
-fn take(tickets: &mut HashMap<String, VecDeque<AdmissionTicket>>, step: &Value) -> AdmissionTicket {
-    let name = common::str_of(step, "ticket");
-    tickets
-        .get_mut(name)
-        .and_then(VecDeque::pop_front)
-        .unwrap_or_else(|| panic!("no ticket held under `{name}` at {step}"))
-}
-
 fn run_step(
-    case: &Value,
-    i: usize,
-    step: &Value,
     door: &Admission,
-    tickets: &mut HashMap<String, VecDeque<AdmissionTicket>>,
-) {
-    let got = match common::str_of(step, "op") {
+    tickets: &mut Held<AdmissionTicket>,
+    case: &Value,
+    step: &Value,
+) -> Value {
+    match common::str_of(step, "op") {
         "try_acquire" => match door.try_acquire(common::now(step), priority(step)) {
             Ok(t) => {
                 let v = json!({"admitted": true, "in_flight": t.in_flight()});
-                match step.get("ticket").and_then(Value::as_str) {
-                    Some(name) => tickets.entry(name.to_owned()).or_default().push_back(t),
-                    None => door.on_ignore(t),
-                }
+                tickets.keep(step, t, |t| door.on_ignore(t));
                 v
             }
             Err(r) => json!({
@@ -144,15 +130,15 @@ fn run_step(
             }),
         },
         "on_success" => {
-            door.on_success(take(tickets, step), common::now(step));
+            door.on_success(tickets.take(step), common::now(step));
             Value::Null
         }
         "on_dropped" => {
-            door.on_dropped(take(tickets, step), common::now(step));
+            door.on_dropped(tickets.take(step), common::now(step));
             Value::Null
         }
         "on_ignore" => {
-            door.on_ignore(take(tickets, step));
+            door.on_ignore(tickets.take(step));
             Value::Null
         }
         "limit" => Value::from(door.limit()),
@@ -160,28 +146,17 @@ fn run_step(
         "threshold" => Value::from(door.threshold(priority(step))),
         "stats" => subset(step, stats_json(&door.stats())),
         op => panic!("case `{}`: unknown op `{op}`", common::name(case)),
-    };
-    if step.get("expect").is_some() {
-        common::expect_eq(case, i, step, got);
     }
 }
 
 #[test]
 fn admission_vectors() {
-    let file = common::load("admission");
-    for case in common::cases(&file) {
-        let cfg = admission_config(&case["config"]);
-        if common::is_error_case(case) {
-            common::check_config_error(case, Admission::new(cfg).map(|_| ()));
-            continue;
-        }
-        let door =
-            Admission::new(cfg).unwrap_or_else(|e| panic!("case `{}`: {e}", common::name(case)));
-        let mut tickets = HashMap::new();
-        for (i, step) in common::steps(case).iter().enumerate() {
-            for _ in 0..common::repeat(step) {
-                run_step(case, i, step, &door, &mut tickets);
-            }
-        }
-    }
+    common::replay(
+        "admission",
+        |case| {
+            let door = Admission::new(admission_config(&case["config"]))?;
+            Ok((door, Held::new("ticket")))
+        },
+        |(door, tickets), case, step| run_step(door, tickets, case, step),
+    );
 }

@@ -29,12 +29,13 @@
 use guards_core::backoff::{
     fnv1a64, next_stable_run, stable_offset, Backoff, BackoffConfig, Jitter,
 };
-use guards_core::{ConfigError, Nanos, Rng};
+use guards_core::{Nanos, Rng};
 
-use crate::common::{self, Value};
+use crate::common::{self, hex_word, to_hex, Value};
 
-fn config(case: &Value) -> BackoffConfig {
-    let c = &case["config"];
+/// A backoff config object (also the `backoff` of a retry policy's config); `null` or a
+/// missing key takes the default.
+pub fn config_of(c: &Value) -> BackoffConfig {
     let d = BackoffConfig::default();
     BackoffConfig {
         base: common::opt_nanos(c, "base").unwrap_or(d.base),
@@ -48,18 +49,6 @@ fn config(case: &Value) -> BackoffConfig {
             })
             .unwrap_or(d.jitter),
     }
-}
-
-/// A 64-bit word written as `"0x…"`.
-pub fn hex_word(v: &Value, key: &str) -> u64 {
-    let s = common::str_of(v, key);
-    let digits = s.strip_prefix("0x").expect("hex words start with 0x");
-    u64::from_str_radix(digits, 16).expect("valid hex word")
-}
-
-/// Format a 64-bit word as `"0x"` + 16 lowercase hex digits.
-pub fn to_hex(w: u64) -> Value {
-    Value::String(format!("{w:#018x}"))
 }
 
 fn retry(step: &Value) -> u32 {
@@ -101,23 +90,14 @@ fn run_step(b: &Backoff, rng: &Rng, step: &Value) -> Value {
 
 #[test]
 fn backoff_vectors() {
-    let file = common::load("backoff");
-    for case in common::cases(&file) {
-        let cfg = config(case);
-        if common::is_error_case(case) {
-            common::check_config_error(case, Backoff::new(cfg).map(|_| ()));
-            continue;
-        }
-        let b = Backoff::new(cfg)
-            .unwrap_or_else(|e: ConfigError| panic!("case `{}`: {e}", common::name(case)));
-        let rng = Rng::new(common::opt_u64(case, "seed").unwrap_or(0));
-        for (i, step) in common::steps(case).iter().enumerate() {
-            for _ in 0..common::repeat(step) {
-                let got = run_step(&b, &rng, step);
-                if step.get("expect").is_some() {
-                    common::expect_eq(case, i, step, got);
-                }
-            }
-        }
-    }
+    common::replay(
+        "backoff",
+        |case| {
+            Ok((
+                Backoff::new(config_of(&case["config"]))?,
+                common::case_rng(case),
+            ))
+        },
+        |(b, rng), _, step| run_step(b, rng, step),
+    );
 }

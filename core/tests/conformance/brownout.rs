@@ -66,24 +66,17 @@ fn stats(s: BrownoutStats) -> Value {
 }
 
 fn run_single(case: &Value, b: &Brownout) {
-    for (i, step) in steps(case).iter().enumerate() {
-        for _ in 0..repeat(step) {
-            let got = match str_of(step, "op") {
-                "on_refusal" => json!(b.on_refusal(kind(step)).as_str()),
-                "decide" => json!(b.config().decide(kind(step)).as_str()),
-                "on_full" => {
-                    b.on_full();
-                    Value::Null
-                }
-                "stats" => stats(b.stats()),
-                "operation_key" => json!(format!("0x{:016x}", operation_key(str_of(step, "name")))),
-                other => panic!("case `{}`: unknown op `{other}`", name(case)),
-            };
-            if step.get("expect").is_some() {
-                expect_eq(case, i, step, got);
-            }
+    run_steps(case, |_, step| match str_of(step, "op") {
+        "on_refusal" => json!(b.on_refusal(kind(step)).as_str()),
+        "decide" => json!(b.config().decide(kind(step)).as_str()),
+        "on_full" => {
+            b.on_full();
+            Value::Null
         }
-    }
+        "stats" => stats(b.stats()),
+        "operation_key" => json!(format!("0x{:016x}", operation_key(str_of(step, "name")))),
+        other => panic!("case `{}`: unknown op `{other}`", name(case)),
+    });
 }
 
 fn run_table(case: &Value, ops: &[Value]) {
@@ -92,31 +85,24 @@ fn run_table(case: &Value, ops: &[Value]) {
         t.register(u64_of(op, "key"), config_of(op))
             .unwrap_or_else(|e| panic!("case `{}`: {e}", name(case)));
     }
-    for (i, step) in steps(case).iter().enumerate() {
-        for _ in 0..repeat(step) {
-            let got = match str_of(step, "op") {
-                "on_refusal" => json!(t.on_refusal(u64_of(step, "key"), kind(step)).as_str()),
-                "on_full" => json!(t.on_full(u64_of(step, "key"))),
-                "stats" => t
-                    .get(u64_of(step, "key"))
-                    .map_or(Value::Null, |b| stats(b.stats())),
-                "totals" => stats(t.totals()),
-                "unknown" => json!(t.unknown()),
-                "register" => match t.register(u64_of(step, "key"), config_of(&step["config"])) {
-                    Ok(index) => json!(index),
-                    Err(RegisterError::Duplicate) => json!({"error": "duplicate"}),
-                    Err(RegisterError::Full) => json!({"error": "full"}),
-                    Err(RegisterError::Config(e)) => json!({"error": "config",
-                        "field": e.field(), "kind": e.kind().as_str()}),
-                    Err(other) => panic!("case `{}`: unexpected {other}", name(case)),
-                },
-                other => panic!("case `{}`: unknown op `{other}`", name(case)),
-            };
-            if step.get("expect").is_some() {
-                expect_eq(case, i, step, got);
-            }
-        }
-    }
+    run_steps(case, |_, step| match str_of(step, "op") {
+        "on_refusal" => json!(t.on_refusal(u64_of(step, "key"), kind(step)).as_str()),
+        "on_full" => json!(t.on_full(u64_of(step, "key"))),
+        "stats" => t
+            .get(u64_of(step, "key"))
+            .map_or(Value::Null, |b| stats(b.stats())),
+        "totals" => stats(t.totals()),
+        "unknown" => json!(t.unknown()),
+        "register" => match t.register(u64_of(step, "key"), config_of(&step["config"])) {
+            Ok(index) => json!(index),
+            Err(RegisterError::Duplicate) => json!({"error": "duplicate"}),
+            Err(RegisterError::Full) => json!({"error": "full"}),
+            Err(RegisterError::Config(e)) => json!({"error": "config",
+                "field": e.field(), "kind": e.kind().as_str()}),
+            Err(other) => panic!("case `{}`: unexpected {other}", name(case)),
+        },
+        other => panic!("case `{}`: unknown op `{other}`", name(case)),
+    });
 }
 
 #[test]

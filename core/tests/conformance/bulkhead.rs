@@ -26,7 +26,7 @@
 
 use super::common::*;
 
-use guards_core::bulkhead::{Bulkhead, BulkheadConfig, BulkheadPermit, DEFAULT_MAX_CONCURRENT};
+use guards_core::bulkhead::{Bulkhead, BulkheadConfig, DEFAULT_MAX_CONCURRENT};
 use guards_core::Nanos;
 use serde_json::json;
 
@@ -43,65 +43,50 @@ fn config_of(v: &Value) -> BulkheadConfig {
 
 #[test]
 fn bulkhead_vectors() {
-    let file = load("bulkhead");
-    for case in cases(&file) {
-        let config = config_of(&case["config"]);
-        if is_error_case(case) {
-            check_config_error(case, Bulkhead::new(config).map(|_| ()));
-            continue;
-        }
-        let b = Bulkhead::new(config).unwrap_or_else(|e| panic!("case `{}`: {e}", name(case)));
-        let mut permits: Vec<Option<BulkheadPermit>> = Vec::new();
-        for (i, step) in steps(case).iter().enumerate() {
-            for _ in 0..repeat(step) {
-                let got = match str_of(step, "op") {
-                    "try_acquire" => match b.try_acquire() {
-                        Ok(p) => {
-                            permits.push(Some(p));
-                            json!({"acquired": true})
-                        }
-                        Err(full) => json!({
-                            "acquired": false,
-                            "in_flight": full.in_flight,
-                            "max_concurrent": full.max_concurrent,
-                        }),
-                    },
-                    "release" => {
-                        let k = u64_of(step, "permit") as usize;
-                        let p = permits
-                            .get_mut(k)
-                            .and_then(Option::take)
-                            .unwrap_or_else(|| {
-                                panic!("case `{}`: permit {k} not held", name(case))
-                            });
-                        b.release(p);
-                        Value::Null
-                    }
-                    "in_flight" => json!(b.in_flight()),
-                    "available" => json!(b.available()),
-                    "stats" => {
-                        let s = b.stats();
-                        json!({
-                            "acquired": s.acquired,
-                            "rejected": s.rejected,
-                            "released": s.released,
-                            "in_flight": s.in_flight,
-                        })
-                    }
-                    "from_littles_law" => match BulkheadConfig::from_littles_law(
-                        f64_of(step, "rate_per_sec"),
-                        Nanos(u64_of(step, "p99")),
-                        f64_of(step, "headroom"),
-                    ) {
-                        Ok(c) => json!({"max_concurrent": c.max_concurrent}),
-                        Err(e) => json!({"error": {"field": e.field(), "kind": e.kind().as_str()}}),
-                    },
-                    other => panic!("case `{}`: unknown op `{other}`", name(case)),
-                };
-                if step.get("expect").is_some() {
-                    expect_eq(case, i, step, got);
+    replay(
+        "bulkhead",
+        |case| Ok((Bulkhead::new(config_of(&case["config"]))?, Vec::new())),
+        |(b, permits), case, step| match str_of(step, "op") {
+            "try_acquire" => match b.try_acquire() {
+                Ok(p) => {
+                    permits.push(Some(p));
+                    json!({"acquired": true})
                 }
+                Err(full) => json!({
+                    "acquired": false,
+                    "in_flight": full.in_flight,
+                    "max_concurrent": full.max_concurrent,
+                }),
+            },
+            "release" => {
+                let k = u64_of(step, "permit") as usize;
+                let p = permits
+                    .get_mut(k)
+                    .and_then(Option::take)
+                    .unwrap_or_else(|| panic!("case `{}`: permit {k} not held", name(case)));
+                b.release(p);
+                Value::Null
             }
-        }
-    }
+            "in_flight" => json!(b.in_flight()),
+            "available" => json!(b.available()),
+            "stats" => {
+                let s = b.stats();
+                json!({
+                    "acquired": s.acquired,
+                    "rejected": s.rejected,
+                    "released": s.released,
+                    "in_flight": s.in_flight,
+                })
+            }
+            "from_littles_law" => match BulkheadConfig::from_littles_law(
+                f64_of(step, "rate_per_sec"),
+                Nanos(u64_of(step, "p99")),
+                f64_of(step, "headroom"),
+            ) {
+                Ok(c) => json!({"max_concurrent": c.max_concurrent}),
+                Err(e) => json!({"error": {"field": e.field(), "kind": e.kind().as_str()}}),
+            },
+            other => panic!("case `{}`: unknown op `{other}`", name(case)),
+        },
+    );
 }

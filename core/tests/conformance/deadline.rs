@@ -132,22 +132,12 @@ fn run_step(cfg: &DeadlineConfig, step: &Value) -> Value {
 
 #[test]
 fn deadline_vectors() {
-    let file = common::load("deadline");
-    for case in common::cases(&file) {
-        let cfg = config(case);
-        if common::is_error_case(case) {
-            common::check_config_error(case, cfg.validate());
-            continue;
-        }
-        cfg.validate()
-            .unwrap_or_else(|e| panic!("case `{}`: {e}", common::name(case)));
-        for (i, step) in common::steps(case).iter().enumerate() {
-            for _ in 0..common::repeat(step) {
-                let got = run_step(&cfg, step);
-                if step.get("expect").is_some() {
-                    common::expect_eq(case, i, step, got);
-                }
-            }
-        }
-    }
+    common::replay(
+        "deadline",
+        |case| {
+            let cfg = config(case);
+            cfg.validate().map(|()| cfg)
+        },
+        |cfg, _, step| run_step(cfg, step),
+    );
 }

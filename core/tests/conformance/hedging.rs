@@ -63,54 +63,41 @@ fn decision(d: HedgeDecision) -> Value {
 
 #[test]
 fn hedging_vectors() {
-    let file = load("hedging");
-    for case in cases(&file) {
-        let config = config_of(&case["config"]);
-        if is_error_case(case) {
-            check_config_error(case, Hedging::<6, 1152>::new(config).map(|_| ()));
-            continue;
-        }
-        let h: Hedging<6, 1152> =
-            Hedging::new(config).unwrap_or_else(|e| panic!("case `{}`: {e}", name(case)));
-        for (i, step) in steps(case).iter().enumerate() {
-            for _ in 0..repeat(step) {
-                let got = match str_of(step, "op") {
-                    "record_latency" => {
-                        h.record_latency(now(step), Nanos(u64_of(step, "latency")));
-                        Value::Null
-                    }
-                    "hedge_delay" => h
-                        .hedge_delay(now(step))
-                        .map_or(Value::Null, |d| json!(d.as_u64())),
-                    "should_hedge" => {
-                        let gate = step.get("gate").and_then(Value::as_str).map(|g| match g {
-                            "allow" => Fixed(true),
-                            "deny" => Fixed(false),
-                            other => panic!("case `{}`: unknown gate `{other}`", name(case)),
-                        });
-                        let sent = u32::try_from(u64_of(step, "hedges_sent")).expect("hedges_sent");
-                        decision(h.should_hedge(
-                            now(step),
-                            Nanos(u64_of(step, "request_started")),
-                            sent,
-                            opt_bool(step, "idempotent").expect("idempotent"),
-                            gate.as_ref().map(|g| g as &dyn RetryGate),
-                        ))
-                    }
-                    "stats" => {
-                        let s = h.stats();
-                        json!({"hedges": s.hedges, "deferred": s.deferred,
-                               "not_idempotent": s.not_idempotent,
-                               "limit_reached": s.limit_reached,
-                               "no_latency_data": s.no_latency_data,
-                               "budget_exhausted": s.budget_exhausted})
-                    }
-                    other => panic!("case `{}`: unknown op `{other}`", name(case)),
-                };
-                if step.get("expect").is_some() {
-                    expect_eq(case, i, step, got);
-                }
+    replay(
+        "hedging",
+        |case| Hedging::<6, 1152>::new(config_of(&case["config"])),
+        |h, case, step| match str_of(step, "op") {
+            "record_latency" => {
+                h.record_latency(now(step), Nanos(u64_of(step, "latency")));
+                Value::Null
             }
-        }
-    }
+            "hedge_delay" => h
+                .hedge_delay(now(step))
+                .map_or(Value::Null, |d| json!(d.as_u64())),
+            "should_hedge" => {
+                let gate = step.get("gate").and_then(Value::as_str).map(|g| match g {
+                    "allow" => Fixed(true),
+                    "deny" => Fixed(false),
+                    other => panic!("case `{}`: unknown gate `{other}`", name(case)),
+                });
+                let sent = u32::try_from(u64_of(step, "hedges_sent")).expect("hedges_sent");
+                decision(h.should_hedge(
+                    now(step),
+                    Nanos(u64_of(step, "request_started")),
+                    sent,
+                    opt_bool(step, "idempotent").expect("idempotent"),
+                    gate.as_ref().map(|g| g as &dyn RetryGate),
+                ))
+            }
+            "stats" => {
+                let s = h.stats();
+                json!({"hedges": s.hedges, "deferred": s.deferred,
+                       "not_idempotent": s.not_idempotent,
+                       "limit_reached": s.limit_reached,
+                       "no_latency_data": s.no_latency_data,
+                       "budget_exhausted": s.budget_exhausted})
+            }
+            other => panic!("case `{}`: unknown op `{other}`", name(case)),
+        },
+    );
 }

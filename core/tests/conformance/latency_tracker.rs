@@ -39,43 +39,30 @@ fn opt_ns(v: Option<Nanos>) -> Value {
 
 #[test]
 fn latency_tracker_vectors() {
-    let file = load("latency_tracker");
-    for case in cases(&file) {
-        let config = config_of(&case["config"]);
-        if is_error_case(case) {
-            check_config_error(case, LatencyTracker::<6, 1152>::new(config).map(|_| ()));
-            continue;
-        }
-        let t: LatencyTracker<6, 1152> =
-            LatencyTracker::new(config).unwrap_or_else(|e| panic!("case `{}`: {e}", name(case)));
-        for (i, step) in steps(case).iter().enumerate() {
-            for _ in 0..repeat(step) {
-                let got = match str_of(step, "op") {
-                    "record" => {
-                        t.record(now(step), Nanos(u64_of(step, "latency")));
-                        Value::Null
-                    }
-                    "count" => json!(t.count(now(step))),
-                    "quantile" => opt_ns(t.quantile(now(step), f64_of(step, "q"))),
-                    "summary" => {
-                        let s = t.summary(now(step));
-                        json!({"count": s.count, "p50": s.p50.as_u64(), "p95": s.p95.as_u64(),
-                               "p99": s.p99.as_u64(), "p999": s.p999.as_u64(), "max": s.max.as_u64()})
-                    }
-                    "propose_timeout" => opt_ns(t.propose_timeout(now(step))),
-                    "false_timeout_rate" => t
-                        .false_timeout_rate(now(step), Nanos(u64_of(step, "timeout")))
-                        .map_or(Value::Null, crate::adaptive_throttle::float),
-                    "stats" => {
-                        let s = t.stats();
-                        json!({"recorded": s.recorded, "saturated": s.saturated, "stale": s.stale})
-                    }
-                    other => panic!("case `{}`: unknown op `{other}`", name(case)),
-                };
-                if step.get("expect").is_some() {
-                    expect_eq(case, i, step, got);
-                }
+    replay(
+        "latency_tracker",
+        |case| LatencyTracker::<6, 1152>::new(config_of(&case["config"])),
+        |t, case, step| match str_of(step, "op") {
+            "record" => {
+                t.record(now(step), Nanos(u64_of(step, "latency")));
+                Value::Null
             }
-        }
-    }
+            "count" => json!(t.count(now(step))),
+            "quantile" => opt_ns(t.quantile(now(step), f64_of(step, "q"))),
+            "summary" => {
+                let s = t.summary(now(step));
+                json!({"count": s.count, "p50": s.p50.as_u64(), "p95": s.p95.as_u64(),
+                       "p99": s.p99.as_u64(), "p999": s.p999.as_u64(), "max": s.max.as_u64()})
+            }
+            "propose_timeout" => opt_ns(t.propose_timeout(now(step))),
+            "false_timeout_rate" => t
+                .false_timeout_rate(now(step), Nanos(u64_of(step, "timeout")))
+                .map_or(Value::Null, crate::adaptive_throttle::float),
+            "stats" => {
+                let s = t.stats();
+                json!({"recorded": s.recorded, "saturated": s.saturated, "stale": s.stale})
+            }
+            other => panic!("case `{}`: unknown op `{other}`", name(case)),
+        },
+    );
 }

@@ -25,21 +25,9 @@
 use guards_core::limit::{
     AimdConfig, GradientConfig, Limit, LimitConfig, LimitSample, VegasConfig,
 };
-use guards_core::{ConfigError, Nanos};
+use guards_core::Nanos;
 
-use super::common::{self, Value};
-
-fn check_keys(v: &Value, allowed: &[&str]) {
-    let obj = v
-        .as_object()
-        .unwrap_or_else(|| panic!("limit config must be an object: {v}"));
-    for k in obj.keys() {
-        assert!(
-            allowed.contains(&k.as_str()),
-            "unknown limit config key `{k}` in {v}"
-        );
-    }
-}
+use super::common::{self, check_keys, Value};
 
 fn u64_or(v: &Value, key: &str, default: u64) -> u64 {
     if v.get(key).is_some() {
@@ -65,11 +53,12 @@ fn nanos_or(v: &Value, key: &str, default: Nanos) -> Nanos {
 pub fn limit_config(v: &Value) -> LimitConfig {
     match common::str_of(v, "algorithm") {
         "fixed" => {
-            check_keys(v, &["algorithm", "limit"]);
+            check_keys("limit config", v, &["algorithm", "limit"]);
             LimitConfig::Fixed(common::u64_of(v, "limit"))
         }
         "aimd" => {
             check_keys(
+                "limit config",
                 v,
                 &[
                     "algorithm",
@@ -93,6 +82,7 @@ pub fn limit_config(v: &Value) -> LimitConfig {
         }
         "vegas" => {
             check_keys(
+                "limit config",
                 v,
                 &[
                     "algorithm",
@@ -124,6 +114,7 @@ pub fn limit_config(v: &Value) -> LimitConfig {
         }
         "gradient" => {
             check_keys(
+                "limit config",
                 v,
                 &[
                     "algorithm",
@@ -151,8 +142,8 @@ pub fn limit_config(v: &Value) -> LimitConfig {
     }
 }
 
-fn run_step(case: &Value, i: usize, step: &Value, limit: &mut Limit) {
-    let got = match common::str_of(step, "op") {
+fn run_step(limit: &mut Limit, case: &Value, step: &Value) -> Value {
+    match common::str_of(step, "op") {
         "update" => Value::from(limit.update(LimitSample {
             now: common::now(step),
             rtt: Nanos(common::u64_of(step, "rtt")),
@@ -174,27 +165,14 @@ fn run_step(case: &Value, i: usize, step: &Value, limit: &mut Limit) {
             other => panic!("`long_rtt` on {:?}", other.algorithm()),
         },
         op => panic!("case `{}`: unknown op `{op}`", common::name(case)),
-    };
-    if step.get("expect").is_some() {
-        common::expect_eq(case, i, step, got);
     }
 }
 
 #[test]
 fn limit_vectors() {
-    let file = common::load("limit");
-    for case in common::cases(&file) {
-        let cfg = limit_config(&case["config"]);
-        let built: Result<Limit, ConfigError> = Limit::new(cfg);
-        if common::is_error_case(case) {
-            common::check_config_error(case, built.map(|_| ()));
-            continue;
-        }
-        let mut limit = built.unwrap_or_else(|e| panic!("case `{}`: {e}", common::name(case)));
-        for (i, step) in common::steps(case).iter().enumerate() {
-            for _ in 0..common::repeat(step) {
-                run_step(case, i, step, &mut limit);
-            }
-        }
-    }
+    common::replay(
+        "limit",
+        |case| Limit::new(limit_config(&case["config"])),
+        run_step,
+    );
 }

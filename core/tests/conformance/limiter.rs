@@ -36,30 +36,15 @@
 //!   `dropped`, `ignored`, `windows`, `limit_changes`, `folds_skipped`, `limit`,
 //!   `in_flight`); only the keys present in `expect` are compared.
 
-use std::collections::{HashMap, VecDeque};
-
 use guards_core::limiter::{Limiter, LimiterConfig, LimiterPermit, LimiterStats, PartitionConfig};
 use guards_core::priority::MAX_PRIORITIES;
-use guards_core::Priority;
 use serde_json::json;
 
-use super::common::{self, Value};
-
-/// Reject keys the struct does not have (typos in a vector file).
-pub fn check_keys(v: &Value, allowed: &[&str]) {
-    let obj = v
-        .as_object()
-        .unwrap_or_else(|| panic!("config must be an object: {v}"));
-    for k in obj.keys() {
-        assert!(
-            allowed.contains(&k.as_str()),
-            "unknown config key `{k}` in {v}"
-        );
-    }
-}
+use super::common::{self, check_keys, priority, subset, Held, Value};
 
 fn limiter_config(v: &Value) -> LimiterConfig {
     check_keys(
+        "config",
         v,
         &[
             "limit",
@@ -84,7 +69,7 @@ fn limiter_config(v: &Value) -> LimiterConfig {
         let parts = parts.as_array().expect("`partitions` must be a list");
         assert!(parts.len() <= MAX_PRIORITIES, "at most 8 partitions");
         for (slot, p) in c.partitions.iter_mut().zip(parts) {
-            check_keys(p, &["share", "max_in_flight"]);
+            check_keys("config", p, &["share", "max_in_flight"]);
             *slot = PartitionConfig {
                 share: common::opt_f64(p, "share").unwrap_or(slot.share),
                 max_in_flight: common::opt_u64(p, "max_in_flight").unwrap_or(slot.max_in_flight),
@@ -98,15 +83,6 @@ fn limiter_config(v: &Value) -> LimiterConfig {
         c.max_retry_after = n;
     }
     c
-}
-
-/// A priority level from a step.
-pub fn priority(step: &Value) -> Priority {
-    let level = common::u64_of(step, "priority");
-    u8::try_from(level)
-        .ok()
-        .and_then(Priority::new)
-        .unwrap_or_else(|| panic!("priority {level} out of range"))
 }
 
 fn stats_json(s: &LimiterStats) -> Value {
@@ -127,44 +103,17 @@ fn stats_json(s: &LimiterStats) -> Value {
     })
 }
 
-/// Keep only the keys of `got` that `step`'s `expect` names (for `stats`).
-pub fn subset(step: &Value, got: Value) -> Value {
-    let want = step.get("expect").and_then(Value::as_object);
-    match (want, got) {
-        (Some(want), Value::Object(mut all)) => {
-            all.retain(|k, _| want.contains_key(k));
-            for k in want.keys() {
-                assert!(all.contains_key(k), "unknown stats key `{k}`");
-            }
-            Value::Object(all)
-        }
-        (_, got) => got,
-    }
-}
-
-fn take(permits: &mut HashMap<String, VecDeque<LimiterPermit>>, step: &Value) -> LimiterPermit {
-    let name = common::str_of(step, "permit");
-    permits
-        .get_mut(name)
-        .and_then(VecDeque::pop_front)
-        .unwrap_or_else(|| panic!("no permit held under `{name}` at {step}"))
-}
-
 fn run_step(
-    case: &Value,
-    i: usize,
-    step: &Value,
     limiter: &Limiter,
-    permits: &mut HashMap<String, VecDeque<LimiterPermit>>,
-) {
-    let got = match common::str_of(step, "op") {
+    permits: &mut Held<LimiterPermit>,
+    case: &Value,
+    step: &Value,
+) -> Value {
+    match common::str_of(step, "op") {
         "try_acquire" => match limiter.try_acquire(common::now(step), priority(step)) {
             Ok(p) => {
                 let v = json!({"admitted": true, "in_flight": p.in_flight(), "threshold": p.threshold()});
-                match step.get("permit").and_then(Value::as_str) {
-                    Some(name) => permits.entry(name.to_owned()).or_default().push_back(p),
-                    None => limiter.on_ignore(p),
-                }
+                permits.keep(step, p, |p| limiter.on_ignore(p));
                 v
             }
             Err(r) => json!({
@@ -176,15 +125,15 @@ fn run_step(
             }),
         },
         "on_success" => {
-            limiter.on_success(take(permits, step), common::now(step));
+            limiter.on_success(permits.take(step), common::now(step));
             Value::Null
         }
         "on_dropped" => {
-            limiter.on_dropped(take(permits, step), common::now(step));
+            limiter.on_dropped(permits.take(step), common::now(step));
             Value::Null
         }
         "on_ignore" => {
-            limiter.on_ignore(take(permits, step));
+            limiter.on_ignore(permits.take(step));
             Value::Null
         }
         "limit" => Value::from(limiter.limit()),
@@ -193,28 +142,17 @@ fn run_step(
         "retry_after" => Value::from(limiter.retry_after().0),
         "stats" => subset(step, stats_json(&limiter.stats())),
         op => panic!("case `{}`: unknown op `{op}`", common::name(case)),
-    };
-    if step.get("expect").is_some() {
-        common::expect_eq(case, i, step, got);
     }
 }
 
 #[test]
 fn limiter_vectors() {
-    let file = common::load("limiter");
-    for case in common::cases(&file) {
-        let cfg = limiter_config(&case["config"]);
-        if common::is_error_case(case) {
-            common::check_config_error(case, Limiter::new(cfg).map(|_| ()));
-            continue;
-        }
-        let limiter =
-            Limiter::new(cfg).unwrap_or_else(|e| panic!("case `{}`: {e}", common::name(case)));
-        let mut permits = HashMap::new();
-        for (i, step) in common::steps(case).iter().enumerate() {
-            for _ in 0..common::repeat(step) {
-                run_step(case, i, step, &limiter, &mut permits);
-            }
-        }
-    }
+    common::replay(
+        "limiter",
+        |case| {
+            let limiter = Limiter::new(limiter_config(&case["config"]))?;
+            Ok((limiter, Held::new("permit")))
+        },
+        |(limiter, permits), case, step| run_step(limiter, permits, case, step),
+    );
 }

@@ -30,7 +30,7 @@
 //!   "dropped_deadline", "cancelled", "rejected_full"}`, all integers.
 
 use guards_core::queue_discipline::{QueueDiscipline, QueueDisciplineConfig};
-use guards_core::{ConfigError, ConfigErrorKind, Nanos, Priority};
+use guards_core::{ConfigError, ConfigErrorKind, Nanos};
 use serde_json::json;
 
 use crate::common::{self, Value};
@@ -94,17 +94,12 @@ fn drops(q: &Queue) -> Value {
 fn run_step(q: &mut Queue, step: &Value) -> Value {
     match common::str_of(step, "op") {
         "push" => {
-            let level = common::u64_of(step, "priority");
-            let priority = u8::try_from(level)
-                .ok()
-                .and_then(Priority::new)
-                .unwrap_or_else(|| panic!("bad priority in {step}"));
             let deadline = common::opt_nanos(step, "deadline");
             Value::Bool(
                 q.push(
                     common::now(step),
                     common::u64_of(step, "id"),
-                    priority,
+                    common::priority(step),
                     deadline,
                 )
                 .is_ok(),
@@ -145,20 +140,5 @@ fn run_step(q: &mut Queue, step: &Value) -> Value {
 
 #[test]
 fn queue_discipline_vectors() {
-    let file = common::load("queue_discipline");
-    for case in common::cases(&file) {
-        if common::is_error_case(case) {
-            common::check_config_error(case, build(case).map(|_| ()));
-            continue;
-        }
-        let mut q = build(case).unwrap_or_else(|e| panic!("case `{}`: {e}", common::name(case)));
-        for (i, step) in common::steps(case).iter().enumerate() {
-            for _ in 0..common::repeat(step) {
-                let got = run_step(&mut q, step);
-                if step.get("expect").is_some() {
-                    common::expect_eq(case, i, step, got);
-                }
-            }
-        }
-    }
+    common::replay("queue_discipline", build, |q, _, step| run_step(q, step));
 }

@@ -138,74 +138,67 @@ fn step_now(step: &Value) -> Nanos {
 
 #[test]
 fn retry_budget_vectors() {
-    let file = load("retry_budget");
-    for case in cases(&file) {
-        let config = config_of(&case["config"]);
-        if is_error_case(case) {
-            check_config_error(case, RetryBudget::<10>::new(config).map(|_| ()));
-            continue;
-        }
-        let budget: RetryBudget =
-            RetryBudget::new(config).unwrap_or_else(|e| panic!("case `{}`: {e}", name(case)));
-        let mut receipts: Vec<Option<RetryReceipt>> = Vec::new();
-        for (i, step) in steps(case).iter().enumerate() {
-            for _ in 0..repeat(step) {
-                let now = step_now(step);
-                let got = match str_of(step, "op") {
-                    "deposit" => {
-                        budget.deposit(now);
-                        Value::Null
-                    }
-                    "withdraw" => match budget.withdraw(now, cause_of(step)) {
-                        Some(r) => {
-                            receipts.push(Some(r));
-                            json!(true)
-                        }
-                        None => json!(false),
-                    },
-                    "allow_retry" => json!(budget.allow_retry(now, cause_of(step))),
-                    "on_success" => {
-                        let receipt = opt_u64(step, "receipt").map(|k| {
-                            receipts
-                                .get_mut(k as usize)
-                                .and_then(Option::take)
-                                .unwrap_or_else(|| {
-                                    panic!("case `{}`: receipt {k} not held", name(case))
-                                })
-                        });
-                        budget.on_success(now, receipt);
-                        Value::Null
-                    }
-                    "on_failure" => {
-                        budget.on_failure(now);
-                        Value::Null
-                    }
-                    "tokens_micros" => json!(budget.tokens_micros(now)),
-                    "tokens" => json!(budget.tokens(now)),
-                    "receipt_cost_micros" => {
-                        let k = u64_of(step, "receipt") as usize;
-                        let r = receipts.get(k).and_then(Option::as_ref).unwrap_or_else(|| {
-                            panic!("case `{}`: receipt {k} not held", name(case))
-                        });
-                        json!(r.cost_micros())
-                    }
-                    "stats" => {
-                        let s = budget.stats();
-                        json!({
-                            "deposits": s.deposits,
-                            "withdrawals": s.withdrawals,
-                            "refusals": s.refusals,
-                            "refunds": s.refunds,
-                            "failures": s.failures,
-                        })
-                    }
-                    other => panic!("case `{}`: unknown op `{other}`", name(case)),
-                };
-                // A step without `expect` is run and its result ignored.
-                if step.get("expect").is_some() {
-                    expect_eq(case, i, step, got);
+    replay(
+        "retry_budget",
+        |case| {
+            Ok((
+                RetryBudget::<10>::new(config_of(&case["config"]))?,
+                Vec::new(),
+            ))
+        },
+        |(budget, receipts), case, step| {
+            let now = step_now(step);
+            match str_of(step, "op") {
+                "deposit" => {
+                    budget.deposit(now);
+                    Value::Null
                 }
+                "withdraw" => match budget.withdraw(now, cause_of(step)) {
+                    Some(r) => {
+                        receipts.push(Some(r));
+                        json!(true)
+                    }
+                    None => json!(false),
+                },
+                "allow_retry" => json!(budget.allow_retry(now, cause_of(step))),
+                "on_success" => {
+                    let receipt = opt_u64(step, "receipt").map(|k| {
+                        receipts
+                            .get_mut(k as usize)
+                            .and_then(Option::take)
+                            .unwrap_or_else(|| {
+                                panic!("case `{}`: receipt {k} not held", name(case))
+                            })
+                    });
+                    budget.on_success(now, receipt);
+                    Value::Null
+                }
+                "on_failure" => {
+                    budget.on_failure(now);
+                    Value::Null
+                }
+                "tokens_micros" => json!(budget.tokens_micros(now)),
+                "tokens" => json!(budget.tokens(now)),
+                "receipt_cost_micros" => {
+                    let k = u64_of(step, "receipt") as usize;
+                    let r = receipts
+                        .get(k)
+                        .and_then(Option::as_ref)
+                        .unwrap_or_else(|| panic!("case `{}`: receipt {k} not held", name(case)));
+                    json!(r.cost_micros())
+                }
+                "stats" => {
+                    let s = budget.stats();
+                    json!({
+                        "deposits": s.deposits,
+                        "withdrawals": s.withdrawals,
+                        "refusals": s.refusals,
+                        "refunds": s.refunds,
+                        "failures": s.failures,
+                    })
+                }
+                other => panic!("case `{}`: unknown op `{other}`", name(case)),
             }
-        }
-    }
+        },
+    );
 }

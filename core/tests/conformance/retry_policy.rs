@@ -42,7 +42,6 @@
 
 use std::cell::RefCell;
 
-use guards_core::backoff::{BackoffConfig, Jitter};
 use guards_core::retry_policy::{
     Idempotency, Outcome, RetryCause, RetryContext, RetryDecision, RetryGate, RetryPolicy,
     RetryPolicyConfig, UnkeyedSideEffects,
@@ -51,21 +50,6 @@ use guards_core::{Nanos, Rng};
 use serde_json::json;
 
 use crate::common::{self, Value};
-
-fn backoff_config(c: Option<&Value>) -> BackoffConfig {
-    let d = BackoffConfig::default();
-    let Some(c) = c else { return d };
-    BackoffConfig {
-        base: common::opt_nanos(c, "base").unwrap_or(d.base),
-        cap: common::opt_nanos(c, "cap").unwrap_or(d.cap),
-        multiplier: common::opt_f64(c, "multiplier").unwrap_or(d.multiplier),
-        jitter: c
-            .get("jitter")
-            .and_then(Value::as_str)
-            .map(|j| Jitter::from_name(j).unwrap_or_else(|| panic!("unknown jitter {j}")))
-            .unwrap_or(d.jitter),
-    }
-}
 
 fn config(case: &Value) -> RetryPolicyConfig {
     let c = &case["config"];
@@ -86,7 +70,7 @@ fn config(case: &Value) -> RetryPolicyConfig {
             .and_then(Value::as_str)
             .map(|s| UnkeyedSideEffects::from_name(s).unwrap_or_else(|| panic!("unknown {s}")))
             .unwrap_or(d.unkeyed_side_effects),
-        backoff: backoff_config(c.get("backoff")),
+        backoff: crate::backoff::config_of(&c["backoff"]),
     }
 }
 
@@ -168,31 +152,19 @@ fn run_step(p: &RetryPolicy, rng: &Rng, log: &RefCell<Vec<Value>>, step: &Value)
             .worst_case_time(Nanos(common::u64_of(step, "attempt_timeout")))
             .0
             .into(),
-        "rng_next_u64" => Value::String(format!("{:#018x}", rng.next_u64())),
+        "rng_next_u64" => common::to_hex(rng.next_u64()),
         other => panic!("unknown retry_policy op `{other}`"),
     }
 }
 
 #[test]
 fn retry_policy_vectors() {
-    let file = common::load("retry_policy");
-    for case in common::cases(&file) {
-        let cfg = config(case);
-        if common::is_error_case(case) {
-            common::check_config_error(case, RetryPolicy::new(cfg).map(|_| ()));
-            continue;
-        }
-        let p =
-            RetryPolicy::new(cfg).unwrap_or_else(|e| panic!("case `{}`: {e}", common::name(case)));
-        let rng = Rng::new(common::opt_u64(case, "seed").unwrap_or(0));
-        let log = RefCell::new(Vec::new());
-        for (i, step) in common::steps(case).iter().enumerate() {
-            for _ in 0..common::repeat(step) {
-                let got = run_step(&p, &rng, &log, step);
-                if step.get("expect").is_some() {
-                    common::expect_eq(case, i, step, got);
-                }
-            }
-        }
-    }
+    common::replay(
+        "retry_policy",
+        |case| {
+            let p = RetryPolicy::new(config(case))?;
+            Ok((p, common::case_rng(case), RefCell::new(Vec::new())))
+        },
+        |(p, rng, log), _, step| run_step(p, rng, log, step),
+    );
 }

@@ -104,17 +104,57 @@ struct SvcState {
     active: Vec<u32>,
     rr: u64,
     work_rng: SimRng,
-    busy_total: u64,
-    busy_last: Nanos,
-    busy_area: f64,
-    /// Calls inside over all instances, and its time integral this interval.
-    inside_total: u64,
-    inside_last: Nanos,
-    inside_area: f64,
+    /// Busy servers over all instances.
+    busy: Gauge,
+    /// Calls inside over all instances.
+    inside: Gauge,
     shed: Option<u32>,
     /// Queue waits of the calls that got a server this interval: sum and maximum (ns).
     wait_sum: u64,
     wait_max: u64,
+}
+
+/// A count that goes up and down, and its time integral over the current interval (for
+/// the interval's average).
+#[derive(Debug)]
+struct Gauge {
+    total: u64,
+    last: Nanos,
+    area: f64,
+}
+
+impl Gauge {
+    fn new(start: Nanos) -> Self {
+        Gauge {
+            total: 0,
+            last: start,
+            area: 0.0,
+        }
+    }
+
+    /// Integrate up to `now`.
+    fn advance(&mut self, now: Nanos) {
+        self.area += self.total as f64 * now.saturating_sub(self.last).as_u64() as f64;
+        self.last = now;
+    }
+
+    /// One more (`up`) or one fewer at `now`.
+    fn change(&mut self, now: Nanos, up: bool) {
+        self.advance(now);
+        if up {
+            self.total += 1;
+        } else {
+            self.total = self.total.saturating_sub(1);
+        }
+    }
+
+    /// The average over the interval of `iv` ns ending at `end`; the next interval starts.
+    fn close(&mut self, end: Nanos, iv: f64) -> f64 {
+        self.advance(end);
+        let avg = self.area / iv;
+        self.area = 0.0;
+        avg
+    }
 }
 
 /// Per-edge state shared by all caller instances.
@@ -182,12 +222,8 @@ impl Sim {
                 instances,
                 rr: 0,
                 work_rng: SimRng::new(seed, stream::WORK + i as u64),
-                busy_total: 0,
-                busy_last: t.start,
-                busy_area: 0.0,
-                inside_total: 0,
-                inside_last: t.start,
-                inside_area: 0.0,
+                busy: Gauge::new(t.start),
+                inside: Gauge::new(t.start),
                 shed: None,
                 wait_sum: 0,
                 wait_max: 0,
@@ -446,27 +482,13 @@ impl Sim {
 
     fn busy_change(&mut self, svc: usize, up: bool) {
         let now = self.now;
-        let s = &mut self.svcs[svc];
-        s.busy_area += s.busy_total as f64 * now.saturating_sub(s.busy_last).as_u64() as f64;
-        s.busy_last = now;
-        if up {
-            s.busy_total += 1;
-        } else {
-            s.busy_total = s.busy_total.saturating_sub(1);
-        }
+        self.svcs[svc].busy.change(now, up);
     }
 
     /// A call entered (`up`) or left an instance of `svc`.
     fn inside_change(&mut self, svc: usize, up: bool) {
         let now = self.now;
-        let s = &mut self.svcs[svc];
-        s.inside_area += s.inside_total as f64 * now.saturating_sub(s.inside_last).as_u64() as f64;
-        s.inside_last = now;
-        if up {
-            s.inside_total += 1;
-        } else {
-            s.inside_total = s.inside_total.saturating_sub(1);
-        }
+        self.svcs[svc].inside.change(now, up);
     }
 
     /// Close every interval that ends at or before `t`.
@@ -476,24 +498,18 @@ impl Sim {
             let iv = self.metrics.interval.as_u64().max(1) as f64;
             let mut sg = Vec::with_capacity(self.svcs.len());
             for s in &mut self.svcs {
-                s.busy_area += s.busy_total as f64 * b.saturating_sub(s.busy_last).as_u64() as f64;
-                s.busy_last = b;
-                s.inside_area +=
-                    s.inside_total as f64 * b.saturating_sub(s.inside_last).as_u64() as f64;
-                s.inside_last = b;
-                let inside_avg = s.inside_area / iv;
-                s.inside_area = 0.0;
+                let busy = s.busy.close(b, iv);
+                let inside_avg = s.inside.close(b, iv);
                 sg.push(ServiceGauges {
                     inside_avg,
                     queue: s.instances.iter().map(|i| u64::from(i.queued)).sum(),
-                    busy_now: s.busy_total,
+                    busy_now: s.busy.total,
                     wait_sum: std::mem::take(&mut s.wait_sum),
                     wait_max: std::mem::take(&mut s.wait_max),
                     inside: s.instances.iter().map(|i| u64::from(i.inside)).sum(),
-                    busy: s.busy_area / iv,
+                    busy,
                     instances: s.active.len() as u64,
                 });
-                s.busy_area = 0.0;
             }
             let mut eg = vec![EdgeGauges::default(); self.topo.edges.len()];
             for (e, g) in eg.iter_mut().enumerate() {
