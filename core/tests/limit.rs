@@ -128,8 +128,11 @@ impl RefVegas {
         } else {
             return self.limit();
         };
-        let t = t.max(self.c.min_limit as f64).min(self.c.max_limit as f64);
-        self.e = (1.0 - self.c.smoothing) * self.e + self.c.smoothing * t;
+        let (lo, hi) = (self.c.min_limit as f64, self.c.max_limit as f64);
+        let t = t.max(lo).min(hi);
+        self.e = ((1.0 - self.c.smoothing) * self.e + self.c.smoothing * t)
+            .max(lo)
+            .min(hi);
         self.limit()
     }
 }

@@ -25,7 +25,9 @@
 //!    - else if `queue < a·L10`: `T = E + L10`;
 //!    - else if `queue > b·L10`: `T = E − L10`;
 //!    - else (between alpha and beta): no change.
-//! 4. `T ← clamp(T, min_limit, max_limit)`, `E ← (1 − smoothing)·E + smoothing·T`.
+//! 4. `T ← clamp(T, min_limit, max_limit)`,
+//!    `E ← clamp((1 − smoothing)·E + smoothing·T, min_limit, max_limit)` (the second clamp
+//!    only absorbs float rounding).
 //!
 //! The limit is `⌊E⌋`. The jitter factor is `f = 1 − probe_jitter × u` with `u` the next
 //! SplitMix64 draw (as [`crate::Rng`] seeded with [`probe_seed`](VegasConfig::probe_seed)
@@ -284,8 +286,11 @@ impl VegasLimit {
         } else {
             return self.limit();
         };
-        let target = clamp_f64(target, c.min_limit as f64, c.max_limit as f64);
-        self.estimate = (1.0 - c.smoothing) * e + c.smoothing * target;
+        let (lo, hi) = (c.min_limit as f64, c.max_limit as f64);
+        let target = clamp_f64(target, lo, hi);
+        // The blend of two values inside [lo, hi] is inside too, except for float rounding
+        // (0.95 × 7 + 0.05 × 7 = 6.999…): clamp again so the limit never leaves its bounds.
+        self.estimate = clamp_f64((1.0 - c.smoothing) * e + c.smoothing * target, lo, hi);
         self.limit()
     }
 
