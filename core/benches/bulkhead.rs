@@ -37,7 +37,7 @@ fn benches(c: &mut Criterion) {
             })
         })
     });
-    g.bench_function("acquire_scoped/1t", |b| {
+    g.bench_function("try_acquire_scoped/1t", |b| {
         let bh = bulkhead(12);
         b.iter(|| {
             black_box(bh.try_acquire_scoped().is_ok());

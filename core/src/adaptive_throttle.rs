@@ -33,7 +33,7 @@
 //! probability*. Its "requests per second below which nothing is rejected" becomes
 //! [`AdaptiveThrottleConfig::min_requests`], counted in the window. Envoy does not count
 //! the requests it rejects (`count_rejected = false`).
-//! [`AdaptiveThrottleConfig::envoy`] gives its defaults.
+//! [`AdaptiveThrottleConfig::strict_success_rate`] gives its defaults.
 //!
 //! The difference matters after a total outage. Counting rejected requests with no cap,
 //! the probability climbs to `n / (n + 1)`: almost nothing is sent, and once the backend
@@ -170,10 +170,12 @@ impl Default for AdaptiveThrottleConfig {
 }
 
 impl AdaptiveThrottleConfig {
-    /// Envoy admission control's defaults: a 30 s window, success-rate threshold 95%
-    /// (`k = 1 / 0.95`), aggression 1, rejection probability capped at 80%, no request
-    /// floor, rejected requests not counted.
-    pub fn envoy() -> Self {
+    /// A throttle that expects a high success rate: it starts rejecting as soon as fewer
+    /// than 95 % of the requests of the last 30 s were accepted (`k = 1 / 0.95`), linearly
+    /// (aggression 1), never rejects more than 80 %, has no request floor and does not
+    /// count its own rejections. (These are the defaults of Envoy's admission-control
+    /// filter.)
+    pub fn strict_success_rate() -> Self {
         AdaptiveThrottleConfig {
             window: Nanos::from_secs(30),
             k: 1.0 / 0.95,
@@ -484,7 +486,7 @@ mod tests {
             aggressive.reject_probability(10, 4),
             math::pow(2.0 / 11.0, 0.5)
         );
-        let envoy = AdaptiveThrottleConfig::envoy();
+        let envoy = AdaptiveThrottleConfig::strict_success_rate();
         assert!((envoy.success_rate_threshold() - 0.95).abs() < 1e-15);
         // 100 requests, 94 successes: below the 95% threshold.
         assert!(envoy.reject_probability(100, 94) > 0.0);
@@ -554,6 +556,8 @@ mod tests {
             }),
             "max_reject_probability"
         );
-        assert!(AdaptiveThrottleConfig::envoy().validate().is_ok());
+        assert!(AdaptiveThrottleConfig::strict_success_rate()
+            .validate()
+            .is_ok());
     }
 }

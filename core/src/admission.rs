@@ -9,7 +9,7 @@
 //!
 //! Optionally the total also follows an adaptive limit ([`AdmissionConfig::limit`]: AIMD,
 //! Vegas, Gradient2 from [`crate::limit`]), fed by the outcomes the server reports when
-//! it releases a ticket; each priority may fill only its [`share`](AdmissionConfig::shares)
+//! it releases a permit; each priority may fill only its [`share`](AdmissionConfig::shares)
 //! of it.
 //!
 //! Admission is a thin policy over [`crate::limiter::Limiter`]: the in-flight count, the
@@ -17,15 +17,17 @@
 //! module maps its configuration and names the refusals the way a server's door does.
 //!
 //! # Refusals
-//! - [`AdmissionRefuseReason::LimitReached`]: the calls inside reached this priority's fixed
+//! - [`AdmissionRejectReason::LimitReached`]: the calls inside reached this priority's fixed
 //!   limit ([`AdmissionConfig::limits`]).
-//! - [`AdmissionRefuseReason::Overloaded`]: the calls inside reached the adaptive limit, or
+//! - [`AdmissionRejectReason::Overloaded`]: the calls inside reached the adaptive limit, or
 //!   this priority's share of it.
 //!
-//! A refusal carries `retry_after`, derived as the limiter's hint (the mean RTT of the last
-//! sampling window, clamped to `[min_retry_after, max_retry_after]`; `min_retry_after`
-//! when nothing has been measured), with door-friendly defaults of 1 s to 60 s; use
-//! [`AdmissionRefused::retry_after_secs`] for an HTTP `Retry-After` header.
+//! A refusal carries `retry_at`, an instant: the refusal's `now` plus the limiter's hint (a
+//! duration: the mean RTT of the last sampling window, clamped to
+//! `[min_retry_after, max_retry_after]`; `min_retry_after` when nothing has been measured),
+//! with door-friendly defaults of 1 s to 60 s. [`AdmissionRejected::retry_after`] gives the
+//! duration from a `now`, and [`AdmissionRejected::retry_after_secs`] the whole seconds for
+//! an HTTP `Retry-After` header.
 //!
 //! # Why
 //! A refusal must cost far less than the work, or refusing becomes the new overload; so the
@@ -35,7 +37,7 @@
 //!
 //! # Examples
 //! ```
-//! use guards_core::admission::{Admission, AdmissionConfig, AdmissionRefuseReason};
+//! use guards_core::admission::{Admission, AdmissionConfig, AdmissionRejectReason};
 //! use guards_core::{Nanos, Priority};
 //!
 //! let door = Admission::new(AdmissionConfig::default())?; // views 64, reserves 80
@@ -45,13 +47,13 @@
 //!     inside.push(door.try_acquire(now, Priority::SHEDDABLE).expect("below 64"));
 //! }
 //! let refused = door.try_acquire(now, Priority::SHEDDABLE).unwrap_err();
-//! assert_eq!(refused.reason, AdmissionRefuseReason::LimitReached);
-//! assert_eq!(refused.retry_after_secs(), 1);
+//! assert_eq!(refused.reason, AdmissionRejectReason::LimitReached);
+//! assert_eq!(refused.retry_after_secs(now), 1);
 //! // A reserve still gets in: its limit is 80.
 //! let reserve = door.try_acquire(now, Priority::CRITICAL_PLUS).expect("below 80");
 //! door.on_success(reserve, now.saturating_add(Nanos::from_millis(40)));
-//! for ticket in inside {
-//!     door.on_success(ticket, now.saturating_add(Nanos::from_millis(5)));
+//! for permit in inside {
+//!     door.on_success(permit, now.saturating_add(Nanos::from_millis(5)));
 //! }
 //! assert_eq!(door.in_flight(), 0);
 //! assert_eq!(door.stats().refused_by_priority[3], 1);
@@ -208,102 +210,104 @@ impl AdmissionConfig {
 /// Why a call was refused at the door.
 #[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AdmissionRefuseReason {
+pub enum AdmissionRejectReason {
     /// The calls inside reached this priority's fixed limit.
     LimitReached = 0,
     /// The calls inside reached the adaptive limit, or this priority's share of it.
     Overloaded = 1,
 }
 
-impl AdmissionRefuseReason {
-    /// Stable snake_case name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            AdmissionRefuseReason::LimitReached => "limit_reached",
-            AdmissionRefuseReason::Overloaded => "overloaded",
-        }
-    }
-}
+named_enum!(AdmissionRejectReason {
+    LimitReached => "limit_reached",
+    Overloaded => "overloaded",
+});
 
 /// A refused call: answer 503 (or the protocol's equivalent) with `Retry-After`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AdmissionRefused {
+pub struct AdmissionRejected {
     /// Why.
-    pub reason: AdmissionRefuseReason,
+    pub reason: AdmissionRejectReason,
     /// The priority that was refused.
     pub priority: Priority,
-    /// When the client should try again, from now.
-    pub retry_after: Nanos,
+    /// An instant (same clock as `now`): when the client should try again.
+    pub retry_at: Nanos,
     /// The calls inside when it was refused.
     pub in_flight: u64,
     /// The threshold this priority was held to.
     pub threshold: u64,
 }
 
-impl AdmissionRefused {
-    /// `retry_after` in whole seconds, rounded up, for an HTTP `Retry-After` header.
-    pub fn retry_after_secs(&self) -> u64 {
-        self.retry_after.0.div_ceil(1_000_000_000)
+impl AdmissionRejected {
+    /// A duration: how long from `now` until [`AdmissionRejected::retry_at`] (zero if it
+    /// has passed).
+    pub const fn retry_after(&self, now: Nanos) -> Nanos {
+        self.retry_at.saturating_sub(now)
+    }
+
+    /// [`AdmissionRejected::retry_after`] in whole seconds, rounded up, for an HTTP
+    /// `Retry-After` header.
+    pub const fn retry_after_secs(&self, now: Nanos) -> u64 {
+        self.retry_after(now).0.div_ceil(1_000_000_000)
     }
 
     fn from_limiter(r: LimiterRejected) -> Self {
-        AdmissionRefused {
+        AdmissionRejected {
             reason: match r.reason {
-                LimiterRejectReason::PartitionCap => AdmissionRefuseReason::LimitReached,
+                LimiterRejectReason::PartitionCap => AdmissionRejectReason::LimitReached,
                 LimiterRejectReason::LimitReached
                 | LimiterRejectReason::ReservedForHigherPriority => {
-                    AdmissionRefuseReason::Overloaded
+                    AdmissionRejectReason::Overloaded
                 }
             },
             priority: r.priority,
-            retry_after: r.retry_after,
+            retry_at: r.retry_at,
             in_flight: r.in_flight,
             threshold: r.threshold,
         }
     }
 }
 
-impl fmt::Display for AdmissionRefused {
+impl fmt::Display for AdmissionRejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "refused at the door: {} ({} inside, threshold {} for priority {}), retry after {}",
-            self.reason.as_str(),
+            "refused at the door: {} ({} inside, threshold {} for priority {}), retry at {}",
+            self.reason.name(),
             self.in_flight,
             self.threshold,
             self.priority.level(),
-            self.retry_after
+            self.retry_at
         )
     }
 }
 
-impl core::error::Error for AdmissionRefused {}
+impl core::error::Error for AdmissionRejected {}
 
 /// One admitted call. Owned and move-only: release it exactly once with
 /// [`Admission::on_success`], [`Admission::on_dropped`] or [`Admission::on_ignore`].
 /// Dropping it without doing so leaks one place inside.
 #[repr(C)]
 #[derive(Debug, PartialEq, Eq)]
-#[must_use = "a ticket holds a place inside until it is released"]
-pub struct AdmissionTicket {
-    permit: LimiterPermit,
+#[must_use = "a permit holds a place inside until it is released"]
+pub struct AdmissionPermit {
+    inner: LimiterPermit,
 }
 
-impl AdmissionTicket {
+impl AdmissionPermit {
     /// When the call was admitted.
     pub fn start(&self) -> Nanos {
-        self.permit.start()
+        self.inner.start()
     }
 
     /// Calls inside right after this one was admitted (including itself).
     pub fn in_flight(&self) -> u64 {
-        self.permit.in_flight()
+        self.inner.in_flight()
     }
 
     /// Its priority.
     pub fn priority(&self) -> Priority {
-        self.permit.priority()
+        self.inner.priority()
     }
 }
 
@@ -364,41 +368,41 @@ impl Admission {
         &self,
         now: Nanos,
         priority: Priority,
-    ) -> Result<AdmissionTicket, AdmissionRefused> {
+    ) -> Result<AdmissionPermit, AdmissionRejected> {
         self.limiter
             .try_acquire(now, priority)
-            .map(|permit| AdmissionTicket { permit })
-            .map_err(AdmissionRefused::from_limiter)
+            .map(|permit| AdmissionPermit { inner: permit })
+            .map_err(AdmissionRejected::from_limiter)
     }
 
     /// [`Admission::try_acquire`] with a scope that releases with `on_ignore` if dropped
     /// without an outcome.
-    pub fn acquire_scoped(
+    pub fn try_acquire_scoped(
         &self,
         now: Nanos,
         priority: Priority,
-    ) -> Result<AdmissionScope<'_>, AdmissionRefused> {
+    ) -> Result<AdmissionScope<'_>, AdmissionRejected> {
         self.try_acquire(now, priority)
-            .map(|ticket| AdmissionScope {
+            .map(|permit| AdmissionScope {
                 door: self,
-                ticket: Some(ticket),
+                permit: Some(permit),
             })
     }
 
     /// The call was served at `now`: release its place (and sample its time inside).
-    pub fn on_success(&self, ticket: AdmissionTicket, now: Nanos) {
-        self.limiter.on_success(ticket.permit, now);
+    pub fn on_success(&self, permit: AdmissionPermit, now: Nanos) {
+        self.limiter.on_success(permit.inner, now);
     }
 
     /// The call was dropped at `now` (its deadline passed, the work was shed): release its
     /// place and record an overload sample.
-    pub fn on_dropped(&self, ticket: AdmissionTicket, now: Nanos) {
-        self.limiter.on_dropped(ticket.permit, now);
+    pub fn on_dropped(&self, permit: AdmissionPermit, now: Nanos) {
+        self.limiter.on_dropped(permit.inner, now);
     }
 
     /// Release its place without a sample.
-    pub fn on_ignore(&self, ticket: AdmissionTicket) {
-        self.limiter.on_ignore(ticket.permit);
+    pub fn on_ignore(&self, permit: AdmissionPermit) {
+        self.limiter.on_ignore(permit.inner);
     }
 
     /// Calls inside now.
@@ -433,31 +437,31 @@ impl Admission {
     }
 }
 
-/// A ticket that releases itself with `on_ignore` when dropped without an outcome. Rust
-/// convenience over [`AdmissionTicket`]; it borrows the door.
+/// A permit that releases itself with `on_ignore` when dropped without an outcome. Rust
+/// convenience over [`AdmissionPermit`]; it borrows the door.
 #[derive(Debug)]
 #[must_use = "dropping the scope at once releases the place again"]
 pub struct AdmissionScope<'a> {
     door: &'a Admission,
-    ticket: Option<AdmissionTicket>,
+    permit: Option<AdmissionPermit>,
 }
 
 impl AdmissionScope<'_> {
-    /// The ticket held (always `Some` until an outcome is reported).
-    pub fn ticket(&self) -> Option<&AdmissionTicket> {
-        self.ticket.as_ref()
+    /// The permit held (always `Some` until an outcome is reported).
+    pub fn permit(&self) -> Option<&AdmissionPermit> {
+        self.permit.as_ref()
     }
 
     /// Report success at `now`.
     pub fn success(mut self, now: Nanos) {
-        if let Some(t) = self.ticket.take() {
+        if let Some(t) = self.permit.take() {
             self.door.on_success(t, now);
         }
     }
 
     /// Report a drop at `now`.
     pub fn dropped(mut self, now: Nanos) {
-        if let Some(t) = self.ticket.take() {
+        if let Some(t) = self.permit.take() {
             self.door.on_dropped(t, now);
         }
     }
@@ -467,15 +471,15 @@ impl AdmissionScope<'_> {
         drop(self);
     }
 
-    /// Take the ticket out, to release it later by hand.
-    pub fn into_ticket(mut self) -> Option<AdmissionTicket> {
-        self.ticket.take()
+    /// Take the permit out, to release it later by hand.
+    pub fn into_permit(mut self) -> Option<AdmissionPermit> {
+        self.permit.take()
     }
 }
 
 impl Drop for AdmissionScope<'_> {
     fn drop(&mut self) {
-        if let Some(t) = self.ticket.take() {
+        if let Some(t) = self.permit.take() {
             self.door.on_ignore(t);
         }
     }
@@ -492,16 +496,16 @@ mod tests {
     fn seed_thresholds_exactly() {
         let door = Admission::new(AdmissionConfig::default()).unwrap();
         let t = Nanos(0);
-        let mut inside: Vec<AdmissionTicket, 128> = Vec::new();
+        let mut inside: Vec<AdmissionPermit, 128> = Vec::new();
         for i in 0..64 {
-            let ticket = door.try_acquire(t, Priority::SHEDDABLE).unwrap();
-            assert_eq!(ticket.in_flight(), i + 1);
-            inside.push(ticket).unwrap();
+            let permit = door.try_acquire(t, Priority::SHEDDABLE).unwrap();
+            assert_eq!(permit.in_flight(), i + 1);
+            inside.push(permit).unwrap();
         }
         let v = door.try_acquire(t, Priority::CRITICAL).unwrap_err();
         assert_eq!(
             (v.reason, v.in_flight, v.threshold),
-            (AdmissionRefuseReason::LimitReached, 64, 64)
+            (AdmissionRejectReason::LimitReached, 64, 64)
         );
         for _ in 64..80 {
             inside
@@ -511,7 +515,7 @@ mod tests {
         let r = door.try_acquire(t, Priority::CRITICAL_PLUS).unwrap_err();
         assert_eq!(
             (r.reason, r.in_flight, r.threshold),
-            (AdmissionRefuseReason::LimitReached, 80, 80)
+            (AdmissionRejectReason::LimitReached, 80, 80)
         );
         // One leaves: 79 inside, a reserve fits, a view still does not.
         door.on_success(inside.pop().unwrap(), Nanos(1));
@@ -526,8 +530,8 @@ mod tests {
         );
         assert_eq!(s.refused_by_priority[1], 2);
         assert_eq!(s.refused_by_priority[0], 1);
-        for ticket in inside {
-            door.on_ignore(ticket);
+        for permit in inside {
+            door.on_ignore(permit);
         }
         assert_eq!(door.in_flight(), 0);
     }
@@ -549,8 +553,8 @@ mod tests {
         let a = door.try_acquire(t, Priority::CRITICAL).unwrap();
         let b = door.try_acquire(t, Priority::CRITICAL).unwrap();
         let r = door.try_acquire(t, Priority::CRITICAL).unwrap_err();
-        assert_eq!(r.reason, AdmissionRefuseReason::Overloaded);
-        assert_eq!(r.retry_after, DEFAULT_MIN_RETRY_AFTER);
+        assert_eq!(r.reason, AdmissionRejectReason::Overloaded);
+        assert_eq!(r.retry_after(t), DEFAULT_MIN_RETRY_AFTER);
         // A drop halves the adaptive limit: 4 → 2, and views get max(1, ⌊2 × 0.5⌋) = 1.
         door.on_dropped(a, t.saturating_add(Nanos::from_millis(60)));
         assert_eq!(door.limit(), 2);
@@ -561,22 +565,17 @@ mod tests {
 
     #[test]
     fn retry_after_in_whole_seconds_rounds_up() {
-        let r = AdmissionRefused {
-            reason: AdmissionRefuseReason::Overloaded,
+        let r = AdmissionRejected {
+            reason: AdmissionRejectReason::Overloaded,
             priority: Priority::CRITICAL,
-            retry_after: Nanos(1_000_000_001),
+            retry_at: Nanos(1_000_000_006),
             in_flight: 1,
             threshold: 1,
         };
-        assert_eq!(r.retry_after_secs(), 2);
-        assert_eq!(
-            AdmissionRefused {
-                retry_after: Nanos::ZERO,
-                ..r
-            }
-            .retry_after_secs(),
-            0
-        );
+        assert_eq!(r.retry_after_secs(Nanos(5)), 2);
+        assert_eq!(r.retry_after_secs(Nanos(6)), 1);
+        assert_eq!(r.retry_after_secs(Nanos(1_000_000_006)), 0);
+        assert_eq!(r.retry_after_secs(Nanos::MAX), 0);
     }
 
     #[test]
@@ -587,11 +586,13 @@ mod tests {
         })
         .unwrap();
         {
-            let s = door.acquire_scoped(Nanos(0), Priority::CRITICAL).unwrap();
-            assert!(s.ticket().is_some());
+            let s = door
+                .try_acquire_scoped(Nanos(0), Priority::CRITICAL)
+                .unwrap();
+            assert!(s.permit().is_some());
             assert!(door.try_acquire(Nanos(0), Priority::CRITICAL).is_err());
         }
-        door.acquire_scoped(Nanos(0), Priority::CRITICAL)
+        door.try_acquire_scoped(Nanos(0), Priority::CRITICAL)
             .unwrap()
             .success(Nanos(1));
         let s = door.stats();

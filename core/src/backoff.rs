@@ -154,31 +154,12 @@ pub enum Jitter {
     Decorrelated = 3,
 }
 
-impl Jitter {
-    /// Every mode, in discriminant order.
-    pub const ALL: [Jitter; 4] = [
-        Jitter::None,
-        Jitter::Full,
-        Jitter::Equal,
-        Jitter::Decorrelated,
-    ];
-
-    /// Stable snake_case name (`"none"`, `"full"`, `"equal"`, `"decorrelated"`), as used
-    /// in conformance vectors and by every binding.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Jitter::None => "none",
-            Jitter::Full => "full",
-            Jitter::Equal => "equal",
-            Jitter::Decorrelated => "decorrelated",
-        }
-    }
-
-    /// The mode with snake_case name `name`, or `None`.
-    pub fn from_name(name: &str) -> Option<Jitter> {
-        Jitter::ALL.into_iter().find(|j| j.as_str() == name)
-    }
-}
+named_enum!(Jitter {
+    None => "none",
+    Full => "full",
+    Equal => "equal",
+    Decorrelated => "decorrelated",
+});
 
 /// Configuration of a [`Backoff`]. Plain `Copy` data; check it with
 /// [`validate`](BackoffConfig::validate) or let [`Backoff::new`] do it.

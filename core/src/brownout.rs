@@ -90,18 +90,17 @@ pub enum RefusalKind {
     Failed = 6,
 }
 
-impl RefusalKind {
-    /// Every kind, in discriminant order.
-    pub const ALL: [RefusalKind; 7] = [
-        RefusalKind::BreakerOpen,
-        RefusalKind::BulkheadFull,
-        RefusalKind::BudgetExhausted,
-        RefusalKind::Throttled,
-        RefusalKind::Timeout,
-        RefusalKind::Overloaded,
-        RefusalKind::Failed,
-    ];
+named_enum!(RefusalKind {
+    BreakerOpen => "breaker_open",
+    BulkheadFull => "bulkhead_full",
+    BudgetExhausted => "budget_exhausted",
+    Throttled => "throttled",
+    Timeout => "timeout",
+    Overloaded => "overloaded",
+    Failed => "failed",
+});
 
+impl RefusalKind {
     /// Whether a local guard refused the call before it was sent (so an exempt operation
     /// can still make it).
     pub const fn is_local(self) -> bool {
@@ -114,24 +113,6 @@ impl RefusalKind {
         )
     }
 
-    /// Stable snake_case name, used in conformance vectors and by every binding.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            RefusalKind::BreakerOpen => "breaker_open",
-            RefusalKind::BulkheadFull => "bulkhead_full",
-            RefusalKind::BudgetExhausted => "budget_exhausted",
-            RefusalKind::Throttled => "throttled",
-            RefusalKind::Timeout => "timeout",
-            RefusalKind::Overloaded => "overloaded",
-            RefusalKind::Failed => "failed",
-        }
-    }
-
-    /// The kind named `name` (as [`as_str`](Self::as_str) spells it).
-    pub fn parse(name: &str) -> Option<RefusalKind> {
-        RefusalKind::ALL.into_iter().find(|k| k.as_str() == name)
-    }
-
     /// This kind's bit in a [`RefusalKinds`] set.
     pub const fn bit(self) -> u8 {
         1 << (self as u8)
@@ -140,7 +121,7 @@ impl RefusalKind {
 
 impl fmt::Display for RefusalKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.name())
     }
 }
 
@@ -198,20 +179,15 @@ pub enum BrownoutDecision {
     Proceed = 2,
 }
 
-impl BrownoutDecision {
-    /// Stable snake_case name, used in conformance vectors and by every binding.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            BrownoutDecision::ServeFallback => "serve_fallback",
-            BrownoutDecision::FailFast => "fail_fast",
-            BrownoutDecision::Proceed => "proceed",
-        }
-    }
-}
+named_enum!(BrownoutDecision {
+    ServeFallback => "serve_fallback",
+    FailFast => "fail_fast",
+    Proceed => "proceed",
+});
 
 impl fmt::Display for BrownoutDecision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.name())
     }
 }
 
@@ -380,6 +356,17 @@ pub enum RegisterError {
     Duplicate,
     /// The operation's config is invalid.
     Config(ConfigError),
+}
+
+impl RegisterError {
+    /// Stable snake_case name of the variant: `"full"`, `"duplicate"`, `"config"`.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            RegisterError::Full => "full",
+            RegisterError::Duplicate => "duplicate",
+            RegisterError::Config(_) => "config",
+        }
+    }
 }
 
 impl fmt::Display for RegisterError {
@@ -562,11 +549,11 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for k in RefusalKind::ALL {
-            assert_eq!(RefusalKind::parse(k.as_str()), Some(k));
+            assert_eq!(RefusalKind::from_name(k.name()), Some(k));
             assert!(RefusalKinds::ALL.contains(k));
             assert!(!RefusalKinds::ALL.without(k).contains(k));
         }
-        assert_eq!(RefusalKind::parse("nope"), None);
+        assert_eq!(RefusalKind::from_name("nope"), None);
     }
 
     #[test]

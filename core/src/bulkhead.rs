@@ -35,7 +35,7 @@
 //! the bulkhead) that goes back through [`Bulkhead::release`], which consumes it: a permit
 //! is released at most once by construction. The simulator and the bindings hold permits
 //! across events this way. In Rust, [`Bulkhead::try_acquire_scoped`] returns a
-//! [`BulkheadGuard`] that releases on drop. A permit must go back to the bulkhead that
+//! [`BulkheadScope`] that releases on drop. A permit must go back to the bulkhead that
 //! issued it; dropping a permit without releasing it keeps its slot taken.
 //!
 //! # Examples
@@ -159,14 +159,14 @@ impl BulkheadConfig {
 /// The bulkhead is at its cap: the call must not start (fail fast, or fall back).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct BulkheadFull {
+pub struct BulkheadRejected {
     /// The calls in flight when the request was refused (equal to the cap at that instant).
     pub in_flight: u64,
     /// The cap.
     pub max_concurrent: u64,
 }
 
-impl fmt::Display for BulkheadFull {
+impl fmt::Display for BulkheadRejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -176,7 +176,7 @@ impl fmt::Display for BulkheadFull {
     }
 }
 
-impl core::error::Error for BulkheadFull {}
+impl core::error::Error for BulkheadRejected {}
 
 /// Permission for one call to be in flight. Owned and move-only: hand it back exactly once
 /// through [`Bulkhead::release`] when the call ends, however it ends.
@@ -189,12 +189,12 @@ pub struct BulkheadPermit {
 /// A permit that releases itself when dropped (Rust convenience over [`BulkheadPermit`]).
 #[must_use = "dropping the guard releases the slot at once"]
 #[derive(Debug)]
-pub struct BulkheadGuard<'a> {
+pub struct BulkheadScope<'a> {
     bulkhead: &'a Bulkhead,
     permit: Option<BulkheadPermit>,
 }
 
-impl BulkheadGuard<'_> {
+impl BulkheadScope<'_> {
     /// Detach the permit; the caller now releases it with [`Bulkhead::release`].
     pub fn into_permit(mut self) -> BulkheadPermit {
         self.permit
@@ -203,7 +203,7 @@ impl BulkheadGuard<'_> {
     }
 }
 
-impl Drop for BulkheadGuard<'_> {
+impl Drop for BulkheadScope<'_> {
     fn drop(&mut self) {
         if let Some(p) = self.permit.take() {
             self.bulkhead.release(p);
@@ -255,13 +255,13 @@ impl Bulkhead {
 
     /// Take a slot if one is free; otherwise refuse, reporting the count at the cap.
     #[inline]
-    pub fn try_acquire(&self) -> Result<BulkheadPermit, BulkheadFull> {
+    pub fn try_acquire(&self) -> Result<BulkheadPermit, BulkheadRejected> {
         let max = self.config.max_concurrent;
         let mut cur = self.in_flight.load(Ordering::Relaxed);
         loop {
             if cur >= max {
                 self.rejected.incr();
-                return Err(BulkheadFull {
+                return Err(BulkheadRejected {
                     in_flight: cur,
                     max_concurrent: max,
                 });
@@ -284,8 +284,8 @@ impl Bulkhead {
 
     /// [`Bulkhead::try_acquire`], with a guard that releases the permit when dropped.
     #[inline]
-    pub fn try_acquire_scoped(&self) -> Result<BulkheadGuard<'_>, BulkheadFull> {
-        self.try_acquire().map(|permit| BulkheadGuard {
+    pub fn try_acquire_scoped(&self) -> Result<BulkheadScope<'_>, BulkheadRejected> {
+        self.try_acquire().map(|permit| BulkheadScope {
             bulkhead: self,
             permit: Some(permit),
         })
@@ -375,7 +375,7 @@ mod tests {
         let p2 = b.try_acquire().unwrap();
         assert_eq!(
             b.try_acquire(),
-            Err(BulkheadFull {
+            Err(BulkheadRejected {
                 in_flight: 2,
                 max_concurrent: 2
             })
@@ -464,7 +464,7 @@ mod tests {
             ConfigErrorKind::OutOfRange
         );
         assert_eq!(BulkheadConfig::default().max_concurrent, 12);
-        let full = BulkheadFull {
+        let full = BulkheadRejected {
             in_flight: 12,
             max_concurrent: 12,
         };

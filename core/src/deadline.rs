@@ -305,7 +305,7 @@ impl AttemptBudget {
     }
 
     /// Stable snake_case name of the variant: `"start"`, `"expired"`, `"too_little_left"`.
-    pub const fn as_str(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             AttemptBudget::Start { .. } => "start",
             AttemptBudget::Expired => "expired",
@@ -506,7 +506,8 @@ impl fmt::Debug for HeaderValue {
 /// The largest `grpc-timeout` value: 8 digits.
 pub const GRPC_TIMEOUT_MAX_VALUE: u64 = 99_999_999;
 
-/// A `grpc-timeout` unit.
+/// A `grpc-timeout` unit. Its discriminant is its wire letter (`b'n'`, `b'u'`, `b'm'`,
+/// `b'S'`, `b'M'`, `b'H'`), so `TryFrom<u8>` is [`GrpcTimeoutUnit::from_letter`].
 #[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GrpcTimeoutUnit {
@@ -524,17 +525,18 @@ pub enum GrpcTimeoutUnit {
     Hours = b'H',
 }
 
-impl GrpcTimeoutUnit {
-    /// Every unit, finest first (the order the encoder tries them in).
-    pub const ALL: [GrpcTimeoutUnit; 6] = [
-        GrpcTimeoutUnit::Nanoseconds,
-        GrpcTimeoutUnit::Microseconds,
-        GrpcTimeoutUnit::Milliseconds,
-        GrpcTimeoutUnit::Seconds,
-        GrpcTimeoutUnit::Minutes,
-        GrpcTimeoutUnit::Hours,
-    ];
+// Declared finest first: `ALL` is the order the encoder tries the units in. The
+// discriminants are the wire letters.
+named_enum!(GrpcTimeoutUnit {
+    Nanoseconds => "nanoseconds",
+    Microseconds => "microseconds",
+    Milliseconds => "milliseconds",
+    Seconds => "seconds",
+    Minutes => "minutes",
+    Hours => "hours",
+});
 
+impl GrpcTimeoutUnit {
     /// Nanoseconds in one of this unit.
     pub const fn nanos(self) -> u64 {
         match self {
@@ -587,20 +589,15 @@ pub enum GrpcTimeoutError {
     Overflow = 6,
 }
 
-impl GrpcTimeoutError {
-    /// Stable snake_case name, as used in conformance vectors and by every binding.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            GrpcTimeoutError::Empty => "empty",
-            GrpcTimeoutError::MissingUnit => "missing_unit",
-            GrpcTimeoutError::UnknownUnit => "unknown_unit",
-            GrpcTimeoutError::NoDigits => "no_digits",
-            GrpcTimeoutError::InvalidCharacter => "invalid_character",
-            GrpcTimeoutError::TooManyDigits => "too_many_digits",
-            GrpcTimeoutError::Overflow => "overflow",
-        }
-    }
-}
+named_enum!(GrpcTimeoutError {
+    Empty => "empty",
+    MissingUnit => "missing_unit",
+    UnknownUnit => "unknown_unit",
+    NoDigits => "no_digits",
+    InvalidCharacter => "invalid_character",
+    TooManyDigits => "too_many_digits",
+    Overflow => "overflow",
+});
 
 impl fmt::Display for GrpcTimeoutError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -683,16 +680,11 @@ pub enum MillisError {
     Overflow = 2,
 }
 
-impl MillisError {
-    /// Stable snake_case name, as used in conformance vectors and by every binding.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            MillisError::Empty => "empty",
-            MillisError::InvalidCharacter => "invalid_character",
-            MillisError::Overflow => "overflow",
-        }
-    }
-}
+named_enum!(MillisError {
+    Empty => "empty",
+    InvalidCharacter => "invalid_character",
+    Overflow => "overflow",
+});
 
 impl fmt::Display for MillisError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -794,7 +786,7 @@ mod tests {
         let b = AttemptBudget::Start { budget: Nanos(7) };
         assert_eq!(b.attempt_deadline(Nanos(3)), Some(Deadline::at(Nanos(10))));
         assert_eq!(AttemptBudget::Expired.attempt_deadline(Nanos(3)), None);
-        assert_eq!(b.as_str(), "start");
+        assert_eq!(b.name(), "start");
         assert!(!AttemptBudget::Expired.should_start());
     }
 
@@ -808,7 +800,7 @@ mod tests {
         assert_eq!(e(0, 0).field(), "attempt_timeout");
         assert_eq!(e(MAX_ATTEMPT_TIMEOUT.0 + 1, 0).field(), "attempt_timeout");
         assert_eq!(e(10, 10).field(), "margin");
-        assert_eq!(e(10, 10).kind().as_str(), "inconsistent");
+        assert_eq!(e(10, 10).kind().name(), "inconsistent");
         assert!(DeadlineConfig::default().validate().is_ok());
     }
 

@@ -10,7 +10,7 @@
 //! use guards_core::{ConfigError, ConfigErrorKind};
 //! let e = ConfigError::new("ratio", ConfigErrorKind::NotFinite, "a finite number in 0.0..=1000.0");
 //! assert_eq!(e.field(), "ratio");
-//! assert_eq!(e.kind().as_str(), "not_finite");
+//! assert_eq!(e.kind().name(), "not_finite");
 //! assert!(e.to_string().contains("ratio"));
 //! ```
 
@@ -19,33 +19,32 @@ use core::fmt;
 use crate::time::Nanos;
 
 /// Why a config value was rejected.
+#[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ConfigErrorKind {
-    /// NaN or ±∞.
-    NotFinite,
-    /// Below zero where only non-negative values make sense.
-    Negative,
-    /// Zero where it must be positive.
-    Zero,
-    /// Outside the documented range.
-    OutOfRange,
-    /// Valid on its own but contradicts another field (e.g. `base > cap`).
-    Inconsistent,
+    /// NaN or ±∞ (`"not_finite"`).
+    NotFinite = 0,
+    /// Below zero where only non-negative values make sense (`"negative"`).
+    Negative = 1,
+    /// Zero where it must be positive (`"zero"`).
+    Zero = 2,
+    /// Outside the documented range (`"out_of_range"`).
+    OutOfRange = 3,
+    /// Valid on its own but contradicts another field, e.g. `base > cap`
+    /// (`"inconsistent"`).
+    Inconsistent = 4,
 }
 
-impl ConfigErrorKind {
-    /// Stable snake_case name, used in conformance vectors and by every binding.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ConfigErrorKind::NotFinite => "not_finite",
-            ConfigErrorKind::Negative => "negative",
-            ConfigErrorKind::Zero => "zero",
-            ConfigErrorKind::OutOfRange => "out_of_range",
-            ConfigErrorKind::Inconsistent => "inconsistent",
-        }
-    }
+named_enum!(ConfigErrorKind {
+    NotFinite => "not_finite",
+    Negative => "negative",
+    Zero => "zero",
+    OutOfRange => "out_of_range",
+    Inconsistent => "inconsistent",
+});
 
+impl ConfigErrorKind {
     const fn describe(self) -> &'static str {
         match self {
             ConfigErrorKind::NotFinite => "must be a finite number",
@@ -105,6 +104,49 @@ impl fmt::Display for ConfigError {
 }
 
 impl core::error::Error for ConfigError {}
+
+/// A number that is not the discriminant of any variant of an enum: what
+/// `TryFrom<u8>` returns for every fieldless public enum in core (bindings receive enums as
+/// integers and must refuse an unknown one, never reinterpret it).
+///
+/// ```
+/// use guards_core::{Jitter, UnknownDiscriminant};
+/// assert_eq!(Jitter::try_from(1), Ok(Jitter::Full));
+/// let e: UnknownDiscriminant = Jitter::try_from(9).unwrap_err();
+/// assert_eq!((e.type_name(), e.value()), ("Jitter", 9));
+/// assert_eq!(e.to_string(), "9 is not a valid Jitter");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct UnknownDiscriminant {
+    type_name: &'static str,
+    value: u8,
+}
+
+impl UnknownDiscriminant {
+    /// `value` is not a discriminant of the enum `type_name`.
+    pub const fn new(type_name: &'static str, value: u8) -> Self {
+        UnknownDiscriminant { type_name, value }
+    }
+
+    /// The enum's Rust name (e.g. `"Outcome"`).
+    pub const fn type_name(&self) -> &'static str {
+        self.type_name
+    }
+
+    /// The number that was given.
+    pub const fn value(&self) -> u8 {
+        self.value
+    }
+}
+
+impl fmt::Display for UnknownDiscriminant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} is not a valid {}", self.value, self.type_name)
+    }
+}
+
+impl core::error::Error for UnknownDiscriminant {}
 
 /// Validation helper (used by every config; public so wrappers apply the same rules).
 ///

@@ -219,21 +219,16 @@ pub enum HedgeRefusal {
     BudgetExhausted = 3,
 }
 
-impl HedgeRefusal {
-    /// Stable snake_case name, used in conformance vectors and by every binding.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            HedgeRefusal::NotIdempotent => "not_idempotent",
-            HedgeRefusal::LimitReached => "limit_reached",
-            HedgeRefusal::NoLatencyData => "no_latency_data",
-            HedgeRefusal::BudgetExhausted => "budget_exhausted",
-        }
-    }
-}
+named_enum!(HedgeRefusal {
+    NotIdempotent => "not_idempotent",
+    LimitReached => "limit_reached",
+    NoLatencyData => "no_latency_data",
+    BudgetExhausted => "budget_exhausted",
+});
 
 impl fmt::Display for HedgeRefusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.name())
     }
 }
 
@@ -243,11 +238,23 @@ impl fmt::Display for HedgeRefusal {
 #[must_use]
 pub enum HedgeDecision {
     /// Send a hedge now; the retry gate has been charged for it.
-    HedgeNow,
-    /// Not yet: if there is still no answer at this time, ask again.
-    WaitUntil(Nanos),
+    HedgeNow = 0,
+    /// Not yet: if there is still no answer at this instant (same clock as `now`), ask
+    /// again.
+    WaitUntil(Nanos) = 1,
     /// Don't hedge this request (any more).
-    Never(HedgeRefusal),
+    Never(HedgeRefusal) = 2,
+}
+
+impl HedgeDecision {
+    /// Stable snake_case name of the variant: `"hedge_now"`, `"wait_until"`, `"never"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            HedgeDecision::HedgeNow => "hedge_now",
+            HedgeDecision::WaitUntil(_) => "wait_until",
+            HedgeDecision::Never(_) => "never",
+        }
+    }
 }
 
 /// Counters of a [`Hedging`] policy (plain snapshot).

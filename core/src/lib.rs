@@ -46,6 +46,10 @@
     )
 )]
 
+#[macro_use]
+mod named;
+
+pub mod cache;
 pub mod counter;
 pub mod error;
 pub mod hash;
@@ -75,12 +79,12 @@ pub use admission::{Admission, AdmissionConfig};
 pub use backoff::{Backoff, BackoffConfig, Jitter};
 pub use brownout::{Brownout, BrownoutConfig, BrownoutDecision, BrownoutTable, RefusalKind};
 pub use bulkhead::{
-    Bulkhead, BulkheadConfig, BulkheadFull, BulkheadGuard, BulkheadPermit, BulkheadStats,
+    Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadRejected, BulkheadScope, BulkheadStats,
 };
 pub use circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
 pub use counter::Counter;
 pub use deadline::{AttemptBudget, Deadline, DeadlineConfig};
-pub use error::{ConfigError, ConfigErrorKind};
+pub use error::{ConfigError, ConfigErrorKind, UnknownDiscriminant};
 pub use hedging::{HedgeDecision, Hedging, HedgingConfig};
 pub use latency_tracker::{LatencyTracker, LatencyTrackerConfig};
 pub use limit::{Limit, LimitConfig};

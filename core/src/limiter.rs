@@ -19,7 +19,7 @@
 //! give it back exactly once with [`Limiter::on_success`], [`Limiter::on_dropped`] (the
 //! call timed out or was refused downstream: an overload signal) or [`Limiter::on_ignore`]
 //! (the call says nothing about capacity, e.g. a client error; no sample). In Rust,
-//! [`Limiter::acquire_scoped`] gives a guard that reports `on_ignore` if it is dropped
+//! [`Limiter::try_acquire_scoped`] gives a guard that reports `on_ignore` if it is dropped
 //! unreported. A permit dropped without being given back leaks its slot; a permit given
 //! back to a limiter that did not issue it is a bug, which the count survives (it never
 //! wraps below zero) but cannot detect while other calls are in flight.
@@ -46,11 +46,12 @@
 //! [`ReservedForHigherPriority`]: LimiterRejectReason::ReservedForHigherPriority
 //!
 //! # Retry-after hint
-//! A rejection carries `retry_after`: the mean RTT of the last folded window, clamped to
+//! A rejection carries `retry_at`, an instant: `now` plus the hint [`Limiter::retry_after`],
+//! a duration: the mean RTT of the last folded window, clamped to
 //! `[min_retry_after, max_retry_after]` (and `min_retry_after` before any window has been
 //! folded, or with a fixed limit). By then the calls that are in flight now have, on
 //! average, finished, so a slot is likely to be free; retrying sooner mostly meets the same
-//! full limit.
+//! full limit. [`LimiterRejected::retry_after`] gives the duration again from any `now`.
 //!
 //! # The window fold (how the limit adapts without a lock)
 //! Finished calls add their sample to running totals that are never reset — RTT sum,
@@ -127,6 +128,7 @@
 
 use core::fmt;
 
+use crate::cache::CachePadded;
 use crate::counter::Counter;
 use crate::error::{check_f64_above, check_nanos, check_u64, inconsistent, ConfigError};
 use crate::limit::{Limit, LimitAlgorithm, LimitConfig, LimitSample, StateWords, STATE_WORDS};
@@ -346,16 +348,11 @@ pub enum LimiterRejectReason {
     ReservedForHigherPriority = 2,
 }
 
-impl LimiterRejectReason {
-    /// Stable snake_case name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            LimiterRejectReason::LimitReached => "limit_reached",
-            LimiterRejectReason::PartitionCap => "partition_cap",
-            LimiterRejectReason::ReservedForHigherPriority => "reserved_for_higher_priority",
-        }
-    }
-}
+named_enum!(LimiterRejectReason {
+    LimitReached => "limit_reached",
+    PartitionCap => "partition_cap",
+    ReservedForHigherPriority => "reserved_for_higher_priority",
+});
 
 /// A refused call: why, and when trying again is worthwhile.
 #[repr(C)]
@@ -365,23 +362,32 @@ pub struct LimiterRejected {
     pub reason: LimiterRejectReason,
     /// The priority that asked.
     pub priority: Priority,
-    /// Retry no sooner than this from now (see the module docs for how it is derived).
-    pub retry_after: Nanos,
+    /// An instant (same clock as `now`): retry no sooner than this. It is the refusal's
+    /// `now` plus the limiter's hint (see the module docs for how it is derived).
+    pub retry_at: Nanos,
     /// The threshold this priority was held to.
     pub threshold: u64,
     /// The calls in flight when it was refused.
     pub in_flight: u64,
 }
 
+impl LimiterRejected {
+    /// A duration: how long from `now` until [`LimiterRejected::retry_at`] (zero if it has
+    /// passed).
+    pub const fn retry_after(&self, now: Nanos) -> Nanos {
+        self.retry_at.saturating_sub(now)
+    }
+}
+
 impl fmt::Display for LimiterRejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "concurrency limit: {} ({} in flight, threshold {}), retry after {}",
-            self.reason.as_str(),
+            "concurrency limit: {} ({} in flight, threshold {}), retry at {}",
+            self.reason.name(),
             self.in_flight,
             self.threshold,
-            self.retry_after
+            self.retry_at
         )
     }
 }
@@ -464,6 +470,21 @@ impl LimiterStats {
     }
 }
 
+/// The words every admitted call writes.
+#[repr(C)]
+#[derive(Debug)]
+struct Hot {
+    in_flight: AtomicU64,
+    /// Samples (successes and drops) ever recorded; never reset.
+    samples: AtomicU64,
+    /// Drops ever recorded; never reset.
+    drops: AtomicU64,
+    /// Sum of sample RTTs ever recorded (adaptive limits only), wrapping.
+    rtt_sum: AtomicU64,
+    /// The largest in-flight count of the current window; swapped to 0 by the fold.
+    window_max_in_flight: AtomicU64,
+}
+
 /// A lock-free concurrency limiter; see the [module documentation](self).
 #[repr(C)]
 #[derive(Debug)]
@@ -481,19 +502,9 @@ pub struct Limiter {
     folded_rtt_sum: AtomicU64,
     last_rtt: AtomicU64,
     state: [AtomicU64; STATE_WORDS],
-    /// Keeps the words above off the cache line(s) the words below bounce on.
-    _pad_read_mostly: [u64; 8],
-    // Written on every call.
-    in_flight: AtomicU64,
-    /// Samples (successes and drops) ever recorded; never reset.
-    samples: AtomicU64,
-    /// Drops ever recorded; never reset.
-    drops: AtomicU64,
-    /// Sum of sample RTTs ever recorded (adaptive limits only), wrapping.
-    rtt_sum: AtomicU64,
-    /// The largest in-flight count of the current window; swapped to 0 by the fold.
-    window_max_in_flight: AtomicU64,
-    _pad_hot: [u64; 8],
+    /// Written on every call, on cache lines of their own (the words above are read on
+    /// every call and the counters below are written on refusals).
+    hot: CachePadded<Hot>,
     // Written on refusals and rare events.
     rejected_limit_reached: Counter,
     rejected_partition_cap: Counter,
@@ -514,7 +525,6 @@ impl Limiter {
         let limit = algorithm.limit();
         Ok(Limiter {
             config,
-            in_flight: AtomicU64::new(0),
             limit: AtomicU64::new(limit),
             thresholds: core::array::from_fn(|i| {
                 let p = config.partitions.get(i).copied().unwrap_or_default();
@@ -522,17 +532,18 @@ impl Limiter {
             }),
             ctl: AtomicU64::new(0),
             window_start: AtomicU64::new(0),
-            samples: AtomicU64::new(0),
-            drops: AtomicU64::new(0),
-            rtt_sum: AtomicU64::new(0),
-            window_max_in_flight: AtomicU64::new(0),
             folded_samples: AtomicU64::new(0),
             folded_drops: AtomicU64::new(0),
             folded_rtt_sum: AtomicU64::new(0),
             last_rtt: AtomicU64::new(0),
             state: core::array::from_fn(|i| AtomicU64::new(words.get(i).copied().unwrap_or(0))),
-            _pad_read_mostly: [0; 8],
-            _pad_hot: [0; 8],
+            hot: CachePadded::new(Hot {
+                in_flight: AtomicU64::new(0),
+                samples: AtomicU64::new(0),
+                drops: AtomicU64::new(0),
+                rtt_sum: AtomicU64::new(0),
+                window_max_in_flight: AtomicU64::new(0),
+            }),
             rejected_limit_reached: Counter::new(),
             rejected_partition_cap: Counter::new(),
             rejected_reserved: Counter::new(),
@@ -556,7 +567,7 @@ impl Limiter {
 
     /// Calls in flight now.
     pub fn in_flight(&self) -> u64 {
-        self.in_flight.load(Ordering::Relaxed)
+        self.hot.in_flight.load(Ordering::Relaxed)
     }
 
     /// The current threshold of `priority` on the shared in-flight count.
@@ -566,7 +577,8 @@ impl Limiter {
             .map_or(0, |t| t.load(Ordering::Relaxed))
     }
 
-    /// The retry-after hint a rejection would carry now.
+    /// A duration: the retry-after hint a rejection would carry now (its `retry_at` is the
+    /// refusal's `now` plus this).
     pub fn retry_after(&self) -> Nanos {
         let c = &self.config;
         let rtt = Nanos(self.last_rtt.load(Ordering::Relaxed));
@@ -585,13 +597,13 @@ impl Limiter {
         priority: Priority,
     ) -> Result<LimiterPermit, LimiterRejected> {
         let threshold = self.threshold(priority);
-        let mut current = self.in_flight.load(Ordering::Relaxed);
+        let mut current = self.hot.in_flight.load(Ordering::Relaxed);
         loop {
             if current >= threshold {
-                return Err(self.reject(priority, threshold, current));
+                return Err(self.reject(now, priority, threshold, current));
             }
             // `current < threshold <= u64::MAX`, so `current + 1` cannot overflow.
-            match self.in_flight.compare_exchange_weak(
+            match self.hot.in_flight.compare_exchange_weak(
                 current,
                 current + 1,
                 Ordering::Relaxed,
@@ -611,7 +623,7 @@ impl Limiter {
 
     /// [`Limiter::try_acquire`] with a scope that gives the permit back with
     /// `on_ignore` if it is dropped without an explicit outcome.
-    pub fn acquire_scoped(
+    pub fn try_acquire_scoped(
         &self,
         now: Nanos,
         priority: Priority,
@@ -645,8 +657,8 @@ impl Limiter {
     pub fn stats(&self) -> LimiterStats {
         // Derived rather than counted, to keep the hot path to the fewest shared writes.
         let ignored = self.ignored.get();
-        let drops = self.drops.load(Ordering::Relaxed);
-        let samples = self.samples.load(Ordering::Relaxed);
+        let drops = self.hot.drops.load(Ordering::Relaxed);
+        let samples = self.hot.samples.load(Ordering::Relaxed);
         let in_flight = self.in_flight();
         LimiterStats {
             acquired: in_flight.wrapping_add(samples).wrapping_add(ignored),
@@ -667,7 +679,13 @@ impl Limiter {
         }
     }
 
-    fn reject(&self, priority: Priority, threshold: u64, in_flight: u64) -> LimiterRejected {
+    fn reject(
+        &self,
+        now: Nanos,
+        priority: Priority,
+        threshold: u64,
+        in_flight: u64,
+    ) -> LimiterRejected {
         let cap = self
             .config
             .partitions
@@ -689,7 +707,7 @@ impl Limiter {
         LimiterRejected {
             reason,
             priority,
-            retry_after: self.retry_after(),
+            retry_at: now.saturating_add(self.retry_after()),
             threshold,
             in_flight,
         }
@@ -702,9 +720,9 @@ impl Limiter {
     /// back at once. So a foreign release is a no-op; meanwhile the count reads as huge
     /// and callers are refused, never over-admitted.
     fn release_slot(&self) {
-        let prev = self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        let prev = self.hot.in_flight.fetch_sub(1, Ordering::Relaxed);
         if prev == 0 || prev >= WRAPPED {
-            self.in_flight.fetch_add(1, Ordering::Relaxed);
+            self.hot.in_flight.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -712,24 +730,25 @@ impl Limiter {
         self.release_slot();
         if self.config.limit.algorithm() == LimitAlgorithm::Fixed {
             if dropped {
-                self.drops.fetch_add(1, Ordering::Relaxed);
+                self.hot.drops.fetch_add(1, Ordering::Relaxed);
             }
-            self.samples.fetch_add(1, Ordering::Relaxed);
+            self.hot.samples.fetch_add(1, Ordering::Relaxed);
             return;
         }
         let rtt = now.saturating_sub(permit.start).min_of(MAX_SAMPLE_RTT);
         // RTT, drop and in-flight first; the sample count last with Release, so whoever
         // reads the count with Acquire also sees this sample's other fields.
-        self.rtt_sum.fetch_add(rtt.0, Ordering::Relaxed);
+        self.hot.rtt_sum.fetch_add(rtt.0, Ordering::Relaxed);
         if dropped {
-            self.drops.fetch_add(1, Ordering::Relaxed);
+            self.hot.drops.fetch_add(1, Ordering::Relaxed);
         }
         // Most samples do not raise the window's maximum: a load spares the RMW.
-        if permit.in_flight > self.window_max_in_flight.load(Ordering::Relaxed) {
-            self.window_max_in_flight
+        if permit.in_flight > self.hot.window_max_in_flight.load(Ordering::Relaxed) {
+            self.hot
+                .window_max_in_flight
                 .fetch_max(permit.in_flight, Ordering::Relaxed);
         }
-        self.samples.fetch_add(1, Ordering::Release);
+        self.hot.samples.fetch_add(1, Ordering::Release);
         self.try_fold(now);
     }
 
@@ -751,6 +770,7 @@ impl Limiter {
             return;
         }
         let pending = self
+            .hot
             .samples
             .load(Ordering::Relaxed)
             .wrapping_sub(self.folded_samples.load(Ordering::Relaxed));
@@ -769,10 +789,10 @@ impl Limiter {
         // We own the window and the algorithm state until the Release store below. The
         // count is read first (Acquire): every sample it includes has its RTT and drop
         // in the sums read after it.
-        let samples_now = self.samples.load(Ordering::Acquire);
-        let rtt_now = self.rtt_sum.load(Ordering::Relaxed);
-        let drops_now = self.drops.load(Ordering::Relaxed);
-        let max_in_flight = self.window_max_in_flight.swap(0, Ordering::Relaxed);
+        let samples_now = self.hot.samples.load(Ordering::Acquire);
+        let rtt_now = self.hot.rtt_sum.load(Ordering::Relaxed);
+        let drops_now = self.hot.drops.load(Ordering::Relaxed);
+        let max_in_flight = self.hot.window_max_in_flight.swap(0, Ordering::Relaxed);
         let samples = samples_now.wrapping_sub(self.folded_samples.load(Ordering::Relaxed));
         let rtt_sum = rtt_now.wrapping_sub(self.folded_rtt_sum.load(Ordering::Relaxed));
         let drops = drops_now.wrapping_sub(self.folded_drops.load(Ordering::Relaxed));
@@ -882,7 +902,7 @@ mod tests {
         assert_eq!((a.in_flight(), b.in_flight()), (1, 2));
         let r = l.try_acquire(Nanos(0), Priority::CRITICAL).unwrap_err();
         assert_eq!(r.reason, LimiterRejectReason::LimitReached);
-        assert_eq!(r.retry_after, DEFAULT_MIN_RETRY_AFTER);
+        assert_eq!(r.retry_after(Nanos(0)), DEFAULT_MIN_RETRY_AFTER);
         assert_eq!((r.in_flight, r.threshold), (2, 2));
         l.on_success(a, Nanos(5));
         l.on_ignore(b);
@@ -990,19 +1010,19 @@ mod tests {
     fn scope_reports_ignore_on_drop() {
         let l = Limiter::new(fixed(1)).unwrap();
         {
-            let s = l.acquire_scoped(Nanos(0), Priority::CRITICAL).unwrap();
+            let s = l.try_acquire_scoped(Nanos(0), Priority::CRITICAL).unwrap();
             assert_eq!(s.permit().map(LimiterPermit::in_flight), Some(1));
-            assert!(l.acquire_scoped(Nanos(0), Priority::CRITICAL).is_err());
+            assert!(l.try_acquire_scoped(Nanos(0), Priority::CRITICAL).is_err());
         }
         assert_eq!(l.stats().ignored, 1);
-        l.acquire_scoped(Nanos(0), Priority::CRITICAL)
+        l.try_acquire_scoped(Nanos(0), Priority::CRITICAL)
             .unwrap()
             .success(Nanos(1));
-        l.acquire_scoped(Nanos(0), Priority::CRITICAL)
+        l.try_acquire_scoped(Nanos(0), Priority::CRITICAL)
             .unwrap()
             .dropped(Nanos(1));
         let p = l
-            .acquire_scoped(Nanos(0), Priority::CRITICAL)
+            .try_acquire_scoped(Nanos(0), Priority::CRITICAL)
             .unwrap()
             .into_permit()
             .unwrap();
@@ -1022,9 +1042,9 @@ mod tests {
         let p = a.try_acquire(Nanos(0), Priority::CRITICAL).unwrap();
         let q = a.try_acquire(Nanos(0), Priority::CRITICAL).unwrap();
         // Simulate the interleaving: two wrapped decrements, then their undos.
-        b.in_flight.fetch_sub(1, Ordering::Relaxed);
+        b.hot.in_flight.fetch_sub(1, Ordering::Relaxed);
         b.on_ignore(p);
-        b.in_flight.fetch_add(1, Ordering::Relaxed);
+        b.hot.in_flight.fetch_add(1, Ordering::Relaxed);
         assert_eq!(b.in_flight(), 0);
         b.on_ignore(q);
         assert_eq!(b.in_flight(), 0);

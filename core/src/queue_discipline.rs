@@ -155,8 +155,8 @@ const NIL: u32 = u32::MAX;
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QueueDisciplineConfig {
-    /// How many waiters may wait at once; a `push` beyond it is refused with [`QueueFull`].
-    /// Range `1..=`[`MAX_CAPACITY`], and at most the queue type's slot count `N`.
+    /// How many waiters may wait at once; a `push` beyond it is refused with
+    /// [`QueueDisciplineRejected`]. Range `1..=`[`MAX_CAPACITY`], and at most the queue type's slot count `N`.
     /// Default [`DEFAULT_CAPACITY`].
     pub capacity: u32,
     /// How long the queue must have been non-empty before it counts as standing.
@@ -286,15 +286,10 @@ pub enum ServeOrder {
     Lifo = 1,
 }
 
-impl ServeOrder {
-    /// Stable snake_case name (`"fifo"`, `"lifo"`), used in vectors and bindings.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ServeOrder::Fifo => "fifo",
-            ServeOrder::Lifo => "lifo",
-        }
-    }
-}
+named_enum!(ServeOrder {
+    Fifo => "fifo",
+    Lifo => "lifo",
+});
 
 /// The waiter that gets the freed server.
 #[repr(C)]
@@ -316,15 +311,10 @@ pub enum DropReason {
     Deadline = 1,
 }
 
-impl DropReason {
-    /// Stable snake_case name (`"age_limit"`, `"deadline"`), used in vectors and bindings.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            DropReason::AgeLimit => "age_limit",
-            DropReason::Deadline => "deadline",
-        }
-    }
-}
+named_enum!(DropReason {
+    AgeLimit => "age_limit",
+    Deadline => "deadline",
+});
 
 /// A waiter the queue dropped, and why.
 #[repr(C)]
@@ -346,14 +336,14 @@ impl Dropped {
 /// `push` refused: the queue already holds `capacity` waiters. Refuse the request (503).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub struct QueueFull {
+pub struct QueueDisciplineRejected {
     /// The refused request's id.
     pub id: u64,
     /// The configured capacity that was reached.
     pub capacity: u32,
 }
 
-impl fmt::Display for QueueFull {
+impl fmt::Display for QueueDisciplineRejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -363,7 +353,7 @@ impl fmt::Display for QueueFull {
     }
 }
 
-impl core::error::Error for QueueFull {}
+impl core::error::Error for QueueDisciplineRejected {}
 
 /// A snapshot of a [`QueueDiscipline`]'s counters.
 ///
@@ -561,8 +551,8 @@ impl<const N: usize> QueueDiscipline<N> {
 
     /// Queue a request `id` of class `priority` that arrived at `now`, whose caller gives up
     /// at `deadline` (`None`: never). A deadline already passed is accepted; the waiter is
-    /// then dropped when picked. Refused with [`QueueFull`] when `capacity` are waiting.
-    /// O(1).
+    /// then dropped when picked. Refused with [`QueueDisciplineRejected`] when `capacity` are
+    /// waiting. O(1).
     ///
     /// Ids are the caller's handles and are not checked for uniqueness; keep them unique if
     /// you use [`QueueDiscipline::remove`].
@@ -572,9 +562,9 @@ impl<const N: usize> QueueDiscipline<N> {
         id: u64,
         priority: Priority,
         deadline: Option<Nanos>,
-    ) -> Result<(), QueueFull> {
+    ) -> Result<(), QueueDisciplineRejected> {
         let now = self.observe(now);
-        let full = QueueFull {
+        let full = QueueDisciplineRejected {
             id,
             capacity: self.config.capacity,
         };
@@ -1196,11 +1186,11 @@ mod tests {
         // Fails (returns Err) if the Debug text does not fit in 600 bytes.
         write!(s, "{q:?}").unwrap();
         assert!(s.contains("QueueDiscipline") && s.len() < 600);
-        let e = QueueFull { id: 7, capacity: 2 };
+        let e = QueueDisciplineRejected { id: 7, capacity: 2 };
         let mut m: heapless::String<100> = heapless::String::new();
         write!(m, "{e}").unwrap();
         assert!(m.contains('7'));
-        assert_eq!(DropReason::AgeLimit.as_str(), "age_limit");
-        assert_eq!(ServeOrder::Lifo.as_str(), "lifo");
+        assert_eq!(DropReason::AgeLimit.name(), "age_limit");
+        assert_eq!(ServeOrder::Lifo.name(), "lifo");
     }
 }

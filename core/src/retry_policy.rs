@@ -138,6 +138,7 @@
 use core::fmt;
 
 use crate::backoff::{Backoff, BackoffConfig};
+use crate::cache::CachePadded;
 use crate::counter::Counter;
 use crate::error::{check_nanos, check_u64, inconsistent, ConfigError};
 use crate::rng::Rng;
@@ -168,18 +169,12 @@ pub trait RetryGate {
     fn allow_retry(&self, now: Nanos, cause: RetryCause) -> bool;
 }
 
-impl RetryCause {
-    /// Stable snake_case name (`"timeout"`, `"transient"`, `"throttled"`, `"hedge"`), as
-    /// used in conformance vectors and by every binding.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            RetryCause::Timeout => "timeout",
-            RetryCause::Transient => "transient",
-            RetryCause::Throttled => "throttled",
-            RetryCause::Hedge => "hedge",
-        }
-    }
-}
+named_enum!(RetryCause {
+    Timeout => "timeout",
+    Transient => "transient",
+    Throttled => "throttled",
+    Hedge => "hedge",
+});
 
 /// What happened to an attempt, as the retry policy sees it.
 ///
@@ -234,7 +229,7 @@ impl Outcome {
     /// Stable snake_case name of the class: `"success"`, `"timeout"`,
     /// `"connection_error"`, `"other_transient"`, `"throttled"`, `"overloaded"`,
     /// `"permanent"`.
-    pub const fn as_str(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Outcome::Success => "success",
             Outcome::Timeout => "timeout",
@@ -246,7 +241,7 @@ impl Outcome {
         }
     }
 
-    /// The outcome named `name` (see [`as_str`](Self::as_str)); `retry_after` is used only
+    /// The outcome named `name` (see [`name`](Self::name)); `retry_after` is used only
     /// for `"throttled"`.
     pub fn from_name(name: &str, retry_after: Option<Nanos>) -> Option<Outcome> {
         Some(match name {
@@ -276,28 +271,11 @@ pub enum Idempotency {
     UnkeyedSideEffect = 2,
 }
 
-impl Idempotency {
-    /// Stable snake_case name: `"idempotent"`, `"keyed_side_effect"`,
-    /// `"unkeyed_side_effect"`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Idempotency::Idempotent => "idempotent",
-            Idempotency::KeyedSideEffect => "keyed_side_effect",
-            Idempotency::UnkeyedSideEffect => "unkeyed_side_effect",
-        }
-    }
-
-    /// The value named `name`, or `None`.
-    pub fn from_name(name: &str) -> Option<Idempotency> {
-        [
-            Idempotency::Idempotent,
-            Idempotency::KeyedSideEffect,
-            Idempotency::UnkeyedSideEffect,
-        ]
-        .into_iter()
-        .find(|i| i.as_str() == name)
-    }
-}
+named_enum!(Idempotency {
+    Idempotent => "idempotent",
+    KeyedSideEffect => "keyed_side_effect",
+    UnkeyedSideEffect => "unkeyed_side_effect",
+});
 
 /// What a policy may do with a side effect that has no idempotency key.
 #[repr(u8)]
@@ -312,24 +290,10 @@ pub enum UnkeyedSideEffects {
     RetryThrottled = 1,
 }
 
-impl UnkeyedSideEffects {
-    /// Stable snake_case name: `"never"`, `"retry_throttled"`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            UnkeyedSideEffects::Never => "never",
-            UnkeyedSideEffects::RetryThrottled => "retry_throttled",
-        }
-    }
-
-    /// The value named `name`, or `None`.
-    pub fn from_name(name: &str) -> Option<UnkeyedSideEffects> {
-        match name {
-            "never" => Some(UnkeyedSideEffects::Never),
-            "retry_throttled" => Some(UnkeyedSideEffects::RetryThrottled),
-            _ => None,
-        }
-    }
-}
+named_enum!(UnkeyedSideEffects {
+    Never => "never",
+    RetryThrottled => "retry_throttled",
+});
 
 /// Why a policy did not retry.
 #[repr(u8)]
@@ -355,38 +319,22 @@ pub enum GiveUpReason {
     BudgetExhausted = 8,
 }
 
+named_enum!(GiveUpReason {
+    Succeeded => "succeeded",
+    Permanent => "permanent",
+    Overloaded => "overloaded",
+    NotRetryable => "not_retryable",
+    AttemptsExhausted => "attempts_exhausted",
+    NotIdempotent => "not_idempotent",
+    RetryAfterTooLong => "retry_after_too_long",
+    DeadlineExceeded => "deadline_exceeded",
+    BudgetExhausted => "budget_exhausted",
+});
+
 /// How many [`GiveUpReason`]s there are.
-pub const GIVE_UP_REASONS: usize = 9;
+pub const GIVE_UP_REASONS: usize = GiveUpReason::ALL.len();
 
 impl GiveUpReason {
-    /// Every reason, in discriminant order.
-    pub const ALL: [GiveUpReason; GIVE_UP_REASONS] = [
-        GiveUpReason::Succeeded,
-        GiveUpReason::Permanent,
-        GiveUpReason::Overloaded,
-        GiveUpReason::NotRetryable,
-        GiveUpReason::AttemptsExhausted,
-        GiveUpReason::NotIdempotent,
-        GiveUpReason::RetryAfterTooLong,
-        GiveUpReason::DeadlineExceeded,
-        GiveUpReason::BudgetExhausted,
-    ];
-
-    /// Stable snake_case name, as used in conformance vectors and stats.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            GiveUpReason::Succeeded => "succeeded",
-            GiveUpReason::Permanent => "permanent",
-            GiveUpReason::Overloaded => "overloaded",
-            GiveUpReason::NotRetryable => "not_retryable",
-            GiveUpReason::AttemptsExhausted => "attempts_exhausted",
-            GiveUpReason::NotIdempotent => "not_idempotent",
-            GiveUpReason::RetryAfterTooLong => "retry_after_too_long",
-            GiveUpReason::DeadlineExceeded => "deadline_exceeded",
-            GiveUpReason::BudgetExhausted => "budget_exhausted",
-        }
-    }
-
     /// Whether the caller should answer its own caller with "overloaded, don't retry"
     /// (the one-retry-layer rule): true for every reason except `Succeeded` and
     /// `Permanent` (a permanent error is passed up as it is).
@@ -397,7 +345,7 @@ impl GiveUpReason {
 
 impl fmt::Display for GiveUpReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.name())
     }
 }
 
@@ -415,6 +363,14 @@ pub enum RetryDecision {
 }
 
 impl RetryDecision {
+    /// Stable snake_case name of the variant: `"retry"`, `"give_up"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RetryDecision::Retry { .. } => "retry",
+            RetryDecision::GiveUp(_) => "give_up",
+        }
+    }
+
     /// Whether to retry.
     pub const fn is_retry(self) -> bool {
         matches!(self, RetryDecision::Retry { .. })
@@ -664,13 +620,13 @@ impl RetryPolicyStats {
 pub struct RetryPolicy {
     config: RetryPolicyConfig,
     backoff: Backoff,
-    counters: Counters,
+    counters: CachePadded<Counters>,
 }
 
 /// The counters, on their own cache lines: every decision writes one of them, and keeping
 /// them apart from the read-only config stops one thread's increment from evicting the
 /// config another thread is reading.
-#[repr(C, align(64))]
+#[repr(C)]
 #[derive(Debug)]
 struct Counters {
     retries: Counter,
@@ -684,10 +640,10 @@ impl RetryPolicy {
         Ok(RetryPolicy {
             config,
             backoff: Backoff::new(config.backoff)?,
-            counters: Counters {
+            counters: CachePadded::new(Counters {
                 retries: Counter::new(),
                 give_ups: core::array::from_fn(|_| Counter::new()),
-            },
+            }),
         })
     }
 
@@ -1010,7 +966,7 @@ mod tests {
         .validate()
         .unwrap_err();
         assert_eq!(
-            (e.field(), e.kind().as_str()),
+            (e.field(), e.kind().name()),
             ("backoff.multiplier", "not_finite")
         );
         assert!(d.validate().is_ok());
@@ -1030,7 +986,7 @@ mod tests {
             "overloaded",
             "permanent",
         ] {
-            assert_eq!(Outcome::from_name(name, None).unwrap().as_str(), name);
+            assert_eq!(Outcome::from_name(name, None).unwrap().name(), name);
         }
         assert_eq!(Outcome::from_name("nope", None), None);
         assert_eq!(

@@ -220,7 +220,7 @@ fn recovery_seconds(c: AdaptiveThrottleConfig) -> u64 {
 fn recovery_after_total_outage() {
     let sre = recovery_seconds(AdaptiveThrottleConfig::default());
     assert!((300..=1_800).contains(&sre), "SRE recovery took {sre} s");
-    let envoy = recovery_seconds(AdaptiveThrottleConfig::envoy());
+    let envoy = recovery_seconds(AdaptiveThrottleConfig::strict_success_rate());
     assert!(envoy <= 35, "Envoy-style recovery took {envoy} s");
     // Capping p alone (still counting rejected requests) already helps a lot.
     let capped = recovery_seconds(AdaptiveThrottleConfig {

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Barrier};
 
 use guards_core::admission::{
-    Admission, AdmissionConfig, AdmissionRefuseReason, AdmissionTicket, DEFAULT_MAX_RETRY_AFTER,
+    Admission, AdmissionConfig, AdmissionPermit, AdmissionRejectReason, DEFAULT_MAX_RETRY_AFTER,
     DEFAULT_MIN_RETRY_AFTER,
 };
 use guards_core::limit::{AimdConfig, LimitConfig};
@@ -33,9 +33,9 @@ fn a_view_is_refused_at_64_inside_a_reserve_at_80() {
     inside.push(door.try_acquire(now, VIEW).unwrap());
     assert_eq!(door.in_flight(), 64);
     let refused = door.try_acquire(now, VIEW).unwrap_err();
-    assert_eq!(refused.reason, AdmissionRefuseReason::LimitReached);
+    assert_eq!(refused.reason, AdmissionRejectReason::LimitReached);
     assert_eq!((refused.in_flight, refused.threshold), (64, 64));
-    assert_eq!(refused.retry_after, DEFAULT_MIN_RETRY_AFTER);
+    assert_eq!(refused.retry_after(now), DEFAULT_MIN_RETRY_AFTER);
     // Reserves still get in, up to 80 inside in total.
     for _ in 64..80 {
         inside.push(door.try_acquire(now, RESERVE).unwrap());
@@ -43,7 +43,7 @@ fn a_view_is_refused_at_64_inside_a_reserve_at_80() {
     let refused = door.try_acquire(now, RESERVE).unwrap_err();
     assert_eq!(
         (refused.reason, refused.in_flight, refused.threshold),
-        (AdmissionRefuseReason::LimitReached, 80, 80)
+        (AdmissionRejectReason::LimitReached, 80, 80)
     );
     for t in inside {
         door.on_success(t, now);
@@ -94,11 +94,11 @@ fn adaptive_door_refuses_views_first_and_reports_overload() {
     .unwrap();
     assert_eq!((door.threshold(VIEW), door.threshold(RESERVE)), (16, 20));
     let t = Nanos::from_secs(1);
-    let mut inside: Vec<AdmissionTicket> = (0..16)
+    let mut inside: Vec<AdmissionPermit> = (0..16)
         .map(|_| door.try_acquire(t, VIEW).unwrap())
         .collect();
     let v = door.try_acquire(t, VIEW).unwrap_err();
-    assert_eq!(v.reason, AdmissionRefuseReason::Overloaded);
+    assert_eq!(v.reason, AdmissionRejectReason::Overloaded);
     inside.push(door.try_acquire(t, RESERVE).unwrap());
     // A dropped call (its deadline passed inside) halves the limit: 20 → 10, views 8.
     let first = inside.remove(0);
@@ -106,10 +106,10 @@ fn adaptive_door_refuses_views_first_and_reports_overload() {
     assert_eq!(door.limit(), 10);
     assert_eq!((door.threshold(VIEW), door.threshold(RESERVE)), (8, 10));
     let r = door.try_acquire(t, RESERVE).unwrap_err();
-    assert_eq!(r.reason, AdmissionRefuseReason::Overloaded);
+    assert_eq!(r.reason, AdmissionRejectReason::Overloaded);
     // The hint is the window's mean time inside (70 ms), raised to the 1 s floor.
-    assert_eq!(r.retry_after, DEFAULT_MIN_RETRY_AFTER);
-    assert!(r.retry_after <= DEFAULT_MAX_RETRY_AFTER);
+    assert_eq!(r.retry_after(t), DEFAULT_MIN_RETRY_AFTER);
+    assert!(r.retry_after(t) <= DEFAULT_MAX_RETRY_AFTER);
     let s = door.stats();
     assert_eq!(
         (s.refused_overloaded, s.refused_limit_reached, s.dropped),
@@ -146,7 +146,7 @@ proptest! {
         ops in prop::collection::vec((0u8..8, any::<bool>(), any::<usize>()), 1..200),
     ) {
         let door = Admission::new(AdmissionConfig { limits, ..AdmissionConfig::default() }).unwrap();
-        let mut inside: Vec<AdmissionTicket> = Vec::new();
+        let mut inside: Vec<AdmissionPermit> = Vec::new();
         let mut model_inside = 0u64;
         let mut refused = [0u64; MAX_PRIORITIES];
         for (level, admit, pick) in ops {
@@ -162,7 +162,7 @@ proptest! {
                     }
                     Err(r) => {
                         prop_assert!(model_inside >= limit);
-                        prop_assert_eq!(r.reason, AdmissionRefuseReason::LimitReached);
+                        prop_assert_eq!(r.reason, AdmissionRejectReason::LimitReached);
                         prop_assert_eq!((r.in_flight, r.threshold), (model_inside, limit));
                         refused[level as usize] += 1;
                     }
@@ -215,7 +215,7 @@ fn stress_two_threads_at_the_door() {
                                 inside.push(ticket);
                             }
                             Err(r) => {
-                                assert_eq!(r.reason, AdmissionRefuseReason::LimitReached);
+                                assert_eq!(r.reason, AdmissionRejectReason::LimitReached);
                                 assert!(r.in_flight >= r.threshold);
                             }
                         }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use guards_core::bulkhead::{
-    Bulkhead, BulkheadConfig, BulkheadFull, BulkheadPermit, BulkheadStats,
+    Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadRejected, BulkheadStats,
 };
 use guards_core::Nanos;
 use proptest::prelude::*;
@@ -23,7 +23,7 @@ fn c7_gate_is_shared_by_two_operations() {
     let reserves: Vec<BulkheadPermit> = (0..3).map(|_| stock.try_acquire().unwrap()).collect();
     assert_eq!(
         stock.try_acquire().unwrap_err(),
-        BulkheadFull {
+        BulkheadRejected {
             in_flight: 12,
             max_concurrent: 12
         }
@@ -91,7 +91,10 @@ proptest! {
                     }
                     Err(full) => {
                         prop_assert_eq!(in_flight, max);
-                        prop_assert_eq!(full, BulkheadFull { in_flight: max, max_concurrent: max });
+                        prop_assert_eq!(
+                            full,
+                            BulkheadRejected { in_flight: max, max_concurrent: max }
+                        );
                         rejected += 1;
                     }
                 },

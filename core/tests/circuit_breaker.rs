@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use guards_core::circuit_breaker::{
-    key_of, BreakerPermit, BreakerState, CircuitBreaker, CircuitBreakerConfig, KeyedBreakers,
-    OutcomeEffect, RejectReason, WindowCounts, WindowKind,
+    key_of, BreakerState, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerPermit,
+    CircuitBreakerRejectReason, KeyedBreakers, OutcomeEffect, WindowCounts, WindowKind,
 };
 use guards_core::{ConfigErrorKind, Nanos, Rng};
 use proptest::prelude::*;
@@ -23,7 +23,7 @@ fn secs(v: u64) -> Nanos {
 }
 
 fn c6() -> CircuitBreaker {
-    CircuitBreaker::new(CircuitBreakerConfig::seed_c6()).unwrap()
+    CircuitBreaker::new(CircuitBreakerConfig::fast_trip()).unwrap()
 }
 
 fn call<const C: usize>(b: &CircuitBreaker<C>, t: Nanos, failed: bool) -> OutcomeEffect {
@@ -90,13 +90,13 @@ fn c6_open_five_seconds_three_probes_then_close_or_reopen() {
     }
     // Opened at 19 ms: refused until 5.019 s, with that instant as the retry time.
     let r = b.try_acquire(ms(2_500)).unwrap_err();
-    assert_eq!(r.reason, RejectReason::Open);
+    assert_eq!(r.reason, CircuitBreakerRejectReason::Open);
     assert_eq!(r.retry_at, ms(5_019));
     assert!(b.try_acquire(ms(5_018)).is_err());
 
     // Exactly 3 probes, each told 100 ms; a 4th concurrent caller is refused.
     let t = ms(5_019);
-    let probes: Vec<BreakerPermit> = (0..3).map(|_| b.try_acquire(t).unwrap()).collect();
+    let probes: Vec<CircuitBreakerPermit> = (0..3).map(|_| b.try_acquire(t).unwrap()).collect();
     assert!(probes
         .iter()
         .all(|p| p.is_probe() && p.probe_timeout() == Some(ms(100))));
@@ -104,7 +104,7 @@ fn c6_open_five_seconds_three_probes_then_close_or_reopen() {
     let r = b.try_acquire(ms(5_020)).unwrap_err();
     assert_eq!(
         (r.reason, r.retry_at),
-        (RejectReason::HalfOpenFull, ms(5_120))
+        (CircuitBreakerRejectReason::HalfOpenFull, ms(5_120))
     );
 
     // 3 successes close it with a cleared window.
@@ -134,7 +134,10 @@ fn c6_open_five_seconds_three_probes_then_close_or_reopen() {
     assert_eq!(b.on_failure(p, ms(10_150)), OutcomeEffect::Reopened);
     assert_eq!(b.on_success(q, ms(10_160)), OutcomeEffect::Discarded);
     let r = b.try_acquire(ms(10_200)).unwrap_err();
-    assert_eq!((r.reason, r.retry_at), (RejectReason::Open, ms(15_150)));
+    assert_eq!(
+        (r.reason, r.retry_at),
+        (CircuitBreakerRejectReason::Open, ms(15_150))
+    );
     let s = b.stats();
     assert_eq!(
         (
@@ -158,7 +161,7 @@ fn abandoned_probe_reported_as_failure_reopens() {
     let deadline = probe.probe_deadline().unwrap();
     // The caller gives up at the probe deadline and reports a failure, as documented.
     assert_eq!(b.on_failure(probe, deadline), OutcomeEffect::Reopened);
-    assert_eq!(b.status().open_until, ms(5_119 + 5_000));
+    assert_eq!(b.status().half_open_at, ms(5_119 + 5_000));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -201,7 +204,7 @@ fn part7_time_window_takes_about_window_times_threshold() {
         window_kind: WindowKind::Time,
         window_duration: secs(10),
         window_buckets: 10,
-        ..CircuitBreakerConfig::seed_c6()
+        ..CircuitBreakerConfig::fast_trip()
     })
     .unwrap();
     let took = time_to_open(&b);
@@ -231,24 +234,24 @@ fn open_duration_grows_on_consecutive_reopens_and_resets_on_close() {
     let mut t = secs(0);
     // 5 s, then 10, 20, 30 (capped), 30.
     for expected in [5u64, 10, 20, 30, 30] {
-        assert_eq!(b.status().open_until, t.saturating_add(secs(expected)));
+        assert_eq!(b.status().half_open_at, t.saturating_add(secs(expected)));
         t = t.saturating_add(secs(expected));
         let probe = b.try_acquire(t).unwrap();
         assert_eq!(b.on_failure(probe, t), OutcomeEffect::Reopened);
     }
     // Close, then the next opening is back to 5 s.
-    t = b.status().open_until;
+    t = b.status().half_open_at;
     let probe = b.try_acquire(t).unwrap();
     assert_eq!(b.on_success(probe, t), OutcomeEffect::Closed);
     assert_eq!(call(&b, t, true), OutcomeEffect::Opened);
-    assert_eq!(b.status().open_until, t.saturating_add(secs(5)));
+    assert_eq!(b.status().half_open_at, t.saturating_add(secs(5)));
 }
 
 #[test]
 fn slow_probe_success_counts_as_a_failed_probe() {
     let b: CircuitBreaker = CircuitBreaker::new(CircuitBreakerConfig {
         slow_call_duration: ms(50),
-        ..CircuitBreakerConfig::seed_c6()
+        ..CircuitBreakerConfig::fast_trip()
     })
     .unwrap();
     for i in 0..20 {
@@ -388,7 +391,7 @@ fn time_window_is_cleared_on_close() {
 
 #[test]
 fn keyed_view_breaker_opens_without_touching_reserve() {
-    let set: KeyedBreakers<8> = KeyedBreakers::new(CircuitBreakerConfig::seed_c6()).unwrap();
+    let set: KeyedBreakers<8> = KeyedBreakers::new(CircuitBreakerConfig::fast_trip()).unwrap();
     let view = set.get_or_insert(key_of(b"stock.view")).unwrap();
     let reserve = set.get_or_insert(key_of(b"stock.reserve")).unwrap();
     for i in 0..20 {
@@ -404,7 +407,7 @@ fn keyed_view_breaker_opens_without_touching_reserve() {
 
 #[test]
 fn keyed_set_reports_full() {
-    let set: KeyedBreakers<4> = KeyedBreakers::new(CircuitBreakerConfig::seed_c6()).unwrap();
+    let set: KeyedBreakers<4> = KeyedBreakers::new(CircuitBreakerConfig::fast_trip()).unwrap();
     for k in 1..=4u64 {
         set.get_or_insert(k).unwrap();
     }
@@ -418,7 +421,7 @@ fn keyed_set_reports_full() {
 #[test]
 fn keyed_concurrent_inserts_agree() {
     let set: Arc<KeyedBreakers<64>> =
-        Arc::new(KeyedBreakers::new(CircuitBreakerConfig::seed_c6()).unwrap());
+        Arc::new(KeyedBreakers::new(CircuitBreakerConfig::fast_trip()).unwrap());
     let handles: Vec<_> = (0..2)
         .map(|_| {
             let set = Arc::clone(&set);
@@ -524,7 +527,7 @@ struct MPermit {
 enum MAcquire {
     Call(u32),
     Probe(u32),
-    Rejected(RejectReason, u64),
+    Rejected(CircuitBreakerRejectReason, u64),
 }
 
 struct Model {
@@ -577,7 +580,9 @@ impl Model {
     fn acquire(&mut self, now: u64) -> MAcquire {
         match self.state {
             MState::Closed => MAcquire::Call(self.generation),
-            MState::Open { until } if now < until => MAcquire::Rejected(RejectReason::Open, until),
+            MState::Open { until } if now < until => {
+                MAcquire::Rejected(CircuitBreakerRejectReason::Open, until)
+            }
             MState::Open { .. } => {
                 self.generation += 1;
                 self.state = MState::HalfOpen {
@@ -588,7 +593,10 @@ impl Model {
             }
             MState::HalfOpen { issued, passed } => {
                 if issued >= self.cfg.half_open_probes {
-                    MAcquire::Rejected(RejectReason::HalfOpenFull, now + self.cfg.probe_timeout.0)
+                    MAcquire::Rejected(
+                        CircuitBreakerRejectReason::HalfOpenFull,
+                        now + self.cfg.probe_timeout.0,
+                    )
                 } else {
                     self.state = MState::HalfOpen {
                         issued: issued + 1,
@@ -765,7 +773,7 @@ proptest! {
         let real: CircuitBreaker<32> = CircuitBreaker::new(cfg).unwrap();
         let mut model = Model::new(cfg);
         let mut now = 0u64;
-        let mut held: Vec<(BreakerPermit, MPermit)> = Vec::new();
+        let mut held: Vec<(CircuitBreakerPermit, MPermit)> = Vec::new();
         for op in ops {
             match op {
                 Op::Acquire => {
@@ -839,7 +847,7 @@ fn two_threads_random_outcomes_keep_the_invariants() {
                 let mut seen: Vec<(u32, u8)> = Vec::new();
                 let mut probes: Vec<u32> = Vec::new();
                 let mut effects = [0u64; 6];
-                let mut held: Vec<BreakerPermit> = Vec::new();
+                let mut held: Vec<CircuitBreakerPermit> = Vec::new();
                 for _ in 0..20_000 {
                     let now = Nanos(clock.fetch_add(rng.below(60_000), Ordering::Relaxed));
                     let st = b.status();

@@ -257,7 +257,7 @@ fn every_error_has_a_stable_name_and_message() {
         ("5124096H", Overflow, "overflow"),
     ] {
         assert_eq!(parse_grpc_timeout(input), Err(err), "{input:?}");
-        assert_eq!(err.as_str(), name);
+        assert_eq!(err.name(), name);
         assert!(err.to_string().starts_with("grpc-timeout value"));
     }
     assert_eq!(
@@ -270,7 +270,7 @@ fn every_error_has_a_stable_name_and_message() {
         ("18446744073710", MillisError::Overflow, "overflow"),
     ] {
         assert_eq!(parse_millis(input), Err(err));
-        assert_eq!(err.as_str(), name);
+        assert_eq!(err.name(), name);
         assert!(!err.to_string().is_empty());
     }
     assert_eq!(

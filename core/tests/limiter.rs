@@ -281,7 +281,7 @@ proptest! {
                         }
                         Err(r) => Decision::Refused {
                             reason: r.reason,
-                            retry_after: r.retry_after,
+                            retry_after: r.retry_after(Nanos(now)),
                             threshold: r.threshold,
                             in_flight: r.in_flight,
                         },
@@ -688,7 +688,7 @@ fn a_lowered_limit_admits_nothing_until_the_count_falls_below_it() {
         .try_acquire(Nanos(251 * MS), Priority::CRITICAL)
         .unwrap_err();
     assert_eq!(r.reason, LimiterRejectReason::LimitReached);
-    assert_eq!(r.retry_after, Nanos(50 * MS)); // the window's mean RTT
+    assert_eq!(r.retry_after(Nanos(251 * MS)), Nanos(50 * MS)); // the window's mean RTT
     limiter.on_ignore(held.next().unwrap());
     assert!(limiter
         .try_acquire(Nanos(252 * MS), Priority::CRITICAL)

@@ -5,7 +5,7 @@
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=3
 //! cargo test -p guards-core --release --test loom_admission`
 
-use guards_core::admission::{Admission, AdmissionConfig, AdmissionRefuseReason};
+use guards_core::admission::{Admission, AdmissionConfig, AdmissionRejectReason};
 use guards_core::priority::MAX_PRIORITIES;
 use guards_core::{Nanos, Priority};
 use loom::sync::Arc;
@@ -38,7 +38,7 @@ fn view_and_reserve_race_at_the_door() {
                 door.on_ignore(view);
             }
             Err(r) => {
-                assert_eq!(r.reason, AdmissionRefuseReason::LimitReached);
+                assert_eq!(r.reason, AdmissionRejectReason::LimitReached);
                 assert_eq!(reserve.in_flight(), 1);
             }
         }

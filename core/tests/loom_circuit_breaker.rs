@@ -8,8 +8,8 @@
 //!  cargo test -p guards-core --release --test loom_circuit_breaker`
 
 use guards_core::circuit_breaker::{
-    BreakerPermit, BreakerState, CircuitBreaker, CircuitBreakerConfig, KeyedBreakers,
-    OutcomeEffect, RejectReason, WindowCounts, WindowKind,
+    BreakerState, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerPermit,
+    CircuitBreakerRejectReason, KeyedBreakers, OutcomeEffect, WindowCounts, WindowKind,
 };
 use guards_core::Nanos;
 use loom::sync::Arc;
@@ -236,7 +236,7 @@ fn one_transition_to_half_open_and_k_probes() {
         assert!(refused
             .iter()
             .flatten()
-            .all(|r| r.reason == RejectReason::HalfOpenFull));
+            .all(|r| r.reason == CircuitBreakerRejectReason::HalfOpenFull));
         assert_eq!(b.stats().open_to_half_open, 1);
         assert_eq!(b.status().probes_issued, 1);
         for p in [a, c].into_iter().flatten() {
@@ -269,9 +269,12 @@ fn two_probe_failures_reopen_once() {
             (st.state, st.generation, st.consecutive_opens),
             (BreakerState::Open, 3, 2)
         );
-        assert!(st.open_until == ms(11) || st.open_until == ms(12), "{st:?}");
+        assert!(
+            st.half_open_at == ms(11) || st.half_open_at == ms(12),
+            "{st:?}"
+        );
         let r = b.try_acquire(ms(8)).unwrap_err();
-        assert_eq!(r.retry_at, st.open_until);
+        assert_eq!(r.retry_at, st.half_open_at);
         assert_eq!(b.stats().half_open_to_open, 1);
     });
 }
@@ -291,14 +294,18 @@ fn reader_never_sees_a_stale_open_until() {
         );
         assert_eq!(e, OutcomeEffect::Reopened);
         match st.state {
-            BreakerState::HalfOpen => assert_eq!((st.generation, st.open_until), (2, Nanos::ZERO)),
-            BreakerState::Open => assert_eq!((st.generation, st.open_until), (3, ms(11))),
+            BreakerState::HalfOpen => {
+                assert_eq!((st.generation, st.half_open_at), (2, Nanos::ZERO))
+            }
+            BreakerState::Open => assert_eq!((st.generation, st.half_open_at), (3, ms(11))),
             BreakerState::Closed => panic!("{st:?}"),
         }
         match r {
-            Err(r) if r.reason == RejectReason::HalfOpenFull => assert_eq!(r.retry_at, ms(8)),
+            Err(r) if r.reason == CircuitBreakerRejectReason::HalfOpenFull => {
+                assert_eq!(r.retry_at, ms(8))
+            }
             Err(r) => {
-                assert_eq!(r.reason, RejectReason::Open);
+                assert_eq!(r.reason, CircuitBreakerRejectReason::Open);
                 assert_eq!(r.retry_at, ms(11));
             }
             Ok(p) => panic!("admitted {p:?}"),
@@ -330,11 +337,11 @@ fn delayed_opener_cannot_overwrite_a_newer_open_until() {
         let st = b.status();
         if cycled {
             assert_eq!((st.state, st.generation), (BreakerState::Open, 3));
-            assert_eq!(st.open_until, ms(11));
+            assert_eq!(st.half_open_at, ms(11));
             assert_eq!(b.try_acquire(ms(8)).unwrap_err().retry_at, ms(11));
         } else {
             assert_eq!(
-                (st.state, st.generation, st.open_until),
+                (st.state, st.generation, st.half_open_at),
                 (BreakerState::Open, 1, ms(5))
             );
         }
@@ -480,6 +487,6 @@ fn keyed_insert() {
 
 /// Keep the permit type in view: it is moved into the other thread and reported there.
 #[allow(dead_code)]
-fn permit_is_send(p: BreakerPermit) -> impl Send {
+fn permit_is_send(p: CircuitBreakerPermit) -> impl Send {
     p
 }

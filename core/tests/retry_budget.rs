@@ -643,7 +643,7 @@ fn wrapper_stress_every_mode() {
                     bb.on_success(now, r);
                 }
                 let t = bb.tokens_micros(now);
-                assert!(t >= 0, "{} balance {t}", bb.mode().as_str());
+                assert!(t >= 0, "{} balance {t}", bb.mode().name());
             }
         });
         let s = b.stats();
@@ -651,7 +651,7 @@ fn wrapper_stress_every_mode() {
             s.withdrawals + s.refusals,
             attempts.load(StdOrdering::Relaxed),
             "{}",
-            b.mode().as_str()
+            b.mode().name()
         );
     }
 }

@@ -115,7 +115,7 @@ impl PyAdaptiveThrottle {
     ) -> PyResult<Self> {
         Self::build(
             py,
-            AdaptiveThrottleConfig::envoy(),
+            AdaptiveThrottleConfig::strict_success_rate(),
             window,
             k,
             aggression,

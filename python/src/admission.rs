@@ -10,8 +10,8 @@
 //! ignored.
 
 use guards_core::admission::{
-    Admission, AdmissionConfig, AdmissionRefused, AdmissionTicket, DEFAULT_LIMIT, LIMIT_FIELDS,
-    SHARE_FIELDS,
+    Admission, AdmissionConfig, AdmissionPermit, AdmissionRejected as CoreRejected, DEFAULT_LIMIT,
+    LIMIT_FIELDS, SHARE_FIELDS,
 };
 use guards_core::priority::MAX_PRIORITIES;
 use guards_core::Nanos;
@@ -24,15 +24,15 @@ use crate::limiter::{priority_arg, refusal_with};
 use crate::permit::{Granted, Outcomes, Owner};
 use crate::util::{self, given, Ctx};
 
-fn refused_error(py: Python<'_>, r: AdmissionRefused) -> PyErr {
+fn refused_error(py: Python<'_>, r: CoreRejected, now: Nanos) -> PyErr {
     refusal_with(
         py,
         &py.get_type::<AdmissionRejected>(),
         r.to_string(),
-        r.reason.as_str(),
-        r.retry_after,
+        r.reason.name(),
+        r.retry_after(now),
         &[
-            ("retry_after_secs", r.retry_after_secs()),
+            ("retry_after_secs", r.retry_after_secs(now)),
             ("threshold", r.threshold),
             ("in_flight", r.in_flight),
             ("priority", u64::from(r.priority.level())),
@@ -49,7 +49,7 @@ pub struct PyAdmission {
 }
 
 impl PyAdmission {
-    fn ticket(slf: &Bound<'_, Self>, t: AdmissionTicket) -> PyAdmissionTicket {
+    fn ticket(slf: &Bound<'_, Self>, t: AdmissionPermit) -> PyAdmissionTicket {
         PyAdmissionTicket {
             start: t.start().as_u64(),
             in_flight: t.in_flight(),
@@ -145,7 +145,7 @@ impl PyAdmission {
         let now = util::get_now(py, now)?;
         match slf.get().a.try_acquire(now, p) {
             Ok(t) => Ok(Self::ticket(slf, t)),
-            Err(r) => Err(refused_error(py, r)),
+            Err(r) => Err(refused_error(py, r, now)),
         }
     }
 
@@ -224,19 +224,19 @@ pub struct PyAdmissionTicket {
 }
 
 impl Owner for Py<PyAdmission> {
-    type Permit = AdmissionTicket;
+    type Permit = AdmissionPermit;
 
-    fn give_back(&self, t: AdmissionTicket) {
+    fn give_back(&self, t: AdmissionPermit) {
         self.get().a.on_ignore(t);
     }
 }
 
 impl Outcomes for Py<PyAdmission> {
-    fn success(&self, t: AdmissionTicket, now: Nanos) {
+    fn success(&self, t: AdmissionPermit, now: Nanos) {
         self.get().a.on_success(t, now);
     }
 
-    fn dropped(&self, t: AdmissionTicket, now: Nanos) {
+    fn dropped(&self, t: AdmissionPermit, now: Nanos) {
         self.get().a.on_dropped(t, now);
     }
 }

@@ -98,7 +98,7 @@ pub(crate) fn config_dict<'py>(py: Python<'py>, c: &BackoffConfig) -> PyResult<B
     d.set_item("base", util::secs(c.base))?;
     d.set_item("cap", util::secs(c.cap))?;
     d.set_item("multiplier", c.multiplier)?;
-    d.set_item("jitter", c.jitter.as_str())?;
+    d.set_item("jitter", c.jitter.name())?;
     Ok(d)
 }
 
@@ -277,7 +277,7 @@ impl PyBackoff {
             util::secs(c.base),
             util::secs(c.cap),
             c.multiplier,
-            c.jitter.as_str()
+            c.jitter.name()
         )
     }
 }

@@ -26,7 +26,7 @@ const KINDS_EXPECTED: &str = "one of \"breaker_open\", \"bulkhead_full\", \"budg
 /// A refusal kind by name.
 fn kind_of(v: &Bound<'_, PyAny>) -> PyResult<RefusalKind> {
     let name = util::get_str("kind", v)?;
-    RefusalKind::parse(&name).ok_or_else(|| {
+    RefusalKind::from_name(&name).ok_or_else(|| {
         util::bad_value(
             v.py(),
             Ctx::Arg,
@@ -62,7 +62,7 @@ fn kinds_of(v: &Bound<'_, PyAny>) -> PyResult<RefusalKinds> {
     for item in iter {
         let item = item?;
         let name = util::get_str("fallback_on", &item)?;
-        let kind = RefusalKind::parse(&name).ok_or_else(|| {
+        let kind = RefusalKind::from_name(&name).ok_or_else(|| {
             util::bad_value(
                 py,
                 Ctx::Config,
@@ -80,7 +80,7 @@ fn kinds_list<'py>(py: Python<'py>, k: RefusalKinds) -> PyResult<Bound<'py, PyLi
     let names: Vec<&str> = RefusalKind::ALL
         .into_iter()
         .filter(|x| k.contains(*x))
-        .map(RefusalKind::as_str)
+        .map(RefusalKind::name)
         .collect();
     PyList::new(py, names)
 }
@@ -160,12 +160,12 @@ impl PyBrownout {
 
     /// The decision for a refusal of `kind`, without counting it.
     fn decide(&self, kind: &Bound<'_, PyAny>) -> PyResult<&'static str> {
-        Ok(self.b.config().decide(kind_of(kind)?).as_str())
+        Ok(self.b.config().decide(kind_of(kind)?).name())
     }
 
     /// The decision for a refusal of `kind`, counted in the stats.
     fn on_refusal(&self, kind: &Bound<'_, PyAny>) -> PyResult<&'static str> {
-        Ok(self.b.on_refusal(kind_of(kind)?).as_str())
+        Ok(self.b.on_refusal(kind_of(kind)?).name())
     }
 
     /// Count a call served in full.
@@ -339,7 +339,7 @@ impl PyBrownoutTable {
     ) -> PyResult<&'static str> {
         let k = key_of(key)?;
         let kind = kind_of(kind)?;
-        Ok(with_t!(&*self.read(), t => t.on_refusal(k, kind)).as_str())
+        Ok(with_t!(&*self.read(), t => t.on_refusal(k, kind)).name())
     }
 
     /// Count a call served in full on operation `key`; `False` for an unknown key.

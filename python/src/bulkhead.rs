@@ -5,7 +5,9 @@
 //! of a `with permit:` block, or, if neither happened, when the permit is garbage
 //! collected. Releasing again is a no-op that returns `False`.
 
-use guards_core::bulkhead::{Bulkhead, BulkheadConfig, BulkheadFull as CoreFull, BulkheadPermit};
+use guards_core::bulkhead::{
+    Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadRejected as CoreFull,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 

@@ -1,7 +1,7 @@
 //! `CircuitBreaker` (count or time window, failure and slow-call rates, half-open probes,
 //! growing open durations) and `KeyedBreakers` (one breaker per key, fixed slots).
 //!
-//! `acquire()` returns a `BreakerPermit` (a call, or a probe while half-open) or raises
+//! `acquire()` returns a `CircuitBreakerPermit` (a call, or a probe while half-open) or raises
 //! `BreakerOpen` with `reason` (`"open"` or `"half_open_full"`), `retry_after` (seconds
 //! from `now`), `retry_after_ns` and `retry_at` (the instant, integer nanoseconds). The
 //! permit reports one outcome: `on_success(now)` / `on_failure(now)` return the effect
@@ -17,8 +17,8 @@
 //! class accepts `capacity` of 128, 1024, 8192 or 65536.
 
 use guards_core::circuit_breaker::{
-    key_of as core_key_of, BreakerPermit, BreakerRejected, CircuitBreaker, CircuitBreakerConfig,
-    KeyedBreakers, OutcomeEffect, PermitKind, WindowKind,
+    key_of as core_key_of, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerPermit,
+    CircuitBreakerRejected, KeyedBreakers, OutcomeEffect, PermitKind, WindowKind,
 };
 use guards_core::{ConfigErrorKind, Nanos};
 use pyo3::exceptions::{PyException, PyRuntimeError};
@@ -118,7 +118,7 @@ impl BreakerArgs<'_, '_> {
 
 fn config_dict<'py>(py: Python<'py>, c: &CircuitBreakerConfig) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("window_kind", c.window_kind.as_str())?;
+    d.set_item("window_kind", c.window_kind.name())?;
     d.set_item("window_size", c.window_size)?;
     d.set_item("window_duration", util::secs(c.window_duration))?;
     d.set_item("window_buckets", c.window_buckets)?;
@@ -190,11 +190,11 @@ impl Inner {
     }
 }
 
-pub(crate) fn rejected_error(py: Python<'_>, r: BreakerRejected, now: Nanos) -> PyErr {
+pub(crate) fn rejected_error(py: Python<'_>, r: CircuitBreakerRejected, now: Nanos) -> PyErr {
     let err = errors::refusal(
         &py.get_type::<BreakerOpen>(),
         r.to_string(),
-        Some(r.reason.as_str()),
+        Some(r.reason.name()),
         Some(r.retry_after(now)),
     );
     if let Err(e) = err.value(py).setattr("retry_at", r.retry_at.as_u64()) {
@@ -208,12 +208,12 @@ fn status_dict<'py>(
     s: guards_core::circuit_breaker::BreakerStatus,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("state", s.state.as_str())?;
+    d.set_item("state", s.state.name())?;
     d.set_item("generation", s.generation)?;
     d.set_item("probes_issued", s.probes_issued)?;
     d.set_item("probes_passed", s.probes_passed)?;
     d.set_item("consecutive_opens", s.consecutive_opens)?;
-    d.set_item("open_until", s.open_until.as_u64())?;
+    d.set_item("half_open_at", s.half_open_at.as_u64())?;
     Ok(d)
 }
 
@@ -273,7 +273,10 @@ impl std::fmt::Debug for PyCircuitBreaker {
 
 impl PyCircuitBreaker {
     /// Core's `try_acquire` at `now`.
-    pub(crate) fn try_acquire_at(&self, now: Nanos) -> Result<BreakerPermit, BreakerRejected> {
+    pub(crate) fn try_acquire_at(
+        &self,
+        now: Nanos,
+    ) -> Result<CircuitBreakerPermit, CircuitBreakerRejected> {
         with_b!(&self.b, b => b.try_acquire(now))
     }
 
@@ -283,7 +286,7 @@ impl PyCircuitBreaker {
     pub(crate) fn report(
         &self,
         py: Python<'_>,
-        p: BreakerPermit,
+        p: CircuitBreakerPermit,
         outcome: Outcome,
     ) -> Option<OutcomeEffect> {
         self.scanning(py, |inner| with_b!(inner, b => report_to(b, p, outcome)))
@@ -462,11 +465,11 @@ impl PyCircuitBreaker {
     #[pyo3(signature = (now = None))]
     fn state(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<&'static str> {
         let now = util::get_now(py, now)?;
-        Ok(with_b!(&self.b, b => b.state(now)).as_str())
+        Ok(with_b!(&self.b, b => b.state(now)).name())
     }
 
     /// `{"state", "generation", "probes_issued", "probes_passed", "consecutive_opens",
-    /// "open_until"}` as stored (`open_until` is an instant, 0 unless open).
+    /// "half_open_at"}` as stored (`half_open_at` is an instant, 0 unless open).
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         status_dict(py, with_b!(&self.b, b => b.status()))
     }
@@ -491,7 +494,7 @@ impl PyCircuitBreaker {
     fn __repr__(&self) -> String {
         format!(
             "CircuitBreaker(state='{}')",
-            with_b!(&self.b, b => b.status()).state.as_str()
+            with_b!(&self.b, b => b.status()).state.name()
         )
     }
 }
@@ -544,7 +547,7 @@ impl PyKeyedBreakers {
         &self,
         key: u64,
         now: Nanos,
-    ) -> PyResult<Result<BreakerPermit, BreakerRejected>> {
+    ) -> PyResult<Result<CircuitBreakerPermit, CircuitBreakerRejected>> {
         with_k!(&self.k, k => k.get_or_insert(key).map(|b| b.try_acquire(now)))
             .map_err(|_| self.full_error(key))
     }
@@ -554,7 +557,7 @@ impl PyKeyedBreakers {
     pub(crate) fn report(
         &self,
         key: u64,
-        p: BreakerPermit,
+        p: CircuitBreakerPermit,
         outcome: Outcome,
     ) -> Option<OutcomeEffect> {
         with_k!(&self.k, k => k.get(key).and_then(|b| report_to(b, p, outcome)))
@@ -766,10 +769,7 @@ impl PyKeyedBreakers {
     ) -> PyResult<&'static str> {
         let key = key_arg(key)?;
         let now = util::get_now(py, now)?;
-        Ok(
-            with_k!(&self.k, k => k.get(key).map(|b| b.state(now)))
-                .map_or("closed", |s| s.as_str()),
-        )
+        Ok(with_k!(&self.k, k => k.get(key).map(|b| b.state(now))).map_or("closed", |s| s.name()))
     }
 
     /// The status of `key`'s breaker, or `None` for a key never seen.
@@ -867,7 +867,7 @@ pub(crate) enum Outcome {
 
 fn report_to<const CAP: usize>(
     b: &CircuitBreaker<CAP>,
-    p: BreakerPermit,
+    p: CircuitBreakerPermit,
     o: Outcome,
 ) -> Option<OutcomeEffect> {
     match o {
@@ -894,7 +894,12 @@ fn effect_name(py: Python<'_>, e: OutcomeEffect) -> Bound<'_, PyString> {
 
 impl Owner {
     /// Report `outcome` for `p` (see `PyCircuitBreaker::report`).
-    fn report(&self, py: Python<'_>, p: BreakerPermit, outcome: Outcome) -> Option<OutcomeEffect> {
+    fn report(
+        &self,
+        py: Python<'_>,
+        p: CircuitBreakerPermit,
+        outcome: Outcome,
+    ) -> Option<OutcomeEffect> {
         match self {
             Owner::One(b) => b.get().report(py, p, outcome),
             Owner::Keyed(set, key) => set.get().report(*key, p, outcome),
@@ -903,10 +908,10 @@ impl Owner {
 }
 
 impl permit::Owner for Owner {
-    type Permit = BreakerPermit;
+    type Permit = CircuitBreakerPermit;
 
     /// Report nothing for `p` (no GIL needed: nothing is scanned).
-    fn give_back(&self, p: BreakerPermit) {
+    fn give_back(&self, p: CircuitBreakerPermit) {
         match self {
             Owner::One(b) => with_b!(&b.get().b, b => b.on_ignore(p)),
             Owner::Keyed(set, key) => {
@@ -928,7 +933,7 @@ pub struct PyBreakerPermit {
 }
 
 impl PyBreakerPermit {
-    fn new(owner: Owner, p: BreakerPermit) -> Self {
+    fn new(owner: Owner, p: CircuitBreakerPermit) -> Self {
         PyBreakerPermit {
             kind: p.kind(),
             generation: p.generation(),
@@ -987,7 +992,7 @@ impl PyBreakerPermit {
     /// `"call"` or `"probe"`.
     #[getter]
     fn kind(&self) -> &'static str {
-        self.kind.as_str()
+        self.kind.name()
     }
 
     /// Whether this is a half-open probe.
@@ -1054,7 +1059,7 @@ impl PyBreakerPermit {
     fn __repr__(&self) -> String {
         format!(
             "BreakerPermit(kind='{}', generation={}, done={})",
-            self.kind.as_str(),
+            self.kind.name(),
             self.generation,
             util::py_bool(self.done())
         )

@@ -25,11 +25,11 @@ fn header_bytes(field: &'static str, v: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> 
 }
 
 fn grpc_error(py: Python<'_>, e: GrpcTimeoutError) -> PyErr {
-    errors::header_error(py, e.as_str(), e.to_string())
+    errors::header_error(py, e.name(), e.to_string())
 }
 
 fn millis_error(py: Python<'_>, e: MillisError) -> PyErr {
-    errors::header_error(py, e.as_str(), e.to_string())
+    errors::header_error(py, e.name(), e.to_string())
 }
 
 /// The instant after which nobody wants the answer, or none (never expires).
@@ -238,7 +238,7 @@ impl PyAttemptBudget {
     /// `"start"`, `"expired"` or `"too_little_left"`.
     #[getter]
     fn decision(&self) -> &'static str {
-        self.b.as_str()
+        self.b.name()
     }
 
     /// Whether the attempt should be made.

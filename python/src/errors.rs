@@ -112,13 +112,7 @@ pub(crate) fn deadline_exceeded(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> 
 
 /// A Python `ConfigError` from core's error (field, kind and expected values kept).
 pub(crate) fn config_error(py: Python<'_>, e: CoreConfigError) -> PyErr {
-    config_error_parts(
-        py,
-        e.field(),
-        e.kind().as_str(),
-        e.expected(),
-        &e.to_string(),
-    )
+    config_error_parts(py, e.field(), e.kind().name(), e.expected(), &e.to_string())
 }
 
 /// A Python `ConfigError` from its parts.

@@ -25,7 +25,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use guards_core::bulkhead::BulkheadPermit;
-use guards_core::circuit_breaker::BreakerPermit;
+use guards_core::circuit_breaker::CircuitBreakerPermit;
 use guards_core::Nanos;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -92,7 +92,7 @@ pub(crate) enum GuardRef<'a> {
 
 /// What a call holds while it runs.
 pub(crate) enum Held {
-    Breaker(BreakerPermit),
+    Breaker(CircuitBreakerPermit),
     Slot(BulkheadPermit),
 }
 
@@ -143,7 +143,7 @@ impl GuardRef<'_> {
         }
     }
 
-    fn report(self, py: Python<'_>, p: BreakerPermit, outcome: Outcome) {
+    fn report(self, py: Python<'_>, p: CircuitBreakerPermit, outcome: Outcome) {
         match self {
             GuardRef::Breaker(b) => {
                 b.report(py, p, outcome);

@@ -53,7 +53,7 @@ impl PyHedgeDecision {
     #[getter]
     fn reason(&self) -> Option<&'static str> {
         match self.d {
-            HedgeDecision::Never(r) => Some(r.as_str()),
+            HedgeDecision::Never(r) => Some(r.name()),
             _ => None,
         }
     }
@@ -68,7 +68,7 @@ impl PyHedgeDecision {
             HedgeDecision::WaitUntil(at) => {
                 format!("HedgeDecision('wait_until', at={})", at.as_u64())
             }
-            HedgeDecision::Never(r) => format!("HedgeDecision('never', reason='{}')", r.as_str()),
+            HedgeDecision::Never(r) => format!("HedgeDecision('never', reason='{}')", r.name()),
         }
     }
 }

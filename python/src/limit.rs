@@ -245,7 +245,7 @@ pub(crate) fn limit_config_arg(
 /// A limit's settings as a dict (durations in seconds; no latency target is `None`).
 pub(crate) fn config_dict<'py>(py: Python<'py>, c: &LimitConfig) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("algorithm", c.algorithm().as_str())?;
+    d.set_item("algorithm", c.algorithm().name())?;
     match c {
         LimitConfig::Fixed(n) => d.set_item("limit", n)?,
         LimitConfig::Aimd(a) => {
@@ -337,7 +337,7 @@ impl PyLimit {
     /// `"fixed"`, `"aimd"`, `"vegas"` or `"gradient"`.
     #[getter]
     fn algorithm(&self) -> &'static str {
-        self.lock().algorithm().as_str()
+        self.lock().algorithm().name()
     }
 
     /// The configuration (durations in seconds).

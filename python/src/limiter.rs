@@ -83,13 +83,13 @@ pub(crate) fn refusal_with(
     err
 }
 
-fn rejected_error(py: Python<'_>, r: LimiterRejected) -> PyErr {
+fn rejected_error(py: Python<'_>, r: LimiterRejected, now: Nanos) -> PyErr {
     refusal_with(
         py,
         &py.get_type::<LimitExceeded>(),
         r.to_string(),
-        r.reason.as_str(),
-        r.retry_after,
+        r.reason.name(),
+        r.retry_after(now),
         &[
             ("threshold", r.threshold),
             ("in_flight", r.in_flight),
@@ -216,7 +216,7 @@ impl PyLimiter {
         let now = util::get_now(py, now)?;
         match slf.get().l.try_acquire(now, p) {
             Ok(permit) => Ok(Self::permit(slf, permit)),
-            Err(r) => Err(rejected_error(py, r)),
+            Err(r) => Err(rejected_error(py, r, now)),
         }
     }
 
@@ -280,7 +280,7 @@ impl PyLimiter {
     fn __repr__(&self) -> String {
         format!(
             "Limiter(algorithm='{}', limit={}, in_flight={})",
-            self.l.config().limit.algorithm().as_str(),
+            self.l.config().limit.algorithm().name(),
             self.l.limit(),
             self.l.in_flight()
         )

@@ -182,11 +182,11 @@ impl Dropped {
 }
 
 fn order_str(o: ServeOrder) -> &'static str {
-    o.as_str()
+    o.name()
 }
 
 fn reason_str(r: DropReason) -> &'static str {
-    r.as_str()
+    r.name()
 }
 
 fn waiter_obj(py: Python<'_>, w: CoreWaiter) -> PyResult<Py<Waiter>> {

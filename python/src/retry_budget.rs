@@ -347,7 +347,7 @@ impl PyRetryBudget {
     /// The mode: `"token_bucket"`, `"grpc"`, `"aws"` or `"windowed"`.
     #[getter]
     fn mode(&self) -> &'static str {
-        self.b.mode().as_str()
+        self.b.mode().name()
     }
 
     /// The configuration: `mode` and that mode's settings (durations in seconds).

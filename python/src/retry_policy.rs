@@ -39,7 +39,7 @@ impl RetryGate for PyGate<'_, '_> {
         if self.err.borrow().is_some() {
             return false;
         }
-        let args = (now.as_u64(), cause.as_str());
+        let args = (now.as_u64(), cause.name());
         let r = if self.method {
             self.obj.call_method1("allow_retry", args)
         } else {
@@ -89,7 +89,7 @@ pub(crate) fn cause_of(v: Option<&Bound<'_, PyAny>>) -> PyResult<RetryCause> {
         RetryCause::Hedge,
     ]
     .into_iter()
-    .find(|c| c.as_str() == name)
+    .find(|c| c.name() == name)
     .ok_or_else(|| {
         util::bad_value(
             v.py(),
@@ -206,7 +206,7 @@ impl PyRetryDecision {
     /// `deadline_exceeded`, `budget_exhausted`), or `None` when retrying.
     #[getter]
     fn reason(&self) -> Option<&'static str> {
-        self.d.give_up_reason().map(GiveUpReason::as_str)
+        self.d.give_up_reason().map(GiveUpReason::name)
     }
 
     /// When giving up: whether the caller should report "overloaded" upstream rather than
@@ -228,7 +228,7 @@ impl PyRetryDecision {
                 format!("RetryDecision(retry=True, delay_ns={})", after.as_u64())
             }
             RetryDecision::GiveUp(r) => {
-                format!("RetryDecision(retry=False, reason='{}')", r.as_str())
+                format!("RetryDecision(retry=False, reason='{}')", r.name())
             }
         }
     }
@@ -350,7 +350,7 @@ impl PyRetryPolicy {
         d.set_item("honor_retry_after", c.honor_retry_after)?;
         d.set_item("max_retry_after", util::secs(c.max_retry_after))?;
         d.set_item("min_attempt_time", util::secs(c.min_attempt_time))?;
-        d.set_item("unkeyed_side_effects", c.unkeyed_side_effects.as_str())?;
+        d.set_item("unkeyed_side_effects", c.unkeyed_side_effects.name())?;
         d.set_item("backoff", backoff::config_dict(py, &c.backoff)?)?;
         Ok(d)
     }

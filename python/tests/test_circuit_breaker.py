@@ -81,7 +81,7 @@ def test_a_failed_probe_reopens() -> None:
     fail(b, 4, 0)
     p = b.acquire(now=5 * S)
     assert p.on_failure(now=5 * S) == "reopened"
-    assert b.status()["open_until"] == 10 * S
+    assert b.status()["half_open_at"] == 10 * S
     assert b.status()["consecutive_opens"] == 2
 
 

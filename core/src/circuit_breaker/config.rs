@@ -14,15 +14,10 @@ pub enum WindowKind {
     Time = 1,
 }
 
-impl WindowKind {
-    /// Stable snake_case name (`"count"`, `"time"`), used by vectors and bindings.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            WindowKind::Count => "count",
-            WindowKind::Time => "time",
-        }
-    }
-}
+named_enum!(WindowKind {
+    Count => "count",
+    Time => "time",
+});
 
 /// Default capacity (the const generic of [`super::CircuitBreaker`]): 128 cells, enough for
 /// a count window of up to 128 calls or a time window of up to 42 buckets (3 cells each).
@@ -160,9 +155,11 @@ impl Default for CircuitBreakerConfig {
 }
 
 impl CircuitBreakerConfig {
-    /// The seed's C6 breaker: the last 20 calls, open at 50 % failures once the window is
-    /// full, open for 5 s, then 3 probes with a 100 ms timeout.
-    pub fn seed_c6() -> Self {
+    /// A breaker that trips fast: it judges only the last 20 calls (not the default 100),
+    /// opens at 50 % failures once those 20 are in, stays open 5 s, then lets 3 probes
+    /// through with a 100 ms timeout. (These are the numbers of setting C6 in the Basketly
+    /// incident that the simulator replays.)
+    pub fn fast_trip() -> Self {
         CircuitBreakerConfig {
             window_size: 20,
             open_duration: Nanos::from_secs(5),
@@ -345,7 +342,7 @@ mod tests {
     #[test]
     fn defaults_and_seed_are_valid() {
         assert_eq!(CircuitBreakerConfig::default().validate(), Ok(()));
-        assert_eq!(CircuitBreakerConfig::seed_c6().validate(), Ok(()));
+        assert_eq!(CircuitBreakerConfig::fast_trip().validate(), Ok(()));
     }
 
     #[test]
@@ -489,7 +486,7 @@ mod tests {
 
     #[test]
     fn effective_minimum() {
-        let mut c = CircuitBreakerConfig::seed_c6();
+        let mut c = CircuitBreakerConfig::fast_trip();
         assert_eq!(c.effective_minimum_calls(), 20);
         c.minimum_calls = 5;
         assert_eq!(c.effective_minimum_calls(), 5);

@@ -87,6 +87,7 @@ pub(crate) fn claim(
     tag: u64,
     is_current: impl Fn() -> bool,
 ) -> Option<u64> {
+    // Ordering (W, see `mod.rs`): positions are unique by the compare-and-swap below.
     let mut h = head.load(Ordering::Acquire);
     loop {
         let pos = h & POS_MASK;
@@ -106,6 +107,7 @@ pub(crate) fn claim(
             }
             join(tag, pos)
         };
+        // Ordering (W): one winner per head value; a failure hands back the newer head.
         match head.compare_exchange(h, want, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) if head_tag(h) == tag => return Some(pos),
             Ok(_) => h = want,
@@ -128,12 +130,15 @@ pub(crate) enum Written {
 pub(crate) fn write(slot: &AtomicU64, pos: u64, modulus: u64, tag: u64, bits: u64) -> Written {
     let pos1 = pos.saturating_add(1);
     let new = (pos1 << SLOT_POS_SHIFT) | (tag << SLOT_TAG_SHIFT) | (bits & (FAILED | SLOW));
+    // Ordering (W): a slot only moves forward because each write is a compare-and-swap
+    // from the value it compared; scans see it through (E) and (S).
     let mut old = slot.load(Ordering::Acquire);
     loop {
         let old_pos1 = old >> SLOT_POS_SHIFT;
         if old_pos1 != 0 && !is_newer(pos1, old_pos1, modulus) {
             return Written::Superseded;
         }
+        // Ordering (W): as the load above.
         match slot.compare_exchange(old, new, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => {
                 return Written::Replaced {
@@ -149,6 +154,8 @@ pub(crate) fn write(slot: &AtomicU64, pos: u64, modulus: u64, tag: u64, bits: u6
 pub(crate) fn scan(slots: &[AtomicU64], tag: u64) -> WindowCounts {
     let mut c = WindowCounts::default();
     for slot in slots {
+        // Ordering (W): what this scan must see was made visible by the caller's (E)
+        // increment or (S) load before the scan.
         let v = slot.load(Ordering::Acquire);
         // Branch-free: outcome bits are unpredictable, so a branch per slot mispredicts.
         let counted = ((v >> SLOT_POS_SHIFT != 0) & (slot_tag(v) == tag)) as u64;

@@ -9,11 +9,15 @@
 
 use core::fmt;
 
-use super::{CircuitBreaker, CircuitBreakerConfig, DEFAULT_CAPACITY};
+use super::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerPermit, CircuitBreakerRejectReason,
+    CircuitBreakerRejected, OutcomeEffect, DEFAULT_CAPACITY,
+};
 use crate::counter::Counter;
 use crate::error::ConfigError;
 use crate::rng::{below_from_bits, mix64};
 use crate::sync::{AtomicU64, Ordering};
+use crate::time::Nanos;
 
 /// Default number of slots of a [`KeyedBreakers`] set: 16.
 pub const DEFAULT_KEYED_SLOTS: usize = 16;
@@ -47,24 +51,114 @@ const fn stored_key(key: u64) -> u64 {
     }
 }
 
-/// Every slot of a [`KeyedBreakers`] set holds another key.
+/// Why a [`KeyedBreakers`] set refused a call.
+#[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct KeyedFull {
-    /// The key that found no slot.
-    pub key: u64,
+pub enum KeyedBreakersRejectReason {
+    /// The key's breaker is open.
+    Open = 0,
+    /// The key's breaker is half-open and every probe slot is taken.
+    HalfOpenFull = 1,
+    /// The key has no breaker and every slot holds another key (entries are never
+    /// removed: size the set for every key it will see).
+    SetFull = 2,
 }
 
-impl fmt::Display for KeyedFull {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "keyed breaker set full: no slot for key {:#018x}",
-            self.key
-        )
+named_enum!(KeyedBreakersRejectReason {
+    Open => "open",
+    HalfOpenFull => "half_open_full",
+    SetFull => "set_full",
+});
+
+/// A call refused by a [`KeyedBreakers`] set: which key, why, and the earliest instant at
+/// which trying again could help.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyedBreakersRejected {
+    /// The key asked for.
+    pub key: u64,
+    /// Why.
+    pub reason: KeyedBreakersRejectReason,
+    /// An instant (same clock as `now`): the key's breaker's
+    /// [`CircuitBreakerRejected::retry_at`], or [`Nanos::MAX`] (never) when the set is
+    /// full.
+    pub retry_at: Nanos,
+}
+
+impl KeyedBreakersRejected {
+    /// A duration: how long from `now` until [`KeyedBreakersRejected::retry_at`] (zero if it
+    /// has passed; [`Nanos::MAX`] minus `now` when the set is full).
+    pub const fn retry_after(&self, now: Nanos) -> Nanos {
+        self.retry_at.saturating_sub(now)
+    }
+
+    const fn set_full(key: u64) -> Self {
+        KeyedBreakersRejected {
+            key,
+            reason: KeyedBreakersRejectReason::SetFull,
+            retry_at: Nanos::MAX,
+        }
+    }
+
+    const fn of(key: u64, r: CircuitBreakerRejected) -> Self {
+        KeyedBreakersRejected {
+            key,
+            reason: match r.reason {
+                CircuitBreakerRejectReason::Open => KeyedBreakersRejectReason::Open,
+                CircuitBreakerRejectReason::HalfOpenFull => KeyedBreakersRejectReason::HalfOpenFull,
+            },
+            retry_at: r.retry_at,
+        }
     }
 }
 
-impl core::error::Error for KeyedFull {}
+impl fmt::Display for KeyedBreakersRejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.reason {
+            KeyedBreakersRejectReason::SetFull => write!(
+                f,
+                "keyed breaker set full: no slot for key {:#018x}",
+                self.key
+            ),
+            reason => write!(
+                f,
+                "circuit breaker of key {:#018x} refused the call ({}); retry at {}",
+                self.key,
+                reason.name(),
+                self.retry_at
+            ),
+        }
+    }
+}
+
+impl core::error::Error for KeyedBreakersRejected {}
+
+/// Permission to make one call through the breaker of [`KeyedBreakersPermit::key`]: the
+/// key's [`CircuitBreakerPermit`] with its key, handed back exactly once to the set.
+#[repr(C)]
+#[must_use = "a permit must be handed back with on_success, on_failure or on_ignore"]
+#[derive(Debug, PartialEq, Eq)]
+pub struct KeyedBreakersPermit {
+    key: u64,
+    permit: CircuitBreakerPermit,
+}
+
+impl KeyedBreakersPermit {
+    /// The key whose breaker issued it.
+    pub const fn key(&self) -> u64 {
+        self.key
+    }
+
+    /// The breaker's permit (kind, probe timeout, acquisition time).
+    pub const fn permit(&self) -> &CircuitBreakerPermit {
+        &self.permit
+    }
+
+    /// Split into the key and the breaker's permit (to report to the breaker itself).
+    pub fn into_parts(self) -> (u64, CircuitBreakerPermit) {
+        (self.key, self.permit)
+    }
+}
 
 /// Counters of a [`KeyedBreakers`] set.
 #[repr(C)]
@@ -86,7 +180,7 @@ pub struct KeyedStats {
 /// use guards_core::circuit_breaker::{key_of, CircuitBreakerConfig, KeyedBreakers};
 /// use guards_core::Nanos;
 ///
-/// let set: KeyedBreakers<4> = KeyedBreakers::new(CircuitBreakerConfig::seed_c6()).unwrap();
+/// let set: KeyedBreakers<4> = KeyedBreakers::new(CircuitBreakerConfig::fast_trip()).unwrap();
 /// let view = set.get_or_insert(key_of(b"stock.view")).unwrap();
 /// let reserve = set.get_or_insert(key_of(b"stock.reserve")).unwrap();
 /// assert!(!core::ptr::eq(view, reserve));
@@ -137,8 +231,9 @@ impl<const SLOTS: usize, const CAP: usize> KeyedBreakers<SLOTS, CAP> {
     }
 
     /// The breaker of `key`, inserting it if absent. Lock-free: each slot is claimed by one
-    /// compare-and-swap of its key word. Fails only when every slot holds another key.
-    pub fn get_or_insert(&self, key: u64) -> Result<&CircuitBreaker<CAP>, KeyedFull> {
+    /// compare-and-swap of its key word. Fails only when every slot holds another key
+    /// ([`KeyedBreakersRejectReason::SetFull`]).
+    pub fn get_or_insert(&self, key: u64) -> Result<&CircuitBreaker<CAP>, KeyedBreakersRejected> {
         let want = stored_key(key);
         let start = Self::start(want);
         for i in 0..SLOTS {
@@ -147,8 +242,10 @@ impl<const SLOTS: usize, const CAP: usize> KeyedBreakers<SLOTS, CAP> {
             else {
                 break;
             };
+            // Ordering (K, see `mod.rs`): a key publishes no data.
             let mut current = slot.load(Ordering::Acquire);
             if current == EMPTY {
+                // Ordering (K): one winner per slot by the compare-and-swap itself.
                 match slot.compare_exchange(EMPTY, want, Ordering::AcqRel, Ordering::Acquire) {
                     Ok(_) => {
                         self.entries.incr();
@@ -162,7 +259,48 @@ impl<const SLOTS: usize, const CAP: usize> KeyedBreakers<SLOTS, CAP> {
             }
         }
         self.full.incr();
-        Err(KeyedFull { key })
+        Err(KeyedBreakersRejected::set_full(key))
+    }
+
+    /// Ask to make a call through the breaker of `key` at `now`, inserting the key if it
+    /// is new: [`CircuitBreaker::try_acquire`] of that breaker, with the key carried in the
+    /// permit and the refusal.
+    pub fn try_acquire(
+        &self,
+        key: u64,
+        now: Nanos,
+    ) -> Result<KeyedBreakersPermit, KeyedBreakersRejected> {
+        let breaker = self.get_or_insert(key)?;
+        match breaker.try_acquire(now) {
+            Ok(permit) => Ok(KeyedBreakersPermit { key, permit }),
+            Err(r) => Err(KeyedBreakersRejected::of(key, r)),
+        }
+    }
+
+    /// The call made with `permit` succeeded at `now` ([`CircuitBreaker::on_success`] of
+    /// its key's breaker; [`OutcomeEffect::Discarded`] if the key is not in this set).
+    pub fn on_success(&self, permit: KeyedBreakersPermit, now: Nanos) -> OutcomeEffect {
+        match self.get(permit.key) {
+            Some(b) => b.on_success(permit.permit, now),
+            None => OutcomeEffect::Discarded,
+        }
+    }
+
+    /// The call made with `permit` failed, or was abandoned, at `now`
+    /// ([`CircuitBreaker::on_failure`] of its key's breaker).
+    pub fn on_failure(&self, permit: KeyedBreakersPermit, now: Nanos) -> OutcomeEffect {
+        match self.get(permit.key) {
+            Some(b) => b.on_failure(permit.permit, now),
+            None => OutcomeEffect::Discarded,
+        }
+    }
+
+    /// Hand `permit` back without judging the dependency ([`CircuitBreaker::on_ignore`] of
+    /// its key's breaker).
+    pub fn on_ignore(&self, permit: KeyedBreakersPermit) {
+        if let Some(b) = self.get(permit.key) {
+            b.on_ignore(permit.permit);
+        }
     }
 
     /// The breaker of `key`, if it was inserted.
@@ -171,6 +309,7 @@ impl<const SLOTS: usize, const CAP: usize> KeyedBreakers<SLOTS, CAP> {
         let start = Self::start(want);
         for i in 0..SLOTS {
             let index = (start + i) % SLOTS;
+            // Ordering (K): a key publishes no data.
             let current = self.keys.get(index)?.load(Ordering::Acquire);
             if current == want {
                 return self.breakers.get(index);
@@ -186,6 +325,7 @@ impl<const SLOTS: usize, const CAP: usize> KeyedBreakers<SLOTS, CAP> {
     pub fn len(&self) -> usize {
         self.keys
             .iter()
+            // Ordering (K): a key publishes no data.
             .filter(|k| k.load(Ordering::Acquire) != EMPTY)
             .count()
     }
@@ -200,6 +340,7 @@ impl<const SLOTS: usize, const CAP: usize> KeyedBreakers<SLOTS, CAP> {
         self.keys
             .iter()
             .zip(self.breakers.iter())
+            // Ordering (K): a key publishes no data.
             .filter_map(|(k, b)| match k.load(Ordering::Acquire) {
                 EMPTY => None,
                 key => Some((key, b)),
@@ -237,7 +378,15 @@ mod tests {
         for k in [10, 20, 30] {
             set.get_or_insert(k).unwrap();
         }
-        assert_eq!(set.get_or_insert(40).err(), Some(KeyedFull { key: 40 }));
+        let full = set.get_or_insert(40).unwrap_err();
+        assert_eq!(
+            (full.key, full.reason, full.retry_at),
+            (40, KeyedBreakersRejectReason::SetFull, Nanos::MAX)
+        );
+        assert_eq!(set.try_acquire(41, Nanos::ZERO).unwrap_err().key, 41);
+        let p = set.try_acquire(20, Nanos::ZERO).unwrap();
+        assert_eq!(p.key(), 20);
+        assert_eq!(set.on_success(p, Nanos(1)), OutcomeEffect::Counted);
         assert!(set.get_or_insert(20).is_ok());
         assert!(set.get(40).is_none());
         assert!(set.get(30).is_some());
@@ -246,7 +395,7 @@ mod tests {
             set.stats(),
             KeyedStats {
                 entries: 3,
-                full: 1
+                full: 2
             }
         );
         let mut keys: [u64; 3] = [0; 3];

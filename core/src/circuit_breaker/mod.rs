@@ -13,8 +13,8 @@
 //!   close the breaker with a cleared window; one failure (or a slow probe) re-opens it.
 //!
 //! The caller decides what a failure is: [`CircuitBreaker::try_acquire`] returns a
-//! [`BreakerPermit`] (or a [`BreakerRejected`] saying why and until when), and the caller
-//! hands it back with [`CircuitBreaker::on_success`], [`CircuitBreaker::on_failure`] or
+//! [`CircuitBreakerPermit`] (or a [`CircuitBreakerRejected`] saying why and until when), and
+//! the caller hands it back with [`CircuitBreaker::on_success`], [`CircuitBreaker::on_failure`] or
 //! [`CircuitBreaker::on_ignore`]. A call is slow when `now - acquired_at` reaches
 //! [`CircuitBreakerConfig::slow_call_duration`], whatever its result, so a slow failure
 //! counts both as a failure and as a slow call.
@@ -23,7 +23,7 @@
 //! were issued in an earlier generation (before the last transition), are **discarded**,
 //! not counted: the window only ever judges calls made in the current closed period. The
 //! breaker's own refusals are not outcomes either. A probe whose caller abandons it must be
-//! reported with `on_failure`; [`ScopedCall`] does that on drop.
+//! reported with `on_failure`; [`CircuitBreakerScope`] does that on drop.
 //!
 //! A [`KeyedBreakers`] set keeps one breaker per `u64` key (dependency × operation, tenant,
 //! country...) in a fixed number of slots, inserted without locks; [`key_of`] derives a key
@@ -45,12 +45,12 @@
 //!
 //! ```
 //! use guards_core::circuit_breaker::{
-//!     CircuitBreaker, CircuitBreakerConfig, OutcomeEffect, RejectReason,
+//!     CircuitBreaker, CircuitBreakerConfig, OutcomeEffect, CircuitBreakerRejectReason,
 //! };
 //! use guards_core::Nanos;
 //!
 //! // The seed's C6 breaker: last 20 calls, 50 %, open 5 s, 3 probes with a 100 ms timeout.
-//! let breaker: CircuitBreaker = CircuitBreaker::new(CircuitBreakerConfig::seed_c6()).unwrap();
+//! let breaker: CircuitBreaker = CircuitBreaker::new(CircuitBreakerConfig::fast_trip()).unwrap();
 //! let ms = Nanos::from_millis;
 //!
 //! // 20 failures fill the window: the 20th opens the breaker.
@@ -60,7 +60,7 @@
 //!     assert_eq!(effect == OutcomeEffect::Opened, i == 19);
 //! }
 //! let refused = breaker.try_acquire(ms(100)).unwrap_err();
-//! assert_eq!(refused.reason, RejectReason::Open);
+//! assert_eq!(refused.reason, CircuitBreakerRejectReason::Open);
 //! assert_eq!(refused.retry_at, ms(19 + 5_000));
 //!
 //! // 5 s later, three probes; a fourth concurrent caller is refused.
@@ -119,6 +119,48 @@
 //!   in the time window it writes under its own epoch tag, which the next closed generation
 //!   neither counts nor lets overwrite its buckets.
 //!
+//! # Memory orderings
+//!
+//! Each atomic access in this module and its submodules carries a comment naming the rule
+//! below that makes its ordering enough:
+//!
+//! - **(S) The state word.** Every load is `Acquire` and every transition is a
+//!   compare-and-swap with `AcqRel` on success and `Acquire` on failure. A transition's
+//!   release publishes what its thread wrote before it: the open-until mark (an opening)
+//!   and the emptied time window (a close). Every load, and every failed compare-and-swap
+//!   that hands back a newer word, acquires, so whoever acts on a word sees that word's mark
+//!   or empty buckets. Words that publish nothing (a probe issued or given back, open →
+//!   half-open) keep the same orderings so the rule has no exceptions; their correctness
+//!   (at most K probes, one transition per generation) rests on the compare-and-swap alone,
+//!   since all of them modify one word in one total order.
+//! - **(M) The mark word.** An opener and a probe judge load the mark *before* the state
+//!   word, with `Acquire`, which keeps their state load after it. An opener writes it with
+//!   a compare-and-swap, `AcqRel`, after loading the state word, so a reader that loads that
+//!   mark (acquire) also sees the state word the opener had seen: a reader that finds a
+//!   mark of another generation and reloads the state word therefore sees that the state has
+//!   moved on.
+//! - **(E) The evaluation counter.** `fetch_add` with `AcqRel`. These increments are one
+//!   total order; each releases the evaluator's own window write (sequenced before it) and
+//!   acquires every earlier evaluator's, so the last evaluator's scan sees every write of
+//!   every earlier one (the "no missed trip" argument above).
+//! - **(W) Count-window head and slots.** Positions are unique and slots only move forward
+//!   because each is one compare-and-swap on one word (one modification order), whatever
+//!   the ordering; what a scan must see reaches it through (E) and (S). `Acquire` loads and
+//!   `AcqRel` compare-and-swaps are stronger than that needs; they also order each slot
+//!   write after the head move that allotted it, at no cost on x86-64 (where every
+//!   read-modify-write is a full barrier and every load an acquire).
+//! - **(T) Time-window cells.** A writer bumps calls, then failures, then slow calls, each
+//!   with a compare-and-swap that releases; a scan loads slow calls, then failures (both
+//!   acquire), then calls. Seeing a failure or slow bump therefore means seeing its call
+//!   bump: the clamp `failures <= calls` never hides a real call. The clear on closing is a
+//!   swap (see `time_window.rs`), published by the closing transition (S).
+//! - **(K) Keyed sets.** A key word goes from empty to its key once, by compare-and-swap.
+//!   The breakers are built with the set, not at insertion, so a key publishes no data: the
+//!   `Acquire` loads and `AcqRel` claim are stronger than needed; two inserters of one key
+//!   agree because the compare-and-swap has one winner.
+//! - **(C) Counters** are `Relaxed` (see [`crate::Counter`]): they are read for
+//!   observation only and never decide anything.
+//!
 //! The tags are finite, so each guarantee above assumes a thread is not stalled between two
 //! of its own atomic steps for longer than it takes the breaker to wrap the tag: 2^32
 //! transitions for the generation in a permit, 1,024 generations (and the same microsecond)
@@ -167,11 +209,16 @@ pub use config::{
     MAX_MINIMUM_CALLS, MAX_OPEN_DURATION, MAX_OPEN_DURATION_MULTIPLIER, MAX_WINDOW_BUCKETS,
     MAX_WINDOW_DURATION, MAX_WINDOW_SIZE,
 };
-pub use keyed::{key_of, KeyedBreakers, KeyedFull, KeyedStats, DEFAULT_KEYED_SLOTS};
+pub use keyed::{
+    key_of, KeyedBreakers, KeyedBreakersPermit, KeyedBreakersRejectReason, KeyedBreakersRejected,
+    KeyedStats, DEFAULT_KEYED_SLOTS,
+};
 pub use permit::{
-    BreakerPermit, BreakerRejected, OutcomeEffect, PermitKind, RejectReason, ScopedCall,
+    CircuitBreakerPermit, CircuitBreakerRejectReason, CircuitBreakerRejected, CircuitBreakerScope,
+    OutcomeEffect, PermitKind,
 };
 
+use crate::cache::CachePadded;
 use crate::counter::Counter;
 use crate::error::ConfigError;
 use crate::sync::{AtomicU64, Ordering};
@@ -190,16 +237,13 @@ pub enum BreakerState {
     HalfOpen = 2,
 }
 
-impl BreakerState {
-    /// Stable snake_case name (`"closed"`, `"open"`, `"half_open"`).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            BreakerState::Closed => "closed",
-            BreakerState::Open => "open",
-            BreakerState::HalfOpen => "half_open",
-        }
-    }
+named_enum!(BreakerState {
+    Closed => "closed",
+    Open => "open",
+    HalfOpen => "half_open",
+});
 
+impl BreakerState {
     const fn from_code(code: u8) -> Self {
         match code {
             OPEN => BreakerState::Open,
@@ -236,8 +280,9 @@ pub struct BreakerStatus {
     pub probes_passed: u32,
     /// Openings in a row without a close (1 after the first opening; saturates at 1023).
     pub consecutive_opens: u32,
-    /// When open: the open-until instant. [`Nanos::ZERO`] in any other state.
-    pub open_until: Nanos,
+    /// When open: an instant, the end of the open period (the first call at or after it is
+    /// let through as a probe). [`Nanos::ZERO`] in any other state.
+    pub half_open_at: Nanos,
 }
 
 /// Counters since the breaker was built (relaxed snapshots; see [`crate::Counter`]).
@@ -294,8 +339,8 @@ struct Counters {
 }
 
 /// Words written on every recorded outcome, kept off the cache line of the state word that
-/// every `try_acquire` reads.
-#[repr(C, align(128))]
+/// every `try_acquire` reads (the breaker holds it in a [`CachePadded`]).
+#[repr(C)]
 #[derive(Debug)]
 struct Hot {
     /// Count window head (epoch tag, next position).
@@ -304,10 +349,6 @@ struct Hot {
     eval: AtomicU64,
     counters: Counters,
 }
-
-#[repr(C, align(128))]
-#[derive(Debug)]
-struct Cells<const CAP: usize>([AtomicU64; CAP]);
 
 /// A circuit breaker over a count window or a time window (see the module docs).
 ///
@@ -324,8 +365,9 @@ pub struct CircuitBreaker<const CAP: usize = DEFAULT_CAPACITY> {
     modulus: u64,
     bucket_width: u64,
     probes: u32,
-    hot: Hot,
-    cells: Cells<CAP>,
+    hot: CachePadded<Hot>,
+    /// The window cells, starting on a cache line of their own.
+    cells: CachePadded<[AtomicU64; CAP]>,
 }
 
 impl<const CAP: usize> CircuitBreaker<CAP> {
@@ -352,12 +394,12 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                 .unwrap_or(1)
                 .max(1),
             probes: config.half_open_probes.min(MAX_HALF_OPEN_PROBES) as u32,
-            hot: Hot {
+            hot: CachePadded::new(Hot {
                 head: AtomicU64::new(0),
                 eval: AtomicU64::new(0),
                 counters: Counters::default(),
-            },
-            cells: Cells(core::array::from_fn(|_| AtomicU64::new(0))),
+            }),
+            cells: CachePadded::new(core::array::from_fn(|_| AtomicU64::new(0))),
         }
     }
 
@@ -374,22 +416,26 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
     /// Ask to make a call at `now`.
     ///
     /// - closed: always a permit for an ordinary call;
-    /// - open, before the open-until instant: refused ([`RejectReason::Open`], `retry_at` the
-    ///   open-until instant);
+    /// - open, before the open-until instant: refused
+    ///   ([`CircuitBreakerRejectReason::Open`], `retry_at` the open-until instant);
     /// - open, at or after it: this call turns the breaker half-open and is its first probe;
     /// - half-open: a probe permit while fewer than K probes are out, else refused
-    ///   ([`RejectReason::HalfOpenFull`], `retry_at = now + probe_timeout`).
-    pub fn try_acquire(&self, now: Nanos) -> Result<BreakerPermit, BreakerRejected> {
+    ///   ([`CircuitBreakerRejectReason::HalfOpenFull`], `retry_at = now + probe_timeout`).
+    pub fn try_acquire(&self, now: Nanos) -> Result<CircuitBreakerPermit, CircuitBreakerRejected> {
         let counters = &self.hot.counters;
+        // Ordering (S): acquire, so an open word comes with its generation's mark.
         let mut raw = self.state.load(Ordering::Acquire);
         loop {
             let w = Word::unpack(raw);
             match w.state {
                 OPEN => {
+                    // Ordering (M): acquire, so a newer generation's mark comes with the
+                    // newer state word its opener had seen (the reload below sees it).
                     let mark = self.mark.load(Ordering::Acquire);
                     if !state::mark_is_for(mark, w.generation) {
                         // The instant already belongs to a later generation: the state has
                         // moved on since we loaded it.
+                        // Ordering (S): acquire, as every load of the state word.
                         let again = self.state.load(Ordering::Acquire);
                         if again != raw {
                             raw = again;
@@ -400,16 +446,16 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                         // than spin.
                         counters.rejected_open.incr();
                         let until = now.saturating_add(self.config.open_duration_for(w.opens));
-                        return Err(BreakerRejected {
-                            reason: RejectReason::Open,
+                        return Err(CircuitBreakerRejected {
+                            reason: CircuitBreakerRejectReason::Open,
                             retry_at: state::rounded_until(until),
                         });
                     }
                     let until = state::decode_mark(mark);
                     if now < until {
                         counters.rejected_open.incr();
-                        return Err(BreakerRejected {
-                            reason: RejectReason::Open,
+                        return Err(CircuitBreakerRejected {
+                            reason: CircuitBreakerRejectReason::Open,
                             retry_at: until,
                         });
                     }
@@ -417,6 +463,9 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                         issued: 1,
                         ..w.next(HALF_OPEN, w.opens)
                     };
+                    // Ordering (S): a transition; one winner per generation by the
+                    // compare-and-swap itself; a failure acquires the newer word (and so
+                    // its mark) for the next round.
                     match self.state.compare_exchange(
                         raw,
                         next.pack(),
@@ -426,7 +475,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                         Ok(_) => {
                             counters.open_to_half_open.incr();
                             counters.probes_admitted.incr();
-                            return Ok(BreakerPermit::probe(
+                            return Ok(CircuitBreakerPermit::probe(
                                 now,
                                 next.generation,
                                 self.config.probe_timeout,
@@ -438,8 +487,8 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                 HALF_OPEN => {
                     if w.issued >= self.probes {
                         counters.rejected_half_open.incr();
-                        return Err(BreakerRejected {
-                            reason: RejectReason::HalfOpenFull,
+                        return Err(CircuitBreakerRejected {
+                            reason: CircuitBreakerRejectReason::HalfOpenFull,
                             retry_at: now.saturating_add(self.config.probe_timeout),
                         });
                     }
@@ -447,6 +496,8 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                         issued: w.issued + 1,
                         ..w
                     };
+                    // Ordering (S): issuing a probe publishes nothing; at most K issue
+                    // because every increment is a compare-and-swap of the one word.
                     match self.state.compare_exchange(
                         raw,
                         next.pack(),
@@ -455,7 +506,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                     ) {
                         Ok(_) => {
                             counters.probes_admitted.incr();
-                            return Ok(BreakerPermit::probe(
+                            return Ok(CircuitBreakerPermit::probe(
                                 now,
                                 w.generation,
                                 self.config.probe_timeout,
@@ -464,36 +515,41 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                         Err(actual) => raw = actual,
                     }
                 }
-                _ => return Ok(BreakerPermit::call(now, w.generation)),
+                _ => return Ok(CircuitBreakerPermit::call(now, w.generation)),
             }
         }
     }
 
-    /// [`CircuitBreaker::try_acquire`], returning a [`ScopedCall`] that reports a failure if
-    /// dropped without an outcome.
-    pub fn try_acquire_scoped(&self, now: Nanos) -> Result<ScopedCall<'_, CAP>, BreakerRejected> {
-        self.try_acquire(now).map(|p| ScopedCall::new(self, p))
+    /// [`CircuitBreaker::try_acquire`], returning a [`CircuitBreakerScope`] that reports a
+    /// failure if dropped without an outcome.
+    pub fn try_acquire_scoped(
+        &self,
+        now: Nanos,
+    ) -> Result<CircuitBreakerScope<'_, CAP>, CircuitBreakerRejected> {
+        self.try_acquire(now)
+            .map(|p| CircuitBreakerScope::new(self, p))
     }
 
     /// The call made with `permit` succeeded; `now` is when it finished. A probe that
     /// succeeded but was slow counts as a failed probe.
-    pub fn on_success(&self, permit: BreakerPermit, now: Nanos) -> OutcomeEffect {
+    pub fn on_success(&self, permit: CircuitBreakerPermit, now: Nanos) -> OutcomeEffect {
         self.finish(permit, now, false)
     }
 
     /// The call made with `permit` failed (by the caller's definition), or was abandoned;
     /// `now` is when it finished or was given up on.
-    pub fn on_failure(&self, permit: BreakerPermit, now: Nanos) -> OutcomeEffect {
+    pub fn on_failure(&self, permit: CircuitBreakerPermit, now: Nanos) -> OutcomeEffect {
         self.finish(permit, now, true)
     }
 
     /// Hand `permit` back without judging the dependency (the call never reached it, or its
     /// result says nothing about the dependency's health). A probe's slot is given back.
-    pub fn on_ignore(&self, permit: BreakerPermit) {
+    pub fn on_ignore(&self, permit: CircuitBreakerPermit) {
         self.hot.counters.ignored.incr();
         if !permit.is_probe() {
             return;
         }
+        // Ordering (S): acquire, as every load of the state word.
         let mut raw = self.state.load(Ordering::Acquire);
         loop {
             let w = Word::unpack(raw);
@@ -504,6 +560,8 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                 issued: w.issued - 1,
                 ..w
             };
+            // Ordering (S): giving a probe slot back publishes nothing; the
+            // compare-and-swap keeps it in this generation and never below zero.
             match self
                 .state
                 .compare_exchange(raw, next.pack(), Ordering::AcqRel, Ordering::Acquire)
@@ -533,7 +591,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
             probes_issued: w.issued,
             probes_passed: w.passed,
             consecutive_opens: w.opens,
-            open_until: until.unwrap_or(Nanos::ZERO),
+            half_open_at: until.unwrap_or(Nanos::ZERO),
         }
     }
 
@@ -541,16 +599,19 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
     /// instant. The instant is written before the open state is published, so a mismatch
     /// means the state has moved on since it was loaded: load it again.
     fn snapshot(&self) -> (Word, Option<Nanos>) {
+        // Ordering (S): acquire, so an open word comes with its generation's mark.
         let mut raw = self.state.load(Ordering::Acquire);
         loop {
             let w = Word::unpack(raw);
             if w.state != OPEN {
                 return (w, None);
             }
+            // Ordering (M): acquire, so a newer mark comes with the newer state word.
             let mark = self.mark.load(Ordering::Acquire);
             if state::mark_is_for(mark, w.generation) {
                 return (w, Some(state::decode_mark(mark)));
             }
+            // Ordering (S): acquire, as every load of the state word.
             let again = self.state.load(Ordering::Acquire);
             if again == raw {
                 // Not reachable by the protocol; report open without an instant.
@@ -563,6 +624,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
     /// What the window holds, judged at `now` (the time window depends on it). Outside the
     /// closed state the window is not in use and this returns all zeros.
     pub fn window_counts(&self, now: Nanos) -> WindowCounts {
+        // Ordering (S): acquire, so a closed word comes with its emptied time window.
         let w = Word::unpack(self.state.load(Ordering::Acquire));
         if w.state != CLOSED {
             return WindowCounts::default();
@@ -596,7 +658,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
             && now.saturating_sub(acquired_at) >= self.config.slow_call_duration
     }
 
-    fn finish(&self, permit: BreakerPermit, now: Nanos, failed: bool) -> OutcomeEffect {
+    fn finish(&self, permit: CircuitBreakerPermit, now: Nanos, failed: bool) -> OutcomeEffect {
         let slow = self.is_slow(permit.acquired_at(), now);
         if permit.is_probe() {
             self.finish_probe(permit.generation(), now, failed || slow)
@@ -612,10 +674,12 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
             WindowKind::Time => self.config.window_buckets.saturating_mul(3),
         };
         let used = usize::try_from(used).unwrap_or(CAP).min(CAP);
-        self.cells.0.get(..used).unwrap_or(&[])
+        self.cells.get(..used).unwrap_or(&[])
     }
 
     fn is_closed_in(&self, generation: u32) -> bool {
+        // Ordering (S): acquire, so a writer that finds its generation closed writes after
+        // the clear that started it.
         let w = Word::unpack(self.state.load(Ordering::Acquire));
         w.state == CLOSED && w.generation == generation
     }
@@ -664,7 +728,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                 let index = usize::try_from(pos % n).unwrap_or(usize::MAX);
                 let bits = (if failed { count_window::FAILED } else { 0 })
                     | (if slow { count_window::SLOW } else { 0 });
-                match self.cells.0.get(index) {
+                match self.cells.get(index) {
                     Some(slot) => match count_window::write(slot, pos, self.modulus, tag, bits) {
                         count_window::Written::Replaced { was_current } => {
                             failed || slow || !was_current
@@ -693,7 +757,8 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
             counters.slow_calls.incr();
         }
         if evaluate {
-            // Order this scan after every earlier evaluator's writes (see the module docs).
+            // Order this scan after every earlier evaluator's writes.
+            // Ordering (E): release our window write, acquire every earlier evaluator's.
             self.hot.eval.fetch_add(1, Ordering::AcqRel);
             if self.trips(self.scan(generation, now)) && self.trip(generation, now) {
                 return OutcomeEffect::Opened;
@@ -705,7 +770,9 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
     /// Open from closed `generation`; false if the breaker already left it.
     fn trip(&self, generation: u32, now: Nanos) -> bool {
         loop {
+            // Ordering (M): the mark first, acquire, which keeps the state load after it.
             let mark = self.mark.load(Ordering::Acquire);
+            // Ordering (S): acquire, as every load of the state word.
             let raw = self.state.load(Ordering::Acquire);
             let w = Word::unpack(raw);
             if w.state != CLOSED || w.generation != generation {
@@ -725,6 +792,9 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
         let opens = w.opens.saturating_add(1).min(MAX_OPENS);
         if !state::mark_is_for(mark, target) {
             let until = now.saturating_add(self.config.open_duration_for(opens));
+            // Ordering (M): release, so a reader that loads this mark also sees the state
+            // word loaded above; the compare-and-swap from the loaded mark means a delayed
+            // opener can never overwrite a newer generation's instant.
             if self
                 .mark
                 .compare_exchange(
@@ -738,6 +808,8 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                 return false;
             }
         }
+        // Ordering (S): release publishes the mark written above to every thread that
+        // acquires this open word.
         self.state
             .compare_exchange(
                 raw,
@@ -752,7 +824,9 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
     fn finish_probe(&self, generation: u32, now: Nanos, failed: bool) -> OutcomeEffect {
         let counters = &self.hot.counters;
         loop {
+            // Ordering (M): the mark first, acquire, which keeps the state load after it.
             let mark = self.mark.load(Ordering::Acquire);
+            // Ordering (S): acquire, as every load of the state word.
             let raw = self.state.load(Ordering::Acquire);
             let w = Word::unpack(raw);
             if w.state != HALF_OPEN || w.generation != generation {
@@ -779,6 +853,8 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
             } else {
                 (Word { passed, ..w }, OutcomeEffect::ProbePassed)
             };
+            // Ordering (S): a close releases the emptied time window to every thread that
+            // acquires the closed word; a passed probe publishes nothing.
             if self
                 .state
                 .compare_exchange(raw, next.pack(), Ordering::AcqRel, Ordering::Acquire)
@@ -803,7 +879,7 @@ mod tests {
     }
 
     fn c6() -> CircuitBreaker {
-        CircuitBreaker::new(CircuitBreakerConfig::seed_c6()).unwrap()
+        CircuitBreaker::new(CircuitBreakerConfig::fast_trip()).unwrap()
     }
 
     fn fail(b: &CircuitBreaker, t: Nanos) -> OutcomeEffect {
@@ -827,7 +903,7 @@ mod tests {
         let st = b.status();
         assert_eq!(st.state, BreakerState::Open);
         assert_eq!(st.generation, 1);
-        assert_eq!(st.open_until, ms(5_019));
+        assert_eq!(st.half_open_at, ms(5_019));
         assert_eq!(st.consecutive_opens, 1);
     }
 
@@ -839,9 +915,10 @@ mod tests {
         }
         assert_eq!(b.state(ms(5_018)), BreakerState::Open);
         assert_eq!(b.state(ms(5_019)), BreakerState::HalfOpen);
-        let p: [BreakerPermit; 3] = core::array::from_fn(|_| b.try_acquire(ms(5_019)).unwrap());
+        let p: [CircuitBreakerPermit; 3] =
+            core::array::from_fn(|_| b.try_acquire(ms(5_019)).unwrap());
         let r = b.try_acquire(ms(5_020)).unwrap_err();
-        assert_eq!(r.reason, RejectReason::HalfOpenFull);
+        assert_eq!(r.reason, CircuitBreakerRejectReason::HalfOpenFull);
         assert_eq!(r.retry_at, ms(5_120));
         assert_eq!(r.retry_after(ms(5_020)), ms(100));
         let [a, bb, c] = p;
@@ -876,7 +953,7 @@ mod tests {
     fn ignore_returns_a_probe_slot() {
         let b = CircuitBreaker::<128>::new(CircuitBreakerConfig {
             half_open_probes: 1,
-            ..CircuitBreakerConfig::seed_c6()
+            ..CircuitBreakerConfig::fast_trip()
         })
         .unwrap();
         for i in 0..20 {

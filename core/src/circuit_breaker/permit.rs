@@ -1,6 +1,6 @@
 //! What [`super::CircuitBreaker::try_acquire`] hands out and what reporting an outcome
-//! returns: [`BreakerPermit`], [`BreakerRejected`], [`OutcomeEffect`], and the scoped
-//! [`ScopedCall`] for Rust callers.
+//! returns: [`CircuitBreakerPermit`], [`CircuitBreakerRejected`], [`OutcomeEffect`], and the scoped
+//! [`CircuitBreakerScope`] for Rust callers.
 
 use core::fmt;
 
@@ -17,15 +17,10 @@ pub enum PermitKind {
     Probe = 1,
 }
 
-impl PermitKind {
-    /// Stable snake_case name (`"call"`, `"probe"`).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            PermitKind::Call => "call",
-            PermitKind::Probe => "probe",
-        }
-    }
-}
+named_enum!(PermitKind {
+    Call => "call",
+    Probe => "probe",
+});
 
 /// Permission to make one call, to be handed back exactly once with
 /// [`CircuitBreaker::on_success`], [`CircuitBreaker::on_failure`] or
@@ -45,16 +40,16 @@ impl PermitKind {
 #[repr(C)]
 #[must_use = "a permit must be handed back with on_success, on_failure or on_ignore"]
 #[derive(Debug, PartialEq, Eq)]
-pub struct BreakerPermit {
+pub struct CircuitBreakerPermit {
     acquired_at: Nanos,
     probe_timeout: Nanos,
     generation: u32,
     kind: PermitKind,
 }
 
-impl BreakerPermit {
+impl CircuitBreakerPermit {
     pub(crate) const fn call(acquired_at: Nanos, generation: u32) -> Self {
-        BreakerPermit {
+        CircuitBreakerPermit {
             acquired_at,
             probe_timeout: Nanos::ZERO,
             generation,
@@ -63,7 +58,7 @@ impl BreakerPermit {
     }
 
     pub(crate) const fn probe(acquired_at: Nanos, generation: u32, timeout: Nanos) -> Self {
-        BreakerPermit {
+        CircuitBreakerPermit {
             acquired_at,
             probe_timeout: timeout,
             generation,
@@ -112,51 +107,49 @@ impl BreakerPermit {
 /// Why a call was refused.
 #[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RejectReason {
+pub enum CircuitBreakerRejectReason {
     /// The breaker is open.
     Open = 0,
     /// The breaker is half-open and every probe slot is taken.
     HalfOpenFull = 1,
 }
 
-impl RejectReason {
-    /// Stable snake_case name (`"open"`, `"half_open_full"`).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            RejectReason::Open => "open",
-            RejectReason::HalfOpenFull => "half_open_full",
-        }
-    }
-}
+named_enum!(CircuitBreakerRejectReason {
+    Open => "open",
+    HalfOpenFull => "half_open_full",
+});
 
 /// A refused call: why, and the earliest instant at which trying again could help.
 ///
-/// - [`RejectReason::Open`]: `retry_at` is the open-until instant, when the next call will be
-///   let through as a probe.
-/// - [`RejectReason::HalfOpenFull`]: `retry_at` is `now + probe_timeout`: by then every probe
-///   already out has either been reported or is overdue (its caller must report it as failed).
+/// - [`CircuitBreakerRejectReason::Open`]: `retry_at` is the open-until instant, when the
+///   next call will be let through as a probe.
+/// - [`CircuitBreakerRejectReason::HalfOpenFull`]: `retry_at` is `now + probe_timeout`: by
+///   then every probe already out has either been reported or is overdue (its caller must
+///   report it as failed).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct BreakerRejected {
+pub struct CircuitBreakerRejected {
     /// Why the call was refused.
-    pub reason: RejectReason,
+    pub reason: CircuitBreakerRejectReason,
     /// When a retry could be useful (an instant, on the same clock as `now`).
     pub retry_at: Nanos,
 }
 
-impl BreakerRejected {
-    /// How long from `now` until [`BreakerRejected::retry_at`] (zero if already past), e.g.
+impl CircuitBreakerRejected {
+    /// How long from `now` until [`CircuitBreakerRejected::retry_at`] (zero if already past), e.g.
     /// for a `Retry-After` header.
     pub const fn retry_after(&self, now: Nanos) -> Nanos {
         self.retry_at.saturating_sub(now)
     }
 }
 
-impl fmt::Display for BreakerRejected {
+impl fmt::Display for CircuitBreakerRejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.reason {
-            RejectReason::Open => write!(f, "circuit breaker open until {}", self.retry_at),
-            RejectReason::HalfOpenFull => write!(
+            CircuitBreakerRejectReason::Open => {
+                write!(f, "circuit breaker open until {}", self.retry_at)
+            }
+            CircuitBreakerRejectReason::HalfOpenFull => write!(
                 f,
                 "circuit breaker half-open and all probes taken; retry at {}",
                 self.retry_at
@@ -165,7 +158,7 @@ impl fmt::Display for BreakerRejected {
     }
 }
 
-impl core::error::Error for BreakerRejected {}
+impl core::error::Error for CircuitBreakerRejected {}
 
 /// What reporting an outcome did.
 #[repr(u8)]
@@ -186,20 +179,16 @@ pub enum OutcomeEffect {
     Discarded = 5,
 }
 
-impl OutcomeEffect {
-    /// Stable snake_case name (`"counted"`, `"opened"`, `"probe_passed"`, `"closed"`,
-    /// `"reopened"`, `"discarded"`).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            OutcomeEffect::Counted => "counted",
-            OutcomeEffect::Opened => "opened",
-            OutcomeEffect::ProbePassed => "probe_passed",
-            OutcomeEffect::Closed => "closed",
-            OutcomeEffect::Reopened => "reopened",
-            OutcomeEffect::Discarded => "discarded",
-        }
-    }
+named_enum!(OutcomeEffect {
+    Counted => "counted",
+    Opened => "opened",
+    ProbePassed => "probe_passed",
+    Closed => "closed",
+    Reopened => "reopened",
+    Discarded => "discarded",
+});
 
+impl OutcomeEffect {
     /// Whether this report made the breaker change state.
     pub const fn is_transition(self) -> bool {
         matches!(
@@ -211,28 +200,28 @@ impl OutcomeEffect {
 
 /// A permit tied to its breaker, for Rust code that runs the call in one scope.
 ///
-/// Report the outcome with [`ScopedCall::success`], [`ScopedCall::failure`] or
-/// [`ScopedCall::ignore`]. Dropping it without a report (an early return, a `?`, a panic
+/// Report the outcome with [`CircuitBreakerScope::success`], [`CircuitBreakerScope::failure`] or
+/// [`CircuitBreakerScope::ignore`]. Dropping it without a report (an early return, a `?`, a panic
 /// unwinding, a cancelled future) reports a **failure** with a duration of zero (so it is
 /// never also counted as slow): an abandoned call is a failed call, and an abandoned probe
 /// must not keep its slot.
 #[derive(Debug)]
-#[must_use = "dropping a ScopedCall reports a failure"]
-pub struct ScopedCall<'a, const CAP: usize> {
+#[must_use = "dropping a CircuitBreakerScope reports a failure"]
+pub struct CircuitBreakerScope<'a, const CAP: usize> {
     breaker: &'a CircuitBreaker<CAP>,
-    permit: Option<BreakerPermit>,
+    permit: Option<CircuitBreakerPermit>,
 }
 
-impl<'a, const CAP: usize> ScopedCall<'a, CAP> {
-    pub(crate) fn new(breaker: &'a CircuitBreaker<CAP>, permit: BreakerPermit) -> Self {
-        ScopedCall {
+impl<'a, const CAP: usize> CircuitBreakerScope<'a, CAP> {
+    pub(crate) fn new(breaker: &'a CircuitBreaker<CAP>, permit: CircuitBreakerPermit) -> Self {
+        CircuitBreakerScope {
             breaker,
             permit: Some(permit),
         }
     }
 
     /// The permit (kind, probe timeout, acquisition time).
-    pub fn permit(&self) -> Option<&BreakerPermit> {
+    pub fn permit(&self) -> Option<&CircuitBreakerPermit> {
         self.permit.as_ref()
     }
 
@@ -260,7 +249,7 @@ impl<'a, const CAP: usize> ScopedCall<'a, CAP> {
     }
 }
 
-impl<const CAP: usize> Drop for ScopedCall<'_, CAP> {
+impl<const CAP: usize> Drop for CircuitBreakerScope<'_, CAP> {
     fn drop(&mut self) {
         if let Some(p) = self.permit.take() {
             let at = p.acquired_at();

@@ -87,6 +87,7 @@ pub(crate) enum Bump {
 
 /// Add one outcome of `period`/`epoch` to `cell`.
 pub(crate) fn bump(cell: &AtomicU64, period: u32, epoch: u8) -> Bump {
+    // Ordering (T, see `mod.rs`): the value only decides the next compare-and-swap.
     let mut v = cell.load(Ordering::Acquire);
     loop {
         let count = v & COUNT_MASK;
@@ -102,6 +103,8 @@ pub(crate) fn bump(cell: &AtomicU64, period: u32, epoch: u8) -> Bump {
             } else {
                 return Bump::Dropped;
             };
+        // Ordering (T): release, so a scan that sees this bump (a failure or a slow call)
+        // also sees the calls bump the writer made before it.
         match cell.compare_exchange(v, new, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => return result,
             Err(actual) => v = actual,
@@ -165,6 +168,9 @@ pub(crate) fn scan(cells: &[AtomicU64], buckets: u64, period: u64, epoch: u8) ->
         else {
             continue;
         };
+        // Ordering (T): slow calls and failures first, acquire, so the calls load after them
+        // sees every call whose failure or slowness was seen; calls last (acquire is more
+        // than that load needs).
         let s = valid(slows.load(Ordering::Acquire));
         let f = valid(failures.load(Ordering::Acquire));
         let n = valid(calls.load(Ordering::Acquire));
@@ -184,6 +190,8 @@ pub(crate) fn scan(cells: &[AtomicU64], buckets: u64, period: u64, epoch: u8) ->
 /// exact at no cost on this rare path.)
 pub(crate) fn clear(cells: &[AtomicU64]) {
     for cell in cells {
+        // Ordering (T): a read-modify-write, so a delayed writer's compare-and-swap fails on
+        // it; the closing transition (S) then releases the emptied cells.
         cell.swap(0, Ordering::AcqRel);
     }
 }

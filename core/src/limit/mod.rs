@@ -110,30 +110,25 @@ pub enum LimitAlgorithm {
     Gradient = 3,
 }
 
-impl LimitAlgorithm {
-    /// Stable snake_case name (`fixed`, `aimd`, `vegas`, `gradient`).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            LimitAlgorithm::Fixed => "fixed",
-            LimitAlgorithm::Aimd => "aimd",
-            LimitAlgorithm::Vegas => "vegas",
-            LimitAlgorithm::Gradient => "gradient",
-        }
-    }
-}
+named_enum!(LimitAlgorithm {
+    Fixed => "fixed",
+    Aimd => "aimd",
+    Vegas => "vegas",
+    Gradient => "gradient",
+});
 
 /// The configuration of a limit: a fixed number or one of the adaptive algorithms.
 #[repr(C, u8)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LimitConfig {
     /// A fixed limit, `1..=u64::MAX` (`u64::MAX` means "no limit").
-    Fixed(u64),
+    Fixed(u64) = 0,
     /// Additive increase, multiplicative decrease.
-    Aimd(AimdConfig),
+    Aimd(AimdConfig) = 1,
     /// Queue estimation from the RTT above its minimum.
-    Vegas(VegasConfig),
+    Vegas(VegasConfig) = 2,
     /// Gradient of a long-term RTT average over the current RTT.
-    Gradient(GradientConfig),
+    Gradient(GradientConfig) = 3,
 }
 
 impl Default for LimitConfig {
@@ -185,13 +180,13 @@ impl LimitConfig {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Limit {
     /// A fixed limit; samples are ignored.
-    Fixed(u64),
+    Fixed(u64) = 0,
     /// See [`AimdLimit`].
-    Aimd(AimdLimit),
+    Aimd(AimdLimit) = 1,
     /// See [`VegasLimit`].
-    Vegas(VegasLimit),
+    Vegas(VegasLimit) = 2,
     /// See [`GradientLimit`].
-    Gradient(GradientLimit),
+    Gradient(GradientLimit) = 3,
 }
 
 impl Limit {
@@ -377,7 +372,7 @@ mod tests {
         assert_eq!(clamp_f64(3.0, 1.0, 2.0), 2.0);
         assert_eq!(whole(0.2), 1);
         assert_eq!(whole(12.99), 12);
-        assert_eq!(LimitAlgorithm::Gradient.as_str(), "gradient");
+        assert_eq!(LimitAlgorithm::Gradient.name(), "gradient");
         assert_eq!(LimitConfig::default().algorithm(), LimitAlgorithm::Vegas);
     }
 }

@@ -194,17 +194,12 @@ pub enum RetryBudgetMode {
     Windowed = 3,
 }
 
-impl RetryBudgetMode {
-    /// Stable snake_case name, used in conformance vectors and by every binding.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            RetryBudgetMode::TokenBucket => "token_bucket",
-            RetryBudgetMode::Grpc => "grpc",
-            RetryBudgetMode::Aws => "aws",
-            RetryBudgetMode::Windowed => "windowed",
-        }
-    }
-}
+named_enum!(RetryBudgetMode {
+    TokenBucket => "token_bucket",
+    Grpc => "grpc",
+    Aws => "aws",
+    Windowed => "windowed",
+});
 
 /// Configuration of a [`RetryBudget`]: the mode and that mode's settings.
 #[repr(C, u8)]
@@ -417,7 +412,7 @@ mod tests {
             b.deposit(now);
             b.on_failure(now);
             let r = b.withdraw(now, RetryCause::Timeout);
-            assert!(r.is_some(), "{}", b.mode().as_str());
+            assert!(r.is_some(), "{}", b.mode().name());
             b.on_success(now, r);
             // token_bucket: 10 - 1; grpc: 10 - 1 + 0.1; aws: 500 - 10 + 10;
             // windowed: floor 10/s x 10 s = 100, minus 1, plus 0.2 for the request.
@@ -426,7 +421,7 @@ mod tests {
             } else {
                 want
             };
-            assert_eq!(b.tokens_micros(now), want, "{}", b.mode().as_str());
+            assert_eq!(b.tokens_micros(now), want, "{}", b.mode().name());
             assert_eq!(b.stats().withdrawals, 1);
         }
     }
@@ -439,7 +434,7 @@ mod tests {
         });
         let e = RetryBudget::<10>::new(bad).unwrap_err();
         assert_eq!(e.field(), "max_tokens");
-        assert_eq!(RetryBudgetConfig::default().mode().as_str(), "token_bucket");
+        assert_eq!(RetryBudgetConfig::default().mode().name(), "token_bucket");
     }
 
     #[test]

@@ -23,7 +23,7 @@
 //!   `{"admitted": true, "in_flight": n}` (the ticket's `in_flight()`), or
 //!   `{"admitted": false, "reason": r, "retry_after": ns, "retry_after_secs": n,
 //!   "in_flight": n, "threshold": n}` with `r` one of `limit_reached`, `overloaded`, and
-//!   `retry_after_secs` = `AdmissionRefused::retry_after_secs()` (rounded up).
+//!   `retry_after_secs` = `AdmissionRejected::retry_after_secs()` (rounded up).
 //! - `on_success`, `on_dropped` — `now` (ns), `ticket`. No result.
 //! - `on_ignore` — `ticket`. No result.
 //! - `limit`, `in_flight` — integer.
@@ -33,7 +33,7 @@
 //!   integers, `succeeded`, `dropped`, `ignored`,
 //!   `in_flight`, `limit`); only the keys present in `expect` are compared.
 
-use guards_core::admission::{Admission, AdmissionConfig, AdmissionStats, AdmissionTicket};
+use guards_core::admission::{Admission, AdmissionConfig, AdmissionPermit, AdmissionStats};
 use guards_core::priority::MAX_PRIORITIES;
 use serde_json::json;
 
@@ -109,7 +109,7 @@ fn stats_json(s: &AdmissionStats) -> Value {
 
 fn run_step(
     door: &Admission,
-    tickets: &mut Held<AdmissionTicket>,
+    tickets: &mut Held<AdmissionPermit>,
     case: &Value,
     step: &Value,
 ) -> Value {
@@ -122,9 +122,9 @@ fn run_step(
             }
             Err(r) => json!({
                 "admitted": false,
-                "reason": r.reason.as_str(),
-                "retry_after": r.retry_after.0,
-                "retry_after_secs": r.retry_after_secs(),
+                "reason": r.reason.name(),
+                "retry_after": r.retry_after(common::now(step)).0,
+                "retry_after_secs": r.retry_after_secs(common::now(step)),
                 "in_flight": r.in_flight,
                 "threshold": r.threshold,
             }),

@@ -42,7 +42,7 @@ fn config_of(c: &Value) -> BrownoutConfig {
         None => d.fallback_on,
         Some(Value::Array(names)) => names.iter().fold(RefusalKinds::NONE, |set, n| {
             let n = n.as_str().expect("kind name");
-            set.with(RefusalKind::parse(n).unwrap_or_else(|| panic!("unknown kind `{n}`")))
+            set.with(RefusalKind::from_name(n).unwrap_or_else(|| panic!("unknown kind `{n}`")))
         }),
         Some(v) => RefusalKinds(
             v.as_u64()
@@ -58,7 +58,7 @@ fn config_of(c: &Value) -> BrownoutConfig {
 
 fn kind(step: &Value) -> RefusalKind {
     let n = str_of(step, "kind");
-    RefusalKind::parse(n).unwrap_or_else(|| panic!("unknown kind `{n}`"))
+    RefusalKind::from_name(n).unwrap_or_else(|| panic!("unknown kind `{n}`"))
 }
 
 fn stats(s: BrownoutStats) -> Value {
@@ -67,8 +67,8 @@ fn stats(s: BrownoutStats) -> Value {
 
 fn run_single(case: &Value, b: &Brownout) {
     run_steps(case, |_, step| match str_of(step, "op") {
-        "on_refusal" => json!(b.on_refusal(kind(step)).as_str()),
-        "decide" => json!(b.config().decide(kind(step)).as_str()),
+        "on_refusal" => json!(b.on_refusal(kind(step)).name()),
+        "decide" => json!(b.config().decide(kind(step)).name()),
         "on_full" => {
             b.on_full();
             Value::Null
@@ -86,7 +86,7 @@ fn run_table(case: &Value, ops: &[Value]) {
             .unwrap_or_else(|e| panic!("case `{}`: {e}", name(case)));
     }
     run_steps(case, |_, step| match str_of(step, "op") {
-        "on_refusal" => json!(t.on_refusal(u64_of(step, "key"), kind(step)).as_str()),
+        "on_refusal" => json!(t.on_refusal(u64_of(step, "key"), kind(step)).name()),
         "on_full" => json!(t.on_full(u64_of(step, "key"))),
         "stats" => t
             .get(u64_of(step, "key"))
@@ -98,7 +98,7 @@ fn run_table(case: &Value, ops: &[Value]) {
             Err(RegisterError::Duplicate) => json!({"error": "duplicate"}),
             Err(RegisterError::Full) => json!({"error": "full"}),
             Err(RegisterError::Config(e)) => json!({"error": "config",
-                "field": e.field(), "kind": e.kind().as_str()}),
+                "field": e.field(), "kind": e.kind().name()}),
             Err(other) => panic!("case `{}`: unexpected {other}", name(case)),
         },
         other => panic!("case `{}`: unknown op `{other}`", name(case)),

@@ -13,7 +13,7 @@
 //!
 //! | `op` | arguments | result (`expect`) |
 //! |---|---|---|
-//! | `try_acquire` | – | `{"acquired": true}` (the permit is appended to the list), or `{"acquired": false, "in_flight": n, "max_concurrent": m}` from the `BulkheadFull` rejection |
+//! | `try_acquire` | – | `{"acquired": true}` (the permit is appended to the list), or `{"acquired": false, "in_flight": n, "max_concurrent": m}` from the `BulkheadRejected` rejection |
 //! | `release` | `permit` (index into the list; each index at most once) | none (`null`) |
 //! | `in_flight` | – | integer |
 //! | `available` | – | integer: `max_concurrent - in_flight` |
@@ -84,7 +84,7 @@ fn bulkhead_vectors() {
                 f64_of(step, "headroom"),
             ) {
                 Ok(c) => json!({"max_concurrent": c.max_concurrent}),
-                Err(e) => json!({"error": {"field": e.field(), "kind": e.kind().as_str()}}),
+                Err(e) => json!({"error": {"field": e.field(), "kind": e.kind().name()}}),
             },
             other => panic!("case `{}`: unknown op `{other}`", name(case)),
         },

@@ -29,7 +29,7 @@
 //! | `on_success`, `on_failure` | `permit`, `now`, optional `key` | the effect: `"counted"`, `"opened"`, `"probe_passed"`, `"closed"`, `"reopened"` or `"discarded"` |
 //! | `on_ignore` | `permit`, optional `key` | none (`expect` absent) |
 //! | `state` | `now`, optional `key` | `"closed"`, `"open"` or `"half_open"` (an open breaker whose open-until has passed is `"half_open"`) |
-//! | `status` | optional `key` | `{"state", "generation", "probes_issued", "probes_passed", "consecutive_opens", "open_until"}` (`open_until` is 0 unless open) |
+//! | `status` | optional `key` | `{"state", "generation", "probes_issued", "probes_passed", "consecutive_opens", "half_open_at"}` (`half_open_at` is 0 unless open) |
 //! | `window_counts` | `now`, optional `key` | `{"calls", "failures", "slow"}` (all 0 unless closed) |
 //! | `stats` | optional `key` | an object with some of the counters of `CircuitBreakerStats` (snake_case field names); only the listed counters are compared |
 //! | `get_or_insert` | `key` (keyed cases) | `"ok"` or `"full"` |
@@ -39,7 +39,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use guards_core::circuit_breaker::{
-    key_of, BreakerPermit, CircuitBreaker, CircuitBreakerConfig, KeyedBreakers, WindowKind,
+    key_of, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerPermit, KeyedBreakers, WindowKind,
 };
 use guards_core::{ConfigError, Nanos};
 use serde_json::json;
@@ -100,7 +100,7 @@ impl Target {
     }
 }
 
-fn admitted(p: &BreakerPermit) -> Value {
+fn admitted(p: &CircuitBreakerPermit) -> Value {
     match p.probe_timeout() {
         Some(t) => json!({"admitted": "probe", "generation": p.generation(), "probe_timeout": t.0}),
         None => json!({"admitted": "call", "generation": p.generation()}),
@@ -126,10 +126,10 @@ fn run_case(case: &Value) {
         }
         None => Target::One(Box::new(CircuitBreaker::new(cfg).expect("valid config"))),
     };
-    let mut queues: HashMap<String, VecDeque<BreakerPermit>> = HashMap::new();
+    let mut queues: HashMap<String, VecDeque<CircuitBreakerPermit>> = HashMap::new();
     common::run_steps(case, |i, step| {
         let op = common::str_of(step, "op");
-        let take = |queues: &mut HashMap<String, VecDeque<BreakerPermit>>| {
+        let take = |queues: &mut HashMap<String, VecDeque<CircuitBreakerPermit>>| {
             let name = common::str_of(step, "permit");
             queues
                 .get_mut(name)
@@ -152,7 +152,7 @@ fn run_case(case: &Value) {
                         }
                         v
                     }
-                    Err(r) => json!({"rejected": r.reason.as_str(), "retry_at": r.retry_at.0}),
+                    Err(r) => json!({"rejected": r.reason.name(), "retry_at": r.retry_at.0}),
                 }
             }
             "on_success" | "on_failure" => {
@@ -163,23 +163,23 @@ fn run_case(case: &Value) {
                 } else {
                     b.on_failure(p, common::now(step))
                 };
-                json!(e.as_str())
+                json!(e.name())
             }
             "on_ignore" => {
                 let b = target.breaker(case, step);
                 b.on_ignore(take(&mut queues));
                 Value::Null
             }
-            "state" => json!(target.breaker(case, step).state(common::now(step)).as_str()),
+            "state" => json!(target.breaker(case, step).state(common::now(step)).name()),
             "status" => {
                 let s = target.breaker(case, step).status();
                 json!({
-                    "state": s.state.as_str(),
+                    "state": s.state.name(),
                     "generation": s.generation,
                     "probes_issued": s.probes_issued,
                     "probes_passed": s.probes_passed,
                     "consecutive_opens": s.consecutive_opens,
-                    "open_until": s.open_until.0,
+                    "half_open_at": s.half_open_at.0,
                 })
             }
             "window_counts" => {

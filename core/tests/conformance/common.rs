@@ -125,7 +125,7 @@ pub fn check_config_error(case: &Value, got: Result<(), ConfigError>) {
                 name(case)
             );
             assert_eq!(
-                e.kind().as_str(),
+                e.kind().name(),
                 str_of(want, "kind"),
                 "case `{}`: wrong kind ({e})",
                 name(case)

@@ -73,10 +73,10 @@ fn duration_or_null(n: Nanos) -> Value {
 
 fn budget_value(b: AttemptBudget) -> Value {
     match b {
-        AttemptBudget::Start { budget } => json!({ "decision": b.as_str(), "budget": budget.0 }),
-        AttemptBudget::Expired => json!({ "decision": b.as_str() }),
+        AttemptBudget::Start { budget } => json!({ "decision": b.name(), "budget": budget.0 }),
+        AttemptBudget::Expired => json!({ "decision": b.name() }),
         AttemptBudget::TooLittleLeft { left } => {
-            json!({ "decision": b.as_str(), "left": duration_or_null(left) })
+            json!({ "decision": b.name(), "left": duration_or_null(left) })
         }
     }
 }
@@ -114,17 +114,17 @@ fn run_step(cfg: &DeadlineConfig, step: &Value) -> Value {
         "to_millis" => deadline(step, "deadline")
             .to_millis(common::now(step))
             .map_or(Value::Null, |h| h.as_str().into()),
-        "parse_grpc_timeout" => result(parse_grpc_timeout(value()), |n| n.0.into(), |e| e.as_str()),
-        "parse_millis" => result(parse_millis(value()), |n| n.0.into(), |e| e.as_str()),
+        "parse_grpc_timeout" => result(parse_grpc_timeout(value()), |n| n.0.into(), |e| e.name()),
+        "parse_millis" => result(parse_millis(value()), |n| n.0.into(), |e| e.name()),
         "from_grpc_timeout" => result(
             Deadline::from_grpc_timeout(common::now(step), value()),
             deadline_value,
-            |e| e.as_str(),
+            |e| e.name(),
         ),
         "from_millis" => result(
             Deadline::from_millis(common::now(step), value()),
             deadline_value,
-            |e| e.as_str(),
+            |e| e.name(),
         ),
         other => panic!("unknown deadline op `{other}`"),
     }

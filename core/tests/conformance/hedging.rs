@@ -57,7 +57,7 @@ fn decision(d: HedgeDecision) -> Value {
     match d {
         HedgeDecision::HedgeNow => json!({"decision": "hedge_now"}),
         HedgeDecision::WaitUntil(at) => json!({"decision": "wait_until", "at": at.as_u64()}),
-        HedgeDecision::Never(r) => json!({"decision": "never", "reason": r.as_str()}),
+        HedgeDecision::Never(r) => json!({"decision": "never", "reason": r.name()}),
     }
 }
 

@@ -118,8 +118,8 @@ fn run_step(
             }
             Err(r) => json!({
                 "admitted": false,
-                "reason": r.reason.as_str(),
-                "retry_after": r.retry_after.0,
+                "reason": r.reason.name(),
+                "retry_after": r.retry_after(common::now(step)).0,
                 "threshold": r.threshold,
                 "in_flight": r.in_flight,
             }),

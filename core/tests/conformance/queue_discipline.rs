@@ -86,7 +86,7 @@ fn drops(q: &Queue) -> Value {
     Value::Array(
         q.dropped()
             .iter()
-            .map(|d| json!({"id": d.waiter.id, "reason": d.reason.as_str()}))
+            .map(|d| json!({"id": d.waiter.id, "reason": d.reason.name()}))
             .collect(),
     )
 }
@@ -107,7 +107,7 @@ fn run_step(q: &mut Queue, step: &Value) -> Value {
         }
         "pop" => {
             let served = match q.pop(common::now(step)) {
-                Some(d) => json!({"id": d.waiter.id, "order": d.order.as_str()}),
+                Some(d) => json!({"id": d.waiter.id, "order": d.order.name()}),
                 None => Value::Null,
             };
             json!({"served": served, "dropped": drops(q)})

@@ -84,7 +84,7 @@ impl RetryGate for Scripted<'_> {
     fn allow_retry(&self, now: Nanos, cause: RetryCause) -> bool {
         self.log
             .borrow_mut()
-            .push(json!({ "now": now.0, "cause": cause.as_str() }));
+            .push(json!({ "now": now.0, "cause": cause.name() }));
         self.allow
     }
 }
@@ -109,7 +109,7 @@ fn context(step: &Value) -> RetryContext {
 fn decision_value(d: RetryDecision) -> Value {
     match d {
         RetryDecision::Retry { after } => json!({ "retry": after.0 }),
-        RetryDecision::GiveUp(reason) => json!({ "give_up": reason.as_str() }),
+        RetryDecision::GiveUp(reason) => json!({ "give_up": reason.name() }),
     }
 }
 

@@ -3,7 +3,7 @@
 //! shared count of calls inside (seed C5: views refused at 64, reserves at 80). A ticket is
 //! taken at the door and given back when the call is answered or cancelled.
 
-use guards_core::admission::{Admission, AdmissionConfig, AdmissionTicket};
+use guards_core::admission::{Admission, AdmissionConfig, AdmissionPermit};
 use guards_core::priority::MAX_PRIORITIES;
 use guards_core::{Nanos, Priority};
 
@@ -17,7 +17,7 @@ pub(crate) struct Door {
 }
 
 /// A call admitted through the door.
-pub(crate) type DoorTicket = AdmissionTicket;
+pub(crate) type DoorTicket = AdmissionPermit;
 
 impl Door {
     pub(crate) fn new(spec: &AdmissionSpec, place: &str) -> Result<Self, SimError> {

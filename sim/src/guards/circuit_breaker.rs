@@ -8,7 +8,7 @@
 //! breaker itself.
 
 use guards_core::circuit_breaker::{
-    BreakerPermit, BreakerState, CircuitBreaker, CircuitBreakerConfig, WindowKind,
+    BreakerState, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerPermit, WindowKind,
 };
 use guards_core::Nanos;
 
@@ -32,7 +32,7 @@ pub(crate) struct Breaker {
 /// Permission to make one call (maybe a probe).
 #[derive(Debug)]
 pub(crate) struct BreakerTicket {
-    permit: BreakerPermit,
+    permit: CircuitBreakerPermit,
     /// The probe's timeout, for a probe.
     pub probe_timeout: Option<Nanos>,
 }
