@@ -101,7 +101,7 @@ use crate::error::{check_f64, check_nanos, check_u64, ConfigError};
 use crate::latency_tracker::{tagged_count, tagged_increment};
 use crate::math;
 use crate::rng::Rng;
-use crate::sync::AtomicU64;
+use crate::sync::{set_mut, AtomicU64};
 use crate::time::Nanos;
 
 /// Default bucket count (`B`) of the sliding window. Valid range: `1..=MAX_BUCKETS`.
@@ -282,6 +282,11 @@ pub struct AdaptiveThrottleStats {
 
 /// Client-side adaptive throttle over a sliding window of `B` buckets. Lock-free; see the
 /// [module docs](self).
+///
+/// All bytes zero is a valid, unconfigured `AdaptiveThrottle` (a rejection cap of 0: it
+/// never rejects): safe to call, meant to be
+/// [`reset`](AdaptiveThrottle::reset) before use; see "Building in place" in the crate
+/// docs.
 #[repr(C)]
 pub struct AdaptiveThrottle<const B: usize = DEFAULT_BUCKETS> {
     config: AdaptiveThrottleConfig,
@@ -329,6 +334,31 @@ impl<const B: usize> AdaptiveThrottle<B> {
             rejected_by_backend: Counter::new(),
             stale: Counter::new(),
         })
+    }
+
+    /// Validate `config`, then put this throttle in exactly the state
+    /// [`AdaptiveThrottle::new`]`(config)` gives (an empty window, its generator at
+    /// `seed`, zeroed counters), in place. On error nothing changes.
+    pub fn reset(&mut self, config: AdaptiveThrottleConfig) -> Result<(), ConfigError> {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::SHAPE_OK;
+        config.validate()?;
+        self.config = config;
+        self.width = (config.window.0 / B as u64).max(1);
+        for word in self.requests.iter_mut().chain(self.accepts.iter_mut()) {
+            set_mut(word, 0);
+        }
+        self.rng.reseed(config.seed);
+        for c in [
+            &mut self.admitted,
+            &mut self.throttled,
+            &mut self.accepted,
+            &mut self.rejected_by_backend,
+            &mut self.stale,
+        ] {
+            c.reset();
+        }
+        Ok(())
     }
 
     /// The configuration.

@@ -323,11 +323,11 @@ pub struct AdmissionStats {
     pub refused_overloaded: u64,
     /// Calls refused (either reason), by priority level.
     pub refused_by_priority: [u64; MAX_PRIORITIES],
-    /// Tickets released with `on_success`.
+    /// Permits released with `on_success`.
     pub succeeded: u64,
-    /// Tickets released with `on_dropped`.
+    /// Permits released with `on_dropped`.
     pub dropped: u64,
-    /// Tickets released with `on_ignore`.
+    /// Permits released with `on_ignore`.
     pub ignored: u64,
     /// Calls inside now.
     pub in_flight: u64,
@@ -336,6 +336,10 @@ pub struct AdmissionStats {
 }
 
 /// A door that refuses calls by priority; see the [module documentation](self).
+///
+/// All bytes zero is a valid, unconfigured `Admission` (every limit 0: it refuses every
+/// call): safe to call, meant to be [`reset`](Admission::reset) before use; see "Building in
+/// place" in the crate docs.
 #[repr(C)]
 #[derive(Debug)]
 pub struct Admission {
@@ -351,6 +355,16 @@ impl Admission {
             config,
             limiter: Limiter::new(config.limiter_config())?,
         })
+    }
+
+    /// Validate `config`, then put this door in exactly the state
+    /// [`Admission::new`]`(config)` gives (nobody inside, zeroed counters), in place. On
+    /// error nothing changes.
+    pub fn reset(&mut self, config: AdmissionConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        self.limiter.reset(config.limiter_config())?;
+        self.config = config;
+        Ok(())
     }
 
     /// The configuration.

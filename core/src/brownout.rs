@@ -282,6 +282,10 @@ impl BrownoutStats {
 }
 
 /// One operation's brownout policy and counters. Wait-free; see the [module docs](self).
+///
+/// All bytes zero is a valid `Brownout`: a required, non-exempt operation with no
+/// fallback kinds and zeroed counters (it always fails fast); see "Building in place" in the
+/// crate docs and [`Brownout::reset`].
 #[repr(C)]
 #[derive(Debug)]
 pub struct Brownout {
@@ -303,6 +307,23 @@ impl Brownout {
             errors: Counter::new(),
             proceeded: Counter::new(),
         })
+    }
+
+    /// Validate `config`, then put this policy in exactly the state
+    /// [`Brownout::new`]`(config)` gives (zeroed counters), in place. On error nothing
+    /// changes.
+    pub fn reset(&mut self, config: BrownoutConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        self.config = config;
+        for c in [
+            &mut self.full,
+            &mut self.degraded,
+            &mut self.errors,
+            &mut self.proceeded,
+        ] {
+            c.reset();
+        }
+        Ok(())
     }
 
     /// The configuration.
@@ -392,7 +413,9 @@ struct Slot {
 }
 
 /// Up to `N` operations' brownout policies, keyed by a `u64` (see [`operation_key`]).
-/// Fixed capacity, no heap, no pointers.
+/// Fixed capacity, no heap, no pointers. All bytes zero is a valid, empty table (the same
+/// as [`BrownoutTable::new`] but for the unused slots' configs, which are never read); see
+/// "Building in place" in the crate docs and [`BrownoutTable::reset`].
 #[repr(C)]
 #[derive(Debug)]
 pub struct BrownoutTable<const N: usize = DEFAULT_TABLE_CAPACITY> {
@@ -409,6 +432,28 @@ impl<const N: usize> Default for BrownoutTable<N> {
 
 impl<const N: usize> BrownoutTable<N> {
     const SHAPE_OK: () = assert!(N >= 1 && N <= 1_024, "N must be in 1..=1024");
+
+    /// Put this table in exactly the state [`BrownoutTable::new`] gives (no operation, zeroed
+    /// counters), in place: every slot is rewritten one by one. A table has no config, so
+    /// this cannot fail.
+    pub fn reset(&mut self) {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::SHAPE_OK;
+        for slot in &mut self.slots {
+            slot.key = 0;
+            slot.op.config = BrownoutConfig::default();
+            for c in [
+                &mut slot.op.full,
+                &mut slot.op.degraded,
+                &mut slot.op.errors,
+                &mut slot.op.proceeded,
+            ] {
+                c.reset();
+            }
+        }
+        self.len = 0;
+        self.unknown.reset();
+    }
 
     /// An empty table.
     pub fn new() -> Self {

@@ -78,7 +78,7 @@ use core::fmt;
 use crate::counter::Counter;
 use crate::error::{check_f64, check_f64_above, check_nanos, check_u64, ConfigError};
 use crate::math;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{set_mut, AtomicU64, Ordering};
 use crate::time::Nanos;
 
 /// Default for [`BulkheadConfig::max_concurrent`]: 12, the seed's C7 gate per instance.
@@ -227,6 +227,9 @@ pub struct BulkheadStats {
 }
 
 /// A fixed cap on concurrent calls. Lock-free: one atomic word.
+///
+/// All bytes zero is a valid, inert `Bulkhead` (a cap of 0: it refuses every call); see
+/// "Building in place" in the crate docs and [`Bulkhead::reset`].
 #[repr(C)]
 #[derive(Debug)]
 pub struct Bulkhead {
@@ -239,13 +242,26 @@ pub struct Bulkhead {
 impl Bulkhead {
     /// An empty bulkhead, or the first invalid field of `config`.
     pub fn new(config: BulkheadConfig) -> Result<Self, ConfigError> {
-        config.validate()?;
-        Ok(Bulkhead {
-            config,
+        let mut b = Bulkhead {
+            config: BulkheadConfig { max_concurrent: 0 },
             in_flight: AtomicU64::new(0),
             acquired: Counter::new(),
             rejected: Counter::new(),
-        })
+        };
+        b.reset(config)?;
+        Ok(b)
+    }
+
+    /// Validate `config`, then put this bulkhead in exactly the state
+    /// [`Bulkhead::new`]`(config)` gives, in place (permits still out are forgotten).
+    /// On error nothing changes.
+    pub fn reset(&mut self, config: BulkheadConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        self.config = config;
+        set_mut(&mut self.in_flight, 0);
+        self.acquired.reset();
+        self.rejected.reset();
+        Ok(())
     }
 
     /// The configuration this bulkhead was built with.

@@ -52,6 +52,17 @@ impl Counter {
         self.0.with_mut(|v| *v = v.wrapping_add(n));
     }
 
+    /// Back to zero, through exclusive access (a guard's `reset`).
+    #[inline]
+    pub fn reset(&mut self) {
+        #[cfg(not(loom))]
+        {
+            *self.0.get_mut() = 0;
+        }
+        #[cfg(loom)]
+        self.0.with_mut(|v| *v = 0);
+    }
+
     /// Add one through exclusive access (see [`Counter::add_mut`]).
     #[inline]
     pub fn incr_mut(&mut self) {

@@ -89,7 +89,7 @@ use crate::latency_tracker::{
     LatencyTracker, LatencyTrackerConfig, DEFAULT_BUCKETS, DEFAULT_WINDOWS,
 };
 use crate::retry_policy::{RetryCause, RetryGate};
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{set_mut, AtomicU64, Ordering};
 use crate::time::Nanos;
 
 /// Default for [`HedgingConfig::delay_quantile`]: P95. Valid range: `0.0 < q <= 1.0`.
@@ -276,6 +276,10 @@ pub struct HedgingStats {
 }
 
 /// A hedging policy with its own latency tracker. Lock-free; see the [module docs](self).
+///
+/// All bytes zero is a valid, unconfigured `Hedging` (at most 0 hedges: it never hedges):
+/// safe to call, meant to be [`reset`](Hedging::reset) before use; see "Building in place"
+/// in the crate docs.
 #[repr(C)]
 pub struct Hedging<const W: usize = DEFAULT_WINDOWS, const B: usize = DEFAULT_BUCKETS> {
     config: HedgingConfig,
@@ -318,6 +322,28 @@ impl<const W: usize, const B: usize> Hedging<W, B> {
             no_latency_data: Counter::new(),
             budget_exhausted: Counter::new(),
         })
+    }
+
+    /// Validate `config`, then put this policy in exactly the state
+    /// [`Hedging::new`]`(config)` gives (an empty tracker, no cached delay, zeroed
+    /// counters), in place. On error nothing changes.
+    pub fn reset(&mut self, config: HedgingConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        self.tracker.reset(config.tracker)?;
+        self.config = config;
+        set_mut(&mut self.delay, NO_DELAY);
+        set_mut(&mut self.refreshed, 0);
+        for c in [
+            &mut self.hedges,
+            &mut self.deferred,
+            &mut self.not_idempotent,
+            &mut self.limit_reached,
+            &mut self.no_latency_data,
+            &mut self.budget_exhausted,
+        ] {
+            c.reset();
+        }
+        Ok(())
     }
 
     /// The configuration.

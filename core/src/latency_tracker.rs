@@ -98,7 +98,7 @@ use core::fmt;
 use crate::counter::Counter;
 use crate::error::{check_f64, check_f64_above, check_nanos, check_u64, ConfigError};
 use crate::math;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{set_mut, AtomicU64, Ordering};
 use crate::time::Nanos;
 
 /// log2 of the number of linear sub-buckets per power of two.
@@ -368,6 +368,9 @@ pub(crate) fn rank_of(q: f64, total: u64) -> Option<u64> {
 /// Lock-free: [`record`](Self::record) is one CAS loop on one word; reads never block. See
 /// the [module docs](self) for the layout, the error bound and the concurrency guarantees.
 /// Memory is `W × B × 8` bytes (55 KiB with the defaults), fixed, inline, pointer-free.
+/// All bytes zero is a valid, unconfigured tracker (a window of 0 that keeps every sample
+/// in one window): safe to call, meant to be [`reset`](LatencyTracker::reset) before use;
+/// see "Building in place" in the crate docs.
 #[repr(C)]
 pub struct LatencyTracker<const W: usize = DEFAULT_WINDOWS, const B: usize = DEFAULT_BUCKETS> {
     config: LatencyTrackerConfig,
@@ -407,6 +410,23 @@ impl<const W: usize, const B: usize> LatencyTracker<W, B> {
             saturated: Counter::new(),
             stale: Counter::new(),
         })
+    }
+
+    /// Validate `config`, then put this tracker in exactly the state
+    /// [`LatencyTracker::new`]`(config)` gives (no samples, zeroed counters): the `W × B`
+    /// words are cleared one by one, in place. On error nothing changes.
+    pub fn reset(&mut self, config: LatencyTrackerConfig) -> Result<(), ConfigError> {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::SHAPE_OK;
+        config.validate()?;
+        self.config = config;
+        for word in self.windows.iter_mut().flatten() {
+            set_mut(word, 0);
+        }
+        self.recorded.reset();
+        self.saturated.reset();
+        self.stale.reset();
+        Ok(())
     }
 
     /// The configuration.

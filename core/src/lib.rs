@@ -30,6 +30,42 @@
 //! atomics with a lock (or, on single-core chips, by masking interrupts), and the guards
 //! are correct but no longer lock-free there.
 
+//!
+//! ## Building in place
+//! Every guard has `new(config)`, which returns the guard by value, and
+//! `reset(&mut self, config) -> Result<(), ConfigError>`, which validates `config` and then
+//! writes exactly the state `new(config)` gives into an existing value, field by field and
+//! cell by cell, without a temporary of the guard's size (a
+//! [`CircuitBreaker<65536>`](CircuitBreaker) or a [`LatencyTracker`] of a few hundred KiB
+//! cannot go through a thread's stack). On error `reset` changes nothing.
+//!
+//! All bytes zero is a valid value of every guard type and of every config type, by
+//! structure: guards and configs are `#[repr(C)]` structs of integers, floats, `bool`s,
+//! atomics and fieldless `#[repr(u8)]` enums whose variant 0 exists, and the
+//! data-carrying enums among them ([`LimitConfig`], [`RetryBudgetConfig`],
+//! [`RetryBudget`]) are `#[repr(C, u8)]` with a variant at discriminant 0; there are no
+//! references, no `Option` of a non-nullable type, no `NonZero*` and no `char`. A zeroed
+//! guard is *unconfigured*: every method is safe to call on it (it never panics, and it
+//! refuses, never retries, or counts nothing, as each guard's docs say) but it is meant to
+//! be `reset` before use. So a binding (or code placing a guard in memory shared between
+//! processes) may allocate zeroed memory of `size_of::<G>()` bytes aligned to
+//! `align_of::<G>()` — which can exceed what `malloc` promises, see
+//! [`cache::CachePadded`] — and call `reset` on it. That allocation is the binding's
+//! `unsafe` code; this crate stays `#![forbid(unsafe_code)]`.
+//!
+//! ```
+//! use guards_core::{Bulkhead, BulkheadConfig};
+//! // In Rust, `new` is the way; a binding does the same as `reset` on zeroed memory.
+//! let mut b = Bulkhead::new(BulkheadConfig { max_concurrent: 1 })?;
+//! let p = b.try_acquire().expect("room for one");
+//! b.release(p);
+//! b.reset(BulkheadConfig { max_concurrent: 2 })?;
+//! assert_eq!((b.available(), b.stats().acquired), (2, 0));
+//! assert!(b.reset(BulkheadConfig { max_concurrent: 0 }).is_err());
+//! assert_eq!(b.available(), 2); // unchanged
+//! # Ok::<(), guards_core::ConfigError>(())
+//! ```
+
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

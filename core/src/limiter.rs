@@ -134,7 +134,7 @@ use crate::error::{check_f64_above, check_nanos, check_u64, inconsistent, Config
 use crate::limit::{Limit, LimitAlgorithm, LimitConfig, LimitSample, StateWords, STATE_WORDS};
 use crate::math;
 use crate::priority::{Priority, MAX_PRIORITIES};
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{set_mut, AtomicU64, Ordering};
 use crate::time::Nanos;
 
 /// Default for [`LimiterConfig::window`]: 100 ms. Valid range: `1 ns..=1 day`.
@@ -486,6 +486,10 @@ struct Hot {
 }
 
 /// A lock-free concurrency limiter; see the [module documentation](self).
+///
+/// All bytes zero is a valid, unconfigured `Limiter` (a fixed limit of 0 and thresholds of 0:
+/// it refuses every call): safe to call, meant to be [`reset`](Limiter::reset) before use;
+/// see "Building in place" in the crate docs.
 #[repr(C)]
 #[derive(Debug)]
 pub struct Limiter {
@@ -519,24 +523,17 @@ pub struct Limiter {
 impl Limiter {
     /// A limiter at the algorithm's initial limit, with nothing in flight.
     pub fn new(config: LimiterConfig) -> Result<Self, ConfigError> {
-        config.validate()?;
-        let algorithm = Limit::new(config.limit)?;
-        let words = algorithm.to_words();
-        let limit = algorithm.limit();
-        Ok(Limiter {
-            config,
-            limit: AtomicU64::new(limit),
-            thresholds: core::array::from_fn(|i| {
-                let p = config.partitions.get(i).copied().unwrap_or_default();
-                AtomicU64::new(p.threshold(limit))
-            }),
+        let mut l = Limiter {
+            config: LimiterConfig::default(),
+            limit: AtomicU64::new(0),
+            thresholds: core::array::from_fn(|_| AtomicU64::new(0)),
             ctl: AtomicU64::new(0),
             window_start: AtomicU64::new(0),
             folded_samples: AtomicU64::new(0),
             folded_drops: AtomicU64::new(0),
             folded_rtt_sum: AtomicU64::new(0),
             last_rtt: AtomicU64::new(0),
-            state: core::array::from_fn(|i| AtomicU64::new(words.get(i).copied().unwrap_or(0))),
+            state: core::array::from_fn(|_| AtomicU64::new(0)),
             hot: CachePadded::new(Hot {
                 in_flight: AtomicU64::new(0),
                 samples: AtomicU64::new(0),
@@ -552,7 +549,63 @@ impl Limiter {
             windows: Counter::new(),
             limit_changes: Counter::new(),
             folds_skipped: Counter::new(),
-        })
+        };
+        l.reset(config)?;
+        Ok(l)
+    }
+
+    /// Validate `config`, then put this limiter in exactly the state
+    /// [`Limiter::new`]`(config)` gives (the algorithm's initial limit, nothing in flight,
+    /// zeroed counters), in place. Permits still out are forgotten: giving one back later
+    /// is a foreign release, which the count survives. On error nothing changes.
+    pub fn reset(&mut self, config: LimiterConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        let algorithm = Limit::new(config.limit)?;
+        let words = algorithm.to_words();
+        let limit = algorithm.limit();
+        self.config = config;
+        set_mut(&mut self.limit, limit);
+        for (t, p) in self.thresholds.iter_mut().zip(config.partitions.iter()) {
+            set_mut(t, p.threshold(limit));
+        }
+        for a in [
+            &mut self.ctl,
+            &mut self.window_start,
+            &mut self.folded_samples,
+            &mut self.folded_drops,
+            &mut self.folded_rtt_sum,
+            &mut self.last_rtt,
+        ] {
+            set_mut(a, 0);
+        }
+        for (a, w) in self.state.iter_mut().zip(words) {
+            set_mut(a, w);
+        }
+        let hot = &mut *self.hot;
+        for a in [
+            &mut hot.in_flight,
+            &mut hot.samples,
+            &mut hot.drops,
+            &mut hot.rtt_sum,
+            &mut hot.window_max_in_flight,
+        ] {
+            set_mut(a, 0);
+        }
+        for c in [
+            &mut self.rejected_limit_reached,
+            &mut self.rejected_partition_cap,
+            &mut self.rejected_reserved,
+            &mut self.ignored,
+            &mut self.windows,
+            &mut self.limit_changes,
+            &mut self.folds_skipped,
+        ] {
+            c.reset();
+        }
+        for c in &mut self.rejected_by_priority {
+            c.reset();
+        }
+        Ok(())
     }
 
     /// The configuration.

@@ -414,6 +414,10 @@ struct Counters {
 /// `N` is the number of slots (default [`DEFAULT_CAPACITY`]); the configured `capacity`
 /// may be anything from 1 to `N`. Mutating methods take `&mut self`: one consumer owns the
 /// queue (wrap it in a mutex to share it).
+///
+/// All bytes zero is a valid, unconfigured queue (a capacity of 0: it refuses every
+/// `push`): safe to call, meant to be [`reset`](QueueDiscipline::reset) before use; see
+/// "Building in place" in the crate docs.
 #[repr(C)]
 pub struct QueueDiscipline<const N: usize = { DEFAULT_CAPACITY as usize }> {
     config: QueueDisciplineConfig,
@@ -459,6 +463,38 @@ impl<const N: usize> QueueDiscipline<N> {
     /// above the slot count `N` (field `capacity`, `out_of_range`), and a type whose `N` is
     /// 0 or above [`MAX_CAPACITY`].
     pub fn new(config: QueueDisciplineConfig) -> Result<Self, ConfigError> {
+        Self::check(&config)?;
+        let mut q = QueueDiscipline {
+            config,
+            slots: [Slot::EMPTY; N],
+            heads: [NIL; MAX_PRIORITIES],
+            tails: [NIL; MAX_PRIORITIES],
+            by_priority: [0; MAX_PRIORITIES],
+            nonempty: 0,
+            free_head: 0,
+            len: 0,
+            nonempty_since: Nanos::ZERO,
+            clock: Nanos::ZERO,
+            drops: [Dropped::EMPTY; N],
+            drop_len: 0,
+            counters: Counters::default(),
+        };
+        q.apply(config);
+        Ok(q)
+    }
+
+    /// Validate `config` (as [`QueueDiscipline::new`] does, including `capacity <= N`),
+    /// then put this queue in exactly the state `new(config)` gives: empty, its clock at
+    /// zero, zeroed counters. The `N` slots are relinked one by one, in place, so a queue of
+    /// any size can be rebuilt without a temporary of its size. Waiters still queued are
+    /// forgotten (not counted as served or dropped). On error nothing changes.
+    pub fn reset(&mut self, config: QueueDisciplineConfig) -> Result<(), ConfigError> {
+        Self::check(&config)?;
+        self.apply(config);
+        Ok(())
+    }
+
+    fn check(config: &QueueDisciplineConfig) -> Result<(), ConfigError> {
         config.validate()?;
         if N == 0 || N > MAX_CAPACITY as usize {
             return Err(ConfigError::new(
@@ -474,28 +510,43 @@ impl<const N: usize> QueueDiscipline<N> {
                 "1..=N, the queue type's slot count",
             ));
         }
-        let mut slots = [Slot::EMPTY; N];
+        Ok(())
+    }
+
+    /// The state `new(config)` describes, written in place (config already checked).
+    fn apply(&mut self, config: QueueDisciplineConfig) {
+        self.config = config;
         let mut next: u32 = 1;
-        for s in slots.iter_mut() {
+        for s in self.slots.iter_mut() {
+            *s = Slot::EMPTY;
             // `N <= MAX_CAPACITY < u32::MAX`, so `next` never reaches NIL early.
             s.next = if (next as usize) < N { next } else { NIL };
             next = next.saturating_add(1);
         }
-        Ok(QueueDiscipline {
-            config,
-            slots,
-            heads: [NIL; MAX_PRIORITIES],
-            tails: [NIL; MAX_PRIORITIES],
-            by_priority: [0; MAX_PRIORITIES],
-            nonempty: 0,
-            free_head: 0,
-            len: 0,
-            nonempty_since: Nanos::ZERO,
-            clock: Nanos::ZERO,
-            drops: [Dropped::EMPTY; N],
-            drop_len: 0,
-            counters: Counters::default(),
-        })
+        self.heads = [NIL; MAX_PRIORITIES];
+        self.tails = [NIL; MAX_PRIORITIES];
+        self.by_priority = [0; MAX_PRIORITIES];
+        self.nonempty = 0;
+        self.free_head = 0;
+        self.len = 0;
+        self.nonempty_since = Nanos::ZERO;
+        self.clock = Nanos::ZERO;
+        for d in self.drops.iter_mut() {
+            *d = Dropped::EMPTY;
+        }
+        self.drop_len = 0;
+        let c = &mut self.counters;
+        for counter in [
+            &mut c.enqueued,
+            &mut c.served_fifo,
+            &mut c.served_lifo,
+            &mut c.dropped_age_limit,
+            &mut c.dropped_deadline,
+            &mut c.cancelled,
+            &mut c.rejected_full,
+        ] {
+            counter.reset();
+        }
     }
 
     /// The configuration.

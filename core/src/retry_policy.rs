@@ -615,6 +615,10 @@ impl RetryPolicyStats {
 ///
 /// `#[repr(C)]`, no pointers; every method takes `&self` and is lock-free (relaxed counter
 /// increments only). See the [module docs](self) for the decision rules.
+///
+/// All bytes zero is a valid, unconfigured `RetryPolicy` (at most 0 attempts: it never
+/// retries): safe to call, meant to be [`reset`](RetryPolicy::reset) before use; see
+/// "Building in place" in the crate docs.
 #[repr(C)]
 #[derive(Debug)]
 pub struct RetryPolicy {
@@ -645,6 +649,20 @@ impl RetryPolicy {
                 give_ups: core::array::from_fn(|_| Counter::new()),
             }),
         })
+    }
+
+    /// Validate `config`, then put this policy in exactly the state
+    /// [`RetryPolicy::new`]`(config)` gives (zeroed counters), in place. On error nothing
+    /// changes.
+    pub fn reset(&mut self, config: RetryPolicyConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        self.backoff = Backoff::new(config.backoff)?;
+        self.config = config;
+        self.counters.retries.reset();
+        for c in &mut self.counters.give_ups {
+            c.reset();
+        }
+        Ok(())
     }
 
     /// The configuration.

@@ -17,3 +17,15 @@ pub(crate) use portable_atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ato
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
 
 pub(crate) use core::sync::atomic::Ordering;
+
+/// Store `v` through exclusive access: a plain write, no atomic operation (a guard's
+/// `reset`, which takes `&mut self`).
+#[inline]
+pub(crate) fn set_mut(a: &mut AtomicU64, v: u64) {
+    #[cfg(not(loom))]
+    {
+        *a.get_mut() = v;
+    }
+    #[cfg(loom)]
+    a.with_mut(|x| *x = v);
+}

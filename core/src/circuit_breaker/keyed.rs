@@ -16,7 +16,7 @@ use super::{
 use crate::counter::Counter;
 use crate::error::ConfigError;
 use crate::rng::{below_from_bits, mix64};
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{set_mut, AtomicU64, Ordering};
 use crate::time::Nanos;
 
 /// Default number of slots of a [`KeyedBreakers`] set: 16.
@@ -174,7 +174,9 @@ pub struct KeyedStats {
 ///
 /// No allocation: the breakers live inline (`SLOTS × CircuitBreaker<CAP>`; about 1.5 KiB each
 /// with the default capacity), so a large set belongs in a `static` or on the heap of the
-/// caller's choice.
+/// caller's choice. All bytes zero is a valid, unconfigured set (no key, every breaker
+/// unconfigured): safe to call, meant to be [`reset`](KeyedBreakers::reset) before use; see
+/// "Building in place" in the crate docs.
 ///
 /// ```
 /// use guards_core::circuit_breaker::{key_of, CircuitBreakerConfig, KeyedBreakers};
@@ -214,6 +216,25 @@ impl<const SLOTS: usize, const CAP: usize> KeyedBreakers<SLOTS, CAP> {
             keys: core::array::from_fn(|_| AtomicU64::new(EMPTY)),
             breakers: core::array::from_fn(|_| CircuitBreaker::build(config)),
         })
+    }
+
+    /// Validate `config`, then put this set in exactly the state
+    /// [`KeyedBreakers::new`]`(config)` gives: no key, every breaker closed and empty,
+    /// zeroed counters. Every slot and breaker is rewritten in place. On error nothing
+    /// changes.
+    pub fn reset(&mut self, config: CircuitBreakerConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        config.validate_capacity(CAP)?;
+        self.config = config;
+        self.entries.reset();
+        self.full.reset();
+        for key in &mut self.keys {
+            set_mut(key, EMPTY);
+        }
+        for breaker in &mut self.breakers {
+            breaker.apply(config);
+        }
+        Ok(())
     }
 
     /// The config every breaker in the set uses.

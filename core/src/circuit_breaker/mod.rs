@@ -221,7 +221,7 @@ pub use permit::{
 use crate::cache::CachePadded;
 use crate::counter::Counter;
 use crate::error::ConfigError;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{set_mut, AtomicU64, Ordering};
 use crate::time::Nanos;
 use state::{Word, CLOSED, HALF_OPEN, MAX_OPENS, OPEN};
 
@@ -338,6 +338,29 @@ struct Counters {
     half_open_to_open: Counter,
 }
 
+impl Counters {
+    fn reset(&mut self) {
+        for c in [
+            &mut self.successes,
+            &mut self.failures,
+            &mut self.slow_calls,
+            &mut self.probes_admitted,
+            &mut self.probe_successes,
+            &mut self.probe_failures,
+            &mut self.ignored,
+            &mut self.discarded,
+            &mut self.rejected_open,
+            &mut self.rejected_half_open,
+            &mut self.closed_to_open,
+            &mut self.open_to_half_open,
+            &mut self.half_open_to_closed,
+            &mut self.half_open_to_open,
+        ] {
+            c.reset();
+        }
+    }
+}
+
 /// Words written on every recorded outcome, kept off the cache line of the state word that
 /// every `try_acquire` reads (the breaker holds it in a [`CachePadded`]).
 #[repr(C)]
@@ -355,6 +378,10 @@ struct Hot {
 /// `CAP` is the number of window cells: a count window of up to `CAP` calls, or a time
 /// window of up to `CAP / 3` buckets. The default, [`DEFAULT_CAPACITY`] (128), is the one
 /// type the bindings use.
+///
+/// All bytes zero is a valid, unconfigured `CircuitBreaker`: closed, generation 0, a count
+/// window of size 0 that never trips. It is safe to call and meant to be
+/// [`reset`](CircuitBreaker::reset) before use; see "Building in place" in the crate docs.
 #[repr(C)]
 #[derive(Debug)]
 pub struct CircuitBreaker<const CAP: usize = DEFAULT_CAPACITY> {
@@ -381,25 +408,57 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
 
     /// Build from a config already validated for `CAP`.
     pub(crate) fn build(config: CircuitBreakerConfig) -> Self {
-        CircuitBreaker {
-            state: AtomicU64::new(Word::INITIAL.pack()),
+        let mut b = CircuitBreaker {
+            state: AtomicU64::new(0),
             mark: AtomicU64::new(0),
             config,
-            min_calls: config.effective_minimum_calls(),
-            modulus: count_window::modulus(config.window_size),
-            bucket_width: config
-                .window_duration
-                .0
-                .checked_div(config.window_buckets)
-                .unwrap_or(1)
-                .max(1),
-            probes: config.half_open_probes.min(MAX_HALF_OPEN_PROBES) as u32,
+            min_calls: 0,
+            modulus: 0,
+            bucket_width: 0,
+            probes: 0,
             hot: CachePadded::new(Hot {
                 head: AtomicU64::new(0),
                 eval: AtomicU64::new(0),
                 counters: Counters::default(),
             }),
             cells: CachePadded::new(core::array::from_fn(|_| AtomicU64::new(0))),
+        };
+        b.apply(config);
+        b
+    }
+
+    /// Validate `config` (including the fit of its window in `CAP` cells), then put this
+    /// breaker in exactly the state [`CircuitBreaker::new`]`(config)` gives: closed,
+    /// generation 0, an empty window, zeroed counters. Everything is written in place, the
+    /// `CAP` cells one by one. Permits still out are forgotten (their generation no longer
+    /// matches, so reporting one is discarded). On error nothing changes.
+    pub fn reset(&mut self, config: CircuitBreakerConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        config.validate_capacity(CAP)?;
+        self.apply(config);
+        Ok(())
+    }
+
+    /// Write the state `build(config)` describes, in place (config already validated).
+    pub(crate) fn apply(&mut self, config: CircuitBreakerConfig) {
+        set_mut(&mut self.state, Word::INITIAL.pack());
+        set_mut(&mut self.mark, 0);
+        self.config = config;
+        self.min_calls = config.effective_minimum_calls();
+        self.modulus = count_window::modulus(config.window_size);
+        self.bucket_width = config
+            .window_duration
+            .0
+            .checked_div(config.window_buckets)
+            .unwrap_or(1)
+            .max(1);
+        self.probes = config.half_open_probes.min(MAX_HALF_OPEN_PROBES) as u32;
+        let hot = &mut *self.hot;
+        set_mut(&mut hot.head, 0);
+        set_mut(&mut hot.eval, 0);
+        hot.counters.reset();
+        for cell in self.cells.iter_mut() {
+            set_mut(cell, 0);
         }
     }
 
@@ -677,6 +736,11 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
         self.cells.get(..used).unwrap_or(&[])
     }
 
+    /// The time-window period of `now` (`bucket_width` is at least 1 once configured).
+    fn period_of(&self, now: Nanos) -> u64 {
+        now.0.checked_div(self.bucket_width).unwrap_or(0)
+    }
+
     fn is_closed_in(&self, generation: u32) -> bool {
         // Ordering (S): acquire, so a writer that finds its generation closed writes after
         // the clear that started it.
@@ -692,7 +756,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
             WindowKind::Time => time_window::scan(
                 self.window_cells(),
                 self.config.window_buckets,
-                now.0 / self.bucket_width,
+                self.period_of(now),
                 time_window::epoch_of(generation),
             ),
         }
@@ -741,7 +805,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
             WindowKind::Time => time_window::record(
                 self.window_cells(),
                 self.config.window_buckets,
-                now.0 / self.bucket_width,
+                self.period_of(now),
                 time_window::epoch_of(generation),
                 failed,
                 slow,

@@ -111,6 +111,10 @@ impl AwsRetryQuotaConfig {
 
 /// The AWS SDK retry quota (mode "aws"). Lock-free: one atomic word.
 ///
+/// All bytes zero is a valid, unconfigured `AwsRetryQuota` (capacity and every cost 0, so
+/// retries cost nothing): safe to call, meant to be [`reset`](AwsRetryQuota::reset) before
+/// use; see "Building in place" in the crate docs.
+///
 /// A bucket of whole tokens that starts full at `capacity`. A retry costs a number of
 /// tokens that depends on why it is wanted (a timeout costs more than another transient
 /// error) and is refused when the bucket holds less than that. The withdrawal returns a
@@ -144,17 +148,39 @@ pub struct AwsRetryQuota {
 impl AwsRetryQuota {
     /// A full quota, or the first invalid field of `config`.
     pub fn new(config: AwsRetryQuotaConfig) -> Result<Self, ConfigError> {
-        config.validate()?;
-        let capacity_micros = config.capacity.saturating_mul(MICROS_PER_TOKEN);
-        Ok(AwsRetryQuota {
-            config,
-            capacity_micros,
-            bucket: Bucket::new(capacity_micros),
+        let mut q = AwsRetryQuota {
+            config: AwsRetryQuotaConfig {
+                capacity: 0,
+                transient_cost: 0,
+                timeout_cost: 0,
+                throttled_cost: 0,
+                hedge_cost: 0,
+                success_increment: 0,
+            },
+            capacity_micros: 0,
+            bucket: Bucket::new(0),
             deposits: Counter::new(),
             withdrawals: Counter::new(),
             refusals: Counter::new(),
             refunds: Counter::new(),
-        })
+        };
+        q.reset(config)?;
+        Ok(q)
+    }
+
+    /// Validate `config`, then put this quota in exactly the state
+    /// [`AwsRetryQuota::new`]`(config)` gives (full, zeroed counters), in place. On error
+    /// nothing changes.
+    pub fn reset(&mut self, config: AwsRetryQuotaConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        self.config = config;
+        self.capacity_micros = config.capacity.saturating_mul(MICROS_PER_TOKEN);
+        self.bucket.set_mut(self.capacity_micros);
+        self.deposits.reset();
+        self.withdrawals.reset();
+        self.refusals.reset();
+        self.refunds.reset();
+        Ok(())
     }
 
     /// The configuration this quota was built with.

@@ -31,6 +31,12 @@ impl Bucket {
         }
     }
 
+    /// Set the balance through exclusive access (a budget's `reset`).
+    #[inline]
+    pub(crate) fn set_mut(&mut self, micros: u64) {
+        crate::sync::set_mut(&mut self.micros, micros);
+    }
+
     /// The balance right now, in micro-tokens.
     #[inline]
     pub(crate) fn load(&self) -> u64 {

@@ -72,6 +72,9 @@ impl GrpcThrottleConfig {
 
 /// gRPC retry throttling (mode "grpc"). Lock-free: one atomic word.
 ///
+/// All bytes zero is a valid, inert `GrpcThrottle` (no tokens, `max_tokens` 0: it refuses
+/// every retry); see "Building in place" in the crate docs and [`GrpcThrottle::reset`].
+///
 /// One token count per server, starting at `max_tokens` and always within
 /// `0..=max_tokens`. Every attempt that fails with a retryable status (or a pushback that
 /// says not to retry) takes one token away; every successful attempt adds `token_ratio`.
@@ -111,18 +114,37 @@ pub struct GrpcThrottle {
 impl GrpcThrottle {
     /// A throttle at `max_tokens`, or the first invalid field of `config`.
     pub fn new(config: GrpcThrottleConfig) -> Result<Self, ConfigError> {
-        config.validate()?;
-        let max_micros = milli_rounded_micros(config.max_tokens);
-        Ok(GrpcThrottle {
-            config,
-            max_micros,
-            ratio_micros: milli_rounded_micros(config.token_ratio),
-            bucket: Bucket::new(max_micros),
+        let mut t = GrpcThrottle {
+            config: GrpcThrottleConfig {
+                max_tokens: 0.0,
+                token_ratio: 0.0,
+            },
+            max_micros: 0,
+            ratio_micros: 0,
+            bucket: Bucket::new(0),
             successes: Counter::new(),
             failures: Counter::new(),
             withdrawals: Counter::new(),
             refusals: Counter::new(),
-        })
+        };
+        t.reset(config)?;
+        Ok(t)
+    }
+
+    /// Validate `config`, then put this throttle in exactly the state
+    /// [`GrpcThrottle::new`]`(config)` gives (at `max_tokens`, zeroed counters), in place.
+    /// On error nothing changes.
+    pub fn reset(&mut self, config: GrpcThrottleConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        self.config = config;
+        self.max_micros = milli_rounded_micros(config.max_tokens);
+        self.ratio_micros = milli_rounded_micros(config.token_ratio);
+        self.bucket.set_mut(self.max_micros);
+        self.successes.reset();
+        self.failures.reset();
+        self.withdrawals.reset();
+        self.refusals.reset();
+        Ok(())
     }
 
     /// The configuration this throttle was built with.

@@ -258,6 +258,11 @@ impl RetryBudgetConfig {
 /// So a caller that reports every event works with every mode: `deposit` before each
 /// first attempt, `on_failure` after each retryable failure, `withdraw` before each retry,
 /// `on_success` (with the last retry's receipt, if any) after a success.
+///
+/// `#[repr(C, u8)]` with the token bucket at discriminant 0: all bytes zero is a valid,
+/// unconfigured `RetryBudget` (an empty token bucket of capacity 0, which refuses every
+/// retry): safe to call, meant to be [`reset`](RetryBudget::reset) before use; see
+/// "Building in place" in the crate docs.
 #[repr(C, u8)]
 #[derive(Debug)]
 pub enum RetryBudget<const BUCKETS: usize = DEFAULT_BUCKETS> {
@@ -280,6 +285,24 @@ impl<const BUCKETS: usize> RetryBudget<BUCKETS> {
             RetryBudgetConfig::Aws(c) => RetryBudget::Aws(AwsRetryQuota::new(c)?),
             RetryBudgetConfig::Windowed(c) => RetryBudget::Windowed(WindowedBudget::new(c)?),
         })
+    }
+
+    /// Validate `config`, then put this budget in exactly the state
+    /// [`RetryBudget::new`]`(config)` gives. Within one mode the mode's own `reset` runs in
+    /// place; switching modes writes the new mode's value (for the windowed mode that is
+    /// `BUCKETS × 16` bytes, at most 16 KiB). On error nothing changes.
+    pub fn reset(&mut self, config: RetryBudgetConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        match (&mut *self, config) {
+            (RetryBudget::TokenBucket(b), RetryBudgetConfig::TokenBucket(c)) => b.reset(c),
+            (RetryBudget::Grpc(b), RetryBudgetConfig::Grpc(c)) => b.reset(c),
+            (RetryBudget::Aws(b), RetryBudgetConfig::Aws(c)) => b.reset(c),
+            (RetryBudget::Windowed(b), RetryBudgetConfig::Windowed(c)) => b.reset(c),
+            (_, config) => {
+                *self = RetryBudget::new(config)?;
+                Ok(())
+            }
+        }
     }
 
     /// The configuration this budget was built with.

@@ -65,6 +65,9 @@ impl TokenBudgetConfig {
 
 /// The per-client retry token bucket (mode "token_bucket"). Lock-free: one atomic word.
 ///
+/// All bytes zero is a valid, inert `TokenBudget` (empty, capacity 0: it refuses every
+/// retry); see "Building in place" in the crate docs and [`TokenBudget::reset`].
+///
 /// Every first attempt deposits `ratio` tokens, up to `capacity`; every retry withdraws one
 /// whole token and is refused when less than one token is left. The bucket starts full, so
 /// a client may retry a burst of `capacity` retries at once and, after that, about `ratio`
@@ -97,17 +100,35 @@ pub struct TokenBudget {
 impl TokenBudget {
     /// A full bucket, or the first invalid field of `config`.
     pub fn new(config: TokenBudgetConfig) -> Result<Self, ConfigError> {
-        config.validate()?;
-        let capacity_micros = micros_of(config.capacity);
-        Ok(TokenBudget {
-            config,
-            capacity_micros,
-            ratio_micros: micros_of(config.ratio),
-            bucket: Bucket::new(capacity_micros),
+        let mut b = TokenBudget {
+            config: TokenBudgetConfig {
+                capacity: 0.0,
+                ratio: 0.0,
+            },
+            capacity_micros: 0,
+            ratio_micros: 0,
+            bucket: Bucket::new(0),
             deposits: Counter::new(),
             withdrawals: Counter::new(),
             refusals: Counter::new(),
-        })
+        };
+        b.reset(config)?;
+        Ok(b)
+    }
+
+    /// Validate `config`, then put this budget in exactly the state
+    /// [`TokenBudget::new`]`(config)` gives (a full bucket, zeroed counters), in place. On
+    /// error nothing changes.
+    pub fn reset(&mut self, config: TokenBudgetConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        self.config = config;
+        self.capacity_micros = micros_of(config.capacity);
+        self.ratio_micros = micros_of(config.ratio);
+        self.bucket.set_mut(self.capacity_micros);
+        self.deposits.reset();
+        self.withdrawals.reset();
+        self.refusals.reset();
+        Ok(())
     }
 
     /// The configuration this budget was built with.

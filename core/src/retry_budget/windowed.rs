@@ -5,7 +5,7 @@ use crate::counter::Counter;
 use crate::error::{check_f64, check_nanos, ConfigError, ConfigErrorKind};
 use crate::math;
 use crate::retry_policy::{RetryCause, RetryGate};
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{set_mut, AtomicU64, Ordering};
 use crate::time::Nanos;
 
 use super::{micros_of, RetryBudgetStats, MICROS_PER_TOKEN};
@@ -150,6 +150,10 @@ fn tag_of_word(word: u64) -> u64 {
 /// A retry budget over a sliding window of `ttl`, cut into `BUCKETS` buckets
 /// (default [`DEFAULT_BUCKETS`]). Lock-free.
 ///
+/// All bytes zero is a valid, unconfigured `WindowedBudget` (no floor, no share: it refuses
+/// every retry): safe to call, meant to be [`reset`](WindowedBudget::reset) before use; see
+/// "Building in place" in the crate docs.
+///
 /// Within any window of `ttl`, retries may go up to `percent_can_retry` × the requests
 /// deposited in that window, plus a floor of `min_retries_per_sec` × `ttl` that needs no
 /// requests at all. Deposits and withdrawals both expire when they leave the window, so a
@@ -255,6 +259,30 @@ impl<const BUCKETS: usize> WindowedBudget<BUCKETS> {
     /// An empty window (only the floor is available), or the first invalid field of
     /// `config`.
     pub fn new(config: WindowedBudgetConfig) -> Result<Self, ConfigError> {
+        let mut b = WindowedBudget {
+            config: WindowedBudgetConfig {
+                ttl: Nanos::ZERO,
+                min_retries_per_sec: 0.0,
+                percent_can_retry: 0.0,
+            },
+            width: 0,
+            reserve_micros: 0,
+            percent_micros: 0,
+            head: AtomicU64::new(0),
+            swept: AtomicU64::new(0),
+            deposit_total: AtomicU64::new(0),
+            withdraw_total: AtomicU64::new(0),
+            slots: core::array::from_fn(|_| Slot::new()),
+            refusals: Counter::new(),
+        };
+        b.reset(config)?;
+        Ok(b)
+    }
+
+    /// Validate `config`, then put this budget in exactly the state
+    /// [`WindowedBudget::new`]`(config)` gives (an empty window, zeroed counters), in
+    /// place: the buckets are rewritten one by one. On error nothing changes.
+    pub fn reset(&mut self, config: WindowedBudgetConfig) -> Result<(), ConfigError> {
         const {
             assert!(
                 BUCKETS >= 1 && BUCKETS <= 1000,
@@ -262,20 +290,21 @@ impl<const BUCKETS: usize> WindowedBudget<BUCKETS> {
             )
         };
         config.validate()?;
+        self.config = config;
         // ttl >= 1 ms and BUCKETS <= 1000, so width >= 1 µs.
-        let width = (config.ttl.as_u64() / Self::NB).max(1);
-        Ok(WindowedBudget {
-            config,
-            width,
-            reserve_micros: config.reserve_micros(),
-            percent_micros: micros_of(config.percent_can_retry),
-            head: AtomicU64::new(0),
-            swept: AtomicU64::new(u64::MAX),
-            deposit_total: AtomicU64::new(0),
-            withdraw_total: AtomicU64::new(0),
-            slots: core::array::from_fn(|_| Slot::new()),
-            refusals: Counter::new(),
-        })
+        self.width = (config.ttl.as_u64() / Self::NB).max(1);
+        self.reserve_micros = config.reserve_micros();
+        self.percent_micros = micros_of(config.percent_can_retry);
+        set_mut(&mut self.head, 0);
+        set_mut(&mut self.swept, u64::MAX);
+        set_mut(&mut self.deposit_total, 0);
+        set_mut(&mut self.withdraw_total, 0);
+        for slot in &mut self.slots {
+            set_mut(&mut slot.deposits, UNCLAIMED);
+            set_mut(&mut slot.withdrawals, UNCLAIMED);
+        }
+        self.refusals.reset();
+        Ok(())
     }
 
     /// The configuration this budget was built with.
@@ -430,7 +459,13 @@ impl<const BUCKETS: usize> WindowedBudget<BUCKETS> {
     #[inline]
     fn advance(&self, now: Nanos) -> u64 {
         // Offset by BUCKETS so that every bucket of the first window has a number >= 1.
-        let e = (now.as_u64() / self.width).saturating_add(Self::NB);
+        // (`width` is at least 1 once configured; 0 only in an all-zero, unconfigured
+        // budget, which then sees every instant in one bucket.)
+        let e = now
+            .as_u64()
+            .checked_div(self.width)
+            .unwrap_or(0)
+            .saturating_add(Self::NB);
         let mut head = self.head.load(Ordering::Acquire);
         loop {
             let cur = epoch_of(head);
