@@ -8,10 +8,8 @@ use std::sync::Arc;
 
 use criterion::Criterion;
 use guards_core::backoff::BackoffConfig;
-use guards_core::retry_policy::{
-    Idempotency, Outcome, RetryContext, RetryPolicy, RetryPolicyConfig,
-};
-use guards_core::{Nanos, Rng};
+use guards_core::retry_policy::{Idempotency, RetryContext, RetryPolicy, RetryPolicyConfig};
+use guards_core::{Nanos, Outcome, Rng};
 
 fn baseline(c: &mut Criterion) {
     common::baseline(c, "retry_policy");

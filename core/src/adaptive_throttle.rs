@@ -100,6 +100,7 @@ use crate::counter::Counter;
 use crate::error::{check_f64, check_nanos, check_u64, ConfigError};
 use crate::latency_tracker::{tagged_count, tagged_increment};
 use crate::math;
+use crate::outcome::{Outcome, ThrottleVerdict};
 use crate::rng::Rng;
 use crate::sync::{set_mut, AtomicU64};
 use crate::time::Nanos;
@@ -466,6 +467,23 @@ impl<const B: usize> AdaptiveThrottle<B> {
             self.count_at(&self.requests, position, tag);
         }
         reject
+    }
+
+    /// Tell the throttle how a request it let through ended, at `now`, by the call contract
+    /// ([`Outcome::adaptive_throttle`]): an answer the backend accepted (success, a 4xx, a
+    /// 500) is [`on_accepted`](Self::on_accepted); a timeout, a refused connection or an
+    /// overload answer is [`on_rejected_by_backend`](Self::on_rejected_by_backend); a call
+    /// that never reached the backend (a local refusal after the throttle), an ignored or a
+    /// cancelled one changes nothing. Returns the verdict applied.
+    #[inline]
+    pub fn report(&self, now: Nanos, outcome: Outcome) -> ThrottleVerdict {
+        let verdict = outcome.adaptive_throttle();
+        match verdict {
+            ThrottleVerdict::Accepted => self.on_accepted(now),
+            ThrottleVerdict::RejectedByBackend => self.on_rejected_by_backend(now),
+            ThrottleVerdict::Nothing => {}
+        }
+        verdict
     }
 
     /// The backend accepted a request (any answer other than an overload refusal). Call it

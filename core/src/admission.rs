@@ -72,11 +72,13 @@
 
 use core::fmt;
 
+use crate::brownout::RefusalKind;
 use crate::error::{check_f64_above, check_u64, inconsistent, ConfigError};
 use crate::limit::LimitConfig;
 use crate::limiter::{
     Limiter, LimiterConfig, LimiterPermit, LimiterRejectReason, LimiterRejected, PartitionConfig,
 };
+use crate::outcome::{LimiterVerdict, Outcome};
 use crate::priority::{Priority, MAX_PRIORITIES};
 use crate::time::Nanos;
 
@@ -239,6 +241,12 @@ pub struct AdmissionRejected {
 }
 
 impl AdmissionRejected {
+    /// The brownout refusal kind of this refusal: [`RefusalKind::Throttled`] (an admission
+    /// check refused it; see [`crate::outcome`]).
+    pub const fn refusal_kind(&self) -> RefusalKind {
+        RefusalKind::Throttled
+    }
+
     /// A duration: how long from `now` until [`AdmissionRejected::retry_at`] (zero if it
     /// has passed).
     pub const fn retry_after(&self, now: Nanos) -> Nanos {
@@ -403,6 +411,14 @@ impl Admission {
             })
     }
 
+    /// Release `permit` with how the call ended, at `now`: the same verdicts as
+    /// [`Limiter::report`] (a success is a sample of the time inside; a timeout or an
+    /// overload answer is a drop; anything else releases without a sample). Returns the
+    /// verdict applied.
+    pub fn report(&self, permit: AdmissionPermit, outcome: Outcome, now: Nanos) -> LimiterVerdict {
+        self.limiter.report(permit.inner, outcome, now)
+    }
+
     /// The call was served at `now`: release its place (and sample its time inside).
     pub fn on_success(&self, permit: AdmissionPermit, now: Nanos) {
         self.limiter.on_success(permit.inner, now);
@@ -477,6 +493,13 @@ impl AdmissionScope<'_> {
     pub fn dropped(mut self, now: Nanos) {
         if let Some(t) = self.permit.take() {
             self.door.on_dropped(t, now);
+        }
+    }
+
+    /// Report how the call ended at `now` ([`Admission::report`]).
+    pub fn report(mut self, outcome: Outcome, now: Nanos) {
+        if let Some(t) = self.permit.take() {
+            self.door.report(t, outcome, now);
         }
     }
 

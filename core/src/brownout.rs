@@ -69,6 +69,7 @@ use core::fmt;
 
 use crate::counter::Counter;
 use crate::error::{inconsistent, ConfigError, ConfigErrorKind};
+use crate::outcome::Outcome;
 
 /// Why a call did not produce a full answer.
 #[repr(u8)]
@@ -111,6 +112,16 @@ impl RefusalKind {
                 | RefusalKind::BudgetExhausted
                 | RefusalKind::Throttled
         )
+    }
+
+    /// The refusal kind of a finished call's outcome, or `None` when it never gets a
+    /// fallback: the brownout column of the call contract (see [`crate::outcome`]). A
+    /// local refusal ([`Outcome::Rejected`]) reads as [`RefusalKind::Throttled`]; prefer the
+    /// refusing guard's own `refusal_kind()` (e.g.
+    /// [`CircuitBreakerRejected::refusal_kind`](crate::circuit_breaker::CircuitBreakerRejected::refusal_kind))
+    /// when it is at hand.
+    pub const fn of(outcome: Outcome) -> Option<RefusalKind> {
+        outcome.brownout()
     }
 
     /// This kind's bit in a [`RefusalKinds`] set.
@@ -350,6 +361,21 @@ impl Brownout {
         self.full.incr();
     }
 
+    /// How the call ended, by the call contract: a success is a full answer
+    /// ([`on_full`](Self::on_full), `None`); an outcome with a refusal kind
+    /// ([`RefusalKind::of`]) is decided and counted as [`on_refusal`](Self::on_refusal)
+    /// (`Some(decision)`); a permanent error, an ignored error and a cancellation never get a
+    /// fallback: `None`, nothing counted, and the caller passes the error on as it is. For a
+    /// local refusal, prefer `on_refusal` with the refusing guard's own `refusal_kind()`.
+    #[inline]
+    pub fn report(&self, outcome: Outcome) -> Option<BrownoutDecision> {
+        if outcome.is_success() {
+            self.on_full();
+            return None;
+        }
+        RefusalKind::of(outcome).map(|kind| self.on_refusal(kind))
+    }
+
     /// Counter snapshot.
     pub fn stats(&self) -> BrownoutStats {
         BrownoutStats {
@@ -519,6 +545,20 @@ impl<const N: usize> BrownoutTable<N> {
             None => {
                 self.unknown.incr();
                 BrownoutDecision::FailFast
+            }
+        }
+    }
+
+    /// [`Brownout::report`] for operation `key`. An unknown key is counted in
+    /// [`unknown`](Self::unknown) and treated as a required operation
+    /// (`Some(FailFast)` for an outcome with a refusal kind).
+    #[inline]
+    pub fn report(&self, key: u64, outcome: Outcome) -> Option<BrownoutDecision> {
+        match self.get(key) {
+            Some(op) => op.report(outcome),
+            None => {
+                self.unknown.incr();
+                RefusalKind::of(outcome).map(|_| BrownoutDecision::FailFast)
             }
         }
     }

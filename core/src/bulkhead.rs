@@ -75,9 +75,11 @@
 
 use core::fmt;
 
+use crate::brownout::RefusalKind;
 use crate::counter::Counter;
 use crate::error::{check_f64, check_f64_above, check_nanos, check_u64, ConfigError};
 use crate::math;
+use crate::outcome::{BulkheadVerdict, Outcome};
 use crate::sync::{set_mut, AtomicU64, Ordering};
 use crate::time::Nanos;
 
@@ -164,6 +166,14 @@ pub struct BulkheadRejected {
     pub in_flight: u64,
     /// The cap.
     pub max_concurrent: u64,
+}
+
+impl BulkheadRejected {
+    /// The brownout refusal kind of this refusal: [`RefusalKind::BulkheadFull`] (the call
+    /// was not sent; see [`crate::outcome`]).
+    pub const fn refusal_kind(&self) -> RefusalKind {
+        RefusalKind::BulkheadFull
+    }
 }
 
 impl fmt::Display for BulkheadRejected {
@@ -327,6 +337,17 @@ impl Bulkhead {
                 Err(actual) => cur = actual,
             }
         }
+    }
+
+    /// Give `permit` back, however the call ended: the call contract's bulkhead verdict is
+    /// always [`BulkheadVerdict::Release`] (see [`crate::outcome`]). The same as
+    /// [`Bulkhead::release`]; it exists so that every guard is reported to the same way.
+    #[inline]
+    pub fn report(&self, permit: BulkheadPermit, outcome: Outcome) -> BulkheadVerdict {
+        match outcome.bulkhead() {
+            BulkheadVerdict::Release => self.release(permit),
+        }
+        BulkheadVerdict::Release
     }
 
     /// Calls in flight right now.

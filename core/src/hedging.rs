@@ -88,6 +88,7 @@ use crate::error::{check_f64_above, check_nanos, check_u64, inconsistent, Config
 use crate::latency_tracker::{
     LatencyTracker, LatencyTrackerConfig, DEFAULT_BUCKETS, DEFAULT_WINDOWS,
 };
+use crate::outcome::{LatencyVerdict, Outcome};
 use crate::retry_policy::{RetryCause, RetryGate};
 use crate::sync::{set_mut, AtomicU64, Ordering};
 use crate::time::Nanos;
@@ -372,6 +373,14 @@ impl<const W: usize, const B: usize> Hedging<W, B> {
     #[inline]
     pub fn record_latency(&self, now: Nanos, latency: Nanos) {
         self.tracker.record(now, latency);
+    }
+
+    /// Record how an attempt (original or hedge) that started at `started_at` ended, at
+    /// `now`: [`LatencyTracker::report`] of the policy's tracker (which outcomes record a
+    /// latency is the call contract's, [`Outcome::latency`]). Lock-free.
+    #[inline]
+    pub fn report(&self, now: Nanos, started_at: Nanos, outcome: Outcome) -> LatencyVerdict {
+        self.tracker.report(now, started_at, outcome)
     }
 
     /// The delay computed from the tracker at `now`, ignoring the cache.

@@ -98,6 +98,7 @@ use core::fmt;
 use crate::counter::Counter;
 use crate::error::{check_f64, check_f64_above, check_nanos, check_u64, ConfigError};
 use crate::math;
+use crate::outcome::{LatencyVerdict, Outcome};
 use crate::sync::{set_mut, AtomicU64, Ordering};
 use crate::time::Nanos;
 
@@ -476,6 +477,20 @@ impl<const W: usize, const B: usize> LatencyTracker<W, B> {
         } else {
             self.stale.incr();
         }
+    }
+
+    /// Record how a call that started at `started_at` ended, at `now`, by the call contract
+    /// ([`Outcome::latency`]): answers (`Success`, `Permanent`) record `now − started_at`;
+    /// so do `Timeout` and `Cancelled`, whose time so far is a lower bound of the real
+    /// latency; fast failures and calls that never reached the dependency record nothing.
+    /// Returns the verdict applied.
+    #[inline]
+    pub fn report(&self, now: Nanos, started_at: Nanos, outcome: Outcome) -> LatencyVerdict {
+        let verdict = outcome.latency();
+        if verdict == LatencyVerdict::Record {
+            self.record(now, now.saturating_sub(started_at));
+        }
+        verdict
     }
 
     /// Merge the last `W` windows at `now` into `out` (one count per bucket); returns the

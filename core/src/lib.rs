@@ -103,11 +103,14 @@ pub mod bulkhead;
 pub mod circuit_breaker;
 pub mod deadline;
 pub mod hedging;
+pub mod http;
 pub mod latency_tracker;
 pub mod limit;
 pub mod limiter;
+pub mod outcome;
 pub mod queue_discipline;
 pub mod retry_budget;
+pub mod retry_driver;
 pub mod retry_policy;
 
 pub use adaptive_throttle::{AdaptiveThrottle, AdaptiveThrottleConfig};
@@ -125,6 +128,7 @@ pub use hedging::{HedgeDecision, Hedging, HedgingConfig};
 pub use latency_tracker::{LatencyTracker, LatencyTrackerConfig};
 pub use limit::{Limit, LimitConfig};
 pub use limiter::{Limiter, LimiterConfig};
+pub use outcome::Outcome;
 pub use priority::Priority;
 pub use queue_discipline::{QueueDiscipline, QueueDisciplineConfig, QueueDisciplineStats};
 pub use retry_budget::{

@@ -128,11 +128,13 @@
 
 use core::fmt;
 
+use crate::brownout::RefusalKind;
 use crate::cache::CachePadded;
 use crate::counter::Counter;
 use crate::error::{check_f64_above, check_nanos, check_u64, inconsistent, ConfigError};
 use crate::limit::{Limit, LimitAlgorithm, LimitConfig, LimitSample, StateWords, STATE_WORDS};
 use crate::math;
+use crate::outcome::{LimiterVerdict, Outcome};
 use crate::priority::{Priority, MAX_PRIORITIES};
 use crate::sync::{set_mut, AtomicU64, Ordering};
 use crate::time::Nanos;
@@ -372,6 +374,12 @@ pub struct LimiterRejected {
 }
 
 impl LimiterRejected {
+    /// The brownout refusal kind of this refusal: [`RefusalKind::BulkheadFull`] (a local
+    /// concurrency limit is full; the call was not sent).
+    pub const fn refusal_kind(&self) -> RefusalKind {
+        RefusalKind::BulkheadFull
+    }
+
     /// A duration: how long from `now` until [`LimiterRejected::retry_at`] (zero if it has
     /// passed).
     pub const fn retry_after(&self, now: Nanos) -> Nanos {
@@ -687,6 +695,22 @@ impl Limiter {
         })
     }
 
+    /// Give `permit` back with how the call ended, at `now`: the call contract decides
+    /// ([`Outcome::limiter`], the table in [`crate::outcome`]) whether it is a sample
+    /// ([`on_success`](Self::on_success): the RTT is measured here, from the permit's start
+    /// to `now`), a drop ([`on_dropped`](Self::on_dropped): timeouts and "slow
+    /// down"/"overloaded" answers) or nothing ([`on_ignore`](Self::on_ignore)). Returns the
+    /// verdict applied.
+    pub fn report(&self, permit: LimiterPermit, outcome: Outcome, now: Nanos) -> LimiterVerdict {
+        let verdict = outcome.limiter();
+        match verdict {
+            LimiterVerdict::Success => self.on_success(permit, now),
+            LimiterVerdict::Dropped => self.on_dropped(permit, now),
+            LimiterVerdict::Ignore => self.on_ignore(permit),
+        }
+        verdict
+    }
+
     /// The call succeeded at `now`: free its slot and record its RTT.
     pub fn on_success(&self, permit: LimiterPermit, now: Nanos) {
         self.finish(&permit, now, false);
@@ -911,6 +935,13 @@ impl LimiterScope<'_> {
     pub fn dropped(mut self, now: Nanos) {
         if let Some(p) = self.permit.take() {
             self.limiter.on_dropped(p, now);
+        }
+    }
+
+    /// Report how the call ended at `now` ([`Limiter::report`]).
+    pub fn report(mut self, outcome: Outcome, now: Nanos) {
+        if let Some(p) = self.permit.take() {
+            self.limiter.report(p, outcome, now);
         }
     }
 

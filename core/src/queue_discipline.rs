@@ -116,6 +116,7 @@
 
 use core::fmt;
 
+use crate::brownout::RefusalKind;
 use crate::counter::Counter;
 use crate::error::{check_nanos, check_u64, inconsistent, ConfigError, ConfigErrorKind};
 use crate::priority::{Priority, MAX_PRIORITIES};
@@ -341,6 +342,14 @@ pub struct QueueDisciplineRejected {
     pub id: u64,
     /// The configured capacity that was reached.
     pub capacity: u32,
+}
+
+impl QueueDisciplineRejected {
+    /// The brownout refusal kind of this refusal: [`RefusalKind::BulkheadFull`] (the wait
+    /// queue is full; the request was not served).
+    pub const fn refusal_kind(&self) -> RefusalKind {
+        RefusalKind::BulkheadFull
+    }
 }
 
 impl fmt::Display for QueueDisciplineRejected {

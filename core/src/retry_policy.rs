@@ -23,20 +23,22 @@
 //!
 //! Steps run in this order; the first that says no decides the [`GiveUpReason`]:
 //!
-//! 1. **Outcome class.** [`Outcome::Success`] → `Succeeded`; [`Outcome::Permanent`] →
-//!    `Permanent`; [`Outcome::Overloaded`] → `Overloaded`; a transient or throttled
-//!    outcome whose class the config does not retry (`retry_timeouts`,
-//!    `retry_connection_errors`, `retry_other_transient`, `retry_throttled`) →
-//!    `NotRetryable`.
+//! 1. **Outcome class**, by the call contract ([`Outcome::retry`], the table in
+//!    [`crate::outcome`]): [`Outcome::Success`] → `Succeeded`; [`Outcome::Permanent`] →
+//!    `Permanent`; [`Outcome::Overloaded`] → `Overloaded`; [`Outcome::Rejected`] (a guard
+//!    of this process refused) → `Rejected`; [`Outcome::Ignored`] → `Ignored`;
+//!    [`Outcome::Cancelled`] → `Cancelled`; a transient or throttled outcome whose class the
+//!    config does not retry (`retry_timeouts`, `retry_connection_errors`,
+//!    `retry_other_transient`, `retry_throttled`) → `NotRetryable`.
 //! 2. **Attempt cap.** `attempts_made` counts every attempt so far including the one that
 //!    just failed (a value of 0 is read as 1). If `attempts_made >= max_attempts` →
 //!    `AttemptsExhausted`.
 //! 3. **Idempotency.** An [`Idempotency::UnkeyedSideEffect`] → `NotIdempotent`, except a
 //!    throttled outcome when `unkeyed_side_effects` is
 //!    [`UnkeyedSideEffects::RetryThrottled`].
-//! 4. **Wait.** If the outcome is throttled with a Retry-After and `honor_retry_after` is
-//!    set: a Retry-After above `max_retry_after` → `RetryAfterTooLong` (no random draw is
-//!    made). Otherwise the backoff wait for retry index `n = attempts_made − 1` is drawn
+//! 4. **Wait.** If the context carries a Retry-After (the server's, beside the outcome;
+//!    [`crate::http`] reads one) and `honor_retry_after` is set: a Retry-After above
+//!    `max_retry_after` → `RetryAfterTooLong` (no random draw is made). Otherwise the backoff wait for retry index `n = attempts_made − 1` is drawn
 //!    (one draw from the `Rng` for a jittered backoff, none for
 //!    [`Jitter::None`](crate::backoff::Jitter::None); `prev_delay` feeds decorrelated
 //!    jitter), and `wait = max(backoff, retry_after)`.
@@ -60,10 +62,10 @@
 //! Retry only in the layer directly above the one that is failing, and let every other
 //! layer pass the failure up. So when this policy gives up on a failure that was not
 //! permanent (attempts exhausted, deadline, budget, a too-long Retry-After, an overloaded
-//! callee, a side effect without a key, a class it does not retry), the caller should answer
-//! *its* caller with "overloaded, don't retry" (for HTTP, a 503 marked not retryable, with
-//! a Retry-After), which that caller's policy classifies as [`Outcome::Overloaded`] and does
-//! not retry. [`GiveUpReason::should_propagate_as_overloaded`] says when.
+//! callee, a local refusal, a side effect without a key, a class it does not retry), the
+//! caller should answer *its* caller with "overloaded, don't retry" (for HTTP, a 503
+//! marked not retryable, with a Retry-After), which that caller's policy classifies as
+//! [`Outcome::Overloaded`] and does not retry. [`GiveUpReason::should_propagate_as_overloaded`] says when.
 //!
 //! # Concurrency and counters
 //!
@@ -80,10 +82,9 @@
 //! ```
 //! use guards_core::backoff::{BackoffConfig, Jitter};
 //! use guards_core::retry_policy::{
-//!     GiveUpReason, Idempotency, Outcome, RetryContext, RetryDecision, RetryPolicy,
-//!     RetryPolicyConfig,
+//!     GiveUpReason, Idempotency, RetryContext, RetryDecision, RetryPolicy, RetryPolicyConfig,
 //! };
-//! use guards_core::{Nanos, Rng};
+//! use guards_core::{Nanos, Outcome, Rng};
 //!
 //! // The seed's shop-api calling stock (C3): 2 attempts, full jitter from 25 ms.
 //! let policy = RetryPolicy::new(RetryPolicyConfig {
@@ -141,6 +142,7 @@ use crate::backoff::{Backoff, BackoffConfig};
 use crate::cache::CachePadded;
 use crate::counter::Counter;
 use crate::error::{check_nanos, check_u64, inconsistent, ConfigError};
+use crate::outcome::{Outcome, RetryVerdict};
 use crate::rng::Rng;
 use crate::time::Nanos;
 
@@ -175,87 +177,6 @@ named_enum!(RetryCause {
     Throttled => "throttled",
     Hedge => "hedge",
 });
-
-/// What happened to an attempt, as the retry policy sees it.
-///
-/// Map your transport's results onto these classes (they follow the families the AWS SDKs
-/// use): a reply that arrived and is fine is `Success`; no reply in time is `Timeout`; a
-/// failed or reset connection is `ConnectionError`; any other error that may go away on its
-/// own (e.g. a 500, 502 or 504) is `OtherTransient`; a throttle (429, or a throttling
-/// error code, whatever its status) is `Throttled`; an explicit "overloaded, don't retry"
-/// answer is `Overloaded`; everything a retry cannot fix (bad request, not found, denied)
-/// is `Permanent`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    /// The attempt succeeded.
-    Success,
-    /// No answer within the attempt's budget.
-    Timeout,
-    /// The connection could not be made or broke.
-    ConnectionError,
-    /// Another transient error.
-    OtherTransient,
-    /// The callee throttled the caller, optionally saying how long to wait.
-    Throttled {
-        /// The server's Retry-After, if it sent one, as a duration.
-        retry_after: Option<Nanos>,
-    },
-    /// The callee is overloaded and asked not to be retried.
-    Overloaded,
-    /// An error a retry cannot fix.
-    Permanent,
-}
-
-impl Outcome {
-    /// The [`RetryCause`] a gate is charged for, or `None` for outcomes that are never
-    /// retried (success, overloaded, permanent).
-    pub const fn cause(self) -> Option<RetryCause> {
-        match self {
-            Outcome::Timeout => Some(RetryCause::Timeout),
-            Outcome::ConnectionError | Outcome::OtherTransient => Some(RetryCause::Transient),
-            Outcome::Throttled { .. } => Some(RetryCause::Throttled),
-            Outcome::Success | Outcome::Overloaded | Outcome::Permanent => None,
-        }
-    }
-
-    /// The Retry-After of a throttled outcome.
-    pub const fn retry_after(self) -> Option<Nanos> {
-        match self {
-            Outcome::Throttled { retry_after } => retry_after,
-            _ => None,
-        }
-    }
-
-    /// Stable snake_case name of the class: `"success"`, `"timeout"`,
-    /// `"connection_error"`, `"other_transient"`, `"throttled"`, `"overloaded"`,
-    /// `"permanent"`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Outcome::Success => "success",
-            Outcome::Timeout => "timeout",
-            Outcome::ConnectionError => "connection_error",
-            Outcome::OtherTransient => "other_transient",
-            Outcome::Throttled { .. } => "throttled",
-            Outcome::Overloaded => "overloaded",
-            Outcome::Permanent => "permanent",
-        }
-    }
-
-    /// The outcome named `name` (see [`name`](Self::name)); `retry_after` is used only
-    /// for `"throttled"`.
-    pub fn from_name(name: &str, retry_after: Option<Nanos>) -> Option<Outcome> {
-        Some(match name {
-            "success" => Outcome::Success,
-            "timeout" => Outcome::Timeout,
-            "connection_error" => Outcome::ConnectionError,
-            "other_transient" => Outcome::OtherTransient,
-            "throttled" => Outcome::Throttled { retry_after },
-            "overloaded" => Outcome::Overloaded,
-            "permanent" => Outcome::Permanent,
-            _ => return None,
-        })
-    }
-}
 
 /// Whether repeating the call is safe.
 #[repr(u8)]
@@ -317,6 +238,14 @@ pub enum GiveUpReason {
     DeadlineExceeded = 7,
     /// The retry gate (a retry budget) refused.
     BudgetExhausted = 8,
+    /// A guard of this process refused the attempt ([`Outcome::Rejected`]): it never left,
+    /// and retrying here would only be refused again (retry in one layer only).
+    Rejected = 9,
+    /// The outcome says nothing about the dependency ([`Outcome::Ignored`], the caller's
+    /// own error): pass it up as it is.
+    Ignored = 10,
+    /// The caller abandoned the request ([`Outcome::Cancelled`]).
+    Cancelled = 11,
 }
 
 named_enum!(GiveUpReason {
@@ -329,6 +258,9 @@ named_enum!(GiveUpReason {
     RetryAfterTooLong => "retry_after_too_long",
     DeadlineExceeded => "deadline_exceeded",
     BudgetExhausted => "budget_exhausted",
+    Rejected => "rejected",
+    Ignored => "ignored",
+    Cancelled => "cancelled",
 });
 
 /// How many [`GiveUpReason`]s there are.
@@ -336,10 +268,17 @@ pub const GIVE_UP_REASONS: usize = GiveUpReason::ALL.len();
 
 impl GiveUpReason {
     /// Whether the caller should answer its own caller with "overloaded, don't retry"
-    /// (the one-retry-layer rule): true for every reason except `Succeeded` and
-    /// `Permanent` (a permanent error is passed up as it is).
+    /// (the one-retry-layer rule): true for every reason except `Succeeded`, `Permanent`
+    /// and `Ignored` (those are passed up as they are) and `Cancelled` (nobody is waiting
+    /// for an answer).
     pub const fn should_propagate_as_overloaded(self) -> bool {
-        !matches!(self, GiveUpReason::Succeeded | GiveUpReason::Permanent)
+        !matches!(
+            self,
+            GiveUpReason::Succeeded
+                | GiveUpReason::Permanent
+                | GiveUpReason::Ignored
+                | GiveUpReason::Cancelled
+        )
     }
 }
 
@@ -402,6 +341,9 @@ pub struct RetryContext {
     pub attempts_made: u32,
     /// What happened to that attempt.
     pub outcome: Outcome,
+    /// The server's Retry-After that came with the outcome, as a duration (`None`: none).
+    /// See [`crate::http::parse_retry_after`].
+    pub retry_after: Option<Nanos>,
     /// Whether the call may be repeated.
     pub idempotency: Idempotency,
     /// Time left on the request's deadline at `now`, or `None` for no deadline
@@ -418,10 +360,18 @@ impl RetryContext {
         RetryContext {
             attempts_made,
             outcome,
+            retry_after: None,
             idempotency: Idempotency::Idempotent,
             time_left: None,
             prev_delay: Nanos::ZERO,
         }
+    }
+
+    /// With the server's Retry-After (a duration; `None`: none).
+    #[must_use]
+    pub const fn with_retry_after(mut self, retry_after: Option<Nanos>) -> Self {
+        self.retry_after = retry_after;
+        self
     }
 
     /// With `idempotency`.
@@ -585,6 +535,12 @@ pub struct RetryPolicyStats {
     pub deadline_exceeded: u64,
     /// Give-ups because the gate refused.
     pub budget_exhausted: u64,
+    /// Give-ups because a guard of this process refused the attempt.
+    pub rejected: u64,
+    /// Give-ups on outcomes that say nothing about the dependency.
+    pub ignored: u64,
+    /// Give-ups because the caller abandoned the request.
+    pub cancelled: u64,
 }
 
 impl RetryPolicyStats {
@@ -600,6 +556,9 @@ impl RetryPolicyStats {
             GiveUpReason::RetryAfterTooLong => self.retry_after_too_long,
             GiveUpReason::DeadlineExceeded => self.deadline_exceeded,
             GiveUpReason::BudgetExhausted => self.budget_exhausted,
+            GiveUpReason::Rejected => self.rejected,
+            GiveUpReason::Ignored => self.ignored,
+            GiveUpReason::Cancelled => self.cancelled,
         }
     }
 
@@ -707,17 +666,21 @@ impl RetryPolicy {
         use GiveUpReason as R;
         let c = &self.config;
         let give_up = RetryDecision::GiveUp;
-        // 1. Outcome class.
-        let cause = match ctx.outcome {
-            Outcome::Success => return give_up(R::Succeeded),
-            Outcome::Permanent => return give_up(R::Permanent),
-            Outcome::Overloaded => return give_up(R::Overloaded),
-            Outcome::Timeout if c.retry_timeouts => RetryCause::Timeout,
-            Outcome::ConnectionError if c.retry_connection_errors => RetryCause::Transient,
-            Outcome::OtherTransient if c.retry_other_transient => RetryCause::Transient,
-            Outcome::Throttled { .. } if c.retry_throttled => RetryCause::Throttled,
-            _ => return give_up(R::NotRetryable),
+        // 1. Outcome class, by the call contract, then this config's switches.
+        let cause = match ctx.outcome.retry() {
+            RetryVerdict::GiveUp(reason) => return give_up(reason),
+            RetryVerdict::Retry(cause) => cause,
         };
+        let enabled = match ctx.outcome {
+            Outcome::Timeout => c.retry_timeouts,
+            Outcome::ConnectionError => c.retry_connection_errors,
+            Outcome::OtherTransient => c.retry_other_transient,
+            Outcome::Throttled => c.retry_throttled,
+            _ => false,
+        };
+        if !enabled {
+            return give_up(R::NotRetryable);
+        }
         // 2. Attempt cap.
         let made = ctx.attempts_made.max(1);
         if made >= c.max_attempts {
@@ -732,7 +695,7 @@ impl RetryPolicy {
         }
         // 4. Wait: backoff, or the server's Retry-After when it is longer.
         let retry_after = if c.honor_retry_after {
-            ctx.outcome.retry_after()
+            ctx.retry_after
         } else {
             None
         };
@@ -792,6 +755,9 @@ impl RetryPolicy {
             retry_after_too_long: g(GiveUpReason::RetryAfterTooLong),
             deadline_exceeded: g(GiveUpReason::DeadlineExceeded),
             budget_exhausted: g(GiveUpReason::BudgetExhausted),
+            rejected: g(GiveUpReason::Rejected),
+            ignored: g(GiveUpReason::Ignored),
+            cancelled: g(GiveUpReason::Cancelled),
         }
     }
 }
@@ -877,12 +843,7 @@ mod tests {
         let p = fixed(3, 10);
         let rng = Rng::new(0);
         let throttled = |ra: u64| {
-            RetryContext::new(
-                1,
-                Outcome::Throttled {
-                    retry_after: Some(Nanos::from_millis(ra)),
-                },
-            )
+            RetryContext::new(1, Outcome::Throttled).with_retry_after(Some(Nanos::from_millis(ra)))
         };
         assert_eq!(
             p.decide(Nanos(0), throttled(3), &rng, None).after(),
@@ -1004,9 +965,9 @@ mod tests {
             "overloaded",
             "permanent",
         ] {
-            assert_eq!(Outcome::from_name(name, None).unwrap().name(), name);
+            assert_eq!(Outcome::from_name(name).unwrap().name(), name);
         }
-        assert_eq!(Outcome::from_name("nope", None), None);
+        assert_eq!(Outcome::from_name("nope"), None);
         assert_eq!(
             Idempotency::from_name("keyed_side_effect"),
             Some(Idempotency::KeyedSideEffect)

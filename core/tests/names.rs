@@ -16,10 +16,15 @@ use guards_core::deadline::{GrpcTimeoutError, GrpcTimeoutUnit, MillisError};
 use guards_core::hedging::HedgeRefusal;
 use guards_core::limit::LimitAlgorithm;
 use guards_core::limiter::LimiterRejectReason;
+use guards_core::outcome::{
+    BreakerVerdict, BudgetVerdict, BulkheadVerdict, LatencyVerdict, LimiterVerdict,
+    ThrottleVerdict,
+};
 use guards_core::queue_discipline::{DropReason, ServeOrder};
+use guards_core::retry_driver::RetryPhase;
 use guards_core::retry_budget::RetryBudgetMode;
 use guards_core::retry_policy::{GiveUpReason, Idempotency, RetryCause, UnkeyedSideEffects};
-use guards_core::{ConfigErrorKind, UnknownDiscriminant};
+use guards_core::{ConfigErrorKind, Outcome, UnknownDiscriminant};
 
 /// Check one enum; returns how many variants it has.
 macro_rules! check {
@@ -89,8 +94,16 @@ fn every_fieldless_enum_round_trips_its_name_and_number() {
         check!(Idempotency),
         check!(RetryCause),
         check!(UnkeyedSideEffects),
+        check!(Outcome),
+        check!(BreakerVerdict),
+        check!(BudgetVerdict),
+        check!(LatencyVerdict),
+        check!(LimiterVerdict),
+        check!(ThrottleVerdict),
+        check!(RetryPhase),
     ];
     assert!(counts.iter().all(|&n| n >= 2));
+    assert_eq!(check!(BulkheadVerdict), 1);
 }
 
 #[test]
@@ -99,6 +112,9 @@ fn discriminants_are_the_published_numbers() {
     assert_eq!(ConfigErrorKind::Inconsistent as u8, 4);
     assert_eq!(RefusalKind::Failed as u8, 6);
     assert_eq!(GiveUpReason::BudgetExhausted as u8, 8);
+    assert_eq!(GiveUpReason::Cancelled as u8, 11);
+    assert_eq!(Outcome::Success as u8, 0);
+    assert_eq!(Outcome::Cancelled as u8, 9);
     assert_eq!(OutcomeEffect::Discarded as u8, 5);
     assert_eq!(GrpcTimeoutUnit::Seconds as u8, b'S');
     assert_eq!(

@@ -31,10 +31,8 @@ use guards_core::retry_budget::{
     AwsRetryQuota, AwsRetryQuotaConfig, GrpcThrottle, GrpcThrottleConfig, RetryBudget,
     RetryBudgetConfig, TokenBudget, TokenBudgetConfig, WindowedBudget, WindowedBudgetConfig,
 };
-use guards_core::retry_policy::{
-    Outcome, RetryCause, RetryContext, RetryPolicy, RetryPolicyConfig,
-};
-use guards_core::{ConfigError, Nanos, Priority, Rng};
+use guards_core::retry_policy::{RetryCause, RetryContext, RetryPolicy, RetryPolicyConfig};
+use guards_core::{ConfigError, Nanos, Outcome, Priority, Rng};
 use proptest::prelude::*;
 
 const MS: u64 = 1_000_000;

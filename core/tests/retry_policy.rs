@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use guards_core::backoff::{Backoff, BackoffConfig, Jitter};
 use guards_core::retry_policy::{
-    GiveUpReason, Idempotency, Outcome, RetryCause, RetryContext, RetryDecision, RetryGate,
-    RetryPolicy, RetryPolicyConfig, RetryPolicyStats, UnkeyedSideEffects,
+    GiveUpReason, Idempotency, RetryCause, RetryContext, RetryDecision, RetryGate, RetryPolicy,
+    RetryPolicyConfig, RetryPolicyStats, UnkeyedSideEffects,
 };
-use guards_core::{Nanos, Rng};
+use guards_core::{Nanos, Outcome, Rng};
 use proptest::prelude::*;
 
 /// A gate with a scripted answer that records every question.
@@ -63,10 +63,13 @@ fn model(
         Outcome::Success => return give_up(GiveUpReason::Succeeded),
         Outcome::Permanent => return give_up(GiveUpReason::Permanent),
         Outcome::Overloaded => return give_up(GiveUpReason::Overloaded),
+        Outcome::Rejected => return give_up(GiveUpReason::Rejected),
+        Outcome::Ignored => return give_up(GiveUpReason::Ignored),
+        Outcome::Cancelled => return give_up(GiveUpReason::Cancelled),
         Outcome::Timeout => (c.retry_timeouts, RetryCause::Timeout),
         Outcome::ConnectionError => (c.retry_connection_errors, RetryCause::Transient),
         Outcome::OtherTransient => (c.retry_other_transient, RetryCause::Transient),
-        Outcome::Throttled { .. } => (c.retry_throttled, RetryCause::Throttled),
+        Outcome::Throttled => (c.retry_throttled, RetryCause::Throttled),
     };
     if !retryable {
         return give_up(GiveUpReason::NotRetryable);
@@ -81,15 +84,13 @@ fn model(
     }
     if ctx.idempotency == Idempotency::UnkeyedSideEffect {
         let throttled_ok = c.unkeyed_side_effects == UnkeyedSideEffects::RetryThrottled
-            && matches!(ctx.outcome, Outcome::Throttled { .. });
+            && ctx.outcome == Outcome::Throttled;
         if !throttled_ok {
             return give_up(GiveUpReason::NotIdempotent);
         }
     }
-    let ra = match ctx.outcome {
-        Outcome::Throttled {
-            retry_after: Some(ra),
-        } if c.honor_retry_after => Some(ra.0),
+    let ra = match ctx.retry_after {
+        Some(ra) if c.honor_retry_after => Some(ra.0),
         _ => None,
     };
     if let Some(ra) = ra {
@@ -180,23 +181,14 @@ fn arb_config() -> impl Strategy<Value = RetryPolicyConfig> {
 }
 
 fn arb_outcome() -> impl Strategy<Value = Outcome> {
-    prop_oneof![
-        Just(Outcome::Success),
-        Just(Outcome::Timeout),
-        Just(Outcome::ConnectionError),
-        Just(Outcome::OtherTransient),
-        proptest::option::of(0u64..=60_000_000).prop_map(|ra| Outcome::Throttled {
-            retry_after: ra.map(Nanos)
-        }),
-        Just(Outcome::Overloaded),
-        Just(Outcome::Permanent),
-    ]
+    (0..Outcome::ALL.len()).prop_map(|i| Outcome::ALL[i])
 }
 
 fn arb_context() -> impl Strategy<Value = RetryContext> {
     (
         0u32..=7,
         arb_outcome(),
+        proptest::option::of(0u64..=60_000_000),
         prop_oneof![
             Just(Idempotency::Idempotent),
             Just(Idempotency::KeyedSideEffect),
@@ -205,8 +197,9 @@ fn arb_context() -> impl Strategy<Value = RetryContext> {
         proptest::option::of(prop_oneof![0u64..=300_000_000, Just(u64::MAX)]),
         0u64..=300_000_000,
     )
-        .prop_map(|(attempts_made, outcome, idempotency, left, prev)| {
+        .prop_map(|(attempts_made, outcome, ra, idempotency, left, prev)| {
             RetryContext::new(attempts_made, outcome)
+                .with_retry_after(ra.map(Nanos))
                 .with_idempotency(idempotency)
                 .with_time_left(left.map(Nanos))
                 .with_prev_delay(Nanos(prev))
@@ -227,6 +220,9 @@ fn tally(stats: &mut RetryPolicyStats, d: RetryDecision) {
                 GiveUpReason::RetryAfterTooLong => &mut stats.retry_after_too_long,
                 GiveUpReason::DeadlineExceeded => &mut stats.deadline_exceeded,
                 GiveUpReason::BudgetExhausted => &mut stats.budget_exhausted,
+                GiveUpReason::Rejected => &mut stats.rejected,
+                GiveUpReason::Ignored => &mut stats.ignored,
+                GiveUpReason::Cancelled => &mut stats.cancelled,
             };
             *slot += 1;
         }
@@ -282,10 +278,9 @@ proptest! {
             prop_assert!(ctx.attempts_made.max(1) < c.max_attempts);
             prop_assert!(ctx.outcome.cause().is_some());
             if ctx.idempotency == Idempotency::UnkeyedSideEffect {
-                let is_throttled = matches!(ctx.outcome, Outcome::Throttled { .. });
-                prop_assert!(is_throttled);
+                prop_assert_eq!(ctx.outcome, Outcome::Throttled);
             }
-            if let (true, Some(ra)) = (c.honor_retry_after, ctx.outcome.retry_after()) {
+            if let (true, Some(ra)) = (c.honor_retry_after, ctx.retry_after) {
                 prop_assert!(after >= ra);
             }
         }
@@ -427,13 +422,10 @@ fn retry_after_ignored_when_not_honoured() {
         ..RetryPolicyConfig::default()
     })
     .unwrap();
-    let throttled = Outcome::Throttled {
-        retry_after: Some(Nanos::from_secs(30)),
-    };
     assert_eq!(
         p.decide(
             Nanos(0),
-            RetryContext::new(1, throttled),
+            RetryContext::new(1, Outcome::Throttled).with_retry_after(Some(Nanos::from_secs(30))),
             &Rng::new(0),
             None
         ),
@@ -452,12 +444,8 @@ fn unkeyed_side_effect_may_retry_a_throttle_when_configured() {
     .unwrap();
     let rng = Rng::new(0);
     let ctx = |o| RetryContext::new(1, o).with_idempotency(Idempotency::UnkeyedSideEffect);
-    let throttled = Outcome::Throttled {
-        retry_after: Some(Nanos::from_millis(100)),
-    };
-    assert!(
-        p.decide(Nanos(0), ctx(throttled), &rng, None).after() >= Some(Nanos::from_millis(100))
-    );
+    let throttled = ctx(Outcome::Throttled).with_retry_after(Some(Nanos::from_millis(100)));
+    assert!(p.decide(Nanos(0), throttled, &rng, None).after() >= Some(Nanos::from_millis(100)));
     assert_eq!(
         p.decide(Nanos(0), ctx(Outcome::Timeout), &rng, None),
         RetryDecision::GiveUp(GiveUpReason::NotIdempotent)
@@ -505,7 +493,7 @@ fn two_threads_share_policy_rng_and_budget() {
                 Outcome::ConnectionError,
                 Outcome::Success,
                 Outcome::Overloaded,
-                Outcome::Throttled { retry_after: None },
+                Outcome::Throttled,
             ];
             for i in 0..K {
                 let outcome = outcomes[((i + thread) % 5) as usize];

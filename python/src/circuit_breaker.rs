@@ -889,6 +889,7 @@ fn effect_name(py: Python<'_>, e: OutcomeEffect) -> Bound<'_, PyString> {
         OutcomeEffect::Closed => intern!(py, "closed").clone(),
         OutcomeEffect::Reopened => intern!(py, "reopened").clone(),
         OutcomeEffect::Discarded => intern!(py, "discarded").clone(),
+        OutcomeEffect::Ignored => intern!(py, "ignored").clone(),
     }
 }
 

@@ -12,10 +12,10 @@
 use std::cell::RefCell;
 
 use guards_core::retry_policy::{
-    GiveUpReason, Idempotency, Outcome, RetryCause, RetryContext, RetryDecision, RetryGate,
-    RetryPolicy, RetryPolicyConfig, UnkeyedSideEffects,
+    GiveUpReason, Idempotency, RetryCause, RetryContext, RetryDecision, RetryGate, RetryPolicy,
+    RetryPolicyConfig, UnkeyedSideEffects,
 };
-use guards_core::{ConfigErrorKind, Nanos};
+use guards_core::{ConfigErrorKind, Nanos, Outcome};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -144,16 +144,17 @@ impl<'a, 'py> Gate<'a, 'py> {
     }
 }
 
-fn outcome_of(outcome: &Bound<'_, PyAny>, retry_after: Option<Nanos>) -> PyResult<Outcome> {
+fn outcome_of(outcome: &Bound<'_, PyAny>) -> PyResult<Outcome> {
     let name = util::get_str("outcome", outcome)?;
-    Outcome::from_name(&name, retry_after).ok_or_else(|| {
+    Outcome::from_name(&name).ok_or_else(|| {
         util::bad_value(
             outcome.py(),
             Ctx::Arg,
             "outcome",
             ConfigErrorKind::OutOfRange,
             "one of \"success\", \"timeout\", \"connection_error\", \"other_transient\", \
-             \"throttled\", \"overloaded\", \"permanent\"",
+             \"throttled\", \"overloaded\", \"permanent\", \"rejected\", \"ignored\", \
+             \"cancelled\"",
         )
     })
 }
@@ -405,7 +406,9 @@ impl PyRetryPolicy {
             "an int in 0..=2**32-1",
         )?;
         let retry_after = util::opt_duration("retry_after", retry_after, Ctx::Arg)?;
-        let outcome = outcome_of(outcome, retry_after)?;
+        let outcome = outcome_of(outcome)?;
+        // A Retry-After is only read with a throttled outcome (as before the call contract).
+        let retry_after = retry_after.filter(|_| outcome == Outcome::Throttled);
         let idem = idempotency_of(idempotency)?;
         let now = util::get_now(py, now)?;
         let mut left = util::opt_duration("time_left", time_left, Ctx::Arg)?;
@@ -420,6 +423,7 @@ impl PyRetryPolicy {
         }
         let prev = util::opt_duration("prev_delay", prev_delay, Ctx::Arg)?.unwrap_or(Nanos::ZERO);
         let ctx = RetryContext::new(made, outcome)
+            .with_retry_after(retry_after)
             .with_idempotency(idem)
             .with_time_left(left)
             .with_prev_delay(prev);

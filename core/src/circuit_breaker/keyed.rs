@@ -13,8 +13,10 @@ use super::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerPermit, CircuitBreakerRejectReason,
     CircuitBreakerRejected, OutcomeEffect, DEFAULT_CAPACITY,
 };
+use crate::brownout::RefusalKind;
 use crate::counter::Counter;
 use crate::error::ConfigError;
+use crate::outcome::Outcome;
 use crate::rng::{below_from_bits, mix64};
 use crate::sync::{set_mut, AtomicU64, Ordering};
 use crate::time::Nanos;
@@ -86,6 +88,12 @@ pub struct KeyedBreakersRejected {
 }
 
 impl KeyedBreakersRejected {
+    /// The brownout refusal kind of this refusal: [`RefusalKind::BreakerOpen`] (the call was
+    /// not sent; a full set is a refusal of the breaker set too).
+    pub const fn refusal_kind(&self) -> RefusalKind {
+        RefusalKind::BreakerOpen
+    }
+
     /// A duration: how long from `now` until [`KeyedBreakersRejected::retry_at`] (zero if it
     /// has passed; [`Nanos::MAX`] minus `now` when the set is full).
     pub const fn retry_after(&self, now: Nanos) -> Nanos {
@@ -295,6 +303,20 @@ impl<const SLOTS: usize, const CAP: usize> KeyedBreakers<SLOTS, CAP> {
         match breaker.try_acquire(now) {
             Ok(permit) => Ok(KeyedBreakersPermit { key, permit }),
             Err(r) => Err(KeyedBreakersRejected::of(key, r)),
+        }
+    }
+
+    /// Hand `permit` back with how the call ended, at `now` ([`CircuitBreaker::report`] of
+    /// its key's breaker; [`OutcomeEffect::Discarded`] if the key is not in this set).
+    pub fn report(
+        &self,
+        permit: KeyedBreakersPermit,
+        outcome: Outcome,
+        now: Nanos,
+    ) -> OutcomeEffect {
+        match self.get(permit.key) {
+            Some(b) => b.report(permit.permit, outcome, now),
+            None => OutcomeEffect::Discarded,
         }
     }
 

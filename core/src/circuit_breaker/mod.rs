@@ -221,6 +221,7 @@ pub use permit::{
 use crate::cache::CachePadded;
 use crate::counter::Counter;
 use crate::error::ConfigError;
+use crate::outcome::{BreakerVerdict, Outcome};
 use crate::sync::{set_mut, AtomicU64, Ordering};
 use crate::time::Nanos;
 use state::{Word, CLOSED, HALF_OPEN, MAX_OPENS, OPEN};
@@ -587,6 +588,29 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
     ) -> Result<CircuitBreakerScope<'_, CAP>, CircuitBreakerRejected> {
         self.try_acquire(now)
             .map(|p| CircuitBreakerScope::new(self, p))
+    }
+
+    /// Hand `permit` back with how the call ended, at `now`: the call contract decides
+    /// ([`Outcome::breaker`], the table in [`crate::outcome`]) whether this is
+    /// [`on_success`](Self::on_success), [`on_failure`](Self::on_failure) or
+    /// [`on_ignore`](Self::on_ignore) (then [`OutcomeEffect::Ignored`] is returned). A
+    /// cancelled probe is a failure; a cancelled ordinary call, a local refusal and an
+    /// ignored error are not judged. Slowness is measured here, from the permit's
+    /// acquisition to `now`, never reported.
+    pub fn report(
+        &self,
+        permit: CircuitBreakerPermit,
+        outcome: Outcome,
+        now: Nanos,
+    ) -> OutcomeEffect {
+        match outcome.breaker(permit.is_probe()) {
+            BreakerVerdict::Success => self.on_success(permit, now),
+            BreakerVerdict::Failure => self.on_failure(permit, now),
+            BreakerVerdict::Ignore => {
+                self.on_ignore(permit);
+                OutcomeEffect::Ignored
+            }
+        }
     }
 
     /// The call made with `permit` succeeded; `now` is when it finished. A probe that

@@ -5,6 +5,8 @@
 use core::fmt;
 
 use super::CircuitBreaker;
+use crate::brownout::RefusalKind;
+use crate::outcome::Outcome;
 use crate::time::Nanos;
 
 /// Whether a permit is for an ordinary call or a half-open probe.
@@ -136,6 +138,12 @@ pub struct CircuitBreakerRejected {
 }
 
 impl CircuitBreakerRejected {
+    /// The brownout refusal kind of this refusal: [`RefusalKind::BreakerOpen`] (the call was
+    /// not sent; see [`crate::outcome`]).
+    pub const fn refusal_kind(&self) -> RefusalKind {
+        RefusalKind::BreakerOpen
+    }
+
     /// How long from `now` until [`CircuitBreakerRejected::retry_at`] (zero if already past), e.g.
     /// for a `Retry-After` header.
     pub const fn retry_after(&self, now: Nanos) -> Nanos {
@@ -177,6 +185,10 @@ pub enum OutcomeEffect {
     /// Not counted: the breaker is no longer in the state and generation the permit was
     /// issued in (it opened, closed or re-opened since).
     Discarded = 5,
+    /// Handed back without a verdict ([`CircuitBreaker::on_ignore`]; a probe's slot is given
+    /// back): what [`CircuitBreaker::report`] returns for an outcome the call contract
+    /// ignores.
+    Ignored = 6,
 }
 
 named_enum!(OutcomeEffect {
@@ -186,6 +198,7 @@ named_enum!(OutcomeEffect {
     Closed => "closed",
     Reopened => "reopened",
     Discarded => "discarded",
+    Ignored => "ignored",
 });
 
 impl OutcomeEffect {
@@ -200,11 +213,14 @@ impl OutcomeEffect {
 
 /// A permit tied to its breaker, for Rust code that runs the call in one scope.
 ///
-/// Report the outcome with [`CircuitBreakerScope::success`], [`CircuitBreakerScope::failure`] or
-/// [`CircuitBreakerScope::ignore`]. Dropping it without a report (an early return, a `?`, a panic
-/// unwinding, a cancelled future) reports a **failure** with a duration of zero (so it is
-/// never also counted as slow): an abandoned call is a failed call, and an abandoned probe
-/// must not keep its slot.
+/// Report the outcome with [`CircuitBreakerScope::report`] (or the primitives
+/// [`CircuitBreakerScope::success`], [`CircuitBreakerScope::failure`],
+/// [`CircuitBreakerScope::ignore`]). Dropping it without a report (an early return, a `?`,
+/// a panic unwinding, a cancelled future) reports a **failure** with a duration of zero (so
+/// it is never also counted as slow): Rust cannot tell an error returned with `?` from a
+/// cancelled future, and an abandoned probe must not keep its slot, so the unknown is
+/// counted on the safe side. Report [`Outcome::Cancelled`] explicitly when the call was
+/// abandoned (an ordinary call is then not counted, a probe is still a failure).
 #[derive(Debug)]
 #[must_use = "dropping a CircuitBreakerScope reports a failure"]
 pub struct CircuitBreakerScope<'a, const CAP: usize> {
@@ -223,6 +239,15 @@ impl<'a, const CAP: usize> CircuitBreakerScope<'a, CAP> {
     /// The permit (kind, probe timeout, acquisition time).
     pub fn permit(&self) -> Option<&CircuitBreakerPermit> {
         self.permit.as_ref()
+    }
+
+    /// Report how the call ended at `now`, by the call contract
+    /// ([`CircuitBreaker::report`]).
+    pub fn report(mut self, outcome: Outcome, now: Nanos) -> OutcomeEffect {
+        match self.permit.take() {
+            Some(p) => self.breaker.report(p, outcome, now),
+            None => OutcomeEffect::Discarded,
+        }
     }
 
     /// Report success at `now`.

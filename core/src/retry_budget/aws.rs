@@ -2,6 +2,7 @@
 
 use crate::counter::Counter;
 use crate::error::{check_u64, inconsistent, ConfigError};
+use crate::outcome::{BudgetVerdict, Outcome};
 use crate::retry_policy::{RetryCause, RetryGate};
 use crate::time::Nanos;
 
@@ -242,6 +243,19 @@ impl AwsRetryQuota {
             Some(r) => self.refund(r),
             None => self.deposit(),
         }
+    }
+
+    /// Tell the quota how an attempt ended, by the call contract
+    /// ([`Outcome::retry_budget`]): a success refunds `receipt` (the attempt was a retry)
+    /// or adds the success increment (it was a first attempt, `receipt` is `None`); any
+    /// other outcome changes nothing and the receipt's tokens stay spent. Returns the
+    /// verdict applied.
+    pub fn report(&self, outcome: Outcome, receipt: Option<RetryReceipt>) -> BudgetVerdict {
+        let verdict = outcome.retry_budget();
+        if verdict == BudgetVerdict::Success {
+            self.on_success(receipt);
+        }
+        verdict
     }
 
     /// The balance in tokens.

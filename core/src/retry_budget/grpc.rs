@@ -3,6 +3,7 @@
 use crate::counter::Counter;
 use crate::error::{check_f64_above, ConfigError, ConfigErrorKind};
 use crate::math;
+use crate::outcome::{BudgetVerdict, Outcome};
 use crate::retry_policy::{RetryCause, RetryGate};
 use crate::time::Nanos;
 
@@ -166,6 +167,22 @@ impl GrpcThrottle {
     pub fn on_failure(&self) {
         self.failures.incr();
         self.bucket.sub_saturating(MICROS_PER_TOKEN);
+    }
+
+    /// Tell the throttle how an attempt ended, by the call contract
+    /// ([`Outcome::retry_budget`]): a success adds `token_ratio`; a failure a retry could be
+    /// for (a timeout, a transport error, a 5xx, throttling, "overloaded" pushback) takes a
+    /// token; anything else (a permanent error, a local refusal, an ignored or cancelled
+    /// call) changes nothing. Returns the verdict applied.
+    #[inline]
+    pub fn report(&self, outcome: Outcome) -> BudgetVerdict {
+        let verdict = outcome.retry_budget();
+        match verdict {
+            BudgetVerdict::Success => self.on_success(),
+            BudgetVerdict::Failure => self.on_failure(),
+            BudgetVerdict::Nothing => {}
+        }
+        verdict
     }
 
     /// May a retry or hedge go now? `true` while the count is strictly above

@@ -105,6 +105,7 @@ pub use windowed::{
 use crate::counter::Counter;
 use crate::error::ConfigError;
 use crate::math;
+use crate::outcome::{BudgetVerdict, Outcome};
 use crate::retry_policy::{RetryCause, RetryGate};
 use crate::time::Nanos;
 
@@ -362,6 +363,29 @@ impl<const BUCKETS: usize> RetryBudget<BUCKETS> {
         }
     }
 
+    /// Tell the budget how an attempt ended at `now`, by the call contract
+    /// ([`Outcome::retry_budget`], the table in [`crate::outcome`]), with the receipt of the
+    /// retry this attempt was (`None` for a first attempt). A success is
+    /// [`on_success`](Self::on_success) (gRPC: +`token_ratio`; AWS: refund, or the success
+    /// increment); a failure a retry could be for is [`on_failure`](Self::on_failure)
+    /// (gRPC: −1 token); anything else changes nothing. The token bucket and the windowed
+    /// budget ignore outcomes. The receipt is consumed either way. Returns the verdict.
+    #[inline]
+    pub fn report(
+        &self,
+        now: Nanos,
+        outcome: Outcome,
+        receipt: Option<RetryReceipt>,
+    ) -> BudgetVerdict {
+        let verdict = outcome.retry_budget();
+        match verdict {
+            BudgetVerdict::Success => self.on_success(now, receipt),
+            BudgetVerdict::Failure => self.on_failure(now),
+            BudgetVerdict::Nothing => {}
+        }
+        verdict
+    }
+
     /// An attempt failed at `now` with an error a retry could fix.
     #[inline]
     pub fn on_failure(&self, _now: Nanos) {
@@ -395,6 +419,111 @@ impl<const BUCKETS: usize> RetryBudget<BUCKETS> {
             RetryBudget::Aws(b) => b.stats(),
             RetryBudget::Windowed(b) => b.stats(),
         }
+    }
+}
+
+/// What a retry loop needs of a retry budget: a first attempt goes out
+/// ([`deposit`](Budget::deposit)), may a retry go ([`withdraw`](Budget::withdraw), with a
+/// receipt), how did an attempt end ([`report`](Budget::report), by the call contract).
+/// Every budget of this module implements it, and [`RetryBudget`] for any mode; the
+/// [`RetryDriver`](crate::retry_driver::RetryDriver) takes one as `&dyn Budget`.
+pub trait Budget {
+    /// A first attempt goes out at `now` (the token bucket and the windowed budget earn;
+    /// the others ignore it).
+    fn deposit(&self, now: Nanos);
+
+    /// May a retry (or hedge) caused by `cause` go at `now`? Charges the mode's cost and
+    /// returns a receipt, or returns `None` and changes nothing.
+    fn withdraw(&self, now: Nanos, cause: RetryCause) -> Option<RetryReceipt>;
+
+    /// An attempt ended at `now` with `outcome`; `receipt` is the receipt of the retry it
+    /// was (`None` for a first attempt). See [`RetryBudget::report`].
+    fn report(&self, now: Nanos, outcome: Outcome, receipt: Option<RetryReceipt>) -> BudgetVerdict;
+}
+
+impl<const BUCKETS: usize> Budget for RetryBudget<BUCKETS> {
+    fn deposit(&self, now: Nanos) {
+        RetryBudget::deposit(self, now);
+    }
+
+    fn withdraw(&self, now: Nanos, cause: RetryCause) -> Option<RetryReceipt> {
+        RetryBudget::withdraw(self, now, cause)
+    }
+
+    fn report(&self, now: Nanos, outcome: Outcome, receipt: Option<RetryReceipt>) -> BudgetVerdict {
+        RetryBudget::report(self, now, outcome, receipt)
+    }
+}
+
+impl Budget for TokenBudget {
+    fn deposit(&self, _now: Nanos) {
+        TokenBudget::deposit(self);
+    }
+
+    fn withdraw(&self, _now: Nanos, _cause: RetryCause) -> Option<RetryReceipt> {
+        TokenBudget::withdraw(self).then(|| RetryReceipt::new(MICROS_PER_TOKEN))
+    }
+
+    fn report(
+        &self,
+        _now: Nanos,
+        outcome: Outcome,
+        _receipt: Option<RetryReceipt>,
+    ) -> BudgetVerdict {
+        outcome.retry_budget()
+    }
+}
+
+impl Budget for GrpcThrottle {
+    fn deposit(&self, _now: Nanos) {}
+
+    fn withdraw(&self, _now: Nanos, _cause: RetryCause) -> Option<RetryReceipt> {
+        GrpcThrottle::withdraw(self).then(|| RetryReceipt::new(0))
+    }
+
+    fn report(
+        &self,
+        _now: Nanos,
+        outcome: Outcome,
+        _receipt: Option<RetryReceipt>,
+    ) -> BudgetVerdict {
+        GrpcThrottle::report(self, outcome)
+    }
+}
+
+impl Budget for AwsRetryQuota {
+    fn deposit(&self, _now: Nanos) {}
+
+    fn withdraw(&self, _now: Nanos, cause: RetryCause) -> Option<RetryReceipt> {
+        AwsRetryQuota::withdraw(self, cause)
+    }
+
+    fn report(
+        &self,
+        _now: Nanos,
+        outcome: Outcome,
+        receipt: Option<RetryReceipt>,
+    ) -> BudgetVerdict {
+        AwsRetryQuota::report(self, outcome, receipt)
+    }
+}
+
+impl<const BUCKETS: usize> Budget for WindowedBudget<BUCKETS> {
+    fn deposit(&self, now: Nanos) {
+        WindowedBudget::deposit(self, now);
+    }
+
+    fn withdraw(&self, now: Nanos, _cause: RetryCause) -> Option<RetryReceipt> {
+        WindowedBudget::withdraw(self, now).then(|| RetryReceipt::new(MICROS_PER_TOKEN))
+    }
+
+    fn report(
+        &self,
+        _now: Nanos,
+        outcome: Outcome,
+        _receipt: Option<RetryReceipt>,
+    ) -> BudgetVerdict {
+        outcome.retry_budget()
     }
 }
 

@@ -15,9 +15,10 @@
 //! - **Ops** (`op`, arguments, `expect`):
 //!   - `decide` → `RetryPolicy::decide(now, ctx, &case_rng, gate)` with
 //!     - `now` (integer ns), `attempts_made` (integer);
-//!     - `outcome`: `"success"`, `"timeout"`, `"connection_error"`, `"other_transient"`,
-//!       `"throttled"`, `"overloaded"`, `"permanent"`; `retry_after` (integer ns,
-//!       optional) is the throttle's Retry-After and is only read for `"throttled"`;
+//!     - `outcome`: an `Outcome` name (`"success"`, `"timeout"`, `"connection_error"`,
+//!       `"other_transient"`, `"throttled"`, `"overloaded"`, `"permanent"`, `"rejected"`,
+//!       `"ignored"`, `"cancelled"`); `retry_after` (integer ns, optional) is the
+//!       throttle's Retry-After and is only read for `"throttled"`;
 //!     - `idempotency`: `"idempotent"` (default), `"keyed_side_effect"`,
 //!       `"unkeyed_side_effect"`;
 //!     - `time_left`: integer ns, or `null`/absent for no deadline;
@@ -43,16 +44,20 @@
 use std::cell::RefCell;
 
 use guards_core::retry_policy::{
-    Idempotency, Outcome, RetryCause, RetryContext, RetryDecision, RetryGate, RetryPolicy,
+    Idempotency, RetryCause, RetryContext, RetryDecision, RetryGate, RetryPolicy,
     RetryPolicyConfig, UnkeyedSideEffects,
 };
-use guards_core::{Nanos, Rng};
+use guards_core::{Nanos, Outcome, Rng};
 use serde_json::json;
 
 use crate::common::{self, Value};
 
 fn config(case: &Value) -> RetryPolicyConfig {
-    let c = &case["config"];
+    config_of(&case["config"])
+}
+
+/// A `RetryPolicyConfig` from its vector encoding (also used by the retry driver's runner).
+pub fn config_of(c: &Value) -> RetryPolicyConfig {
     let d = RetryPolicyConfig::default();
     let flag = |key: &str, default: bool| common::opt_bool(c, key).unwrap_or(default);
     RetryPolicyConfig {
@@ -92,8 +97,10 @@ impl RetryGate for Scripted<'_> {
 fn context(step: &Value) -> RetryContext {
     let attempts = u32::try_from(common::u64_of(step, "attempts_made")).expect("u32 attempts");
     let name = common::str_of(step, "outcome");
-    let outcome = Outcome::from_name(name, common::opt_nanos(step, "retry_after"))
-        .unwrap_or_else(|| panic!("unknown outcome {name}"));
+    let outcome = Outcome::from_name(name).unwrap_or_else(|| panic!("unknown outcome {name}"));
+    // This file's encoding: the Retry-After is only read with a throttled outcome.
+    let retry_after =
+        common::opt_nanos(step, "retry_after").filter(|_| outcome == Outcome::Throttled);
     let idempotency = step
         .get("idempotency")
         .and_then(Value::as_str)
@@ -101,6 +108,7 @@ fn context(step: &Value) -> RetryContext {
             Idempotency::from_name(s).unwrap_or_else(|| panic!("unknown idempotency {s}"))
         });
     RetryContext::new(attempts, outcome)
+        .with_retry_after(retry_after)
         .with_idempotency(idempotency)
         .with_time_left(common::opt_nanos(step, "time_left"))
         .with_prev_delay(common::opt_nanos(step, "prev_delay").unwrap_or(Nanos::ZERO))

@@ -474,16 +474,18 @@ impl Sim {
             .is_some_and(|b| b.count_overloaded);
         let now = self.now;
         if let Some(Some(b)) = self.svcs[svc].instances[inst].breakers.get(e) {
-            match report {
-                Report::NotSent => b.ignore(t),
-                // A probe nobody waits for any more is a failed probe; another abandoned
-                // call (a hedge that lost, the caller itself cancelled) says nothing.
-                Report::Abandoned if t.probe_timeout.is_some() => b.failure(t, now),
-                Report::Abandoned => b.ignore(t),
-                Report::Outcome(Outcome::Ok) => b.success(t, now),
-                Report::Outcome(Outcome::Overloaded) if !count_overloaded => b.ignore(t),
-                Report::Outcome(_) => b.failure(t, now),
-            }
+            // The call contract decides what each outcome does to the breaker: a probe
+            // nobody waits for any more (cancelled) is a failed probe; another abandoned
+            // call (a hedge that lost, the caller itself cancelled) says nothing.
+            let outcome = match report {
+                Report::NotSent => guards_core::Outcome::Rejected,
+                Report::Abandoned => guards_core::Outcome::Cancelled,
+                Report::Outcome(Outcome::Overloaded) if !count_overloaded => {
+                    guards_core::Outcome::Ignored
+                }
+                Report::Outcome(o) => crate::guards::outcome(o),
+            };
+            b.report(t, outcome, now);
         }
     }
 
@@ -550,7 +552,7 @@ impl Sim {
         let (svc, inst) = (c.svc as usize, c.inst as usize);
         self.metrics.edge[e].timeouts += 1;
         if let Some(Some(h)) = self.svcs[svc].instances[inst].hedgers.get(e) {
-            h.record(self.now, self.now.saturating_sub(a.started));
+            h.report(self.now, a.started, guards_core::Outcome::Timeout);
         }
         self.abandon(svc, inst, e, a, Report::Outcome(Outcome::Timeout));
         self.attempt_failed(r, Outcome::Timeout);
@@ -614,7 +616,7 @@ impl Sim {
         }
         let latency = now.saturating_sub(started);
         if let Some(Some(h)) = self.svcs[svc].instances[inst].hedgers.get(e) {
-            h.record(now, latency);
+            h.report(now, started, guards_core::Outcome::Success);
         }
         if self.topo.edges[e].record_latency {
             let st = &mut self.edges[e];
@@ -631,7 +633,7 @@ impl Sim {
             // lower bound keeps the slow tail in the tracker (else only the winners of
             // hedged calls are seen and the tracked percentile drifts down).
             if let Some(Some(h)) = self.svcs[svc].instances[inst].hedgers.get(e) {
-                h.record(now, now.saturating_sub(o.started));
+                h.report(now, o.started, guards_core::Outcome::Cancelled);
             }
             self.abandon(svc, inst, e, o, Report::Abandoned);
         }
@@ -800,7 +802,7 @@ impl Sim {
         }
         let ins = &mut self.svcs[svc].instances[inst];
         if let (Some(t), Some(door)) = (ticket, ins.door.as_ref()) {
-            door.release(now, t, outcome == Outcome::Ok);
+            door.release(now, t, outcome);
         }
         if inside {
             ins.inside = ins.inside.saturating_sub(1);
@@ -839,7 +841,7 @@ impl Sim {
         }
         let ins = &mut self.svcs[svc].instances[inst];
         if let (Some(t), Some(door)) = (ticket, ins.door.as_ref()) {
-            door.forget(t);
+            door.forget(self.now, t);
         }
         if inside {
             ins.inside = ins.inside.saturating_sub(1);
@@ -878,7 +880,7 @@ impl Sim {
                     ins.inside = ins.inside.saturating_sub(1);
                 }
                 if let (Some(t), Some(door)) = (ticket, ins.door.as_ref()) {
-                    door.forget(t);
+                    door.forget(now, t);
                 }
                 if inside {
                     self.inside_change(svc, false);

@@ -7,6 +7,7 @@ use guards_core::admission::{Admission, AdmissionConfig, AdmissionPermit};
 use guards_core::priority::MAX_PRIORITIES;
 use guards_core::{Nanos, Priority};
 
+use crate::engine::call::Outcome;
 use crate::error::SimError;
 use crate::topology::AdmissionSpec;
 
@@ -38,17 +39,15 @@ impl Door {
         self.admission.try_acquire(now, p).ok()
     }
 
-    /// The call was answered (`ok`) or failed.
-    pub(crate) fn release(&self, now: Nanos, t: DoorTicket, ok: bool) {
-        if ok {
-            self.admission.on_success(t, now);
-        } else {
-            self.admission.on_dropped(t, now);
-        }
+    /// The call ended with `outcome` (the call contract decides what the door samples).
+    pub(crate) fn release(&self, now: Nanos, t: DoorTicket, outcome: Outcome) {
+        let _ = self.admission.report(t, super::outcome(outcome), now);
     }
 
     /// The call was cancelled by its caller.
-    pub(crate) fn forget(&self, t: DoorTicket) {
-        self.admission.on_ignore(t);
+    pub(crate) fn forget(&self, now: Nanos, t: DoorTicket) {
+        let _ = self
+            .admission
+            .report(t, guards_core::Outcome::Cancelled, now);
     }
 }

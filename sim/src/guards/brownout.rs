@@ -23,16 +23,16 @@ impl Fallback {
         Ok(Fallback { brownout })
     }
 
-    /// Whether to serve the fallback after the call failed for good with `why`.
+    /// Whether to serve the fallback after the call failed for good with `why`. A local
+    /// refusal is decided with the refusing guard's kind; every other failure by the call
+    /// contract (`Brownout::report`).
     pub(crate) fn serve_fallback(&self, why: Outcome) -> bool {
-        let kind = match why {
-            Outcome::BreakerOpen => RefusalKind::BreakerOpen,
-            Outcome::GateFull => RefusalKind::BulkheadFull,
-            Outcome::Timeout | Outcome::Deadline | Outcome::NoTime => RefusalKind::Timeout,
-            Outcome::Overloaded => RefusalKind::Overloaded,
-            Outcome::Error | Outcome::Ok => RefusalKind::Failed,
+        let decision = match why {
+            Outcome::BreakerOpen => Some(self.brownout.on_refusal(RefusalKind::BreakerOpen)),
+            Outcome::GateFull => Some(self.brownout.on_refusal(RefusalKind::BulkheadFull)),
+            other => self.brownout.report(super::outcome(other)),
         };
-        self.brownout.on_refusal(kind) == BrownoutDecision::ServeFallback
+        decision == Some(BrownoutDecision::ServeFallback)
     }
 
     /// The call succeeded: a full answer.

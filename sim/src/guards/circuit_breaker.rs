@@ -2,15 +2,17 @@
 //! [`CircuitBreaker`](guards_core::circuit_breaker::CircuitBreaker).
 //!
 //! Every attempt sent is an outcome (retries included); the breaker's own refusals and the
-//! bulkhead's are not. A probe's attempt uses the probe timeout the permit carries; an
-//! abandoned probe is reported as a failure. Outcomes of ordinary calls that come back
-//! while the breaker is open or half-open (or from an older generation) are ignored by the
-//! breaker itself.
+//! bulkhead's are not. A probe's attempt uses the probe timeout the permit carries. The
+//! engine reports each attempt with its [`guards_core::Outcome`] (an attempt never sent is
+//! `Rejected`, one its caller stopped waiting for `Cancelled`) and the call contract decides:
+//! an abandoned probe is a failure, an abandoned ordinary call is not counted. Outcomes of
+//! ordinary calls that come back while the breaker is open or half-open (or from an older
+//! generation) are ignored by the breaker itself.
 
 use guards_core::circuit_breaker::{
     BreakerState, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerPermit, WindowKind,
 };
-use guards_core::Nanos;
+use guards_core::{Nanos, Outcome};
 
 use crate::error::SimError;
 use crate::topology::{BreakerSpec, BreakerWindow};
@@ -79,16 +81,9 @@ impl Breaker {
         })
     }
 
-    pub(crate) fn success(&self, t: BreakerTicket, now: Nanos) {
-        let _ = self.breaker.on_success(t.permit, now);
-    }
-
-    pub(crate) fn failure(&self, t: BreakerTicket, now: Nanos) {
-        let _ = self.breaker.on_failure(t.permit, now);
-    }
-
-    pub(crate) fn ignore(&self, t: BreakerTicket) {
-        self.breaker.on_ignore(t.permit);
+    /// Hand the ticket back with how the attempt ended.
+    pub(crate) fn report(&self, t: BreakerTicket, outcome: Outcome, now: Nanos) {
+        let _ = self.breaker.report(t.permit, outcome, now);
     }
 
     pub(crate) fn state(&self, now: Nanos) -> State {

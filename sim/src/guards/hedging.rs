@@ -4,7 +4,7 @@
 
 use guards_core::hedging::{self, Hedging, HedgingConfig};
 use guards_core::retry_policy::RetryGate;
-use guards_core::Nanos;
+use guards_core::{Nanos, Outcome};
 
 use crate::error::SimError;
 use crate::topology::HedgeSpec;
@@ -41,9 +41,11 @@ impl Hedger {
         })
     }
 
-    /// A successful attempt's latency.
-    pub(crate) fn record(&self, now: Nanos, latency: Nanos) {
-        self.hedging.record_latency(now, latency);
+    /// An attempt that started at `started` ended at `now` with `outcome`; the call
+    /// contract decides whether its latency is recorded (answers, and the lower bounds of
+    /// timeouts and abandoned copies).
+    pub(crate) fn report(&self, now: Nanos, started: Nanos, outcome: Outcome) {
+        let _ = self.hedging.report(now, started, outcome);
     }
 
     pub(crate) fn decide(

@@ -14,10 +14,10 @@
 
 use guards_core::backoff::{BackoffConfig, Jitter};
 use guards_core::retry_policy::{
-    GiveUpReason, Idempotency as CoreIdempotency, Outcome, RetryContext, RetryDecision, RetryGate,
+    GiveUpReason, Idempotency as CoreIdempotency, RetryContext, RetryDecision, RetryGate,
     RetryPolicy, RetryPolicyConfig,
 };
-use guards_core::{Nanos, Rng};
+use guards_core::{Nanos, Outcome, Rng};
 
 use crate::error::SimError;
 use crate::topology::{CallPolicy, Idempotency, JitterKind};
