@@ -27,8 +27,9 @@
 //!   big for [`Nanos`] (say 10^30, or 5,000 digits) saturates at [`Nanos::MAX`]: a retry
 //!   policy then gives up with `RetryAfterTooLong` instead of waiting for ever.
 //! - **HTTP-date**, in any of its three forms: IMF-fixdate `Sun, 06 Nov 1994 08:49:37 GMT`,
-//!   the obsolete RFC 850 form `Sunday, 06-Nov-94 08:49:37 GMT` (a two-digit year more than
-//!   50 years ahead of `now` is read as the most recent past year with those digits), and
+//!   the obsolete RFC 850 form `Sunday, 06-Nov-94 08:49:37 GMT` (its two-digit year is read
+//!   in the century of `now`; a year that then lies more than 50 years ahead is the most
+//!   recent past year with those digits), and
 //!   ANSI C's asctime form `Sun Nov  6 08:49:37 1994`. Day and month names are matched
 //!   without regard to ASCII case; the day name is checked to be a day name but not against
 //!   the date; the date and time must exist (the 30th of February, hour 24 or minute 60 do
@@ -348,8 +349,8 @@ fn rfc850_date(v: &[u8], now_unix_secs: u64) -> Option<i64> {
     let secs = c.time()?;
     c.literal(b" GMT")?;
     c.end()?;
-    // RFC 9110 §5.6.7: a two-digit year more than 50 years in the future is the most
-    // recent past year with the same last two digits.
+    // RFC 9110 §5.6.7: read the two digits in the current century; a year that then lies
+    // more than 50 years in the future is the most recent past year with those digits.
     let now_days = i64::try_from(now_unix_secs / 86_400).ok()?;
     let (this_year, _, _) = civil_from_days(now_days);
     let mut year = this_year - this_year.rem_euclid(100) + yy;

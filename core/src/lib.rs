@@ -22,6 +22,22 @@
 //! none re-implements an algorithm. Conformance vectors in the repository's
 //! `tests/vectors/` are replayed by every language and must give identical decisions.
 //!
+//! ## The call contract
+//! How a finished call is reported is written here once, not in each binding: a binding
+//! classifies the call into one [`Outcome`] (from an HTTP answer with [`http::classify`])
+//! and hands it to every guard's `report`; the table in [`outcome`] (and
+//! `docs/outcomes.md`) decides what it means to each guard. A call's slowness is measured
+//! by the guards from the permit's start, never reported. [`retry_driver::RetryDriver`]
+//! runs the retry loop of one request on the same table, so a binding only sleeps and calls.
+//!
+//! ## One vocabulary
+//! Admission-type guards hand out a `<Guard>Permit` from `try_acquire` (or a
+//! `<Guard>Scope` from `try_acquire_scoped`) or refuse with a `<Guard>Rejected` carrying its
+//! reason and, when it knows one, `retry_at` (an instant) with `retry_after(now)` (a
+//! duration). Every fieldless public enum is `#[repr(u8)]` with fixed discriminants and has
+//! `name()`, `from_name()` and `TryFrom<u8>` (refusing an unknown number with
+//! [`UnknownDiscriminant`]); the names are what vectors, stats and bindings spell.
+//!
 //! ## Where it stays lock-free
 //! Core uses atomics of 64 bits and narrower only. On every target with a native 64-bit
 //! compare-and-swap (x86_64, aarch64, riscv64, 64-bit PowerPC, s390x, ...) every guard
@@ -120,6 +136,7 @@ pub use brownout::{Brownout, BrownoutConfig, BrownoutDecision, BrownoutTable, Re
 pub use bulkhead::{
     Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadRejected, BulkheadScope, BulkheadStats,
 };
+pub use cache::CachePadded;
 pub use circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
 pub use counter::Counter;
 pub use deadline::{AttemptBudget, Deadline, DeadlineConfig};
@@ -134,6 +151,7 @@ pub use queue_discipline::{QueueDiscipline, QueueDisciplineConfig, QueueDiscipli
 pub use retry_budget::{
     RetryBudget, RetryBudgetConfig, RetryBudgetMode, RetryBudgetStats, RetryReceipt,
 };
+pub use retry_driver::{RetryDriver, RetryStep};
 pub use retry_policy::{
     GiveUpReason, Idempotency, RetryCause, RetryContext, RetryDecision, RetryGate, RetryPolicy,
     RetryPolicyConfig,

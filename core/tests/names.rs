@@ -17,12 +17,11 @@ use guards_core::hedging::HedgeRefusal;
 use guards_core::limit::LimitAlgorithm;
 use guards_core::limiter::LimiterRejectReason;
 use guards_core::outcome::{
-    BreakerVerdict, BudgetVerdict, BulkheadVerdict, LatencyVerdict, LimiterVerdict,
-    ThrottleVerdict,
+    BreakerVerdict, BudgetVerdict, BulkheadVerdict, LatencyVerdict, LimiterVerdict, ThrottleVerdict,
 };
 use guards_core::queue_discipline::{DropReason, ServeOrder};
-use guards_core::retry_driver::RetryPhase;
 use guards_core::retry_budget::RetryBudgetMode;
+use guards_core::retry_driver::RetryPhase;
 use guards_core::retry_policy::{GiveUpReason, Idempotency, RetryCause, UnkeyedSideEffects};
 use guards_core::{ConfigErrorKind, Outcome, UnknownDiscriminant};
 

@@ -65,7 +65,8 @@ fn u64_or(v: &Value, key: &str, default: u64) -> u64 {
     opt_u64(v, key).unwrap_or(default)
 }
 
-fn config_of(v: &Value) -> RetryBudgetConfig {
+/// A `RetryBudgetConfig` from its vector encoding (also used by the retry driver's runner).
+pub fn config_of(v: &Value) -> RetryBudgetConfig {
     let mode = v
         .get("mode")
         .and_then(Value::as_str)
