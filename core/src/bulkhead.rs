@@ -32,8 +32,9 @@
 //! # Permits
 //!
 //! A [`BulkheadPermit`] is an owned, move-only value (not `Clone`, not `Copy`, no borrow of
-//! the bulkhead) that goes back through [`Bulkhead::release`], which consumes it: a permit
-//! is released at most once by construction. The simulator and the bindings hold permits
+//! the bulkhead) that goes back through [`Bulkhead::release`] (or [`Bulkhead::report`],
+//! the same for every outcome), which consumes it: a permit is released at most once by
+//! construction. The simulator and the bindings hold permits
 //! across events this way. In Rust, [`Bulkhead::try_acquire_scoped`] returns a
 //! [`BulkheadScope`] that releases on drop. A permit must go back to the bulkhead that
 //! issued it; dropping a permit without releasing it keeps its slot taken.

@@ -16,9 +16,12 @@
 //! [`Limiter::try_acquire`] admits a call when the total in flight is below the threshold
 //! of the call's [`Priority`] (see *Partitions*), incrementing the count with one CAS.
 //! The returned [`LimiterPermit`] is an owned, move-only value (no borrow of the limiter):
-//! give it back exactly once with [`Limiter::on_success`], [`Limiter::on_dropped`] (the
-//! call timed out or was refused downstream: an overload signal) or [`Limiter::on_ignore`]
-//! (the call says nothing about capacity, e.g. a client error; no sample). In Rust,
+//! give it back exactly once with [`Limiter::report`] and the call's
+//! [`Outcome`] (the call contract chooses the verdict, see
+//! [`crate::outcome`]), or with one of the primitives it maps onto: [`Limiter::on_success`],
+//! [`Limiter::on_dropped`] (the call timed out or was refused downstream: an overload
+//! signal) or [`Limiter::on_ignore`] (the call says nothing about capacity, e.g. a client
+//! error; no sample). In Rust,
 //! [`Limiter::try_acquire_scoped`] gives a guard that reports `on_ignore` if it is dropped
 //! unreported. A permit dropped without being given back leaks its slot; a permit given
 //! back to a limiter that did not issue it is a bug, which the count survives (it never

@@ -1,7 +1,7 @@
 //! `CircuitBreaker` (count or time window, failure and slow-call rates, half-open probes,
 //! growing open durations) and `KeyedBreakers` (one breaker per key, fixed slots).
 //!
-//! `acquire()` returns a `CircuitBreakerPermit` (a call, or a probe while half-open) or raises
+//! `acquire()` returns a `BreakerPermit` (a call, or a probe while half-open) or raises
 //! `BreakerOpen` with `reason` (`"open"` or `"half_open_full"`), `retry_after` (seconds
 //! from `now`), `retry_after_ns` and `retry_at` (the instant, integer nanoseconds). The
 //! permit reports one outcome: `on_success(now)` / `on_failure(now)` return the effect

@@ -1,5 +1,5 @@
 //! What the permit classes share (`LimiterPermit`, `AdmissionTicket`, `BulkheadPermit`,
-//! `CircuitBreakerPermit`): core's permit goes back to the guard that granted it exactly once, with
+//! `BreakerPermit`): core's permit goes back to the guard that granted it exactly once, with
 //! the first outcome reported, or, when none was, as an ignore once the Python object is
 //! collected. Each class keeps its own `#[pymethods]` (names, docstrings and return values
 //! differ) and calls into [`Granted`].

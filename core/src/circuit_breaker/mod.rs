@@ -12,18 +12,22 @@
 //! - **half-open**: at most K probes go through, each told its probe timeout. K successes
 //!   close the breaker with a cleared window; one failure (or a slow probe) re-opens it.
 //!
-//! The caller decides what a failure is: [`CircuitBreaker::try_acquire`] returns a
-//! [`CircuitBreakerPermit`] (or a [`CircuitBreakerRejected`] saying why and until when), and
-//! the caller hands it back with [`CircuitBreaker::on_success`], [`CircuitBreaker::on_failure`] or
-//! [`CircuitBreaker::on_ignore`]. A call is slow when `now - acquired_at` reaches
-//! [`CircuitBreakerConfig::slow_call_duration`], whatever its result, so a slow failure
-//! counts both as a failure and as a slow call.
+//! [`CircuitBreaker::try_acquire`] returns a [`CircuitBreakerPermit`] (or a
+//! [`CircuitBreakerRejected`] saying why and until when), and the caller hands it back with
+//! how the call ended: [`CircuitBreaker::report`] with an [`Outcome`], whose meaning for the
+//! breaker is the call contract's ([`crate::outcome`]: a 4xx is a success of the
+//! dependency, a local refusal or the caller's own error is not judged, a cancelled probe
+//! is a failure), or one of the primitives [`CircuitBreaker::on_success`],
+//! [`CircuitBreaker::on_failure`], [`CircuitBreaker::on_ignore`]. A call is slow when
+//! `now - acquired_at` reaches [`CircuitBreakerConfig::slow_call_duration`], whatever its
+//! result, so a slow failure counts both as a failure and as a slow call.
 //!
 //! Outcomes of ordinary calls that arrive while the breaker is open or half-open, or that
 //! were issued in an earlier generation (before the last transition), are **discarded**,
 //! not counted: the window only ever judges calls made in the current closed period. The
 //! breaker's own refusals are not outcomes either. A probe whose caller abandons it must be
-//! reported with `on_failure`; [`CircuitBreakerScope`] does that on drop.
+//! reported as a failure ([`Outcome::Cancelled`] does that); [`CircuitBreakerScope`] does it
+//! on drop.
 //!
 //! A [`KeyedBreakers`] set keeps one breaker per `u64` key (dependency × operation, tenant,
 //! country...) in a fixed number of slots, inserted without locks; [`key_of`] derives a key

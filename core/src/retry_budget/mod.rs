@@ -258,7 +258,10 @@ impl RetryBudgetConfig {
 ///
 /// So a caller that reports every event works with every mode: `deposit` before each
 /// first attempt, `on_failure` after each retryable failure, `withdraw` before each retry,
-/// `on_success` (with the last retry's receipt, if any) after a success.
+/// `on_success` (with the last retry's receipt, if any) after a success. Simpler still,
+/// [`report`](Self::report) every attempt's [`Outcome`] (with its receipt) and the call
+/// contract calls `on_success` / `on_failure` for you; the
+/// [`RetryDriver`](crate::retry_driver::RetryDriver) does all of it.
 ///
 /// `#[repr(C, u8)]` with the token bucket at discriminant 0: all bytes zero is a valid,
 /// unconfigured `RetryBudget` (an empty token bucket of capacity 0, which refuses every
