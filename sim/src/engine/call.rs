@@ -99,8 +99,6 @@ pub(crate) struct Call {
     pub expires_at: Nanos,
     pub arrived: Nanos,
     pub phase: Phase,
-    /// The caller has stopped waiting for this call.
-    pub abandoned: bool,
     pub has_server: bool,
     /// Counted in its instance's calls inside (admitted at the door).
     pub inside: bool,
@@ -134,7 +132,6 @@ impl Call {
             expires_at: Nanos::MAX,
             arrived: Nanos::ZERO,
             phase: Phase::Queued,
-            abandoned: false,
             has_server: false,
             inside: false,
             degraded: false,
@@ -157,6 +154,14 @@ impl Call {
         self.call_started = now;
         self.prev_delay = Nanos::ZERO;
         self.last_fail = Outcome::Error;
+    }
+
+    /// Whether an attempt of this call is waiting for `child`.
+    #[inline]
+    pub fn waits_for(&self, child: CallRef) -> bool {
+        self.slots
+            .iter()
+            .any(|s| s.as_ref().is_some_and(|a| a.child == child))
     }
 
     /// Number of attempts still outstanding.

@@ -16,7 +16,7 @@ use crate::guards::deadline::{attempt_budget, AttemptBudget};
 use crate::guards::hedging::HedgeDecision;
 use crate::guards::queue_discipline::Drop;
 use crate::guards::retry_policy::{Class, Decision, GiveUp};
-use crate::topology::{DeadlineMode, Idempotency, Step};
+use crate::topology::{DeadlineMode, Dist, Idempotency, JitterKind, Step};
 
 /// What to tell a breaker about an attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -242,7 +242,7 @@ impl Sim {
                             return;
                         }
                         let tok = self.bump(r);
-                        self.schedule(expires, Kind::Cut(r, tok));
+                        self.schedule(expires, Kind::Cut(r, tok), false);
                         return;
                     }
                     if d.is_zero() {
@@ -255,7 +255,8 @@ impl Sim {
                         continue;
                     }
                     let tok = self.bump(r);
-                    self.schedule(end, Kind::Work(r, tok));
+                    let fixed = matches!(w.time, Dist::Const(_));
+                    self.schedule(end, Kind::Work(r, tok), fixed);
                     return;
                 }
                 Step::Call(e) => {
@@ -446,13 +447,17 @@ impl Sim {
             m.probes += 1;
         }
         if wait != Nanos::MAX {
-            self.schedule(now.saturating_add(wait), Kind::Timeout(r, token));
+            self.schedule(
+                now.saturating_add(wait),
+                Kind::Timeout(r, token),
+                timeout == Some(wait),
+            );
         }
         if !hedge && attempts == 1 {
             if let Some(Some(h)) = self.svcs[svc].instances[inst].hedgers.get(e) {
                 let idem = policy.idempotency == Idempotency::Idempotent;
                 if let HedgeDecision::At(t) = h.decide(now, now, 0, idem, None) {
-                    self.schedule(t, Kind::Hedge(r, token));
+                    self.schedule(t, Kind::Hedge(r, token), false);
                 }
             }
         }
@@ -526,7 +531,7 @@ impl Sim {
         };
         match decision {
             HedgeDecision::Now => self.attempt(r, true),
-            HedgeDecision::At(t) if t > now => self.schedule(t, Kind::Hedge(r, token)),
+            HedgeDecision::At(t) if t > now => self.schedule(t, Kind::Hedge(r, token), false),
             _ => {}
         }
     }
@@ -567,9 +572,6 @@ impl Sim {
         } = a;
         self.return_gate(svc, inst, e, gate);
         self.return_breaker(svc, inst, e, breaker, report);
-        if let Some(ch) = self.calls.get_mut(child) {
-            ch.abandoned = true;
-        }
         if self.topo.edges[e].policy.cancel {
             self.cancel(child);
         }
@@ -702,7 +704,9 @@ impl Sim {
                     self.attempt(r, false);
                 } else {
                     let tok = self.bump(r);
-                    self.schedule(now.saturating_add(after), Kind::Backoff(r, tok));
+                    let fixed = policy.backoff.base.is_zero()
+                        || policy.backoff.jitter == JitterKind::None;
+                    self.schedule(now.saturating_add(after), Kind::Backoff(r, tok), fixed);
                 }
             }
             Decision::GiveUp(why) => {
@@ -747,17 +751,21 @@ impl Sim {
         self.finish(r, reply);
     }
 
-    /// Whether some caller up the chain of `r` (or `r`'s own caller) has given up.
+    /// Whether some caller up the chain of `r` (or `r`'s own caller) has given up: a
+    /// caller that stopped waiting for an attempt no longer holds it in a slot (so giving
+    /// up never has to touch the abandoned call itself).
     fn is_stale(&self, r: CallRef) -> bool {
-        let mut cur = Some(r);
-        while let Some(x) = cur {
-            match self.calls.get(x) {
-                None => return true,
-                Some(c) if c.abandoned => return true,
-                Some(c) => cur = c.parent,
+        let mut x = r;
+        loop {
+            let Some(c) = self.calls.get(x) else {
+                return true;
+            };
+            let Some(p) = c.parent else { return false };
+            match self.calls.get(p) {
+                Some(pc) if pc.waits_for(x) => x = p,
+                _ => return true,
             }
         }
-        false
     }
 
     /// The call is over: free what it holds and answer its caller.
@@ -767,11 +775,10 @@ impl Sim {
         let Some(c) = self.calls.get_mut(r) else {
             return;
         };
-        let (svc, inst, parent, abandoned, has_server, inside, entry, degraded) = (
+        let (svc, inst, parent, has_server, inside, entry, degraded) = (
             c.svc as usize,
             c.inst as usize,
             c.parent,
-            c.abandoned,
             c.has_server,
             c.inside,
             c.entry as usize,
@@ -810,7 +817,8 @@ impl Sim {
         if has_server {
             self.release_server(svc, inst);
         }
-        if let (Some(p), false) = (parent, abandoned) {
+        // A caller that has given up no longer holds the attempt: on_reply ignores it.
+        if let Some(p) = parent {
             self.on_reply(p, r, outcome, degraded && outcome == Outcome::Ok);
         }
     }

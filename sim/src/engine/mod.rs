@@ -9,9 +9,9 @@
 pub(crate) mod call;
 mod flow;
 pub(crate) mod metrics;
+mod queue;
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 
 use guards_core::{Nanos, Rng};
 
@@ -26,6 +26,7 @@ use crate::topology::{Action, Arrivals, Balance, Offsets, Step, Topology};
 
 use call::{CallRef, Slab};
 use metrics::{EdgeGauges, Metrics, ServiceGauges};
+use queue::EventQueue;
 
 /// What happens at an event.
 #[derive(Debug, Clone, Copy)]
@@ -48,31 +49,6 @@ enum Kind {
     Hedge(CallRef, u32),
     /// A timed operator action.
     Action(u32),
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Ev {
-    at: Nanos,
-    seq: u64,
-    kind: Kind,
-}
-
-impl PartialEq for Ev {
-    fn eq(&self, o: &Self) -> bool {
-        self.at == o.at && self.seq == o.seq
-    }
-}
-impl Eq for Ev {}
-impl PartialOrd for Ev {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Ev {
-    /// Reversed, so the max-heap pops the earliest time, then the lowest sequence.
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.at.cmp(&self.at).then_with(|| o.seq.cmp(&self.seq))
-    }
 }
 
 /// One service instance.
@@ -181,8 +157,7 @@ pub struct Sim {
     topo: Topology,
     seed: u64,
     now: Nanos,
-    heap: BinaryHeap<Ev>,
-    seq: u64,
+    queue: EventQueue<Kind>,
     calls: Slab,
     svcs: Vec<SvcState>,
     edges: Vec<EdgeState>,
@@ -254,8 +229,7 @@ impl Sim {
         let mut sim = Sim {
             seed,
             now: t.start,
-            heap: BinaryHeap::new(),
-            seq: 0,
+            queue: EventQueue::default(),
             calls: Slab::default(),
             svcs,
             edges,
@@ -275,7 +249,7 @@ impl Sim {
         };
         sim.schedule_arrivals();
         for (i, ev) in sim.topo.events.clone().iter().enumerate() {
-            sim.schedule(ev.at, Kind::Action(i as u32));
+            sim.schedule(ev.at, Kind::Action(i as u32), false);
         }
         Ok(sim)
     }
@@ -297,15 +271,11 @@ impl Sim {
 
     /// Run every event before `until`, closing each interval that ends at or before it.
     pub fn advance(&mut self, until: Nanos) {
-        while let Some(ev) = self.heap.peek() {
-            if ev.at >= until {
-                break;
-            }
-            let Some(ev) = self.heap.pop() else { break };
-            self.close_intervals(ev.at);
-            self.now = ev.at;
+        while let Some((at, kind)) = self.queue.pop_before(until) {
+            self.close_intervals(at);
+            self.now = at;
             self.events += 1;
-            self.handle(ev.kind);
+            self.handle(kind);
         }
         self.close_intervals(until);
         if until > self.now {
@@ -319,13 +289,10 @@ impl Sim {
         self.result()
     }
 
-    fn schedule(&mut self, at: Nanos, kind: Kind) {
-        self.seq += 1;
-        self.heap.push(Ev {
-            at,
-            seq: self.seq,
-            kind,
-        });
+    /// Schedule an event at `at`. `fixed`: its delay from now is one that recurs (a
+    /// configured timeout or constant duration), which lets the queue keep it in a lane.
+    fn schedule(&mut self, at: Nanos, kind: Kind, fixed: bool) {
+        self.queue.push(self.now, at, kind, fixed);
     }
 
     fn token(&mut self) -> u32 {
@@ -341,12 +308,12 @@ impl Sim {
                     if rate > 0.0 {
                         let gap = self.entry_rngs[i].exp(1e9 / rate);
                         let at = start.saturating_add(Nanos::new(gap as u64));
-                        self.schedule(at, Kind::Arrive(i as u32));
+                        self.schedule(at, Kind::Arrive(i as u32), false);
                     }
                 }
                 Arrivals::Burst { at, count } => {
                     if count > 0 && at >= start {
-                        self.schedule(at, Kind::Burst(i as u32));
+                        self.schedule(at, Kind::Burst(i as u32), false);
                     }
                 }
                 Arrivals::Periodic {
@@ -368,7 +335,7 @@ impl Sim {
                         } else {
                             base
                         };
-                        self.schedule(Nanos::new(first), Kind::Periodic(i as u32, a));
+                        self.schedule(Nanos::new(first), Kind::Periodic(i as u32, a), false);
                     }
                 }
             }
@@ -383,7 +350,7 @@ impl Sim {
                 if let Arrivals::Poisson { rate } = self.topo.entries[e].arrivals {
                     let gap = self.entry_rngs[e].exp(1e9 / rate);
                     let at = self.now.saturating_add(Nanos::new(gap as u64));
-                    self.schedule(at, Kind::Arrive(e as u32));
+                    self.schedule(at, Kind::Arrive(e as u32), false);
                 }
             }
             Kind::Burst(e) => {
@@ -401,7 +368,7 @@ impl Sim {
                         self.spawn_root(e as usize);
                     }
                     let at = self.now.saturating_add(period);
-                    self.schedule(at, Kind::Periodic(e, a));
+                    self.schedule(at, Kind::Periodic(e, a), true);
                 }
             }
             Kind::Work(r, tok) => {
