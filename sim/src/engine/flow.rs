@@ -9,7 +9,7 @@
 
 use guards_core::Nanos;
 
-use super::call::{Attempt, CallRef, NewCall, Outcome, Phase};
+use super::call::{Attempt, CallRef, NewCall, Outcome, Phase, NO_EDGE};
 use super::{Kind, Sim};
 use crate::guards::circuit_breaker::BreakerTicket;
 use crate::guards::deadline::{attempt_budget, AttemptBudget};
@@ -29,9 +29,6 @@ enum Report {
     Outcome(Outcome),
 }
 
-/// No edge: an action at a client.
-const NO_EDGE: u32 = u32::MAX;
-
 impl Sim {
     /// A new action of entry `e` starts at its client.
     pub(super) fn spawn_root(&mut self, e: usize) {
@@ -47,7 +44,7 @@ impl Sim {
             svc: svc as u32,
             inst: 0,
             op: op as u32,
-            edge: NO_EDGE,
+            edge: u32::from(NO_EDGE),
             entry: e as u32,
             root,
             priority,
@@ -103,9 +100,9 @@ impl Sim {
         ins.inside += 1;
         let has_room = ins.busy < ins.servers && ins.queued == 0;
         if let Some(c) = self.calls.get_mut(r) {
-            c.ticket = ticket;
             c.inside = true;
         }
+        self.calls.set_ticket(r, ticket);
         self.inside_change(svc, true);
         // A repeat of a keyed side effect that already committed gets the first result.
         if edge != NO_EDGE
@@ -326,10 +323,9 @@ impl Sim {
 
     fn begin_call(&mut self, r: CallRef, e: usize) {
         let now = self.now;
-        let Some(c) = self.calls.get_mut(r) else {
+        let Some((c, _)) = self.calls.begin_caller(r, now) else {
             return;
         };
-        c.reset_invocation(now);
         let (svc, inst) = (c.svc as usize, c.inst as usize);
         if let Some(b) = self.topo.edges[e].policy.budget {
             self.svcs[svc].instances[inst].budgets[b].deposit(now);
@@ -357,12 +353,12 @@ impl Sim {
         let (to, op, eprio) = (edge.to, edge.op, edge.priority);
         // An attempt refused by a local guard still counts toward the attempt cap (it
         // failed fast), so "retry at once" after a refusal cannot loop forever.
-        let attempts = match self.calls.get_mut(r) {
-            Some(c) if !hedge => {
-                c.attempts += 1;
-                c.attempts
+        let attempts = match self.calls.caller_mut(r) {
+            Some((_, k)) if !hedge => {
+                k.attempts += 1;
+                k.attempts
             }
-            Some(c) => c.attempts,
+            Some((_, k)) => k.attempts,
             None => return,
         };
 
@@ -412,7 +408,7 @@ impl Sim {
             inst: to_inst,
             op: op as u32,
             edge: e as u32,
-            entry,
+            entry: entry.into(),
             root,
             priority: eprio.unwrap_or(cprio),
             expires_at: child_expires,
@@ -420,7 +416,7 @@ impl Sim {
         });
         let token = self.token();
         let probe = probe_timeout.is_some();
-        let Some(c) = self.calls.get_mut(r) else {
+        let Some((_, c)) = self.calls.caller_mut(r) else {
             return;
         };
         let slot = usize::from(c.slots[0].is_some());
@@ -511,13 +507,15 @@ impl Sim {
         let Some(e) = self.current_edge(r) else {
             return;
         };
-        let Some(c) = self.calls.get(r) else { return };
-        let first_pending = c.slots[0].as_ref().is_some_and(|a| a.token == token);
-        if !first_pending || c.slots[1].is_some() {
+        let (Some(c), Some(k)) = (self.calls.get(r), self.calls.caller(r)) else {
+            return;
+        };
+        let first_pending = k.slots[0].as_ref().is_some_and(|a| a.token == token);
+        if !first_pending || k.slots[1].is_some() {
             return;
         }
         let (svc, inst, started, hedges) =
-            (c.svc as usize, c.inst as usize, c.call_started, c.hedges);
+            (c.svc as usize, c.inst as usize, k.call_started, k.hedges);
         let policy = self.topo.edges[e].policy;
         let idem = policy.idempotency == Idempotency::Idempotent;
         let ins = &self.svcs[svc].instances[inst];
@@ -541,17 +539,17 @@ impl Sim {
         let Some(e) = self.current_edge(r) else {
             return;
         };
-        let Some(c) = self.calls.get_mut(r) else {
+        let Some((c, k)) = self.calls.caller_mut(r) else {
             return;
         };
-        let Some(i) = c
+        let Some(i) = k
             .slots
             .iter()
             .position(|s| s.as_ref().is_some_and(|a| a.token == token))
         else {
             return;
         };
-        let Some(a) = c.slots[i].take() else { return };
+        let Some(a) = k.slots[i].take() else { return };
         let (svc, inst) = (c.svc as usize, c.inst as usize);
         self.metrics.edge[e].timeouts += 1;
         if let Some(Some(h)) = self.svcs[svc].instances[inst].hedgers.get(e) {
@@ -583,18 +581,18 @@ impl Sim {
         let Some(e) = self.current_edge(parent) else {
             return;
         };
-        let Some(c) = self.calls.get_mut(parent) else {
+        let Some((c, k)) = self.calls.caller_mut(parent) else {
             return;
         };
-        let Some(i) = c
+        let Some(i) = k
             .slots
             .iter()
             .position(|s| s.as_ref().is_some_and(|a| a.child == child))
         else {
             return;
         };
-        let Some(a) = c.slots[i].take() else { return };
-        let (svc, inst, call_started) = (c.svc as usize, c.inst as usize, c.call_started);
+        let Some(a) = k.slots[i].take() else { return };
+        let (svc, inst, call_started) = (c.svc as usize, c.inst as usize, k.call_started);
         let Attempt {
             started,
             breaker,
@@ -626,8 +624,8 @@ impl Sim {
         // The first answer wins: a copy still in flight is abandoned.
         let other = self
             .calls
-            .get_mut(parent)
-            .and_then(|c| c.slots[1 - i].take());
+            .caller_mut(parent)
+            .and_then(|(_, k)| k.slots[1 - i].take());
         if let Some(o) = other {
             // The loser's latency is at least what it has taken so far: recording that
             // lower bound keeps the slow tail in the tracker (else only the winners of
@@ -655,18 +653,17 @@ impl Sim {
         let Some(e) = self.current_edge(r) else {
             return;
         };
-        let Some(c) = self.calls.get_mut(r) else {
+        let Some((c, k)) = self.calls.caller_mut(r) else {
             return;
         };
-        c.last_fail = outcome;
-        if c.outstanding() > 0 {
+        if k.outstanding() > 0 {
             return;
         }
         let (svc, inst, attempts, prev, expires) = (
             c.svc as usize,
             c.inst as usize,
-            c.attempts,
-            c.prev_delay,
+            k.attempts,
+            k.prev_delay,
             c.expires_at,
         );
         if outcome == Outcome::NoTime {
@@ -697,15 +694,15 @@ impl Sim {
         );
         match decision {
             Decision::Retry(after) => {
-                if let Some(c) = self.calls.get_mut(r) {
-                    c.prev_delay = after;
+                if let Some((_, k)) = self.calls.caller_mut(r) {
+                    k.prev_delay = after;
                 }
                 if after.is_zero() {
                     self.attempt(r, false);
                 } else {
                     let tok = self.bump(r);
-                    let fixed = policy.backoff.base.is_zero()
-                        || policy.backoff.jitter == JitterKind::None;
+                    let fixed =
+                        policy.backoff.base.is_zero() || policy.backoff.jitter == JitterKind::None;
                     self.schedule(now.saturating_add(after), Kind::Backoff(r, tok), fixed);
                 }
             }
@@ -760,9 +757,9 @@ impl Sim {
             let Some(c) = self.calls.get(x) else {
                 return true;
             };
-            let Some(p) = c.parent else { return false };
+            let Some(p) = c.parent() else { return false };
             match self.calls.get(p) {
-                Some(pc) if pc.waits_for(x) => x = p,
+                Some(_) if self.calls.waits_for(p, x) => x = p,
                 _ => return true,
             }
         }
@@ -778,14 +775,14 @@ impl Sim {
         let (svc, inst, parent, has_server, inside, entry, degraded) = (
             c.svc as usize,
             c.inst as usize,
-            c.parent,
+            c.parent(),
             c.has_server,
             c.inside,
             c.entry as usize,
             c.degraded,
         );
-        let ticket = c.ticket.take();
         c.token = 0;
+        let ticket = self.calls.take_ticket(r);
         if self.topo.services[svc].client {
             let m = &mut self.metrics.entry[entry];
             match (outcome, degraded) {
@@ -836,9 +833,12 @@ impl Sim {
             c.has_server,
             c.inside,
         );
-        let ticket = c.ticket.take();
-        let slots = [c.slots[0].take(), c.slots[1].take()];
         c.token = 0;
+        let ticket = self.calls.take_ticket(r);
+        let slots = match self.calls.caller_mut(r) {
+            Some((_, k)) => [k.slots[0].take(), k.slots[1].take()],
+            None => [None, None],
+        };
         self.metrics.svc[svc].cancelled += 1;
         if phase == Phase::Queued && inside {
             let ins = &mut self.svcs[svc].instances[inst];
@@ -877,8 +877,8 @@ impl Sim {
                 if c.phase != Phase::Queued {
                     continue;
                 }
-                let ticket = c.ticket.take();
                 let inside = c.inside;
+                let ticket = self.calls.take_ticket(r);
                 self.metrics.svc[svc].flushed += 1;
                 let ins = &mut self.svcs[svc].instances[inst];
                 ins.queued = ins.queued.saturating_sub(1);

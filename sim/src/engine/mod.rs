@@ -272,7 +272,9 @@ impl Sim {
     /// Run every event before `until`, closing each interval that ends at or before it.
     pub fn advance(&mut self, until: Nanos) {
         while let Some((at, kind)) = self.queue.pop_before(until) {
-            self.close_intervals(at);
+            if at >= self.metrics.next_boundary {
+                self.close_intervals(at);
+            }
             self.now = at;
             self.events += 1;
             self.handle(kind);
@@ -684,8 +686,11 @@ fn validate(t: &Topology) -> Result<(), SimError> {
     if t.interval.is_zero() {
         return Err(SimError::topology("interval must be positive"));
     }
-    if t.services.len() >= u32::MAX as usize || t.edges.len() >= u32::MAX as usize {
-        return Err(SimError::topology("too many services or edges"));
+    let max = call::MAX_INDEX;
+    if t.services.len() > max || t.edges.len() > max || t.entries.len() > max {
+        return Err(SimError::topology(format!(
+            "too many services, edges or entries (at most {max} each)"
+        )));
     }
     for (si, s) in t.services.iter().enumerate() {
         if s.instances == 0 {
@@ -697,6 +702,12 @@ fn validate(t: &Topology) -> Result<(), SimError> {
         if !s.client && s.servers == 0 {
             return Err(SimError::topology(format!(
                 "service {}: no servers",
+                s.name
+            )));
+        }
+        if s.ops.len() > max || s.ops.iter().any(|o| o.steps.len() > max) {
+            return Err(SimError::topology(format!(
+                "service {}: more than {max} operations or steps in one operation",
                 s.name
             )));
         }

@@ -21,24 +21,33 @@ use guards_core::Nanos;
 /// Most fixed-delay lanes; events of further fixed delays go to the heap.
 const MAX_LANES: usize = 32;
 
+/// An event's place in the order: its time in the high 64 bits, its sequence number in
+/// the low 64, so one integer comparison orders two events.
+type Key = u128;
+
+/// The key of an empty lane: after every event.
+const EMPTY: Key = Key::MAX;
+
+#[inline]
+fn key(at: Nanos, seq: u64) -> Key {
+    (Key::from(at.as_u64()) << 64) | Key::from(seq)
+}
+
+#[inline]
+fn at_of(k: Key) -> Nanos {
+    Nanos::new((k >> 64) as u64)
+}
+
 /// One scheduled event.
 #[derive(Debug, Clone, Copy)]
 struct Entry<K> {
-    at: Nanos,
-    seq: u64,
+    key: Key,
     kind: K,
-}
-
-impl<K> Entry<K> {
-    #[inline]
-    fn key(&self) -> (Nanos, u64) {
-        (self.at, self.seq)
-    }
 }
 
 impl<K> PartialEq for Entry<K> {
     fn eq(&self, o: &Self) -> bool {
-        self.key() == o.key()
+        self.key == o.key
     }
 }
 impl<K> Eq for Entry<K> {}
@@ -50,42 +59,33 @@ impl<K> PartialOrd for Entry<K> {
 impl<K> Ord for Entry<K> {
     /// Reversed, so the max-heap pops the earliest time, then the lowest sequence.
     fn cmp(&self, o: &Self) -> Ordering {
-        o.key().cmp(&self.key())
+        o.key.cmp(&self.key)
     }
 }
 
-/// Events of one fixed delay, in the order they were scheduled (which is time order).
-#[derive(Debug)]
-struct Lane<K> {
-    delay: Nanos,
-    events: VecDeque<Entry<K>>,
-}
-
-/// Where the next event is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Source {
-    Heap,
-    Lane(usize),
-}
-
 /// The queue of future events.
+///
+/// `fronts[0]` is the heap's first key and `fronts[i + 1]` lane `i`'s, so the next event
+/// is found by one scan of a short array of integers.
 #[derive(Debug)]
 pub(crate) struct EventQueue<K> {
     heap: BinaryHeap<Entry<K>>,
-    lanes: Vec<Lane<K>>,
+    /// The fixed delay of each lane.
+    delays: Vec<Nanos>,
+    /// Events of one fixed delay each, in the order they were scheduled (time order).
+    lanes: Vec<VecDeque<Entry<K>>>,
+    fronts: Vec<Key>,
     seq: u64,
-    len: usize,
-    peak: usize,
 }
 
 impl<K: Copy> Default for EventQueue<K> {
     fn default() -> Self {
         EventQueue {
             heap: BinaryHeap::new(),
+            delays: Vec::new(),
             lanes: Vec::new(),
+            fronts: vec![EMPTY],
             seq: 0,
-            len: 0,
-            peak: 0,
         }
     }
 }
@@ -98,66 +98,65 @@ impl<K: Copy> EventQueue<K> {
     pub fn push(&mut self, now: Nanos, at: Nanos, kind: K, fixed: bool) {
         self.seq += 1;
         let e = Entry {
-            at,
-            seq: self.seq,
+            key: key(at, self.seq),
             kind,
         };
-        self.len += 1;
-        self.peak = self.peak.max(self.len);
         if fixed && at >= now {
-            let delay = at.saturating_sub(now);
-            if let Some(lane) = self.lanes.iter_mut().find(|l| l.delay == delay) {
-                lane.events.push_back(e);
+            if let Some(i) = self.lane_of(at.saturating_sub(now)) {
+                let lane = &mut self.lanes[i];
+                if lane.is_empty() {
+                    self.fronts[i + 1] = e.key;
+                }
+                lane.push_back(e);
                 return;
             }
-            if self.lanes.len() < MAX_LANES {
-                let mut events = VecDeque::new();
-                events.push_back(e);
-                self.lanes.push(Lane { delay, events });
-                return;
-            }
+        }
+        if e.key < self.fronts[0] {
+            self.fronts[0] = e.key;
         }
         self.heap.push(e);
     }
 
-    /// Where the earliest event is, and its key.
+    /// The lane of `delay`, made if there is room.
     #[inline]
-    fn first(&self) -> Option<((Nanos, u64), Source)> {
-        let mut best = self.heap.peek().map(|e| (e.key(), Source::Heap));
-        for (i, lane) in self.lanes.iter().enumerate() {
-            if let Some(e) = lane.events.front() {
-                let k = e.key();
-                if best.is_none_or(|(b, _)| k < b) {
-                    best = Some((k, Source::Lane(i)));
-                }
-            }
+    fn lane_of(&mut self, delay: Nanos) -> Option<usize> {
+        if let Some(i) = self.delays.iter().position(|d| *d == delay) {
+            return Some(i);
         }
-        best
+        if self.lanes.len() >= MAX_LANES {
+            return None;
+        }
+        self.delays.push(delay);
+        self.lanes.push(VecDeque::new());
+        self.fronts.push(EMPTY);
+        Some(self.lanes.len() - 1)
     }
 
     /// Remove and return the earliest event if it is due before `until`.
     #[inline]
     pub fn pop_before(&mut self, until: Nanos) -> Option<(Nanos, K)> {
-        let ((at, _), src) = self.first()?;
-        if at >= until {
+        let mut best = 0;
+        let mut min = EMPTY;
+        for (i, k) in self.fronts.iter().enumerate() {
+            if *k < min {
+                min = *k;
+                best = i;
+            }
+        }
+        if min == EMPTY || at_of(min) >= until {
             return None;
         }
-        let e = match src {
-            Source::Heap => self.heap.pop(),
-            Source::Lane(i) => self.lanes[i].events.pop_front(),
-        }?;
-        self.len -= 1;
-        Some((e.at, e.kind))
-    }
-
-    /// Events waiting.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Most events waiting at once.
-    pub fn peak(&self) -> usize {
-        self.peak
+        let e = if best == 0 {
+            let e = self.heap.pop()?;
+            self.fronts[0] = self.heap.peek().map_or(EMPTY, |n| n.key);
+            e
+        } else {
+            let lane = &mut self.lanes[best - 1];
+            let e = lane.pop_front()?;
+            self.fronts[best] = lane.front().map_or(EMPTY, |n| n.key);
+            e
+        };
+        Some((at_of(e.key), e.kind))
     }
 }
 
@@ -166,14 +165,15 @@ mod tests {
     use super::*;
     use crate::rng::SimRng;
 
-    /// The lanes give exactly the order of one heap ordered by (time, sequence), for any
-    /// mix of fixed and drawn delays, pops and pushes.
+    /// The lanes give exactly the order of sorting every event by (time, sequence), for
+    /// any mix of fixed and drawn delays, pops and pushes.
     #[test]
-    fn same_order_as_one_heap() {
+    fn same_order_as_sorting_by_time_then_sequence() {
         for seed in 0..200u64 {
             let mut rng = SimRng::new(seed, 9);
             let mut q: EventQueue<u32> = EventQueue::default();
-            let mut reference: BinaryHeap<Entry<u32>> = BinaryHeap::new();
+            // The reference: every pending (time, sequence, id), searched for its least.
+            let mut reference: Vec<(Nanos, u64, u32)> = Vec::new();
             let mut seq = 0u64;
             let mut now = Nanos::ZERO;
             let fixed_delays = [0u64, 1, 5, 10, 1000, 1000, 7];
@@ -189,12 +189,20 @@ mod tests {
                     id += 1;
                     seq += 1;
                     q.push(now, at, id, fixed);
-                    reference.push(Entry { at, seq, kind: id });
+                    reference.push((at, seq, id));
                 } else {
                     let until = now.saturating_add(Nanos::new(rng.below(50)));
                     loop {
-                        let want = match reference.peek() {
-                            Some(e) if e.at < until => reference.pop().map(|e| (e.at, e.kind)),
+                        let least = reference
+                            .iter()
+                            .enumerate()
+                            .min_by_key(|(_, (at, s, _))| (*at, *s))
+                            .map(|(i, x)| (i, *x));
+                        let want = match least {
+                            Some((i, (at, _, id))) if at < until => {
+                                reference.swap_remove(i);
+                                Some((at, id))
+                            }
                             _ => None,
                         };
                         let got = q.pop_before(until);
@@ -206,17 +214,17 @@ mod tests {
                     }
                     now = now.max(until);
                 }
-                assert_eq!(q.len(), reference.len());
             }
-            while let Some(e) = reference.pop() {
-                assert_eq!(q.pop_before(Nanos::MAX), Some((e.at, e.kind)));
+            reference.sort_by_key(|(at, s, _)| (*at, *s));
+            for (at, _, id) in reference {
+                assert_eq!(q.pop_before(Nanos::MAX), Some((at, id)));
             }
             assert_eq!(q.pop_before(Nanos::MAX), None);
         }
     }
 
     #[test]
-    fn lanes_are_bounded() {
+    fn lanes_are_bounded_and_the_rest_goes_to_the_heap() {
         let mut q: EventQueue<u32> = EventQueue::default();
         for d in 0..100u32 {
             q.push(Nanos::ZERO, Nanos::new(u64::from(d) + 1), d, true);
