@@ -95,6 +95,9 @@ fn main() {
     for (k, v) in &r.summary {
         println!("  {k}: {v:?}");
     }
+    if let Some(stop) = r.stopped {
+        println!("{stop}");
+    }
     println!(
         "wall {:.3} s, {} events, {:.2} M events/s, peak {} calls in flight",
         wall,

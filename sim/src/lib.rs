@@ -36,11 +36,13 @@ pub mod basketly;
 mod engine;
 pub mod error;
 mod guards;
+pub mod limits;
 pub mod result;
 pub mod rng;
 pub mod topology;
 
 pub use engine::Sim;
 pub use error::SimError;
+pub use limits::{Limits, Stop, StopReason};
 pub use result::{Column, LatencySamples, RunStats, SimResult, SummaryValue};
 pub use topology::Topology;

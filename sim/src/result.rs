@@ -3,13 +3,15 @@
 //!
 //! The JSON form is the one the Python layer and the CLI write:
 //! `{"setting", "seed", "interval_s", "series": {"t": ["HH:MM:SS", ...], NAME: [...]},
-//! "summary": {...}}`. Column values are per interval (counts per interval, gauges at the
+//! "summary": {...}}`, with `"stopped": {"at", "reason", "limit", "message"}` after them
+//! when a limit stopped the run early. Column values are per interval (counts per interval, gauges at the
 //! end of the interval, `*_busy` as a time average); integral values are written as JSON
 //! integers.
 
 use guards_core::Nanos;
 use serde_json::{json, Map, Value};
 
+use crate::limits::Stop;
 use crate::topology::clock;
 
 /// One named per-interval column.
@@ -117,6 +119,9 @@ pub struct SimResult {
     pub summary: Vec<(String, SummaryValue)>,
     /// Engine counts.
     pub stats: RunStats,
+    /// Where and why the run stopped before its end (a [`Limits`](crate::Limits) was
+    /// reached), or `None` for a complete run. The intervals kept are complete.
+    pub stopped: Option<Stop>,
 }
 
 fn number(x: f64) -> Value {
@@ -259,6 +264,17 @@ impl SimResult {
         o.insert("interval_s".into(), json!(self.interval.as_secs_f64()));
         o.insert("series".into(), Value::Object(series));
         o.insert("summary".into(), Value::Object(summary));
+        if let Some(stop) = &self.stopped {
+            o.insert(
+                "stopped".into(),
+                json!({
+                    "at": clock::format_millis(stop.at),
+                    "reason": stop.reason.kind(),
+                    "limit": stop.reason.limit(),
+                    "message": stop.to_string(),
+                }),
+            );
+        }
         Value::Object(o)
     }
 

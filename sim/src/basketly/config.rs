@@ -9,6 +9,7 @@
 use guards_core::Nanos;
 
 use crate::error::SimError;
+use crate::limits::{Limits, MIN_INTERVAL};
 use crate::topology::{
     clock, Balance, BreakerSpec, BreakerWindow, BudgetSpec, DeadlineMode, DisciplineSpec,
     HedgeSpec, JitterKind, Offsets,
@@ -170,8 +171,10 @@ pub struct Config {
     pub agents: Option<Agents>,
     /// `burst.*`: Part 4's burst of failing cart views.
     pub burst: Option<Burst>,
-    /// `interval_ms`: output interval.
+    /// `interval_ms`: output interval (at least [`MIN_INTERVAL`], 1 ms).
     pub interval: Nanos,
+    /// `max_memory_mb`, `max_events`: where the run stops early (see [`Limits`]).
+    pub limits: Limits,
 }
 
 /// Replay P's periodic agents.
@@ -242,7 +245,15 @@ pub const PRESETS: &[&str] = &[
 pub const KEYS: &[(&str, &str)] = &[
     ("start", "first instant simulated, HH:MM:SS[.fff]"),
     ("until", "end of the run, HH:MM:SS[.fff]"),
-    ("interval_ms", "output interval in ms"),
+    ("interval_ms", "output interval in ms (at least 1)"),
+    (
+        "max_memory_mb",
+        "stop the run, keeping what it computed, once it holds this many MB (default 1024)",
+    ),
+    (
+        "max_events",
+        "stop the run, keeping what it computed, after this many events (or none, the default)",
+    ),
     (
         "lb",
         "random | round_robin: how apps pick a shop-api instance",
@@ -461,6 +472,7 @@ impl Config {
             agents: None,
             burst: None,
             interval: Nanos::from_secs(1),
+            limits: Limits::default(),
         }
     }
 
@@ -792,7 +804,29 @@ impl Config {
         match key {
             "start" => self.start = v.clock()?,
             "until" => self.until = v.clock()?,
-            "interval_ms" => self.interval = v.millis_positive()?,
+            "interval_ms" => {
+                let d = v.millis()?;
+                if d < MIN_INTERVAL {
+                    return Err(v.bad(
+                        "at least 1 ms (shorter intervals would hold more series than model)",
+                    ));
+                }
+                self.interval = d;
+            }
+            "max_memory_mb" => {
+                let mb = v.float(1.0, 1e9)?;
+                self.limits.max_memory = (mb * (1u64 << 20) as f64) as u64;
+            }
+            "max_events" => {
+                self.limits.max_events = if value == "none" {
+                    None
+                } else {
+                    match value.parse::<u64>() {
+                        Ok(n) if n >= 1 => Some(n),
+                        _ => return Err(v.bad("a positive integer, or none")),
+                    }
+                }
+            }
             "lb" => {
                 self.balance = match value {
                     "random" => Balance::Random,

@@ -206,6 +206,7 @@ impl Run {
         let topo = config.topology()?;
         let mut sim = Sim::new(topo, seed)?;
         sim.set_label(&config.name);
+        sim.set_limits(config.limits);
         Ok(Run {
             sim,
             config: config.clone(),
@@ -227,8 +228,16 @@ impl Run {
         self.sim.advance(to.min(self.config.until));
     }
 
-    /// Fraction of the run done, 0.0 to 1.0.
+    /// Where and why the run stopped early, if a limit stopped it.
+    pub fn stopped(&self) -> Option<crate::Stop> {
+        self.sim.stopped()
+    }
+
+    /// Fraction of the run done, 0.0 to 1.0 (1.0 once a limit has stopped it).
     pub fn progress(&self) -> f64 {
+        if self.sim.stopped().is_some() {
+            return 1.0;
+        }
         let total = self.config.until.saturating_sub(self.config.start).as_u64();
         if total == 0 {
             return 1.0;

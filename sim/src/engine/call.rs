@@ -264,13 +264,46 @@ impl<T> Chunked<T> {
     }
 }
 
+/// Admission tickets by call index, in chunks made only when a call of their range gets
+/// a ticket (a run without admission control never makes one).
+#[derive(Debug, Default)]
+struct Tickets {
+    chunks: Vec<Option<Box<[Option<DoorTicket>; CHUNK]>>>,
+}
+
+impl Tickets {
+    fn slot(&mut self, i: usize) -> Option<&mut Option<DoorTicket>> {
+        let chunk = self.chunks.get_mut(i / CHUNK)?.as_mut()?;
+        Some(&mut chunk[i % CHUNK])
+    }
+
+    fn set(&mut self, i: usize, t: DoorTicket) {
+        let k = i / CHUNK;
+        if self.chunks.len() <= k {
+            self.chunks.resize_with(k + 1, || None);
+        }
+        if self.chunks[k].is_none() {
+            let c: Box<[Option<DoorTicket>]> = (0..CHUNK).map(|_| None).collect();
+            // A boxed slice of CHUNK elements always converts.
+            self.chunks[k] = c.try_into().ok();
+        }
+        if let Some(chunk) = self.chunks[k].as_mut() {
+            chunk[i % CHUNK] = Some(t);
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.chunks.iter().flatten().count() * CHUNK * core::mem::size_of::<Option<DoorTicket>>()
+    }
+}
+
 /// The slab of calls, their caller states and their admission tickets.
 #[derive(Debug, Default)]
 pub(crate) struct Slab {
     calls: Chunked<Call>,
     free: Vec<u32>,
     /// Admission tickets by call index (beside the calls: only admitted calls touch it).
-    tickets: Chunked<Option<DoorTicket>>,
+    tickets: Tickets,
     callers: Vec<Caller>,
     free_callers: Vec<u32>,
     live: usize,
@@ -284,7 +317,6 @@ impl Slab {
             Some(i) => i,
             None => {
                 self.calls.grow(|| Call::blank(0));
-                self.tickets.grow(|| None);
                 (self.calls.len - 1) as u32
             }
         };
@@ -377,11 +409,10 @@ impl Slab {
 
     /// Hold the admission ticket of a valid call.
     pub fn set_ticket(&mut self, r: CallRef, t: Option<DoorTicket>) {
+        let Some(t) = t else { return };
         if let Some(c) = self.get_mut(r) {
-            c.has_ticket = t.is_some();
-            if let Some(slot) = self.tickets.get_mut(r.idx as usize) {
-                *slot = t;
-            }
+            c.has_ticket = true;
+            self.tickets.set(r.idx as usize, t);
         }
     }
 
@@ -392,7 +423,7 @@ impl Slab {
         if !std::mem::take(&mut c.has_ticket) {
             return None;
         }
-        self.tickets.get_mut(r.idx as usize)?.take()
+        self.tickets.slot(r.idx as usize)?.take()
     }
 
     /// Free a call's slot (its reference becomes stale), with its caller state and ticket.
@@ -412,12 +443,20 @@ impl Slab {
             self.free_callers.push(k);
         }
         if had_ticket {
-            if let Some(t) = self.tickets.get_mut(r.idx as usize) {
+            if let Some(t) = self.tickets.slot(r.idx as usize) {
                 *t = None;
             }
         }
         self.free.push(r.idx);
         self.live -= 1;
+    }
+
+    /// An estimate of the bytes the slab holds.
+    pub fn bytes(&self) -> usize {
+        self.calls.chunks.len() * CHUNK * core::mem::size_of::<Call>()
+            + self.tickets.bytes()
+            + self.callers.capacity() * core::mem::size_of::<Caller>()
+            + (self.free.capacity() + self.free_callers.capacity()) * 4
     }
 
     /// Calls alive now.

@@ -160,6 +160,14 @@ impl Metrics {
         }
     }
 
+    /// Bytes one closed interval takes in the history.
+    pub fn row_bytes(entries: usize, edges: usize, svcs: usize) -> u64 {
+        use core::mem::size_of;
+        (entries * size_of::<EntryCounters>()
+            + edges * (size_of::<EdgeCounters>() + size_of::<EdgeGauges>())
+            + svcs * (size_of::<ServiceCounters>() + size_of::<ServiceGauges>())) as u64
+    }
+
     /// Close the current interval with the given gauges.
     pub fn close(&mut self, svc_gauges: &[ServiceGauges], edge_gauges: &[EdgeGauges]) {
         for (h, c) in self.hist_entry.iter_mut().zip(self.entry.iter_mut()) {

@@ -20,6 +20,7 @@ use crate::guards::{
     admission::Door, brownout::Fallback, bulkhead::Gate, circuit_breaker::Breaker, hedging::Hedger,
     queue_discipline::WaitQueue, retry_budget::Budget, retry_policy::Retry,
 };
+use crate::limits::{Limits, Stop, StopReason, MIN_INTERVAL};
 use crate::result::{Column, LatencySamples, RunStats, SimResult};
 use crate::rng::SimRng;
 use crate::topology::{Action, Arrivals, Balance, Offsets, Step, Topology};
@@ -171,7 +172,17 @@ pub struct Sim {
     drops: Vec<(u64, crate::guards::queue_discipline::Drop)>,
     events: u64,
     label: String,
+    limits: Limits,
+    stopped: Option<Stop>,
+    /// Bytes of one closed interval in the history (and again in the result).
+    row_bytes: u64,
 }
+
+/// Events between two checks of the memory estimate.
+const MEMORY_CHECK_EVERY: u64 = 1 << 14;
+
+/// Intervals closed between two checks of the memory estimate.
+const ROWS_CHECK_EVERY: usize = 1 << 10;
 
 /// Streams of the run's random numbers (kept apart so one use does not shift another).
 mod stream {
@@ -245,6 +256,9 @@ impl Sim {
             drops: Vec::new(),
             events: 0,
             label: String::from("custom"),
+            limits: Limits::default(),
+            stopped: None,
+            row_bytes: Metrics::row_bytes(t.entries.len(), t.edges.len(), t.services.len()),
             topo: topology,
         };
         sim.schedule_arrivals();
@@ -269,17 +283,88 @@ impl Sim {
         self.events
     }
 
+    /// Bound the run's memory and events (see [`Limits`]); the default is 1 GiB and no
+    /// event limit.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// Where and why the run stopped early, if it did: it then advances no further.
+    pub fn stopped(&self) -> Option<Stop> {
+        self.stopped
+    }
+
+    /// An estimate of the bytes the run holds: calls and their states, pending events,
+    /// queued calls, the closed intervals (twice: the history and the result made from
+    /// it) and the latency samples.
+    pub fn memory_estimate(&self) -> u64 {
+        let queued: u64 = self
+            .svcs
+            .iter()
+            .flat_map(|s| &s.instances)
+            .map(|i| u64::from(i.queued))
+            .sum();
+        let samples: usize = self
+            .edges
+            .iter()
+            .map(|e| e.latencies.capacity() + e.attempt_latencies.capacity())
+            .sum();
+        (self.calls.bytes() + self.queue.bytes()) as u64
+            + queued * 8
+            + self.metrics.rows as u64 * self.row_bytes * 2
+            + samples as u64 * 16
+            + self.commits.capacity() as u64 * 24
+    }
+
+    /// Stop if the memory estimate has passed the limit.
+    fn check_memory(&mut self) -> bool {
+        let used = self.memory_estimate();
+        if used > self.limits.max_memory {
+            self.stop(StopReason::Memory {
+                limit: self.limits.max_memory,
+                used,
+            });
+            return true;
+        }
+        false
+    }
+
+    fn stop(&mut self, reason: StopReason) {
+        self.stopped = Some(Stop {
+            at: self.now,
+            reason,
+        });
+    }
+
     /// Run every event before `until`, closing each interval that ends at or before it.
+    /// A run that reaches one of its [`Limits`] stops where it is (see [`Sim::stopped`]).
     pub fn advance(&mut self, until: Nanos) {
+        if self.stopped.is_some() {
+            return;
+        }
+        let max_events = self.limits.max_events.unwrap_or(u64::MAX);
         while let Some((at, kind)) = self.queue.pop_before(until) {
             if at >= self.metrics.next_boundary {
                 self.close_intervals(at);
+                if self.stopped.is_some() {
+                    return;
+                }
             }
             self.now = at;
+            if self.events >= max_events {
+                self.stop(StopReason::Events { limit: max_events });
+                return;
+            }
             self.events += 1;
             self.handle(kind);
+            if self.events % MEMORY_CHECK_EVERY == 0 && self.check_memory() {
+                return;
+            }
         }
         self.close_intervals(until);
+        if self.stopped.is_some() {
+            return;
+        }
         if until > self.now {
             self.now = until;
         }
@@ -460,10 +545,15 @@ impl Sim {
         self.svcs[svc].inside.change(now, up);
     }
 
-    /// Close every interval that ends at or before `t`.
+    /// Close every interval that ends at or before `t` (checking the memory limit as the
+    /// history grows).
     fn close_intervals(&mut self, t: Nanos) {
         while self.metrics.next_boundary <= t {
+            if self.metrics.rows % ROWS_CHECK_EVERY == 0 && self.check_memory() {
+                return;
+            }
             let b = self.metrics.next_boundary;
+            self.now = self.now.max(b);
             let iv = self.metrics.interval.as_u64().max(1) as f64;
             let mut sg = Vec::with_capacity(self.svcs.len());
             for s in &mut self.svcs {
@@ -601,6 +691,7 @@ impl Sim {
                 peak_calls: self.calls.peak(),
                 live_calls: self.calls.live(),
             },
+            stopped: self.stopped,
         }
     }
 }
@@ -683,8 +774,12 @@ const MAX_RATE: f64 = 1e8;
 
 /// Check every index and number in a topology.
 fn validate(t: &Topology) -> Result<(), SimError> {
-    if t.interval.is_zero() {
-        return Err(SimError::topology("interval must be positive"));
+    if t.interval < MIN_INTERVAL {
+        return Err(SimError::topology(format!(
+            "interval must be at least {} ms (got {} ns)",
+            MIN_INTERVAL.as_u64() / 1_000_000,
+            t.interval.as_u64()
+        )));
     }
     let max = call::MAX_INDEX;
     if t.services.len() > max || t.edges.len() > max || t.entries.len() > max {

@@ -132,6 +132,12 @@ impl<K: Copy> EventQueue<K> {
         Some(self.lanes.len() - 1)
     }
 
+    /// An estimate of the bytes the queue holds.
+    pub fn bytes(&self) -> usize {
+        let lanes: usize = self.lanes.iter().map(VecDeque::capacity).sum();
+        (self.heap.capacity() + lanes) * core::mem::size_of::<Entry<K>>()
+    }
+
     /// Remove and return the earliest event if it is due before `until`.
     #[inline]
     pub fn pop_before(&mut self, until: Nanos) -> Option<(Nanos, K)> {
