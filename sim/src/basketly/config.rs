@@ -175,7 +175,32 @@ pub struct Config {
     pub interval: Nanos,
     /// `max_memory_mb`, `max_events`: where the run stops early (see [`Limits`]).
     pub limits: Limits,
+    /// Changes of settings during the run, in time order ([`Config::at`]).
+    pub timeline: Vec<Change>,
 }
+
+/// A change of settings at an instant during a run: "at 20:00:10 switch the breakers on".
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// When (virtual time of day).
+    pub at: Nanos,
+    /// `key=value` overrides applied, in order, on top of the settings then in force.
+    pub set: Vec<(String, String)>,
+}
+
+/// Keys a change during the run may not use: they fix the run itself or the shape of
+/// the system (set them from the start instead).
+const FIXED_KEYS: &[&str] = &[
+    "start",
+    "until",
+    "interval_ms",
+    "max_memory_mb",
+    "max_events",
+    "scale",
+    "ops",
+    "agents",
+    "burst",
+];
 
 /// Replay P's periodic agents.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -473,6 +498,7 @@ impl Config {
             burst: None,
             interval: Nanos::from_secs(1),
             limits: Limits::default(),
+            timeline: Vec::new(),
         }
     }
 
@@ -727,6 +753,76 @@ impl Config {
         }
         if n >= 8 {
             c.brownout = true;
+        }
+        c
+    }
+
+    /// Add a change during the run: at `at` (`HH:MM:SS[.fff]`, after the start) apply
+    /// `overrides` (`key=value`) on top of the settings then in force. Every key and value
+    /// is checked now; keys that fix the run or the system's shape (`start`, `until`,
+    /// `interval_ms`, `max_*`, `scale*`, `ops*`, `agents*`, `burst*`) are refused.
+    /// Changes at the same instant apply in the order they were added.
+    ///
+    /// # Examples
+    /// ```
+    /// use guards_sim::basketly::{run, Config};
+    /// let mut c = Config::preset("C0").unwrap();
+    /// c.set("until", "20:01:00").unwrap();
+    /// // The outage has begun; at 20:00:25, after the hiccup, the operator turns on
+    /// // C1's timeouts and deadlines.
+    /// c.at("20:00:25", &["stock_call.timeout_ms=60", "shopapi.deadline_check=on"]).unwrap();
+    /// assert!(c.at("20:00:30", &["until=20:02:00"]).is_err());
+    /// let r = run(&c, 1).unwrap();
+    /// assert_eq!(r.column("goodput").unwrap().len(), 75);
+    /// ```
+    pub fn at<S: AsRef<str>>(&mut self, at: &str, overrides: &[S]) -> Result<(), SimError> {
+        let t = clock::parse(at)
+            .ok_or_else(|| SimError::bad_value("at", at, "a clock time HH:MM:SS[.fff]"))?;
+        if t < self.start {
+            return Err(SimError::bad_value(
+                "at",
+                at,
+                &format!(
+                    "a time at or after the start {}",
+                    clock::format_millis(self.start)
+                ),
+            ));
+        }
+        let mut set = Vec::new();
+        let mut probe = self.settings_at(t);
+        for o in overrides {
+            let o = o.as_ref();
+            let (k, v) = o.split_once('=').ok_or_else(|| SimError::BadOverride {
+                text: o.to_string(),
+            })?;
+            let (k, v) = (k.trim(), v.trim());
+            let head = k.split('.').next().unwrap_or(k);
+            if FIXED_KEYS.contains(&k) || FIXED_KEYS.contains(&head) {
+                return Err(SimError::bad_value(
+                    k,
+                    v,
+                    "a setting that may change during the run (start, until, interval_ms, \
+                     max_*, scale*, ops*, agents* and burst* are set from the start)",
+                ));
+            }
+            probe.set(k, v)?;
+            set.push((k.to_string(), v.to_string()));
+        }
+        let i = self.timeline.partition_point(|c| c.at <= t);
+        self.timeline.insert(i, Change { at: t, set });
+        Ok(())
+    }
+
+    /// The settings in force at `t`: these settings with every change at or before `t`
+    /// applied (the timeline itself left out).
+    pub fn settings_at(&self, t: Nanos) -> Config {
+        let mut c = self.clone();
+        c.timeline.clear();
+        for ch in self.timeline.iter().take_while(|ch| ch.at <= t) {
+            for (k, v) in &ch.set {
+                // Checked when the change was added.
+                let _ = c.set(k, v);
+            }
         }
         c
     }

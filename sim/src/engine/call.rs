@@ -72,14 +72,23 @@ impl Outcome {
     }
 }
 
+/// A guard's permit with the epoch of the guard that gave it: a guard replaced mid-run
+/// (a timeline change) bumps its epoch, and permits of the old one are then dropped
+/// instead of being given to the new one.
+#[derive(Debug)]
+pub(crate) struct Held<T> {
+    pub epoch: u32,
+    pub ticket: T,
+}
+
 /// The caller's side of one attempt.
 #[derive(Debug)]
 pub(crate) struct Attempt {
     pub child: CallRef,
     pub started: Nanos,
     pub token: u32,
-    pub breaker: Option<BreakerTicket>,
-    pub gate: Option<GateTicket>,
+    pub breaker: Option<Held<BreakerTicket>>,
+    pub gate: Option<Held<GateTicket>>,
 }
 
 /// A parent that is no parent (an action at a client).
@@ -264,26 +273,29 @@ impl<T> Chunked<T> {
     }
 }
 
+/// The tickets of one chunk of call indices.
+type TicketChunk = [Option<Held<DoorTicket>>; CHUNK];
+
 /// Admission tickets by call index, in chunks made only when a call of their range gets
 /// a ticket (a run without admission control never makes one).
 #[derive(Debug, Default)]
 struct Tickets {
-    chunks: Vec<Option<Box<[Option<DoorTicket>; CHUNK]>>>,
+    chunks: Vec<Option<Box<TicketChunk>>>,
 }
 
 impl Tickets {
-    fn slot(&mut self, i: usize) -> Option<&mut Option<DoorTicket>> {
+    fn slot(&mut self, i: usize) -> Option<&mut Option<Held<DoorTicket>>> {
         let chunk = self.chunks.get_mut(i / CHUNK)?.as_mut()?;
         Some(&mut chunk[i % CHUNK])
     }
 
-    fn set(&mut self, i: usize, t: DoorTicket) {
+    fn set(&mut self, i: usize, t: Held<DoorTicket>) {
         let k = i / CHUNK;
         if self.chunks.len() <= k {
             self.chunks.resize_with(k + 1, || None);
         }
         if self.chunks[k].is_none() {
-            let c: Box<[Option<DoorTicket>]> = (0..CHUNK).map(|_| None).collect();
+            let c: Box<[Option<Held<DoorTicket>>]> = (0..CHUNK).map(|_| None).collect();
             // A boxed slice of CHUNK elements always converts.
             self.chunks[k] = c.try_into().ok();
         }
@@ -293,7 +305,9 @@ impl Tickets {
     }
 
     fn bytes(&self) -> usize {
-        self.chunks.iter().flatten().count() * CHUNK * core::mem::size_of::<Option<DoorTicket>>()
+        self.chunks.iter().flatten().count()
+            * CHUNK
+            * core::mem::size_of::<Option<Held<DoorTicket>>>()
     }
 }
 
@@ -408,7 +422,7 @@ impl Slab {
     }
 
     /// Hold the admission ticket of a valid call.
-    pub fn set_ticket(&mut self, r: CallRef, t: Option<DoorTicket>) {
+    pub fn set_ticket(&mut self, r: CallRef, t: Option<Held<DoorTicket>>) {
         let Some(t) = t else { return };
         if let Some(c) = self.get_mut(r) {
             c.has_ticket = true;
@@ -418,7 +432,7 @@ impl Slab {
 
     /// Take the admission ticket of a valid call (the array beside the slab is only
     /// touched for a call that has one).
-    pub fn take_ticket(&mut self, r: CallRef) -> Option<DoorTicket> {
+    pub fn take_ticket(&mut self, r: CallRef) -> Option<Held<DoorTicket>> {
         let c = self.get_mut(r)?;
         if !std::mem::take(&mut c.has_ticket) {
             return None;

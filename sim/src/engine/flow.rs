@@ -9,7 +9,7 @@
 
 use guards_core::Nanos;
 
-use super::call::{Attempt, CallRef, NewCall, Outcome, Phase, NO_EDGE};
+use super::call::{Attempt, CallRef, Held, NewCall, Outcome, Phase, NO_EDGE};
 use super::{Kind, Sim};
 use crate::guards::circuit_breaker::BreakerTicket;
 use crate::guards::deadline::{attempt_budget, AttemptBudget};
@@ -86,9 +86,13 @@ impl Sim {
                 return;
             }
         }
+        let door_epoch = ins.door_epoch;
         let ticket = match &ins.door {
             Some(door) => match door.try_admit(now, priority) {
-                Some(t) => Some(t),
+                Some(t) => Some(Held {
+                    epoch: door_epoch,
+                    ticket: t,
+                }),
                 None => {
                     self.metrics.svc[svc].refused += 1;
                     self.finish(r, Outcome::Overloaded);
@@ -154,7 +158,7 @@ impl Sim {
     }
 
     /// Hand free servers to waiting calls.
-    fn dispatch(&mut self, svc: usize, inst: usize) {
+    pub(super) fn dispatch(&mut self, svc: usize, inst: usize) {
         if self.svcs[svc].instances[inst].dispatching {
             return;
         }
@@ -362,10 +366,16 @@ impl Sim {
             None => return,
         };
 
-        let mut bticket: Option<BreakerTicket> = None;
-        if let Some(Some(b)) = self.svcs[svc].instances[inst].breakers.get(e) {
+        let mut bticket: Option<Held<BreakerTicket>> = None;
+        let ins = &self.svcs[svc].instances[inst];
+        if let Some(Some(b)) = ins.breakers.get(e) {
             match b.try_acquire(now) {
-                Some(t) => bticket = Some(t),
+                Some(t) => {
+                    bticket = Some(Held {
+                        epoch: ins.breaker_epochs[e],
+                        ticket: t,
+                    })
+                }
                 None => {
                     self.metrics.edge[e].breaker_rejections += 1;
                     self.attempt_failed(r, Outcome::BreakerOpen);
@@ -373,7 +383,7 @@ impl Sim {
                 }
             }
         }
-        let probe_timeout = bticket.as_ref().and_then(|t| t.probe_timeout);
+        let probe_timeout = bticket.as_ref().and_then(|t| t.ticket.probe_timeout);
         let timeout = probe_timeout.or(policy.timeout);
         let (wait, send) = match attempt_budget(now, expires, timeout, policy.margin) {
             AttemptBudget::Expired => {
@@ -386,8 +396,14 @@ impl Sim {
         };
         let mut gticket = None;
         if let Some(g) = policy.bulkhead {
-            match self.svcs[svc].instances[inst].gates[g].try_acquire() {
-                Some(t) => gticket = Some(t),
+            let ins = &self.svcs[svc].instances[inst];
+            match ins.gates[g].try_acquire() {
+                Some(t) => {
+                    gticket = Some(Held {
+                        epoch: ins.gates_epoch,
+                        ticket: t,
+                    })
+                }
                 None => {
                     self.return_breaker(svc, inst, e, bticket, Report::NotSent);
                     self.metrics.edge[e].gate_rejections += 1;
@@ -465,16 +481,23 @@ impl Sim {
         svc: usize,
         inst: usize,
         e: usize,
-        t: Option<BreakerTicket>,
+        t: Option<Held<BreakerTicket>>,
         report: Report,
     ) {
-        let Some(t) = t else { return };
+        let Some(Held { epoch, ticket: t }) = t else {
+            return;
+        };
         let count_overloaded = self.topo.edges[e]
             .policy
             .breaker
             .is_some_and(|b| b.count_overloaded);
         let now = self.now;
-        if let Some(Some(b)) = self.svcs[svc].instances[inst].breakers.get(e) {
+        let ins = &self.svcs[svc].instances[inst];
+        // A breaker replaced mid-run (a timeline change) never sees the old one's permits.
+        if ins.breaker_epochs.get(e) != Some(&epoch) {
+            return;
+        }
+        if let Some(Some(b)) = ins.breakers.get(e) {
             match report {
                 Report::NotSent => b.ignore(t),
                 // A probe nobody waits for any more is a failed probe; another abandoned
@@ -493,11 +516,19 @@ impl Sim {
         svc: usize,
         inst: usize,
         e: usize,
-        t: Option<crate::guards::bulkhead::GateTicket>,
+        t: Option<Held<crate::guards::bulkhead::GateTicket>>,
     ) {
-        let Some(t) = t else { return };
+        let Some(Held { epoch, ticket: t }) = t else {
+            return;
+        };
+        let ins = &mut self.svcs[svc].instances[inst];
+        if epoch != ins.gates_epoch {
+            return;
+        }
         if let Some(g) = self.topo.edges[e].policy.bulkhead {
-            self.svcs[svc].instances[inst].gates[g].release(t);
+            if let Some(gate) = ins.gates.get(g) {
+                gate.release(t);
+            }
         }
     }
 
@@ -766,7 +797,7 @@ impl Sim {
     }
 
     /// The call is over: free what it holds and answer its caller.
-    fn finish(&mut self, r: CallRef, outcome: Outcome) {
+    pub(super) fn finish(&mut self, r: CallRef, outcome: Outcome) {
         let now = self.now;
         let stale = outcome == Outcome::Ok && self.is_stale(r);
         let Some(c) = self.calls.get_mut(r) else {
@@ -804,7 +835,9 @@ impl Sim {
         }
         let ins = &mut self.svcs[svc].instances[inst];
         if let (Some(t), Some(door)) = (ticket, ins.door.as_ref()) {
-            door.release(now, t, outcome == Outcome::Ok);
+            if t.epoch == ins.door_epoch {
+                door.release(now, t.ticket, outcome == Outcome::Ok);
+            }
         }
         if inside {
             ins.inside = ins.inside.saturating_sub(1);
@@ -847,7 +880,9 @@ impl Sim {
         }
         let ins = &mut self.svcs[svc].instances[inst];
         if let (Some(t), Some(door)) = (ticket, ins.door.as_ref()) {
-            door.forget(t);
+            if t.epoch == ins.door_epoch {
+                door.forget(t.ticket);
+            }
         }
         if inside {
             ins.inside = ins.inside.saturating_sub(1);
@@ -886,7 +921,9 @@ impl Sim {
                     ins.inside = ins.inside.saturating_sub(1);
                 }
                 if let (Some(t), Some(door)) = (ticket, ins.door.as_ref()) {
-                    door.forget(t);
+                    if t.epoch == ins.door_epoch {
+                        door.forget(t.ticket);
+                    }
                 }
                 if inside {
                     self.inside_change(svc, false);

@@ -10,6 +10,7 @@ pub(crate) mod call;
 mod flow;
 pub(crate) mod metrics;
 mod queue;
+mod reconfigure;
 
 use std::collections::HashMap;
 
@@ -71,6 +72,11 @@ struct Instance {
     breakers: Vec<Option<Breaker>>,
     /// Hedgers by edge id.
     hedgers: Vec<Option<Hedger>>,
+    /// Epochs of the door, the gates and each edge's breaker: bumped when a timeline
+    /// change replaces them (see `call::Held`).
+    door_epoch: u32,
+    gates_epoch: u32,
+    breaker_epochs: Vec<u32>,
     dispatching: bool,
 }
 
@@ -763,8 +769,11 @@ fn build_instance(t: &Topology, svc: usize) -> Result<Instance, SimError> {
         door,
         budgets,
         gates,
+        breaker_epochs: vec![0; breakers.len()],
         breakers,
         hedgers,
+        door_epoch: 0,
+        gates_epoch: 0,
         dispatching: false,
     })
 }
