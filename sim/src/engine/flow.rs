@@ -647,10 +647,12 @@ impl Sim {
         if let Some(Some(h)) = self.svcs[svc].instances[inst].hedgers.get(e) {
             h.record(now, latency);
         }
+        let whole = now.saturating_sub(call_started);
+        self.metrics.edge_latency[e].push(whole);
         if self.topo.edges[e].record_latency {
             let st = &mut self.edges[e];
             st.attempt_latencies.push((now, latency));
-            st.latencies.push((now, now.saturating_sub(call_started)));
+            st.latencies.push((now, whole));
         }
         // The first answer wins: a copy still in flight is abandoned.
         let other = self

@@ -27,7 +27,7 @@ use crate::rng::SimRng;
 use crate::topology::{Action, Arrivals, Balance, Offsets, Step, Topology};
 
 use call::{CallRef, Slab};
-use metrics::{EdgeGauges, Metrics, ServiceGauges};
+use metrics::{EdgeGauges, Metrics, ServiceGauges, LATENCY_QUANTILES};
 use queue::EventQueue;
 
 /// What happens at an event.
@@ -319,6 +319,12 @@ impl Sim {
             + queued * 8
             + self.metrics.rows as u64 * self.row_bytes * 2
             + samples as u64 * 16
+            + self
+                .metrics
+                .edge_latency
+                .iter()
+                .map(|v| v.capacity() as u64 * 8)
+                .sum::<u64>()
             + self.commits.capacity() as u64 * 24
     }
 
@@ -608,8 +614,15 @@ impl Sim {
         for (i, e) in self.topo.edges.iter().enumerate() {
             let p = format!("edge.{}", e.name);
             push_counters(&mut columns, &p, &m.hist_edge[i], |c| c.fields());
-            if e.policy.breaker.is_some() {
-                let g = &m.hist_edge_gauges[i];
+            for (k, (name, _)) in LATENCY_QUANTILES.iter().enumerate() {
+                columns.push(Column {
+                    name: format!("{p}.{name}"),
+                    values: m.hist_edge_latency[i].iter().map(|q| q[k]).collect(),
+                });
+            }
+            let g = &m.hist_edge_gauges[i];
+            // A breaker switched on (or off) during the run still shows its states.
+            if e.policy.breaker.is_some() || g.iter().any(|g| g.open + g.half_open > 0) {
                 columns.push(Column {
                     name: format!("{p}.breakers_open"),
                     values: g.iter().map(|g| g.open as f64).collect(),
