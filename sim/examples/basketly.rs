@@ -114,6 +114,15 @@ fn main() {
     for (k, v) in &r.summary {
         println!("  {k}: {v:?}");
     }
+    for t in &r.traces {
+        println!(
+            "trace of {} #{} (started {}):",
+            t.entry,
+            t.root,
+            guards_sim::topology::clock::format_micros(t.start)
+        );
+        print!("{}", t.timeline());
+    }
     if let Some(stop) = r.stopped {
         println!("{stop}");
     }

@@ -40,6 +40,7 @@ pub mod limits;
 pub mod result;
 pub mod rng;
 pub mod topology;
+pub mod trace;
 
 pub use engine::Sim;
 pub use error::SimError;

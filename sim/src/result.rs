@@ -4,7 +4,8 @@
 //! The JSON form is the one the Python layer and the CLI write:
 //! `{"setting", "seed", "interval_s", "series": {"t": ["HH:MM:SS", ...], NAME: [...]},
 //! "summary": {...}}`, with `"stopped": {"at", "reason", "limit", "message"}` after them
-//! when a limit stopped the run early. Column values are per interval (counts per interval, gauges at the
+//! when a limit stopped the run early, and `"traces": [...]` when single actions were
+//! traced (see [`crate::trace`]). Column values are per interval (counts per interval, gauges at the
 //! end of the interval, `*_busy` as a time average); integral values are written as JSON
 //! integers.
 
@@ -13,6 +14,7 @@ use serde_json::{json, Map, Value};
 
 use crate::limits::Stop;
 use crate::topology::clock;
+use crate::trace::Trace;
 
 /// One named per-interval column.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,6 +124,8 @@ pub struct SimResult {
     /// Where and why the run stopped before its end (a [`Limits`](crate::Limits) was
     /// reached), or `None` for a complete run. The intervals kept are complete.
     pub stopped: Option<Stop>,
+    /// Traces of single actions, when the run was asked for them (see [`crate::trace`]).
+    pub traces: Vec<Trace>,
 }
 
 fn number(x: f64) -> Value {
@@ -264,6 +268,12 @@ impl SimResult {
         o.insert("interval_s".into(), json!(self.interval.as_secs_f64()));
         o.insert("series".into(), Value::Object(series));
         o.insert("summary".into(), Value::Object(summary));
+        if !self.traces.is_empty() {
+            o.insert(
+                "traces".into(),
+                Value::Array(self.traces.iter().map(Trace::to_json_value).collect()),
+            );
+        }
         if let Some(stop) = &self.stopped {
             o.insert(
                 "stopped".into(),

@@ -56,9 +56,9 @@ fn every_documented_key_is_accepted() {
     let value = |k: &str| -> &str {
         match k {
             "start" => "19:59:50",
-            "until" | "hiccup.start" | "hiccup.end" | "scale.at" | "ops.at" | "burst.at" => {
-                "20:00:10"
-            }
+            "until" | "hiccup.start" | "hiccup.end" | "scale.at" | "ops.at" | "burst.at"
+            | "trace.at" => "20:00:10",
+            "trace.entry" => "checkout",
             "lb" => "round_robin",
             "shopapi.work_dist" => "exp",
             "ops.action" => "flush",
@@ -68,7 +68,7 @@ fn every_documented_key_is_accepted() {
             k if k.ends_with(".deadline") && k != "db.deadline" => "attempt",
             k if k.ends_with("_p") || k.ends_with("rate") || k == "hedge.percentile" => "0.5",
             "hiccup" | "budget" | "admission" | "codel" | "breaker" | "bulkhead" | "brownout"
-            | "hedge" | "scale" | "agents" | "burst" => "on",
+            | "hedge" | "scale" | "agents" | "burst" | "trace" => "on",
             k if k.ends_with("deadline_check")
                 || k.ends_with(".cancel")
                 || k.ends_with("idempotency_key")

@@ -14,6 +14,7 @@ use crate::topology::{
     clock, Balance, BreakerSpec, BreakerWindow, BudgetSpec, DeadlineMode, DisciplineSpec,
     HedgeSpec, JitterKind, Offsets,
 };
+use crate::trace::{TraceSpec, MAX_TRACES};
 
 /// One hop's calling policy (app → shop-api, shop-api → stock, stock → database).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -177,6 +178,9 @@ pub struct Config {
     pub limits: Limits,
     /// Changes of settings during the run, in time order ([`Config::at`]).
     pub timeline: Vec<Change>,
+    /// `trace.at`, `trace.entry`, `trace.count`: single actions to trace (see
+    /// [`crate::trace`]); `trace=off` removes it.
+    pub trace: Option<TraceSpec>,
 }
 
 /// A change of settings at an instant during a run: "at 20:00:10 switch the breakers on".
@@ -200,6 +204,7 @@ const FIXED_KEYS: &[&str] = &[
     "ops",
     "agents",
     "burst",
+    "trace",
 ];
 
 /// Replay P's periodic agents.
@@ -413,6 +418,16 @@ pub const KEYS: &[(&str, &str)] = &[
     ("agents.offsets", "aligned | stable"),
     ("agents.capacity", "spare reads per second"),
     ("burst", "on | off: Part 4's burst of failing cart views"),
+    (
+        "trace.at",
+        "trace the actions that start at or after HH:MM:SS[.fff] (every event of each)",
+    ),
+    (
+        "trace.entry",
+        "product | cart | checkout | any: which actions to trace",
+    ),
+    ("trace.count", "how many actions to trace (default 1)"),
+    ("trace", "off: trace nothing"),
     ("burst.at", "HH:MM:SS[.fff]"),
     ("burst.count", "number of cart views"),
 ];
@@ -499,6 +514,7 @@ impl Config {
             interval: Nanos::from_secs(1),
             limits: Limits::default(),
             timeline: Vec::new(),
+            trace: None,
         }
     }
 
@@ -1047,6 +1063,38 @@ impl Config {
                         }
                     }
                     _ => a.capacity = v.float(1e-3, 1e9)?,
+                }
+            }
+            "trace" => {
+                if v.flag()? {
+                    self.trace.get_or_insert(TraceSpec {
+                        from: self.start,
+                        entry: None,
+                        count: 1,
+                    });
+                } else {
+                    self.trace = None;
+                }
+            }
+            "trace.at" | "trace.entry" | "trace.count" => {
+                let start = self.start;
+                let t = self.trace.get_or_insert(TraceSpec {
+                    from: start,
+                    entry: None,
+                    count: 1,
+                });
+                match key {
+                    "trace.at" => t.from = v.clock()?,
+                    "trace.entry" => {
+                        t.entry = match value {
+                            "any" => None,
+                            "product" | "cart" | "checkout" | "burst" | "agents" => {
+                                Some(value.to_string())
+                            }
+                            _ => return Err(v.bad("product | cart | checkout | any")),
+                        }
+                    }
+                    _ => t.count = v.count(1, MAX_TRACES)?,
                 }
             }
             "burst" => {

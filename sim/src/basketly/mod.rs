@@ -211,6 +211,9 @@ impl Run {
         let mut sim = Sim::new(topo, seed)?;
         sim.set_label(&config.name);
         sim.set_limits(config.limits);
+        if let Some(spec) = &config.trace {
+            sim.set_trace(spec)?;
+        }
         let mut changes = Vec::with_capacity(config.timeline.len());
         for ch in &config.timeline {
             let topo = config.settings_at(ch.at).topology()?;

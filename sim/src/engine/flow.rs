@@ -17,6 +17,20 @@ use crate::guards::hedging::HedgeDecision;
 use crate::guards::queue_discipline::Drop;
 use crate::guards::retry_policy::{Class, Decision, GiveUp};
 use crate::topology::{DeadlineMode, Dist, Idempotency, JitterKind, Step};
+use crate::trace::{Ended, TraceWhat};
+
+use super::tracer::trace;
+
+/// How a call ended, as a trace says it.
+fn ended(outcome: Outcome, degraded: bool) -> Ended {
+    match outcome {
+        Outcome::Ok if degraded => Ended::Degraded,
+        Outcome::Ok => Ended::Ok,
+        Outcome::Overloaded => Ended::Overloaded,
+        Outcome::Deadline => Ended::Deadline,
+        _ => Ended::Error,
+    }
+}
 
 /// What to tell a breaker about an attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +68,9 @@ impl Sim {
         if let Some(c) = self.calls.get_mut(r) {
             c.phase = Phase::Running;
         }
+        if self.tracer.is_some() {
+            self.trace_root(r, e);
+        }
         self.run_step(r);
     }
 
@@ -75,6 +92,7 @@ impl Sim {
             .iter()
             .any(|o| now >= o.start && now < o.end)
         {
+            trace!(self, r, TraceWhat::Refused { why: "outage" });
             self.finish(r, Outcome::Error);
             return;
         }
@@ -82,6 +100,7 @@ impl Sim {
         if let Some(max) = ins.shed {
             if ins.busy >= ins.servers && ins.queued >= max {
                 self.metrics.svc[svc].shed += 1;
+                trace!(self, r, TraceWhat::Refused { why: "shed" });
                 self.finish(r, Outcome::Overloaded);
                 return;
             }
@@ -95,6 +114,13 @@ impl Sim {
                 }),
                 None => {
                     self.metrics.svc[svc].refused += 1;
+                    trace!(
+                        self,
+                        r,
+                        TraceWhat::Refused {
+                            why: "admission limit"
+                        }
+                    );
                     self.finish(r, Outcome::Overloaded);
                     return;
                 }
@@ -126,10 +152,13 @@ impl Sim {
                 Nanos::MAX
             };
             let ins = &mut self.svcs[svc].instances[inst];
+            let ahead = ins.queued;
             if ins.queue.push(now, r.to_u64(), priority, qdeadline) {
                 ins.queued += 1;
+                trace!(self, r, TraceWhat::Queued { ahead });
             } else {
                 self.metrics.svc[svc].refused += 1;
+                trace!(self, r, TraceWhat::Refused { why: "queue full" });
                 self.finish(r, Outcome::Overloaded);
             }
         }
@@ -147,6 +176,13 @@ impl Sim {
             s.wait_sum = s.wait_sum.saturating_add(waited);
             s.wait_max = s.wait_max.max(waited);
             self.metrics.svc[svc].started += 1;
+            trace!(
+                self,
+                r,
+                TraceWhat::Started {
+                    waited: Nanos::new(waited)
+                }
+            );
         }
     }
 
@@ -179,10 +215,18 @@ impl Sim {
                     match why {
                         Drop::Age => {
                             self.metrics.svc[svc].dropped_age += 1;
+                            trace!(self, d, TraceWhat::Dropped { why: "age limit" });
                             self.finish(d, Outcome::Overloaded);
                         }
                         Drop::Deadline => {
                             self.metrics.svc[svc].dropped_deadline += 1;
+                            trace!(
+                                self,
+                                d,
+                                TraceWhat::Dropped {
+                                    why: "deadline passed"
+                                }
+                            );
                             self.finish(d, Outcome::Deadline);
                         }
                     }
@@ -204,6 +248,13 @@ impl Sim {
             self.svcs[svc].instances[inst].queued -= 1;
             if deadline_check && expired {
                 self.metrics.svc[svc].dropped_deadline += 1;
+                trace!(
+                    self,
+                    r,
+                    TraceWhat::Dropped {
+                        why: "deadline passed"
+                    }
+                );
                 self.finish(r, Outcome::Deadline);
                 continue;
             }
@@ -242,6 +293,14 @@ impl Sim {
                             self.finish(r, Outcome::Deadline);
                             return;
                         }
+                        trace!(
+                            self,
+                            r,
+                            TraceWhat::Work {
+                                took: d,
+                                cut: Some(expires)
+                            }
+                        );
                         let tok = self.bump(r);
                         self.schedule(expires, Kind::Cut(r, tok), false);
                         return;
@@ -255,6 +314,7 @@ impl Sim {
                         }
                         continue;
                     }
+                    trace!(self, r, TraceWhat::Work { took: d, cut: None });
                     let tok = self.bump(r);
                     let fixed = matches!(w.time, Dist::Const(_));
                     self.schedule(end, Kind::Work(r, tok), fixed);
@@ -305,13 +365,15 @@ impl Sim {
         let m = &mut self.metrics.svc[svc];
         m.commits += 1;
         let n = self.commits.entry(root).or_insert(0);
-        if *n >= 1 {
+        let duplicate = *n >= 1;
+        if duplicate {
             m.dup_commits += 1;
             if *n == 1 {
                 m.dup_actions += 1;
             }
         }
         *n += 1;
+        trace!(self, r, TraceWhat::Commit { duplicate });
     }
 
     fn current_edge(&self, r: CallRef) -> Option<usize> {
@@ -378,6 +440,7 @@ impl Sim {
                 }
                 None => {
                     self.metrics.edge[e].breaker_rejections += 1;
+                    trace!(self, r, self.not_sent(e, "breaker open"));
                     self.attempt_failed(r, Outcome::BreakerOpen);
                     return;
                 }
@@ -389,6 +452,7 @@ impl Sim {
             AttemptBudget::Expired => {
                 self.return_breaker(svc, inst, e, bticket, Report::NotSent);
                 self.metrics.edge[e].no_time += 1;
+                trace!(self, r, self.not_sent(e, "no time left"));
                 self.attempt_failed(r, Outcome::NoTime);
                 return;
             }
@@ -407,6 +471,7 @@ impl Sim {
                 None => {
                     self.return_breaker(svc, inst, e, bticket, Report::NotSent);
                     self.metrics.edge[e].gate_rejections += 1;
+                    trace!(self, r, self.not_sent(e, "bulkhead full"));
                     self.attempt_failed(r, Outcome::GateFull);
                     return;
                 }
@@ -458,6 +523,19 @@ impl Sim {
         if probe {
             m.probes += 1;
         }
+        trace!(
+            self,
+            r,
+            TraceWhat::Send {
+                edge: self.topo.edges[e].name.clone(),
+                attempt: attempts,
+                hedge,
+                probe,
+                to: format!("{}[{to_inst}]", self.topo.services[to].name),
+                wait: (wait != Nanos::MAX).then_some(wait),
+                deadline: (child_expires != Nanos::MAX).then(|| child_expires.saturating_sub(now)),
+            }
+        );
         if wait != Nanos::MAX {
             self.schedule(
                 now.saturating_add(wait),
@@ -474,6 +552,13 @@ impl Sim {
             }
         }
         self.arrive(child);
+    }
+
+    fn not_sent(&self, e: usize, why: &'static str) -> TraceWhat {
+        TraceWhat::NotSent {
+            edge: self.topo.edges[e].name.clone(),
+            why,
+        }
     }
 
     fn return_breaker(
@@ -586,6 +671,14 @@ impl Sim {
         if let Some(Some(h)) = self.svcs[svc].instances[inst].hedgers.get(e) {
             h.record(self.now, self.now.saturating_sub(a.started));
         }
+        trace!(
+            self,
+            r,
+            TraceWhat::Timeout {
+                edge: self.topo.edges[e].name.clone(),
+                after: self.now.saturating_sub(a.started),
+            }
+        );
         self.abandon(svc, inst, e, a, Report::Outcome(Outcome::Timeout));
         self.attempt_failed(r, Outcome::Timeout);
     }
@@ -639,6 +732,15 @@ impl Sim {
             Outcome::Deadline => m.timeouts += 1,
             _ => m.errors += 1,
         }
+        trace!(
+            self,
+            parent,
+            TraceWhat::Answer {
+                edge: self.topo.edges[e].name.clone(),
+                ended: ended(outcome, degraded),
+                latency: now.saturating_sub(started),
+            }
+        );
         if outcome != Outcome::Ok {
             self.attempt_failed(parent, outcome);
             return;
@@ -700,6 +802,13 @@ impl Sim {
             c.expires_at,
         );
         if outcome == Outcome::NoTime {
+            trace!(
+                self,
+                r,
+                TraceWhat::GiveUp {
+                    why: "no time left"
+                }
+            );
             self.step_failed(r, outcome);
             return;
         }
@@ -727,6 +836,7 @@ impl Sim {
         );
         match decision {
             Decision::Retry(after) => {
+                trace!(self, r, TraceWhat::Retry { after });
                 if let Some((_, k)) = self.calls.caller_mut(r) {
                     k.prev_delay = after;
                 }
@@ -743,6 +853,17 @@ impl Sim {
                 if why == GiveUp::Budget {
                     self.metrics.edge[e].budget_refusals += 1;
                 }
+                trace!(
+                    self,
+                    r,
+                    TraceWhat::GiveUp {
+                        why: if why == GiveUp::Budget {
+                            "the retry budget refused"
+                        } else {
+                            "the retry policy stops (attempts used, not retryable, or no time)"
+                        }
+                    }
+                );
                 self.step_failed(r, outcome);
             }
         }
@@ -759,6 +880,7 @@ impl Sim {
             .is_some_and(|f| f.serve_fallback(outcome));
         if fallback {
             self.metrics.edge[e].fallbacks += 1;
+            trace!(self, r, TraceWhat::Fallback);
             if let Some(c) = self.calls.get_mut(r) {
                 c.degraded = true;
                 c.step += 1;
@@ -802,6 +924,13 @@ impl Sim {
     pub(super) fn finish(&mut self, r: CallRef, outcome: Outcome) {
         let now = self.now;
         let stale = outcome == Outcome::Ok && self.is_stale(r);
+        trace!(self, r, {
+            let degraded = self.calls.get(r).is_some_and(|c| c.degraded);
+            TraceWhat::Done {
+                ended: ended(outcome, degraded),
+                stale,
+            }
+        });
         let Some(c) = self.calls.get_mut(r) else {
             return;
         };
@@ -875,6 +1004,7 @@ impl Sim {
             None => [None, None],
         };
         self.metrics.svc[svc].cancelled += 1;
+        trace!(self, r, TraceWhat::Cancelled);
         if phase == Phase::Queued && inside {
             let ins = &mut self.svcs[svc].instances[inst];
             ins.queue.remove(r.to_u64());
@@ -917,6 +1047,7 @@ impl Sim {
                 let inside = c.inside;
                 let ticket = self.calls.take_ticket(r);
                 self.metrics.svc[svc].flushed += 1;
+                trace!(self, r, TraceWhat::Flushed);
                 let ins = &mut self.svcs[svc].instances[inst];
                 ins.queued = ins.queued.saturating_sub(1);
                 if inside {

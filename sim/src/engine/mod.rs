@@ -11,6 +11,7 @@ mod flow;
 pub(crate) mod metrics;
 mod queue;
 mod reconfigure;
+mod tracer;
 
 use std::collections::HashMap;
 
@@ -180,6 +181,8 @@ pub struct Sim {
     label: String,
     limits: Limits,
     stopped: Option<Stop>,
+    /// Traces of single actions, when asked for (`set_trace`).
+    tracer: Option<Box<tracer::Tracer>>,
     /// Bytes of one closed interval in the history (and again in the result).
     row_bytes: u64,
 }
@@ -264,6 +267,7 @@ impl Sim {
             label: String::from("custom"),
             limits: Limits::default(),
             stopped: None,
+            tracer: None,
             row_bytes: Metrics::row_bytes(t.entries.len(), t.edges.len(), t.services.len()),
             topo: topology,
         };
@@ -711,6 +715,11 @@ impl Sim {
                 live_calls: self.calls.live(),
             },
             stopped: self.stopped,
+            traces: self
+                .tracer
+                .as_ref()
+                .map(|t| t.traces.clone())
+                .unwrap_or_default(),
         }
     }
 }

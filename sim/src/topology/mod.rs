@@ -506,6 +506,12 @@ pub mod clock {
         let ms = (t.as_u64() / 1_000_000) % 1000;
         format!("{}.{:03}", format(t), ms)
     }
+
+    /// `HH:MM:SS.uuuuuu` of an instant (microseconds).
+    pub fn format_micros(t: Nanos) -> String {
+        let us = (t.as_u64() / 1_000) % 1_000_000;
+        format!("{}.{:06}", format(t), us)
+    }
 }
 
 #[cfg(test)]
