@@ -312,3 +312,32 @@ fn json_topology_errors_name_the_path() {
     let e = Topology::from_json("not json").unwrap_err();
     assert!(matches!(e, SimError::BadValue { .. }), "{e:?}");
 }
+
+#[test]
+fn every_preset_has_one_line_and_every_guard_applies_to_c0() {
+    use guards_sim::basketly::{GUARDS, PRESET_INFO};
+    let described: Vec<&str> = PRESET_INFO.iter().map(|(n, _)| *n).collect();
+    assert_eq!(described, PRESETS);
+    assert!(PRESET_INFO
+        .iter()
+        .all(|(_, d)| !d.is_empty() && !d.contains('\n')));
+    for (name, _, sets) in GUARDS {
+        // From the start, and switched on during the run.
+        Config::with_overrides("C0", sets).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut c = Config::preset("C0").unwrap();
+        c.at("20:00:25", sets)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        guards_sim::basketly::Run::from_config(&c, 1).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    // Switched on one by one, the guards make up C8.
+    let mut all = Config::preset("C0").unwrap();
+    for (_, _, sets) in GUARDS {
+        for s in *sets {
+            let (k, v) = s.split_once('=').unwrap();
+            all.set(k, v).unwrap();
+        }
+    }
+    let c8 = Config::preset("C8").unwrap();
+    all.name = c8.name.clone();
+    assert_eq!(all, c8);
+}

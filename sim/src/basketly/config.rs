@@ -271,6 +271,118 @@ pub const PRESETS: &[&str] = &[
     "jitter-full",
 ];
 
+/// Every preset with a one-line description (docs/basketly.md tells the story).
+pub const PRESET_INFO: &[(&str, &str)] = &[
+    ("healthy", "C0 without the hiccup, 20:00:00-20:01:00: the healthy latencies and load"),
+    ("C0", "as shipped: 3 attempts at every layer retried at once, 2 s / 1 s / 5 s timeouts, no deadlines or cancels, FIFO queues"),
+    ("C1", "C0 + 60 ms attempts to stock, each attempt's deadline sent and checked at every queue, cancels, statement timeout"),
+    ("C2", "C1 + one retry layer: shop-api retries stock once, a 503 is not retried, the app retries only a missing answer, reserves keyed"),
+    ("C3", "C2 + full-jitter backoff: base 25 ms in shop-api, 1 s in the app"),
+    ("C4", "C3 + a retry budget per shop-api instance: 10 tokens, +0.1 per first attempt, 1 per retry"),
+    ("C5", "C4 + stock protects itself: admission 64 views / 80 reserves, CoDel (100 ms standing, 5 ms), adaptive LIFO, reserves first"),
+    ("C6", "C5 + a breaker per shop-api instance and stock operation: last 20, >= 50 % failed, open 5 s, 3 probes of 100 ms"),
+    ("C7", "C6 + a bulkhead of 12 stock calls per shop-api instance, after the breakers"),
+    ("C8", "C7 + brownout: a cart view whose stock call fails is served without stock badges"),
+    ("10z", "C1 but each hop sends the whole time left and the cancel to stock is lost"),
+    ("10z-cancel", "10z with the cancel working (only the whole time left is sent)"),
+    ("13a", "C4 with 8 shop-api instances instead of 4"),
+    ("15t", "C6 with a 10 s time window in the breakers instead of the last 20 calls"),
+    ("17x", "C5's stock guards behind C0's callers, who retry everything at once, 503s included"),
+    ("17y", "C0 with no retries anywhere (one attempt at every layer), to 20:01:30"),
+    ("A-C0", "C0, and shop-api scales from 4 to 8 instances at 20:00:10"),
+    ("A-C7", "C7, and shop-api scales from 4 to 8 instances at 20:00:10"),
+    ("H-none", "a healthy database, 1 % of stock calls stall 250 ms, no timeout (60 s)"),
+    ("H-retry", "H-none with a 60 ms timeout and one retry, deadlines and cancels"),
+    ("H-hedge", "H-none with a hedge after the tracked P95, paid from the retry budget, loser cancelled"),
+    ("P-sync", "200 agents re-read 50 stock counts every 60 s, all at :00, against 740 spare reads a second"),
+    ("P-offset", "the same agents, each at its stable hashed offset in the minute"),
+    ("cap40", "C0 with a bulkhead of 40 stock calls per shop-api instance"),
+    ("cap60", "C0 with a bulkhead of 60 stock calls per shop-api instance"),
+    ("C5-cap12", "C5 with one cap of 12 stock calls per instance shared by views and reserves, no breakers"),
+    ("bvb-budget", "breaker vs budget (a): C5 + brownout, no breaker, no bulkhead"),
+    ("bvb-breaker", "breaker vs budget (b): C6 + brownout, no bulkhead"),
+    ("bvb-breaker-no503", "breaker vs budget (b'): as (b), stock's 503s are not breaker failures"),
+    ("bvb-bulkhead", "breaker vs budget (d): C5 + brownout + bulkhead, no breakers"),
+    ("AZ", "C8 after losing an Availability Zone: 64 stock workers instead of 128"),
+    ("AZ-halved", "AZ with the admission limits halved too: 32 views / 40 reserves"),
+    ("ops-shed", "C0 to 20:04:00; at 20:02:00 shop-api refuses every new arrival that would wait"),
+    ("ops-flush", "C0 to 20:04:00; at 20:02:00 shop-api drops its whole queue"),
+    ("jitter-fixed", "1,200 cart views fail at 20:00:20.000 and retry after a fixed 1 s (10 ms intervals)"),
+    ("jitter-full", "the same 1,200 retry after full jitter over 0-1 s"),
+];
+
+/// Each guard of the C line as overrides that switch it on alone, on top of C0: the
+/// "each guard alone" comparison switches each one on from the start (does it prevent
+/// the outage?) or during the run with [`Config::at`] (does it end it?).
+pub const GUARDS: &[(&str, &str, &[&str])] = &[
+    (
+        "timeouts",
+        "C1: 60 ms attempts to stock, each attempt's deadline sent and checked at every queue, cancels",
+        &[
+            "app.deadline=attempt",
+            "app.cancel=on",
+            "stock_call.timeout_ms=60",
+            "stock_call.deadline=attempt",
+            "stock_call.cancel=on",
+            "db_call.deadline=attempt",
+            "db_call.cancel=on",
+            "shopapi.deadline_check=on",
+            "stock.deadline_check=on",
+            "db.deadline=on",
+        ],
+    ),
+    (
+        "one-retry-layer",
+        "C2: only shop-api retries stock (once), no retry of a 503, the app retries only a missing answer",
+        &[
+            "app.attempts=2",
+            "app.retry=timeout",
+            "stock_call.attempts=2",
+            "stock_call.retry=no503",
+            "db_call.attempts=1",
+            "stock_call.idempotency_key=on",
+            "stock_call.reply_503=on",
+        ],
+    ),
+    (
+        "jitter",
+        "C3: full-jitter backoff, base 25 ms in shop-api and 1 s in the app",
+        &[
+            "stock_call.backoff=full",
+            "stock_call.backoff_base_ms=25",
+            "stock_call.backoff_cap_ms=1000",
+            "app.backoff=full",
+            "app.backoff_base_ms=1000",
+            "app.backoff_cap_ms=20000",
+        ],
+    ),
+    (
+        "budget",
+        "C4: a retry budget per shop-api instance",
+        &["budget=on"],
+    ),
+    (
+        "stock-protects-itself",
+        "C5: admission limits, CoDel age limit, adaptive LIFO and priority at stock",
+        &["admission=on", "codel=on"],
+    ),
+    (
+        "breakers",
+        "C6: a breaker per shop-api instance and stock operation",
+        &["breaker=on"],
+    ),
+    (
+        "bulkhead",
+        "C7: 12 stock calls per shop-api instance",
+        &["bulkhead=on"],
+    ),
+    (
+        "brownout",
+        "C8: cart views without stock badges when stock fails",
+        &["brownout=on"],
+    ),
+];
+
 /// Every override key with a one-line description.
 pub const KEYS: &[(&str, &str)] = &[
     ("start", "first instant simulated, HH:MM:SS[.fff]"),

@@ -22,7 +22,9 @@
 mod build;
 mod config;
 
-pub use config::{Agents, Burst, Change, Config, Hop, OpsAction, KEYS, PRESETS};
+pub use config::{
+    Agents, Burst, Change, Config, Hop, OpsAction, GUARDS, KEYS, PRESETS, PRESET_INFO,
+};
 
 use guards_core::Nanos;
 
