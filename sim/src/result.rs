@@ -293,6 +293,11 @@ impl SimResult {
         self.to_json_value(None).to_string()
     }
 
+    /// The traces of single actions as a JSON list (see [`Trace::to_json_value`]).
+    pub fn traces_json(&self) -> String {
+        Value::Array(self.traces.iter().map(Trace::to_json_value).collect()).to_string()
+    }
+
     /// The columns as CSV (first column `t`).
     pub fn to_csv(&self) -> String {
         let mut out = String::from("t");
