@@ -18,8 +18,8 @@
 //! Every guard decision (retry or not and after how long, attempt budgets, retry budgets,
 //! breakers, bulkheads, admission, the connection queue's discipline, brownout fallbacks,
 //! hedges) is made by guards-core, through one small adapter per guard; the simulator only
-//! moves calls around and measures. The crate README maps the model to the seed's setup
-//! and lists where it deviates.
+//! moves calls around and measures. docs/basketly.md describes the Basketly model and
+//! lists where it misses the figures it is compared with.
 //!
 //! # Examples
 //! ```

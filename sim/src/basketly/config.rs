@@ -1,6 +1,6 @@
 //! The Basketly settings as one flat, overridable [`Config`], and the named presets.
 //!
-//! Every number of the setup (basketly-model.md) is a field here; every field can be
+//! Every number of the model (docs/basketly.md) is a field here; every field can be
 //! changed with a `key=value` override ([`Config::set`], [`Config::keys`]). The presets
 //! build the seed's settings cumulatively: C1 is C0 plus timeouts and deadlines, C2 adds
 //! one retry layer, and so on up to C8; side rows and replays are copies with the changes

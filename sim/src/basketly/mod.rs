@@ -1,4 +1,4 @@
-//! The Basketly incident as presets: the setup of basketly-model.md built from the
+//! The Basketly incident as presets: the model of docs/basketly.md built from the
 //! generic [`crate::topology`], with the seed's named settings and the output columns the
 //! issue lists.
 //!

@@ -92,7 +92,7 @@ pub struct QueueSpec {
     pub discipline: Option<DisciplineSpec>,
 }
 
-/// Settings of the guards-core queue discipline (seed Part 6).
+/// Settings of the guards-core queue discipline (docs/basketly.md, C5).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DisciplineSpec {
     /// The queue is standing once it has been non-empty this long (seed: 100 ms).
