@@ -626,14 +626,13 @@ impl PySimRun {
             let r = guarded(|| match runner {
                 Runner::Basketly(r) => r.advance(to),
                 Runner::Topology { sim, changes, next } => {
-                    while let Some((at, _)) = changes.get(*next) {
+                    while let Some((at, topo)) = changes.get(*next) {
                         if *at > to || sim.stopped().is_some() {
                             break;
                         }
                         sim.advance(*at);
-                        let topo = changes[*next].1.clone();
                         // Checked when the run was made: the same shape, valid guards.
-                        let _ = sim.reconfigure(topo);
+                        let _ = sim.reconfigure(topo.clone());
                         *next += 1;
                     }
                     sim.advance(to)
