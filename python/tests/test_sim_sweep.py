@@ -81,3 +81,18 @@ def test_each_guard_alone_and_the_cli(tmp_path: Path, capsys: pytest.CaptureFixt
     assert status == 0 and out.read_text().count("\n") == 3
     assert "goodput_checkout" in capsys.readouterr().out
     assert main(["sweep", "--param", "nope", "--no-progress"]) == 2
+
+
+def test_a_sweep_plots_a_heatmap_a_line_or_bars(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    grid = sim.sweep(["C8"], {"breaker.failure_rate": [0.5, 0.7], "budget.deposit": [0.1, 0.2]}, seeds=[1],
+                     metrics=["goodput_checkout"], until="20:00:05")
+    line = sim.sweep(["C6", "C8"], {"breaker.failure_rate": [0.5, 0.7]}, seeds=[1, 2],
+                     metrics=["goodput_checkout"], until="20:00:05")
+    bars = sim.sweep(["C6", "C8"], seeds=[1], metrics=["goodput_checkout"], until="20:00:05")
+    for name, sw in (("heat", grid), ("line", line), ("bars", bars)):
+        path = tmp_path / f"{name}.png"
+        sw.plot(path)
+        assert path.stat().st_size > 1000
+    with pytest.raises(KeyError):
+        bars.plot(tmp_path / "x.png", "nope")
