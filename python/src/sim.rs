@@ -22,10 +22,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use guards_core::Nanos;
-use guards_sim::basketly::{Config, Run, KEYS, PRESETS, SERIES};
+use guards_sim::basketly::{Config, Run, GUARDS, KEYS, PRESETS, PRESET_INFO, SERIES};
 use guards_sim::result::quantile_sorted;
 use guards_sim::topology::clock;
-use guards_sim::{Sim, SimError as CoreSimError, SimResult, SummaryValue, Topology};
+use guards_sim::{Limits, Sim, SimError as CoreSimError, SimResult, Stop, SummaryValue, Topology};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
@@ -218,6 +218,32 @@ fn instant_arg(field: &'static str, v: &Bound<'_, PyAny>) -> PyResult<Nanos> {
     Ok(Nanos(util::get_u64(field, v, Ctx::Arg)?))
 }
 
+/// The run's limits from `max_memory_mb` (a positive number) and `max_events` (a
+/// positive integer); either may be `None` (the default: 1024 MB, no event limit).
+fn limits_arg(
+    max_memory_mb: Option<&Bound<'_, PyAny>>,
+    max_events: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Limits> {
+    let mut limits = Limits::default();
+    if let Some(v) = given(max_memory_mb) {
+        let mb = util::get_f64("max_memory_mb", v, Ctx::Arg)?;
+        if !(mb.is_finite() && (1.0..=1e9).contains(&mb)) {
+            return Err(PyValueError::new_err(format!(
+                "`max_memory_mb` must be a number of MB in 1..=1e9, not {mb}"
+            )));
+        }
+        limits.max_memory = (mb * (1u64 << 20) as f64) as u64;
+    }
+    if let Some(v) = given(max_events) {
+        let n = util::get_u64("max_events", v, Ctx::Arg)?;
+        if n == 0 {
+            return Err(PyValueError::new_err("`max_events` must be at least 1"));
+        }
+        limits.max_events = Some(n);
+    }
+    Ok(limits)
+}
+
 // ------------------------------------------------------------------ conversions
 
 /// A column value as Python sees it in the JSON: integral values as `int`, others as
@@ -316,6 +342,27 @@ fn config_dict<'py>(py: Python<'py>, c: &Config) -> PyResult<Bound<'py, PyDict>>
     Ok(d)
 }
 
+/// `[(clock time, ["key=value", ...]), ...]`: the changes of a Basketly run's timeline.
+fn timeline_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, Vec<String>)>> {
+    let Some(v) = given(v) else {
+        return Ok(Vec::new());
+    };
+    const WHAT: &str = "a list of (clock time, [\"key=value\", ...]) pairs";
+    let iter = v
+        .try_iter()
+        .map_err(|_| util::type_error("timeline", WHAT, v))?;
+    let mut out = Vec::new();
+    for item in iter {
+        let item = item?;
+        let (at, sets): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item
+            .extract()
+            .map_err(|_| util::type_error("timeline", WHAT, &item))?;
+        let at = util::get_str("timeline", &at)?;
+        out.push((at, overrides_arg(Some(&sets))?));
+    }
+    Ok(out)
+}
+
 /// Basketly preset `setting` after the `until` and `overrides` arguments.
 fn basketly_config(
     py: Python<'_>,
@@ -323,12 +370,27 @@ fn basketly_config(
     until: Option<&Bound<'_, PyAny>>,
     overrides: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Config> {
+    basketly_config_at(py, setting, until, overrides, None)
+}
+
+/// Basketly preset `setting` after `until`, `overrides` and the `timeline`'s changes.
+fn basketly_config_at(
+    py: Python<'_>,
+    setting: &str,
+    until: Option<&Bound<'_, PyAny>>,
+    overrides: Option<&Bound<'_, PyAny>>,
+    timeline: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Config> {
     let until = until_arg(until)?;
     let overrides = overrides_arg(overrides)?;
+    let timeline = timeline_arg(timeline)?;
     Outcome::from(guarded(|| {
         let mut c = Config::with_overrides(setting, &overrides)?;
         if let Some(u) = until.as_deref() {
             c.set("until", u)?;
+        }
+        for (at, sets) in &timeline {
+            c.at(at, sets)?;
         }
         Ok(c)
     }))
@@ -350,6 +412,21 @@ pub(crate) fn _sim_keys() -> Vec<(&'static str, &'static str)> {
     KEYS.to_vec()
 }
 
+/// Every Basketly preset with a one-line description.
+#[pyfunction]
+pub(crate) fn _sim_preset_info() -> Vec<(&'static str, &'static str)> {
+    PRESET_INFO.to_vec()
+}
+
+/// Each C-line guard as overrides that switch it on alone: (name, description, overrides).
+#[pyfunction]
+pub(crate) fn _sim_guards() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
+    GUARDS
+        .iter()
+        .map(|(n, d, s)| (*n, *d, s.to_vec()))
+        .collect()
+}
+
 /// The named Basketly series and the generic columns each one sums.
 #[pyfunction]
 pub(crate) fn _sim_series() -> Vec<(&'static str, Vec<&'static str>)> {
@@ -363,29 +440,46 @@ pub(crate) fn _sim_series() -> Vec<(&'static str, Vec<&'static str>)> {
 /// preset's end) after the `key=value` `overrides`, with the GIL released; Ctrl-C stops it
 /// (`KeyboardInterrupt`).
 #[pyfunction]
-#[pyo3(signature = (setting, seed, until = None, overrides = None))]
+#[pyo3(signature = (setting, seed, until = None, overrides = None, timeline = None))]
 pub(crate) fn _sim_basketly(
     py: Python<'_>,
     setting: &Bound<'_, PyAny>,
     seed: &Bound<'_, PyAny>,
     until: Option<&Bound<'_, PyAny>>,
     overrides: Option<&Bound<'_, PyAny>>,
+    timeline: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PySimResult> {
-    PySimRun::basketly(py, setting, seed, until, overrides)?.run_to_end(py)
+    PySimRun::basketly(py, setting, seed, until, overrides, timeline)?.run_to_end(py)
 }
 
 /// Run a topology (JSON text) with `seed` from its start to `until_ns` (nanoseconds since
 /// midnight), with the GIL released; Ctrl-C stops it. `label` names the result's setting.
 #[pyfunction]
-#[pyo3(signature = (topology, seed, until_ns, label = None))]
+#[pyo3(signature = (topology, seed, until_ns, label = None, max_memory_mb = None, max_events = None, timeline = None, trace = None))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn _sim_topology(
     py: Python<'_>,
     topology: &Bound<'_, PyAny>,
     seed: &Bound<'_, PyAny>,
     until_ns: &Bound<'_, PyAny>,
     label: Option<&Bound<'_, PyAny>>,
+    max_memory_mb: Option<&Bound<'_, PyAny>>,
+    max_events: Option<&Bound<'_, PyAny>>,
+    timeline: Option<&Bound<'_, PyAny>>,
+    trace: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PySimResult> {
-    PySimRun::topology(py, topology, seed, until_ns, label)?.run_to_end(py)
+    PySimRun::topology(
+        py,
+        topology,
+        seed,
+        until_ns,
+        label,
+        max_memory_mb,
+        max_events,
+        timeline,
+        trace,
+    )?
+    .run_to_end(py)
 }
 
 /// The topology of Basketly preset `setting` (after `until` and `overrides`) as JSON text,
@@ -454,16 +548,39 @@ pub(crate) fn _sim_format_clock(ns: &Bound<'_, PyAny>, millis: bool) -> PyResult
 
 enum Runner {
     Basketly(Box<Run>),
-    Topology { sim: Box<Sim> },
+    Topology {
+        sim: Box<Sim>,
+        /// The timeline: from each instant on, this topology.
+        changes: Vec<(Nanos, Topology)>,
+        next: usize,
+    },
 }
 
 impl Runner {
     fn now(&self) -> Nanos {
         match self {
             Runner::Basketly(r) => r.now(),
-            Runner::Topology { sim } => sim.now(),
+            Runner::Topology { sim, .. } => sim.now(),
         }
     }
+
+    fn stopped(&self) -> Option<Stop> {
+        match self {
+            Runner::Basketly(r) => r.stopped(),
+            Runner::Topology { sim, .. } => sim.stopped(),
+        }
+    }
+}
+
+/// A run's early stop as a dict: `at` (clock time), `reason` (`memory` or `events`),
+/// `limit` (bytes or events) and `message`.
+fn stop_dict<'py>(py: Python<'py>, stop: &Stop) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("at", clock::format_millis(stop.at))?;
+    d.set_item("reason", stop.reason.kind())?;
+    d.set_item("limit", stop.reason.limit())?;
+    d.set_item("message", stop.to_string())?;
+    Ok(d)
 }
 
 /// One run advanced in steps. Made by `_SimRun.basketly(...)` or `_SimRun.topology(...)`.
@@ -494,6 +611,10 @@ impl PySimRun {
         self.runner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn is_stopped(&self) -> bool {
+        self.lock().as_ref().is_some_and(|r| r.stopped().is_some())
+    }
+
     /// Run every event before `to` (at most the end) with the GIL released.
     fn advance_to(&self, py: Python<'_>, to: Nanos) -> PyResult<()> {
         let to = to.min(self.until);
@@ -504,7 +625,18 @@ impl PySimRun {
             };
             let r = guarded(|| match runner {
                 Runner::Basketly(r) => r.advance(to),
-                Runner::Topology { sim } => sim.advance(to),
+                Runner::Topology { sim, changes, next } => {
+                    while let Some((at, topo)) = changes.get(*next) {
+                        if *at > to || sim.stopped().is_some() {
+                            break;
+                        }
+                        sim.advance(*at);
+                        // Checked when the run was made: the same shape, valid guards.
+                        let _ = sim.reconfigure(topo.clone());
+                        *next += 1;
+                    }
+                    sim.advance(to)
+                }
             });
             match r {
                 Ok(()) => Outcome::Ok(()),
@@ -518,12 +650,12 @@ impl PySimRun {
     }
 
     /// Run to the end a simulated second at a time (or an interval, if longer), checking
-    /// for Ctrl-C between steps, then finish.
+    /// for Ctrl-C between steps, then finish (a limit may stop it sooner).
     fn run_to_end(&self, py: Python<'_>) -> PyResult<PySimResult> {
         let step = Nanos::from_secs(1).max(self.interval);
         loop {
             let now = Nanos(self.now_ns());
-            if now >= self.until {
+            if now >= self.until || self.is_stopped() {
                 break;
             }
             self.advance_to(py, now.saturating_add(step))?;
@@ -541,17 +673,18 @@ fn finished_error() -> PyErr {
 impl PySimRun {
     /// A Basketly run: preset `setting`, `seed`, optional `until` and `overrides`.
     #[staticmethod]
-    #[pyo3(signature = (setting, seed, until = None, overrides = None))]
+    #[pyo3(signature = (setting, seed, until = None, overrides = None, timeline = None))]
     fn basketly(
         py: Python<'_>,
         setting: &Bound<'_, PyAny>,
         seed: &Bound<'_, PyAny>,
         until: Option<&Bound<'_, PyAny>>,
         overrides: Option<&Bound<'_, PyAny>>,
+        timeline: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let setting = setting_arg(setting)?;
         let seed = seed_arg(seed)?;
-        let c = basketly_config(py, &setting, until, overrides)?;
+        let c = basketly_config_at(py, &setting, until, overrides, timeline)?;
         let run = py.detach(|| Outcome::from(guarded(|| Run::from_config(&c, seed))));
         let run = run.into_py(py)?;
         Ok(PySimRun {
@@ -565,16 +698,52 @@ impl PySimRun {
     }
 
     /// A run of `topology` (JSON text) with `seed` until `until_ns` (nanoseconds since
-    /// midnight, after the topology's start); `label` names the result's setting.
+    /// midnight, after the topology's start); `label` names the result's setting;
+    /// `max_memory_mb` and `max_events` stop it early, keeping what it computed.
     #[staticmethod]
-    #[pyo3(signature = (topology, seed, until_ns, label = None))]
+    #[pyo3(signature = (topology, seed, until_ns, label = None, max_memory_mb = None, max_events = None, timeline = None, trace = None))]
+    #[allow(clippy::too_many_arguments)]
     fn topology(
         py: Python<'_>,
         topology: &Bound<'_, PyAny>,
         seed: &Bound<'_, PyAny>,
         until_ns: &Bound<'_, PyAny>,
         label: Option<&Bound<'_, PyAny>>,
+        max_memory_mb: Option<&Bound<'_, PyAny>>,
+        max_events: Option<&Bound<'_, PyAny>>,
+        timeline: Option<&Bound<'_, PyAny>>,
+        trace: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let limits = limits_arg(max_memory_mb, max_events)?;
+        let mut changes: Vec<(Nanos, Topology)> = Vec::new();
+        if let Some(v) = given(timeline) {
+            const WHAT: &str = "a list of (instant in ns, topology JSON) pairs";
+            let iter = v
+                .try_iter()
+                .map_err(|_| util::type_error("timeline", WHAT, v))?;
+            for item in iter {
+                let item = item?;
+                let (at, text): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item
+                    .extract()
+                    .map_err(|_| util::type_error("timeline", WHAT, &item))?;
+                changes.push((instant_arg("timeline", &at)?, topology_arg(py, &text)?));
+            }
+        }
+        changes.sort_by_key(|(at, _)| *at);
+        let trace = match given(trace) {
+            None => None,
+            Some(v) => {
+                let (from, entry, count): (u64, Option<String>, u32) =
+                    v.extract().map_err(|_| {
+                        util::type_error("trace", "a (from_ns, entry or None, count) tuple", v)
+                    })?;
+                Some(guards_sim::trace::TraceSpec {
+                    from: Nanos(from),
+                    entry,
+                    count,
+                })
+            }
+        };
         let t = topology_arg(py, topology)?;
         let seed = seed_arg(seed)?;
         let until = instant_arg("until_ns", until_ns)?;
@@ -602,12 +771,28 @@ impl PySimRun {
             Outcome::from(guarded(|| {
                 let mut s = Sim::new(t, seed)?;
                 s.set_label(&label);
+                s.set_limits(limits);
+                if let Some(spec) = &trace {
+                    s.set_trace(spec)?;
+                }
+                for (at, topo) in &changes {
+                    s.check_reconfigure(topo).map_err(|e| match e {
+                        CoreSimError::Topology { what } => CoreSimError::Topology {
+                            what: format!("the change at {}: {what}", clock::format_millis(*at)),
+                        },
+                        other => other,
+                    })?;
+                }
                 Ok(s)
             }))
         });
         let sim = sim.into_py(py)?;
         Ok(PySimRun {
-            runner: Mutex::new(Some(Runner::Topology { sim: Box::new(sim) })),
+            runner: Mutex::new(Some(Runner::Topology {
+                sim: Box::new(sim),
+                changes,
+                next: 0,
+            })),
             start,
             until,
             interval,
@@ -650,9 +835,12 @@ impl PySimRun {
         self.interval.as_u64()
     }
 
-    /// Fraction of the run done, 0.0 to 1.0.
+    /// Fraction of the run done, 0.0 to 1.0 (1.0 once a limit has stopped it).
     #[getter]
     fn progress(&self) -> f64 {
+        if self.is_stopped() {
+            return 1.0;
+        }
         let total = self.until.saturating_sub(self.start).as_u64();
         if total == 0 {
             return 1.0;
@@ -665,6 +853,13 @@ impl PySimRun {
     #[getter]
     fn finished(&self) -> bool {
         self.lock().is_none()
+    }
+
+    /// Where and why a limit stopped the run early (a dict), or `None`.
+    #[getter]
+    fn stopped<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let stop = self.lock().as_ref().and_then(Runner::stopped);
+        stop.map(|s| stop_dict(py, &s)).transpose()
     }
 
     /// For a Basketly run, its settings (windows, rates) as a dict; else `None`.
@@ -682,7 +877,18 @@ impl PySimRun {
             let until = self.until;
             Some(guarded(move || match runner {
                 Runner::Basketly(r) => r.finish(),
-                Runner::Topology { mut sim } => {
+                Runner::Topology {
+                    mut sim,
+                    changes,
+                    next,
+                } => {
+                    for (at, topo) in changes.into_iter().skip(next) {
+                        if at > until || sim.stopped().is_some() {
+                            break;
+                        }
+                        sim.advance(at);
+                        let _ = sim.reconfigure(topo);
+                    }
                     sim.advance(until);
                     let mut r = sim.result();
                     generic_summary(&mut r);
@@ -787,6 +993,13 @@ impl PySimResult {
         self.r.stats.events
     }
 
+    /// Where and why a limit stopped the run early (a dict: `at`, `reason`, `limit`,
+    /// `message`), or `None` for a complete run.
+    #[getter]
+    fn stopped<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.r.stopped.map(|s| stop_dict(py, &s)).transpose()
+    }
+
     /// Most calls in flight at once.
     #[getter]
     fn peak_calls(&self) -> usize {
@@ -888,6 +1101,17 @@ impl PySimResult {
         Ok(self.r.at(&name, &at))
     }
 
+    /// The traces of single actions as JSON text (a list; empty when none were asked for).
+    fn traces_json(&self, py: Python<'_>) -> String {
+        let r = &self.r;
+        py.detach(|| r.traces_json())
+    }
+
+    /// The traces of single actions as printable timelines.
+    fn trace_timelines(&self) -> Vec<String> {
+        self.r.traces.iter().map(|t| t.timeline()).collect()
+    }
+
     /// Names of the edges whose call latencies were recorded.
     fn latency_edges(&self) -> Vec<String> {
         self.r.latencies.iter().map(|l| l.edge.clone()).collect()
@@ -931,6 +1155,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(_sim_presets, m)?,
         wrap_pyfunction!(_sim_keys, m)?,
         wrap_pyfunction!(_sim_series, m)?,
+        wrap_pyfunction!(_sim_preset_info, m)?,
+        wrap_pyfunction!(_sim_guards, m)?,
         wrap_pyfunction!(_sim_basketly, m)?,
         wrap_pyfunction!(_sim_topology, m)?,
         wrap_pyfunction!(_sim_basketly_topology, m)?,

@@ -4,11 +4,14 @@
 //! cargo run -p guards-sim --release --example basketly -- C8 1
 //! cargo run -p guards-sim --release --example basketly -- C0 1 --until 20:02:01 --set lb=round_robin
 //! cargo run -p guards-sim --release --example basketly -- C0 1 --cols goodput,db_stale --json out.json
+//! cargo run -p guards-sim --release --example basketly -- C0 1 --until 20:01:00 --at 20:00:25 shopapi.deadline_check=on
 //! ```
+//!
+//! `--at TIME KEY=VALUE` changes a setting during the run (repeatable).
 
 use std::time::Instant;
 
-use guards_sim::basketly::basketly;
+use guards_sim::basketly::{run, Config};
 
 const DEFAULT_COLS: &[&str] = &[
     "offered",
@@ -40,6 +43,7 @@ fn main() {
     let mut sets: Vec<String> = Vec::new();
     let mut cols: Option<String> = None;
     let mut json: Option<String> = None;
+    let mut changes: Vec<(String, String)> = Vec::new();
     let mut positional = 0;
     let mut i = 0;
     while i < args.len() {
@@ -64,6 +68,12 @@ fn main() {
                 json = next;
                 i += 1;
             }
+            "--at" => {
+                if let (Some(t), Some(kv)) = (next, args.get(i + 2).cloned()) {
+                    changes.push((t, kv));
+                }
+                i += 2;
+            }
             _ => {
                 if positional == 0 {
                     setting = a.clone();
@@ -76,7 +86,16 @@ fn main() {
         i += 1;
     }
     let t0 = Instant::now();
-    let r = match basketly(&setting, seed, until.as_deref(), &sets) {
+    let config = Config::with_overrides(&setting, &sets).and_then(|mut c| {
+        if let Some(u) = &until {
+            c.set("until", u)?;
+        }
+        for (t, kv) in &changes {
+            c.at(t, &[kv])?;
+        }
+        Ok(c)
+    });
+    let r = match config.and_then(|c| run(&c, seed)) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
@@ -94,6 +113,18 @@ fn main() {
     println!("summary:");
     for (k, v) in &r.summary {
         println!("  {k}: {v:?}");
+    }
+    for t in &r.traces {
+        println!(
+            "trace of {} #{} (started {}):",
+            t.entry,
+            t.root,
+            guards_sim::topology::clock::format_micros(t.start)
+        );
+        print!("{}", t.timeline());
+    }
+    if let Some(stop) = r.stopped {
+        println!("{stop}");
     }
     println!(
         "wall {:.3} s, {} events, {:.2} M events/s, peak {} calls in flight",

@@ -18,8 +18,8 @@
 //! Every guard decision (retry or not and after how long, attempt budgets, retry budgets,
 //! breakers, bulkheads, admission, the connection queue's discipline, brownout fallbacks,
 //! hedges) is made by guards-core, through one small adapter per guard; the simulator only
-//! moves calls around and measures. The crate README maps the model to the seed's setup
-//! and lists where it deviates.
+//! moves calls around and measures. docs/basketly.md describes the Basketly model and
+//! lists where it misses the figures it is compared with.
 //!
 //! # Examples
 //! ```
@@ -36,11 +36,14 @@ pub mod basketly;
 mod engine;
 pub mod error;
 mod guards;
+pub mod limits;
 pub mod result;
 pub mod rng;
 pub mod topology;
+pub mod trace;
 
 pub use engine::Sim;
 pub use error::SimError;
+pub use limits::{Limits, Stop, StopReason};
 pub use result::{Column, LatencySamples, RunStats, SimResult, SummaryValue};
 pub use topology::Topology;

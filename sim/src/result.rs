@@ -3,14 +3,18 @@
 //!
 //! The JSON form is the one the Python layer and the CLI write:
 //! `{"setting", "seed", "interval_s", "series": {"t": ["HH:MM:SS", ...], NAME: [...]},
-//! "summary": {...}}`. Column values are per interval (counts per interval, gauges at the
+//! "summary": {...}}`, with `"stopped": {"at", "reason", "limit", "message"}` after them
+//! when a limit stopped the run early, and `"traces": [...]` when single actions were
+//! traced (see [`crate::trace`]). Column values are per interval (counts per interval, gauges at the
 //! end of the interval, `*_busy` as a time average); integral values are written as JSON
 //! integers.
 
 use guards_core::Nanos;
 use serde_json::{json, Map, Value};
 
+use crate::limits::Stop;
 use crate::topology::clock;
+use crate::trace::Trace;
 
 /// One named per-interval column.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,6 +121,11 @@ pub struct SimResult {
     pub summary: Vec<(String, SummaryValue)>,
     /// Engine counts.
     pub stats: RunStats,
+    /// Where and why the run stopped before its end (a [`Limits`](crate::Limits) was
+    /// reached), or `None` for a complete run. The intervals kept are complete.
+    pub stopped: Option<Stop>,
+    /// Traces of single actions, when the run was asked for them (see [`crate::trace`]).
+    pub traces: Vec<Trace>,
 }
 
 fn number(x: f64) -> Value {
@@ -259,12 +268,34 @@ impl SimResult {
         o.insert("interval_s".into(), json!(self.interval.as_secs_f64()));
         o.insert("series".into(), Value::Object(series));
         o.insert("summary".into(), Value::Object(summary));
+        if !self.traces.is_empty() {
+            o.insert(
+                "traces".into(),
+                Value::Array(self.traces.iter().map(Trace::to_json_value).collect()),
+            );
+        }
+        if let Some(stop) = &self.stopped {
+            o.insert(
+                "stopped".into(),
+                json!({
+                    "at": clock::format_millis(stop.at),
+                    "reason": stop.reason.kind(),
+                    "limit": stop.reason.limit(),
+                    "message": stop.to_string(),
+                }),
+            );
+        }
         Value::Object(o)
     }
 
     /// The result as a JSON string.
     pub fn to_json(&self) -> String {
         self.to_json_value(None).to_string()
+    }
+
+    /// The traces of single actions as a JSON list (see [`Trace::to_json_value`]).
+    pub fn traces_json(&self) -> String {
+        Value::Array(self.traces.iter().map(Trace::to_json_value).collect()).to_string()
     }
 
     /// The columns as CSV (first column `t`).

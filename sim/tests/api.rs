@@ -56,9 +56,9 @@ fn every_documented_key_is_accepted() {
     let value = |k: &str| -> &str {
         match k {
             "start" => "19:59:50",
-            "until" | "hiccup.start" | "hiccup.end" | "scale.at" | "ops.at" | "burst.at" => {
-                "20:00:10"
-            }
+            "until" | "hiccup.start" | "hiccup.end" | "scale.at" | "ops.at" | "burst.at"
+            | "trace.at" => "20:00:10",
+            "trace.entry" => "checkout",
             "lb" => "round_robin",
             "shopapi.work_dist" => "exp",
             "ops.action" => "flush",
@@ -68,7 +68,7 @@ fn every_documented_key_is_accepted() {
             k if k.ends_with(".deadline") && k != "db.deadline" => "attempt",
             k if k.ends_with("_p") || k.ends_with("rate") || k == "hedge.percentile" => "0.5",
             "hiccup" | "budget" | "admission" | "codel" | "breaker" | "bulkhead" | "brownout"
-            | "hedge" | "scale" | "agents" | "burst" => "on",
+            | "hedge" | "scale" | "agents" | "burst" | "trace" => "on",
             k if k.ends_with("deadline_check")
                 || k.ends_with(".cancel")
                 || k.ends_with("idempotency_key")
@@ -311,4 +311,33 @@ fn json_topology_errors_name_the_path() {
     assert!(e.to_string().contains("edges[0].from"), "{e}");
     let e = Topology::from_json("not json").unwrap_err();
     assert!(matches!(e, SimError::BadValue { .. }), "{e:?}");
+}
+
+#[test]
+fn every_preset_has_one_line_and_every_guard_applies_to_c0() {
+    use guards_sim::basketly::{GUARDS, PRESET_INFO};
+    let described: Vec<&str> = PRESET_INFO.iter().map(|(n, _)| *n).collect();
+    assert_eq!(described, PRESETS);
+    assert!(PRESET_INFO
+        .iter()
+        .all(|(_, d)| !d.is_empty() && !d.contains('\n')));
+    for (name, _, sets) in GUARDS {
+        // From the start, and switched on during the run.
+        Config::with_overrides("C0", sets).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut c = Config::preset("C0").unwrap();
+        c.at("20:00:25", sets)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        guards_sim::basketly::Run::from_config(&c, 1).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    // Switched on one by one, the guards make up C8.
+    let mut all = Config::preset("C0").unwrap();
+    for (_, _, sets) in GUARDS {
+        for s in *sets {
+            let (k, v) = s.split_once('=').unwrap();
+            all.set(k, v).unwrap();
+        }
+    }
+    let c8 = Config::preset("C8").unwrap();
+    all.name = c8.name.clone();
+    assert_eq!(all, c8);
 }

@@ -50,7 +50,8 @@ fn analytic_quantile(q: f64) -> f64 {
 
 #[test]
 fn analytic_values_match_the_model_notes() {
-    // basketly-model.md §3.4: 3.04, 12.32, 18.76, 27.97 ms; P(>5 ms) = 31.0 %.
+    // The M/M/8 values (docs/basketly.md, "The model"): 3.04, 12.32, 18.76, 27.97 ms;
+    // P(>5 ms) = 31.0 %.
     for (q, want) in [(0.5, 3.04), (0.95, 12.32), (0.99, 18.76), (0.999, 27.97)] {
         let got = analytic_quantile(q);
         assert!((got - want).abs() < 0.01, "q {q}: {got} vs {want}");

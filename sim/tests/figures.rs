@@ -1,10 +1,11 @@
-//! Every figure seed.md states for the Basketly runs, as a test with the seed's tolerances:
+//! Every figure the incident write-up gives for the Basketly runs (docs/basketly.md lists
+//! them), as a test with its tolerances:
 //! rates ±15 %, times ±1 s. Seeds 1 and 2 unless a figure names one seed. Where the model
 //! cannot reach a figure, the test asserts the miss (see `assert_miss`) and says so with
 //! the numbers. Figures that depend on rare reserve-breaker openings are judged over
-//! several seeds (basketly-model.md, top).
+//! several seeds (docs/basketly.md, "Variance").
 //!
-//! "During the hiccup" means the steady state 20:00:02 to 20:00:20 (basketly-model.md §4).
+//! "During the hiccup" means the steady state 20:00:02 to 20:00:20 (docs/basketly.md).
 //! Gauges (queues, calls inside) are read at the instant named, i.e. at the end of the
 //! interval before it.
 //!
@@ -506,7 +507,7 @@ fn c6_breakers_cut_load_on_stock_by_95_percent() {
 fn c6_about_80_stock_calls_over_seeds() {
     // Part 7 (15t): "instead of about 80" stock calls a second get through in C6. With the
     // view breakers open, most of these calls are reserves, and how many depends on the
-    // rare reserve-breaker openings that basketly-model.md says vary by seed: judged over
+    // rare reserve-breaker openings that vary by seed (docs/basketly.md, "Variance"): judged over
     // five seeds.
     let all: Vec<f64> = (1..=5)
         .map(|seed| hiccup_mean(&preset("C6", seed), "stock_calls"))

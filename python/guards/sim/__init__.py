@@ -16,6 +16,11 @@ reads the wall clock. Every run releases the GIL.
 * :func:`simulate` runs any other system described as a dict (services, call edges with
   their policies, callers, timed actions); :func:`basketly_topology` shows a full one.
 * :class:`Run` advances either kind of run in steps (progress bars).
+* ``timeline=`` changes settings during a run; ``trace=`` records single actions
+  (:attr:`SimResult.traces`); ``max_memory_mb`` / ``max_events`` bound a run.
+* :func:`sweep` runs a grid of presets (or topologies) x parameters x seeds on every
+  core or on Ray and sums it up per cell (:class:`Sweep`: mean, sd, min, max; plots);
+  :func:`each_guard_alone` is the "each guard alone" comparison.
 * Errors: :class:`SimError` (a ``ValueError``) with ``kind`` and ``key``; ``TypeError``
   for arguments of the wrong type.
 
@@ -34,7 +39,9 @@ The command line: ``python -m guards.sim basketly --compare C0 C1 C2 C3 C4 C5 C6
 from __future__ import annotations
 
 from .api import (
+    GUARDS,
     KEYS,
+    PRESET_INFO,
     PRESETS,
     SERIES,
     Run,
@@ -46,14 +53,18 @@ from .api import (
     simulate,
 )
 from .compare import METRICS, Comparison, Metric, compare
-from .result import SimResult
+from .result import SimResult, Trace
+from .sweep import Cell, Sweep, each_guard_alone, sweep
 
 __all__ = [
     "PRESETS",
+    "PRESET_INFO",
+    "GUARDS",
     "KEYS",
     "SERIES",
     "SimError",
     "SimResult",
+    "Trace",
     "Run",
     "basketly",
     "basketly_config",
@@ -64,4 +75,8 @@ __all__ = [
     "Comparison",
     "Metric",
     "METRICS",
+    "sweep",
+    "Sweep",
+    "Cell",
+    "each_guard_alone",
 ]

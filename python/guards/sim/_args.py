@@ -164,3 +164,94 @@ def label_text(label: object) -> str | None:
         return label
     raise TypeError(f"`label` must be a str or None, not {type(label).__name__}")
 
+
+
+#: A change during a run: ``(clock time, overrides)`` where the overrides are a mapping or
+#: ``"key=value"`` strings (Basketly), or a topology patch (a dict, see ``simulate``).
+Change = tuple[ClockTime, object]
+
+
+def timeline_items(timeline: object) -> list[tuple[ClockTime, object]]:
+    """``timeline`` as a list of ``(clock time, what)`` pairs: a mapping of times to what
+    changes, or a sequence of pairs."""
+    if timeline is None:
+        return []
+    if isinstance(timeline, Mapping):
+        return list(timeline.items())
+    if isinstance(timeline, (str, bytes)) or not isinstance(timeline, Sequence):
+        raise TypeError(
+            "`timeline` must be a list of (clock time, changes) pairs or a dict of them, "
+            f"not {type(timeline).__name__}"
+        )
+    out: list[tuple[ClockTime, object]] = []
+    for item in timeline:
+        if not (isinstance(item, (tuple, list)) and len(item) == 2):
+            raise TypeError(f"`timeline` items must be (clock time, changes) pairs, not {item!r}")
+        out.append((item[0], item[1]))
+    return out
+
+
+def basketly_timeline(timeline: object) -> list[tuple[str, list[str]]]:
+    """A Basketly timeline as ``(clock text, ["key=value", ...])`` pairs."""
+    out = []
+    for at, sets in timeline_items(timeline):
+        if isinstance(sets, (str, bytes)):
+            sets = [sets]
+        if isinstance(sets, Mapping) or isinstance(sets, Sequence):
+            items = override_list(sets, {})  # type: ignore[arg-type]
+        else:
+            raise TypeError(
+                f"the changes at {at!r} must be a dict of overrides or \"key=value\" strings"
+            )
+        out.append((clock_text("timeline", at), items))
+    return out
+
+
+def trace_overrides(trace: object) -> list[str]:
+    """``trace=`` as Basketly overrides: ``True`` (the first action), a clock time (the
+    first action from then), or a dict with ``at``, ``entry`` and ``count``."""
+    if trace is None or trace is False:
+        return []
+    if trace is True:
+        return ["trace=on"]
+    if isinstance(trace, (str, datetime.time)):
+        return [f"trace.at={clock_text('trace', trace)}"]
+    if isinstance(trace, Mapping):
+        unknown = set(trace) - {"at", "entry", "count"}
+        if unknown:
+            raise TypeError(f"`trace` takes at, entry and count, not {sorted(unknown)}")
+        out = ["trace=on"]
+        if trace.get("at") is not None:
+            out.append(f"trace.at={clock_text('trace', trace['at'])}")
+        if trace.get("entry") is not None:
+            out.append(override_text("trace.entry", trace["entry"]))
+        if trace.get("count") is not None:
+            out.append(override_text("trace.count", trace["count"]))
+        return out
+    raise TypeError(
+        "`trace` must be True, a clock time or a dict with at, entry and count, "
+        f"not {type(trace).__name__}"
+    )
+
+
+def merge_patch(base: object, patch: object, where: str = "topology") -> object:
+    """``patch`` merged into ``base`` (a topology as a dict): objects merge key by key;
+    ``services``, ``edges``, ``entries`` and ``ops`` may be patched by name with a dict
+    ``{name: patch}``; any other value replaces the one in ``base``."""
+    if isinstance(patch, Mapping) and isinstance(base, Mapping):
+        out = dict(base)
+        for k, v in patch.items():
+            if k in out and isinstance(out[k], list) and isinstance(v, Mapping):
+                items = list(out[k])
+                for name, sub in v.items():
+                    idx = [i for i, x in enumerate(items) if isinstance(x, Mapping) and x.get("name") == name]
+                    if not idx:
+                        raise ValueError(f"{where}.{k}: no element named {name!r}")
+                    items[idx[0]] = merge_patch(items[idx[0]], sub, f"{where}.{k}[{name}]")
+                out[k] = items
+            elif k in out:
+                out[k] = merge_patch(out[k], v, f"{where}.{k}")
+            else:
+                out[k] = v
+        return out
+    return patch

@@ -17,6 +17,8 @@ __all__ = [
     "PRESETS",
     "KEYS",
     "SERIES",
+    "PRESET_INFO",
+    "GUARDS",
     "SimError",
     "Run",
     "basketly",
@@ -38,6 +40,15 @@ KEYS: dict[str, str] = dict(_native._sim_keys())
 
 #: The named Basketly series and the generic columns each one sums.
 SERIES: dict[str, tuple[str, ...]] = {n: tuple(parts) for n, parts in _native._sim_series()}
+
+#: Every Basketly preset with a one-line description (docs/basketly.md tells the story).
+PRESET_INFO: dict[str, str] = dict(_native._sim_preset_info())
+
+#: Each C-line guard as overrides that switch it on alone (name -> (description,
+#: overrides)), for "each guard alone" (:func:`guards.sim.each_guard_alone`).
+GUARDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    n: (d, tuple(sets)) for n, d, sets in _native._sim_guards()
+}
 
 _Overrides = Union[Mapping[str, _args.OverrideValue], Sequence[str], None]
 _Topology = Union[Mapping[str, Any], str, "os.PathLike[str]"]
@@ -72,13 +83,16 @@ class Run:
         until: _args.ClockTime | None = None,
         *,
         overrides: _Overrides = None,
+        timeline: Any = None,
+        trace: Any = None,
         **kw_overrides: _args.OverrideValue,
     ) -> "Run":
         """A Basketly run; the arguments are those of :func:`basketly`."""
         setting = _args.setting_name(setting)
         until_text = None if until is None else _args.clock_text("until", until)
-        items = _args.override_list(overrides, kw_overrides)
-        native = _native._SimRun.basketly(setting, seed, until_text, items)
+        items = _args.override_list(overrides, kw_overrides) + _args.trace_overrides(trace)
+        changes = _args.basketly_timeline(timeline)
+        native = _native._SimRun.basketly(setting, seed, until_text, items, changes)
         return cls(native, native.config())
 
     @classmethod
@@ -90,6 +104,10 @@ class Run:
         *,
         duration: float | int | datetime.timedelta | None = None,
         label: str | None = None,
+        timeline: Any = None,
+        trace: Any = None,
+        max_memory_mb: float | None = None,
+        max_events: int | None = None,
     ) -> "Run":
         """A run of any topology; the arguments are those of :func:`simulate`."""
         text = _args.topology_text(topology)
@@ -101,7 +119,13 @@ class Run:
         else:
             _, start_ns = _native._sim_check_topology(text)
             until_ns = _until_ns(None, duration, start_ns)
-        return cls(_native._SimRun.topology(text, seed, until_ns, label))
+        changes = _topology_timeline(text, timeline)
+        spec = _topology_trace(trace)
+        return cls(
+            _native._SimRun.topology(
+                text, seed, until_ns, label, max_memory_mb, max_events, changes, spec
+            )
+        )
 
     @property
     def progress(self) -> float:
@@ -124,6 +148,12 @@ class Run:
     @property
     def finished(self) -> bool:
         return self._run.finished
+
+    @property
+    def stopped(self) -> dict[str, Any] | None:
+        """Where and why a limit stopped the run early (``at``, ``reason``, ``limit``,
+        ``message``), or ``None``."""
+        return self._run.stopped
 
     @property
     def config(self) -> dict[str, Any] | None:
@@ -155,6 +185,47 @@ class Run:
 
     def __repr__(self) -> str:
         return repr(self._run).replace("_SimRun", "Run", 1)
+
+
+def _topology_timeline(text: str, timeline: Any) -> list[tuple[int, str]]:
+    """A topology's timeline as (instant ns, full topology JSON): each patch merged into
+    the topology in force before it (changes in time order)."""
+    items = _args.timeline_items(timeline)
+    if not items:
+        return []
+    current, _ = _native._sim_check_topology(text)
+    base: Any = json.loads(current)
+    out = []
+    timed = sorted(((_args.clock_ns("timeline", a), p) for a, p in items), key=lambda x: x[0])
+    for at, patch in timed:
+        if not isinstance(patch, Mapping):
+            raise TypeError(
+                f"a topology change must be a dict (a patch), not {type(patch).__name__}"
+            )
+        base = _args.merge_patch(base, patch)
+        out.append((at, json.dumps(base, allow_nan=False)))
+    return out
+
+
+def _topology_trace(trace: Any) -> tuple[int, str | None, int] | None:
+    """``trace=`` of a topology run as (from ns, entry or None, count)."""
+    if trace is None or trace is False:
+        return None
+    if trace is True:
+        return (0, None, 1)
+    if isinstance(trace, (str, datetime.time)):
+        return (_args.clock_ns("trace", trace), None, 1)
+    if isinstance(trace, Mapping):
+        at = trace.get("at")
+        return (
+            0 if at is None else _args.clock_ns("trace", at),
+            trace.get("entry"),
+            int(trace.get("count", 1)),
+        )
+    raise TypeError(
+        "`trace` must be True, a clock time or a dict with at, entry and count, "
+        f"not {type(trace).__name__}"
+    )
 
 
 def _until_ns(
@@ -193,6 +264,8 @@ def basketly(
     until: _args.ClockTime | None = None,
     *,
     overrides: _Overrides = None,
+    timeline: Any = None,
+    trace: Any = None,
     progress: Progress = None,
     **kw_overrides: _args.OverrideValue,
 ) -> SimResult:
@@ -208,17 +281,30 @@ def basketly(
     ``*_s`` keys. ``progress=True`` draws a bar on stderr; a callable gets the fraction
     done after every step.
 
+    ``timeline`` changes settings during the run: ``[("20:00:10", {"breaker": "on"}),
+    ("20:00:20", ["budget=off"])]`` (or a dict of times to changes); each change applies
+    at its instant on top of the settings then in force (docs/basketly.md). ``trace``
+    records single actions (every attempt, wait, guard decision and timeout):
+    ``trace=True`` (the first action), ``trace="20:00:07"`` or ``trace={"at":
+    "20:00:07", "entry": "checkout", "count": 3}``; see :attr:`SimResult.traces`. The
+    keys ``max_memory_mb`` and ``max_events`` stop a run early, keeping what it computed
+    (:attr:`SimResult.stopped`).
+
     Raises :class:`SimError` (a ``ValueError``) with ``kind`` ``"unknown_preset"``,
     ``"unknown_key"``, ``"bad_value"`` or ``"bad_override"`` and ``key`` naming what was
     wrong; ``TypeError`` for arguments of the wrong type. The run releases the GIL.
     """
     if progress is not None and progress is not False:
-        run = Run.basketly(setting, seed, until, overrides=overrides, **kw_overrides)
+        run = Run.basketly(
+            setting, seed, until, overrides=overrides, timeline=timeline, trace=trace,
+            **kw_overrides,
+        )
         return _run_stepped(run, progress, setting)
     setting = _args.setting_name(setting)
     until_text = None if until is None else _args.clock_text("until", until)
-    items = _args.override_list(overrides, kw_overrides)
-    native = _native._sim_basketly(setting, seed, until_text, items)
+    items = _args.override_list(overrides, kw_overrides) + _args.trace_overrides(trace)
+    changes = _args.basketly_timeline(timeline)
+    native = _native._sim_basketly(setting, seed, until_text, items, changes)
     config = _native._sim_basketly_config(setting, until_text, items)
     return SimResult(native, config)
 
@@ -272,6 +358,10 @@ def simulate(
     *,
     duration: float | int | datetime.timedelta | None = None,
     label: str | None = None,
+    timeline: Any = None,
+    trace: Any = None,
+    max_memory_mb: float | None = None,
+    max_events: int | None = None,
     progress: Progress = None,
 ) -> SimResult:
     """Run any system described as data (a dict, JSON text or a path to a JSON file).
@@ -312,9 +402,19 @@ def simulate(
     take ``poisson``, ``burst`` or ``periodic`` arrivals; ``events`` scale, shed or flush a
     service at a time. :func:`basketly_topology` shows every field in use.
 
+    ``timeline`` changes the system during the run: ``[("12:00:30", patch), ...]``
+    where a patch is merged into the topology in force (``services``, ``edges``,
+    ``entries`` and ``ops`` by name: ``{"edges": {"web->api": {"policy": {"timeout":
+    "50ms"}}}}``); only settings may change, not the shape. ``trace`` records single
+    actions (``True``, a clock time, or ``{"at", "entry", "count"}``); ``max_memory_mb``
+    (default 1024) and ``max_events`` stop the run early, keeping what it computed.
+
     Raises :class:`SimError` naming the path at fault; the run releases the GIL.
     """
-    run = Run.topology(topology, seed, until, duration=duration, label=label)
+    run = Run.topology(
+        topology, seed, until, duration=duration, label=label, timeline=timeline,
+        trace=trace, max_memory_mb=max_memory_mb, max_events=max_events,
+    )
     if progress is None or progress is False:
         return run.finish()
     return _run_stepped(run, progress, label or "simulate")

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .compare import Comparison
     from .result import SimResult
 
-__all__ = ["plot_result", "plot_comparison", "PlotUnavailable", "available"]
+__all__ = ["plot_result", "plot_comparison", "plot_sweep", "PlotUnavailable", "available"]
 
 _Path = Union[str, "os.PathLike[str]"]
 
@@ -170,4 +170,62 @@ def plot_comparison(cmp: "Comparison", path: _Path, *, title: Optional[str] = No
     bottom.grid(True, alpha=0.3)
     _clock_axis(bottom)
     fig.suptitle(title or f"Basketly: goodput by setting (seed {cmp.seed}; grey band: the hiccup)")
+    _save(fig, p)
+
+
+def plot_sweep(sw: Any, path: _Path, metric: str, *, title: Optional[str] = None) -> None:
+    """A sweep's ``metric``: a heatmap of the mean over two parameters (one panel per
+    setting), a line of the mean with its min-max band over one, bars otherwise."""
+    p = _check_path(path)
+    Figure = _figure()
+    if metric not in sw.metrics:
+        raise KeyError(metric)
+    rows = sw.rows()
+    params = sw.params
+    settings = list(dict.fromkeys(r["setting"] for r in rows))
+    if len(params) == 2:
+        xs = list(dict.fromkeys(r[params[0]] for r in rows))
+        ys = list(dict.fromkeys(r[params[1]] for r in rows))
+        fig = Figure(figsize=(5.5 * len(settings), 4.5))
+        axes = fig.subplots(1, len(settings), squeeze=False)[0]
+        for ax, s in zip(axes, settings):
+            grid = [[float("nan")] * len(xs) for _ in ys]
+            for r in rows:
+                if r["setting"] == s:
+                    grid[ys.index(r[params[1]])][xs.index(r[params[0]])] = r[metric]
+            im = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
+            ax.set_xticks(range(len(xs)), [str(x) for x in xs])
+            ax.set_yticks(range(len(ys)), [str(y) for y in ys])
+            ax.set_xlabel(params[0])
+            ax.set_ylabel(params[1])
+            for j, row in enumerate(grid):
+                for i, v in enumerate(row):
+                    ax.text(i, j, f"{v:.1f}", ha="center", va="center", color="w", fontsize="small")
+            ax.set_title(s)
+            fig.colorbar(im, ax=ax, label=f"{metric} (mean over {len(sw.seeds)} seeds)")
+    elif len(params) == 1:
+        fig = Figure(figsize=(8, 4.5))
+        ax = fig.subplots()
+        for s in settings:
+            rs = [r for r in rows if r["setting"] == s]
+            xs = [str(r[params[0]]) for r in rs]
+            ax.plot(xs, [r[metric] for r in rs], marker="o", label=s)
+            ax.fill_between(xs, [r[f"{metric}_min"] for r in rs], [r[f"{metric}_max"] for r in rs],
+                            alpha=0.2)
+        ax.set_xlabel(params[0])
+        ax.set_ylabel(f"{metric} (mean, min-max over {len(sw.seeds)} seeds)")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    else:
+        fig = Figure(figsize=(max(6, 0.6 * len(rows) + 2), 4.5))
+        ax = fig.subplots()
+        labels = [" ".join([r["setting"], *[str(r[k]) for k in params]]) for r in rows]
+        means = [r[metric] for r in rows]
+        err = [[m - r[f"{metric}_min"] for m, r in zip(means, rows)],
+               [r[f"{metric}_max"] - m for m, r in zip(means, rows)]]
+        ax.bar(range(len(rows)), means, yerr=err, capsize=3)
+        ax.set_xticks(range(len(rows)), labels, rotation=45, ha="right")
+        ax.set_ylabel(f"{metric} (mean, min-max over {len(sw.seeds)} seeds)")
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(title or f"sweep: {metric}")
     _save(fig, p)

@@ -13,7 +13,7 @@ from . import _args
 if TYPE_CHECKING:
     from .._guards import _SimResult
 
-__all__ = ["SimResult", "Number"]
+__all__ = ["SimResult", "Number", "Trace"]
 
 #: A column value: counts are ``int``, averages ``float``, a missing value ``None``.
 Number = Union[int, float, None]
@@ -100,6 +100,31 @@ def format_number(v: object) -> str:
     return str(v)
 
 
+class Trace:
+    """The events of one traced action: ``entry``, ``root`` (the action's number),
+    ``start`` (clock time), ``events`` (dicts with ``t``, ``depth``, ``place``,
+    ``event``, ``text`` and the event's details), and :meth:`timeline`."""
+
+    __slots__ = ("root", "entry", "start", "events", "_text")
+
+    def __init__(self, data: dict[str, Any], text: str) -> None:
+        self.root: int = data["root"]
+        self.entry: str = data["entry"]
+        self.start: str = data["start"]
+        self.events: list[dict[str, Any]] = data["events"]
+        self._text = text
+
+    def timeline(self) -> str:
+        """One line per event: time, the call (indented one step per hop), what happened."""
+        return self._text
+
+    def __str__(self) -> str:
+        return f"{self.entry} #{self.root}, started {self.start}:\n{self._text}"
+
+    def __repr__(self) -> str:
+        return f"Trace({self.entry!r}, root={self.root}, {len(self.events)} events)"
+
+
 class SimResult:
     """The output of one run: per-interval columns, clock labels and a summary.
 
@@ -117,7 +142,7 @@ class SimResult:
       ``table()``, ``plot(path)``; ``mean``/``sum``/``at`` over clock-time windows.
     """
 
-    __slots__ = ("_r", "_series", "_summary", "config")
+    __slots__ = ("_r", "_series", "_summary", "_traces", "config")
 
     def __init__(self, native: _SimResult, config: dict[str, Any] | None = None) -> None:
         if not isinstance(native, _native._SimResult):
@@ -125,6 +150,7 @@ class SimResult:
         self._r = native
         self._series: dict[str, list[Any]] | None = None
         self._summary: dict[str, Any] | None = None
+        self._traces: list[Trace] | None = None
         #: For a Basketly run, its settings (windows and rates); else ``None``.
         self.config = config
 
@@ -148,6 +174,21 @@ class SimResult:
     def events(self) -> int:
         """Events the engine processed."""
         return self._r.events
+
+    @property
+    def stopped(self) -> dict[str, Any] | None:
+        """Where and why a limit (``max_memory_mb``, ``max_events``) stopped the run
+        early: ``{"at", "reason", "limit", "message"}``; ``None`` for a complete run.
+        The intervals kept are complete."""
+        return self._r.stopped
+
+    @property
+    def traces(self) -> list[Trace]:
+        """The traced actions (``trace=`` of the run), in the order they started."""
+        if self._traces is None:
+            data = json.loads(self._r.traces_json())
+            self._traces = [Trace(d, t) for d, t in zip(data, self._r.trace_timelines())]
+        return self._traces
 
     def __len__(self) -> int:
         return len(self._r)

@@ -1,6 +1,6 @@
 //! The Basketly settings as one flat, overridable [`Config`], and the named presets.
 //!
-//! Every number of the setup (basketly-model.md) is a field here; every field can be
+//! Every number of the model (docs/basketly.md) is a field here; every field can be
 //! changed with a `key=value` override ([`Config::set`], [`Config::keys`]). The presets
 //! build the seed's settings cumulatively: C1 is C0 plus timeouts and deadlines, C2 adds
 //! one retry layer, and so on up to C8; side rows and replays are copies with the changes
@@ -9,10 +9,12 @@
 use guards_core::Nanos;
 
 use crate::error::SimError;
+use crate::limits::{Limits, MIN_INTERVAL};
 use crate::topology::{
     clock, Balance, BreakerSpec, BreakerWindow, BudgetSpec, DeadlineMode, DisciplineSpec,
     HedgeSpec, JitterKind, Offsets,
 };
+use crate::trace::{TraceSpec, MAX_TRACES};
 
 /// One hop's calling policy (app → shop-api, shop-api → stock, stock → database).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -170,9 +172,40 @@ pub struct Config {
     pub agents: Option<Agents>,
     /// `burst.*`: Part 4's burst of failing cart views.
     pub burst: Option<Burst>,
-    /// `interval_ms`: output interval.
+    /// `interval_ms`: output interval (at least [`MIN_INTERVAL`], 1 ms).
     pub interval: Nanos,
+    /// `max_memory_mb`, `max_events`: where the run stops early (see [`Limits`]).
+    pub limits: Limits,
+    /// Changes of settings during the run, in time order ([`Config::at`]).
+    pub timeline: Vec<Change>,
+    /// `trace.at`, `trace.entry`, `trace.count`: single actions to trace (see
+    /// [`crate::trace`]); `trace=off` removes it.
+    pub trace: Option<TraceSpec>,
 }
+
+/// A change of settings at an instant during a run: "at 20:00:10 switch the breakers on".
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// When (virtual time of day).
+    pub at: Nanos,
+    /// `key=value` overrides applied, in order, on top of the settings then in force.
+    pub set: Vec<(String, String)>,
+}
+
+/// Keys a change during the run may not use: they fix the run itself or the shape of
+/// the system (set them from the start instead).
+const FIXED_KEYS: &[&str] = &[
+    "start",
+    "until",
+    "interval_ms",
+    "max_memory_mb",
+    "max_events",
+    "scale",
+    "ops",
+    "agents",
+    "burst",
+    "trace",
+];
 
 /// Replay P's periodic agents.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -238,11 +271,131 @@ pub const PRESETS: &[&str] = &[
     "jitter-full",
 ];
 
+/// Every preset with a one-line description (docs/basketly.md tells the story).
+pub const PRESET_INFO: &[(&str, &str)] = &[
+    ("healthy", "C0 without the hiccup, 20:00:00-20:01:00: the healthy latencies and load"),
+    ("C0", "as shipped: 3 attempts at every layer retried at once, 2 s / 1 s / 5 s timeouts, no deadlines or cancels, FIFO queues"),
+    ("C1", "C0 + 60 ms attempts to stock, each attempt's deadline sent and checked at every queue, cancels, statement timeout"),
+    ("C2", "C1 + one retry layer: shop-api retries stock once, a 503 is not retried, the app retries only a missing answer, reserves keyed"),
+    ("C3", "C2 + full-jitter backoff: base 25 ms in shop-api, 1 s in the app"),
+    ("C4", "C3 + a retry budget per shop-api instance: 10 tokens, +0.1 per first attempt, 1 per retry"),
+    ("C5", "C4 + stock protects itself: admission 64 views / 80 reserves, CoDel (100 ms standing, 5 ms), adaptive LIFO, reserves first"),
+    ("C6", "C5 + a breaker per shop-api instance and stock operation: last 20, >= 50 % failed, open 5 s, 3 probes of 100 ms"),
+    ("C7", "C6 + a bulkhead of 12 stock calls per shop-api instance, after the breakers"),
+    ("C8", "C7 + brownout: a cart view whose stock call fails is served without stock badges"),
+    ("10z", "C1 but each hop sends the whole time left and the cancel to stock is lost"),
+    ("10z-cancel", "10z with the cancel working (only the whole time left is sent)"),
+    ("13a", "C4 with 8 shop-api instances instead of 4"),
+    ("15t", "C6 with a 10 s time window in the breakers instead of the last 20 calls"),
+    ("17x", "C5's stock guards behind C0's callers, who retry everything at once, 503s included"),
+    ("17y", "C0 with no retries anywhere (one attempt at every layer), to 20:01:30"),
+    ("A-C0", "C0, and shop-api scales from 4 to 8 instances at 20:00:10"),
+    ("A-C7", "C7, and shop-api scales from 4 to 8 instances at 20:00:10"),
+    ("H-none", "a healthy database, 1 % of stock calls stall 250 ms, no timeout (60 s)"),
+    ("H-retry", "H-none with a 60 ms timeout and one retry, deadlines and cancels"),
+    ("H-hedge", "H-none with a hedge after the tracked P95, paid from the retry budget, loser cancelled"),
+    ("P-sync", "200 agents re-read 50 stock counts every 60 s, all at :00, against 740 spare reads a second"),
+    ("P-offset", "the same agents, each at its stable hashed offset in the minute"),
+    ("cap40", "C0 with a bulkhead of 40 stock calls per shop-api instance"),
+    ("cap60", "C0 with a bulkhead of 60 stock calls per shop-api instance"),
+    ("C5-cap12", "C5 with one cap of 12 stock calls per instance shared by views and reserves, no breakers"),
+    ("bvb-budget", "breaker vs budget (a): C5 + brownout, no breaker, no bulkhead"),
+    ("bvb-breaker", "breaker vs budget (b): C6 + brownout, no bulkhead"),
+    ("bvb-breaker-no503", "breaker vs budget (b'): as (b), stock's 503s are not breaker failures"),
+    ("bvb-bulkhead", "breaker vs budget (d): C5 + brownout + bulkhead, no breakers"),
+    ("AZ", "C8 after losing an Availability Zone: 64 stock workers instead of 128"),
+    ("AZ-halved", "AZ with the admission limits halved too: 32 views / 40 reserves"),
+    ("ops-shed", "C0 to 20:04:00; at 20:02:00 shop-api refuses every new arrival that would wait"),
+    ("ops-flush", "C0 to 20:04:00; at 20:02:00 shop-api drops its whole queue"),
+    ("jitter-fixed", "1,200 cart views fail at 20:00:20.000 and retry after a fixed 1 s (10 ms intervals)"),
+    ("jitter-full", "the same 1,200 retry after full jitter over 0-1 s"),
+];
+
+/// Each guard of the C line as overrides that switch it on alone, on top of C0: the
+/// "each guard alone" comparison switches each one on from the start (does it prevent
+/// the outage?) or during the run with [`Config::at`] (does it end it?).
+pub const GUARDS: &[(&str, &str, &[&str])] = &[
+    (
+        "timeouts",
+        "C1: 60 ms attempts to stock, each attempt's deadline sent and checked at every queue, cancels",
+        &[
+            "app.deadline=attempt",
+            "app.cancel=on",
+            "stock_call.timeout_ms=60",
+            "stock_call.deadline=attempt",
+            "stock_call.cancel=on",
+            "db_call.deadline=attempt",
+            "db_call.cancel=on",
+            "shopapi.deadline_check=on",
+            "stock.deadline_check=on",
+            "db.deadline=on",
+        ],
+    ),
+    (
+        "one-retry-layer",
+        "C2: only shop-api retries stock (once), no retry of a 503, the app retries only a missing answer",
+        &[
+            "app.attempts=2",
+            "app.retry=timeout",
+            "stock_call.attempts=2",
+            "stock_call.retry=no503",
+            "db_call.attempts=1",
+            "stock_call.idempotency_key=on",
+            "stock_call.reply_503=on",
+        ],
+    ),
+    (
+        "jitter",
+        "C3: full-jitter backoff, base 25 ms in shop-api and 1 s in the app",
+        &[
+            "stock_call.backoff=full",
+            "stock_call.backoff_base_ms=25",
+            "stock_call.backoff_cap_ms=1000",
+            "app.backoff=full",
+            "app.backoff_base_ms=1000",
+            "app.backoff_cap_ms=20000",
+        ],
+    ),
+    (
+        "budget",
+        "C4: a retry budget per shop-api instance",
+        &["budget=on"],
+    ),
+    (
+        "stock-protects-itself",
+        "C5: admission limits, CoDel age limit, adaptive LIFO and priority at stock",
+        &["admission=on", "codel=on"],
+    ),
+    (
+        "breakers",
+        "C6: a breaker per shop-api instance and stock operation",
+        &["breaker=on"],
+    ),
+    (
+        "bulkhead",
+        "C7: 12 stock calls per shop-api instance",
+        &["bulkhead=on"],
+    ),
+    (
+        "brownout",
+        "C8: cart views without stock badges when stock fails",
+        &["brownout=on"],
+    ),
+];
+
 /// Every override key with a one-line description.
 pub const KEYS: &[(&str, &str)] = &[
     ("start", "first instant simulated, HH:MM:SS[.fff]"),
     ("until", "end of the run, HH:MM:SS[.fff]"),
-    ("interval_ms", "output interval in ms"),
+    ("interval_ms", "output interval in ms (at least 1)"),
+    (
+        "max_memory_mb",
+        "stop the run, keeping what it computed, once it holds this many MB (default 1024)",
+    ),
+    (
+        "max_events",
+        "stop the run, keeping what it computed, after this many events (or none, the default)",
+    ),
     (
         "lb",
         "random | round_robin: how apps pick a shop-api instance",
@@ -377,6 +530,16 @@ pub const KEYS: &[(&str, &str)] = &[
     ("agents.offsets", "aligned | stable"),
     ("agents.capacity", "spare reads per second"),
     ("burst", "on | off: Part 4's burst of failing cart views"),
+    (
+        "trace.at",
+        "trace the actions that start at or after HH:MM:SS[.fff] (every event of each)",
+    ),
+    (
+        "trace.entry",
+        "product | cart | checkout | any: which actions to trace",
+    ),
+    ("trace.count", "how many actions to trace (default 1)"),
+    ("trace", "off: trace nothing"),
     ("burst.at", "HH:MM:SS[.fff]"),
     ("burst.count", "number of cart views"),
 ];
@@ -461,6 +624,9 @@ impl Config {
             agents: None,
             burst: None,
             interval: Nanos::from_secs(1),
+            limits: Limits::default(),
+            timeline: Vec::new(),
+            trace: None,
         }
     }
 
@@ -719,6 +885,76 @@ impl Config {
         c
     }
 
+    /// Add a change during the run: at `at` (`HH:MM:SS[.fff]`, after the start) apply
+    /// `overrides` (`key=value`) on top of the settings then in force. Every key and value
+    /// is checked now; keys that fix the run or the system's shape (`start`, `until`,
+    /// `interval_ms`, `max_*`, `scale*`, `ops*`, `agents*`, `burst*`) are refused.
+    /// Changes at the same instant apply in the order they were added.
+    ///
+    /// # Examples
+    /// ```
+    /// use guards_sim::basketly::{run, Config};
+    /// let mut c = Config::preset("C0").unwrap();
+    /// c.set("until", "20:01:00").unwrap();
+    /// // The outage has begun; at 20:00:25, after the hiccup, the operator turns on
+    /// // C1's timeouts and deadlines.
+    /// c.at("20:00:25", &["stock_call.timeout_ms=60", "shopapi.deadline_check=on"]).unwrap();
+    /// assert!(c.at("20:00:30", &["until=20:02:00"]).is_err());
+    /// let r = run(&c, 1).unwrap();
+    /// assert_eq!(r.column("goodput").unwrap().len(), 75);
+    /// ```
+    pub fn at<S: AsRef<str>>(&mut self, at: &str, overrides: &[S]) -> Result<(), SimError> {
+        let t = clock::parse(at)
+            .ok_or_else(|| SimError::bad_value("at", at, "a clock time HH:MM:SS[.fff]"))?;
+        if t < self.start {
+            return Err(SimError::bad_value(
+                "at",
+                at,
+                &format!(
+                    "a time at or after the start {}",
+                    clock::format_millis(self.start)
+                ),
+            ));
+        }
+        let mut set = Vec::new();
+        let mut probe = self.settings_at(t);
+        for o in overrides {
+            let o = o.as_ref();
+            let (k, v) = o.split_once('=').ok_or_else(|| SimError::BadOverride {
+                text: o.to_string(),
+            })?;
+            let (k, v) = (k.trim(), v.trim());
+            let head = k.split('.').next().unwrap_or(k);
+            if FIXED_KEYS.contains(&k) || FIXED_KEYS.contains(&head) {
+                return Err(SimError::bad_value(
+                    k,
+                    v,
+                    "a setting that may change during the run (start, until, interval_ms, \
+                     max_*, scale*, ops*, agents* and burst* are set from the start)",
+                ));
+            }
+            probe.set(k, v)?;
+            set.push((k.to_string(), v.to_string()));
+        }
+        let i = self.timeline.partition_point(|c| c.at <= t);
+        self.timeline.insert(i, Change { at: t, set });
+        Ok(())
+    }
+
+    /// The settings in force at `t`: these settings with every change at or before `t`
+    /// applied (the timeline itself left out).
+    pub fn settings_at(&self, t: Nanos) -> Config {
+        let mut c = self.clone();
+        c.timeline.clear();
+        for ch in self.timeline.iter().take_while(|ch| ch.at <= t) {
+            for (k, v) in &ch.set {
+                // Checked when the change was added.
+                let _ = c.set(k, v);
+            }
+        }
+        c
+    }
+
     /// The preset with `overrides` (`key=value` strings) applied in order.
     pub fn with_overrides<S: AsRef<str>>(name: &str, overrides: &[S]) -> Result<Config, SimError> {
         let mut c = Config::preset(name)?;
@@ -792,7 +1028,29 @@ impl Config {
         match key {
             "start" => self.start = v.clock()?,
             "until" => self.until = v.clock()?,
-            "interval_ms" => self.interval = v.millis_positive()?,
+            "interval_ms" => {
+                let d = v.millis()?;
+                if d < MIN_INTERVAL {
+                    return Err(v.bad(
+                        "at least 1 ms (shorter intervals would hold more series than model)",
+                    ));
+                }
+                self.interval = d;
+            }
+            "max_memory_mb" => {
+                let mb = v.float(1.0, 1e9)?;
+                self.limits.max_memory = (mb * (1u64 << 20) as f64) as u64;
+            }
+            "max_events" => {
+                self.limits.max_events = if value == "none" {
+                    None
+                } else {
+                    match value.parse::<u64>() {
+                        Ok(n) if n >= 1 => Some(n),
+                        _ => return Err(v.bad("a positive integer, or none")),
+                    }
+                }
+            }
             "lb" => {
                 self.balance = match value {
                     "random" => Balance::Random,
@@ -917,6 +1175,38 @@ impl Config {
                         }
                     }
                     _ => a.capacity = v.float(1e-3, 1e9)?,
+                }
+            }
+            "trace" => {
+                if v.flag()? {
+                    self.trace.get_or_insert(TraceSpec {
+                        from: self.start,
+                        entry: None,
+                        count: 1,
+                    });
+                } else {
+                    self.trace = None;
+                }
+            }
+            "trace.at" | "trace.entry" | "trace.count" => {
+                let start = self.start;
+                let t = self.trace.get_or_insert(TraceSpec {
+                    from: start,
+                    entry: None,
+                    count: 1,
+                });
+                match key {
+                    "trace.at" => t.from = v.clock()?,
+                    "trace.entry" => {
+                        t.entry = match value {
+                            "any" => None,
+                            "product" | "cart" | "checkout" | "burst" | "agents" => {
+                                Some(value.to_string())
+                            }
+                            _ => return Err(v.bad("product | cart | checkout | any")),
+                        }
+                    }
+                    _ => t.count = v.count(1, MAX_TRACES)?,
                 }
             }
             "burst" => {

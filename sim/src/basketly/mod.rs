@@ -1,4 +1,4 @@
-//! The Basketly incident as presets: the setup of basketly-model.md built from the
+//! The Basketly incident as presets: the model of docs/basketly.md built from the
 //! generic [`crate::topology`], with the seed's named settings and the output columns the
 //! issue lists.
 //!
@@ -22,7 +22,9 @@
 mod build;
 mod config;
 
-pub use config::{Agents, Burst, Config, Hop, OpsAction, KEYS, PRESETS};
+pub use config::{
+    Agents, Burst, Change, Config, Hop, OpsAction, GUARDS, KEYS, PRESETS, PRESET_INFO,
+};
 
 use guards_core::Nanos;
 
@@ -184,6 +186,9 @@ pub fn run(config: &Config, seed: u64) -> Result<SimResult, SimError> {
 pub struct Run {
     sim: Sim,
     config: Config,
+    /// The topology in force after each change of the timeline, and when it starts.
+    changes: Vec<(Nanos, crate::topology::Topology)>,
+    next_change: usize,
 }
 
 impl Run {
@@ -201,14 +206,35 @@ impl Run {
         Run::from_config(&c, seed)
     }
 
-    /// Prepare a configuration with `seed`.
+    /// Prepare a configuration with `seed`. Every change of its timeline is checked
+    /// now (a change may alter settings, not the system's shape).
     pub fn from_config(config: &Config, seed: u64) -> Result<Run, SimError> {
         let topo = config.topology()?;
         let mut sim = Sim::new(topo, seed)?;
         sim.set_label(&config.name);
+        sim.set_limits(config.limits);
+        if let Some(spec) = &config.trace {
+            sim.set_trace(spec)?;
+        }
+        let mut changes = Vec::with_capacity(config.timeline.len());
+        for ch in &config.timeline {
+            let topo = config.settings_at(ch.at).topology()?;
+            sim.check_reconfigure(&topo).map_err(|e| match e {
+                SimError::Topology { what } => SimError::Topology {
+                    what: format!(
+                        "the change at {}: {what}",
+                        crate::topology::clock::format_millis(ch.at)
+                    ),
+                },
+                other => other,
+            })?;
+            changes.push((ch.at, topo));
+        }
         Ok(Run {
             sim,
             config: config.clone(),
+            changes,
+            next_change: 0,
         })
     }
 
@@ -222,13 +248,37 @@ impl Run {
         self.sim.now()
     }
 
-    /// Run every event before `to` (never past the configuration's end).
+    /// Run every event before `to` (never past the configuration's end), applying the
+    /// timeline's changes at their instants.
     pub fn advance(&mut self, to: Nanos) {
-        self.sim.advance(to.min(self.config.until));
+        let to = to.min(self.config.until);
+        while let Some((at, _)) = self.changes.get(self.next_change) {
+            if *at > to || *at >= self.config.until || self.sim.stopped().is_some() {
+                break;
+            }
+            let at = *at;
+            self.sim.advance(at);
+            if self.sim.stopped().is_some() {
+                return;
+            }
+            let topo = self.changes[self.next_change].1.clone();
+            // Checked in `from_config` against the same shape: it cannot fail here.
+            let _ = self.sim.reconfigure(topo);
+            self.next_change += 1;
+        }
+        self.sim.advance(to);
     }
 
-    /// Fraction of the run done, 0.0 to 1.0.
+    /// Where and why the run stopped early, if a limit stopped it.
+    pub fn stopped(&self) -> Option<crate::Stop> {
+        self.sim.stopped()
+    }
+
+    /// Fraction of the run done, 0.0 to 1.0 (1.0 once a limit has stopped it).
     pub fn progress(&self) -> f64 {
+        if self.sim.stopped().is_some() {
+            return 1.0;
+        }
         let total = self.config.until.saturating_sub(self.config.start).as_u64();
         if total == 0 {
             return 1.0;
@@ -239,7 +289,7 @@ impl Run {
 
     /// Run to the end and return the result with the issue's columns and summary.
     pub fn finish(mut self) -> SimResult {
-        self.sim.advance(self.config.until);
+        self.advance(self.config.until);
         let mut r = self.sim.result();
         add_series(&mut r);
         add_summary(&mut r, &self.config);

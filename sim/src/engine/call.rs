@@ -36,6 +36,8 @@ impl CallRef {
 /// Where a call is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Phase {
+    /// Not a call: the slab's slot is free.
+    Free,
     /// Waiting for a server.
     Queued,
     /// Holding a server (or at a client), running its steps.
@@ -70,93 +72,138 @@ impl Outcome {
     }
 }
 
+/// A guard's permit with the epoch of the guard that gave it: a guard replaced mid-run
+/// (a timeline change) bumps its epoch, and permits of the old one are then dropped
+/// instead of being given to the new one.
+#[derive(Debug)]
+pub(crate) struct Held<T> {
+    pub epoch: u32,
+    pub ticket: T,
+}
+
 /// The caller's side of one attempt.
 #[derive(Debug)]
 pub(crate) struct Attempt {
     pub child: CallRef,
     pub started: Nanos,
     pub token: u32,
-    pub breaker: Option<BreakerTicket>,
-    pub gate: Option<GateTicket>,
+    pub breaker: Option<Held<BreakerTicket>>,
+    pub gate: Option<Held<GateTicket>>,
 }
 
-/// One request at one service instance.
+/// A parent that is no parent (an action at a client).
+pub(crate) const NO_PARENT: CallRef = CallRef {
+    idx: u32::MAX,
+    gen: 0,
+};
+
+/// No index.
+const NONE: u32 = u32::MAX;
+
+/// One request at one service instance: what every call needs, in one cache line (the
+/// queues of an overloaded run hold hundreds of thousands of calls, and each one is
+/// touched when it leaves its queue). What only a call in the middle of a call step needs
+/// is in its [`Caller`]; an admission ticket sits beside the slab. Service, operation,
+/// step, edge and entry numbers fit 16 bits (`Sim::new` checks the topology's sizes).
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub(crate) struct Call {
-    pub gen: u32,
-    pub live: bool,
-    pub parent: Option<CallRef>,
-    pub svc: u32,
-    pub inst: u32,
-    pub op: u32,
-    /// The edge this call arrived over (`u32::MAX` for an action at a client).
-    pub edge: u32,
-    pub entry: u32,
-    /// The action (root) this call serves: the idempotency key of its side effects.
-    pub root: u64,
-    pub priority: Priority,
+    /// The caller's call ([`NO_PARENT`] for an action at a client).
+    pub parent: CallRef,
     /// When the deadline this call received expires (`Nanos::MAX`: none).
     pub expires_at: Nanos,
     pub arrived: Nanos,
+    /// The action (root) this call serves: the idempotency key of its side effects.
+    pub root: u64,
+    pub gen: u32,
+    /// Bumped to invalidate this call's pending work, backoff and hedge events.
+    pub token: u32,
+    pub inst: u32,
+    /// Index of its [`Caller`] state, once it made a call step.
+    caller: u32,
+    pub svc: u16,
+    pub op: u16,
+    pub step: u16,
+    /// The edge this call arrived over ([`NO_EDGE`] for an action at a client).
+    pub edge: u16,
+    pub entry: u16,
+    pub priority: Priority,
     pub phase: Phase,
-    /// The caller has stopped waiting for this call.
-    pub abandoned: bool,
     pub has_server: bool,
     /// Counted in its instance's calls inside (admitted at the door).
     pub inside: bool,
     pub degraded: bool,
-    pub step: u32,
-    /// Bumped to invalidate this call's pending work, backoff and hedge events.
-    pub token: u32,
-    pub ticket: Option<DoorTicket>,
-    // The current call step, as a caller.
+    /// Its admission ticket is held beside the slab.
+    has_ticket: bool,
+}
+
+/// The edge of an action at a client (it arrived over none).
+pub(crate) const NO_EDGE: u16 = u16::MAX;
+
+/// The most services, operations per service, steps per operation, edges and entries a
+/// topology may have (they are kept in 16 bits; `u16::MAX` itself means "none").
+pub(crate) const MAX_INDEX: usize = u16::MAX as usize - 1;
+
+impl Call {
+    fn blank(gen: u32) -> Self {
+        Call {
+            parent: NO_PARENT,
+            expires_at: Nanos::MAX,
+            arrived: Nanos::ZERO,
+            root: 0,
+            gen,
+            token: 0,
+            inst: 0,
+            caller: NONE,
+            svc: 0,
+            op: 0,
+            step: 0,
+            edge: NO_EDGE,
+            entry: 0,
+            priority: Priority::CRITICAL,
+            phase: Phase::Free,
+            has_server: false,
+            inside: false,
+            degraded: false,
+            has_ticket: false,
+        }
+    }
+
+    /// The caller's call, if it has one.
+    #[inline]
+    pub fn parent(&self) -> Option<CallRef> {
+        (self.parent != NO_PARENT).then_some(self.parent)
+    }
+}
+
+/// The state of a call as a caller, during one call step: its attempts so far and the
+/// copies (first attempt or retry, and a hedge) in flight.
+#[derive(Debug)]
+pub(crate) struct Caller {
     pub attempts: u32,
     pub hedges: u32,
     pub call_started: Nanos,
     pub prev_delay: Nanos,
     pub slots: [Option<Attempt>; 2],
-    pub last_fail: Outcome,
 }
 
-impl Call {
-    fn blank(gen: u32) -> Self {
-        Call {
-            gen,
-            live: false,
-            parent: None,
-            svc: 0,
-            inst: 0,
-            op: 0,
-            edge: u32::MAX,
-            entry: 0,
-            root: 0,
-            priority: Priority::CRITICAL,
-            expires_at: Nanos::MAX,
-            arrived: Nanos::ZERO,
-            phase: Phase::Queued,
-            abandoned: false,
-            has_server: false,
-            inside: false,
-            degraded: false,
-            step: 0,
-            token: 0,
-            ticket: None,
+impl Caller {
+    const fn blank() -> Self {
+        Caller {
             attempts: 0,
             hedges: 0,
             call_started: Nanos::ZERO,
             prev_delay: Nanos::ZERO,
             slots: [None, None],
-            last_fail: Outcome::Error,
         }
     }
 
-    /// Reset the per-step caller state before a new call step.
-    pub fn reset_invocation(&mut self, now: Nanos) {
-        self.attempts = 0;
-        self.hedges = 0;
-        self.call_started = now;
-        self.prev_delay = Nanos::ZERO;
-        self.last_fail = Outcome::Error;
+    /// Whether an attempt is waiting for `child`.
+    #[inline]
+    pub fn waits_for(&self, child: CallRef) -> bool {
+        self.slots
+            .iter()
+            .any(|s| s.as_ref().is_some_and(|a| a.child == child))
     }
 
     /// Number of attempts still outstanding.
@@ -180,11 +227,99 @@ pub(crate) struct NewCall {
     pub now: Nanos,
 }
 
-/// The slab of calls.
+/// A growable array in fixed-size chunks: growing never moves (or copies) what is
+/// already stored, and each chunk keeps its elements' alignment.
+#[derive(Debug)]
+struct Chunked<T> {
+    chunks: Vec<Box<[T; CHUNK]>>,
+    len: usize,
+}
+
+/// Elements per chunk (a power of two).
+const CHUNK: usize = 1 << 12;
+
+impl<T> Default for Chunked<T> {
+    fn default() -> Self {
+        Chunked {
+            chunks: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> Chunked<T> {
+    /// One element more, a new chunk filled by `blank` when the last one is full.
+    fn grow(&mut self, blank: impl Fn() -> T) {
+        if self.len % CHUNK == 0 {
+            let chunk: Box<[T]> = (0..CHUNK).map(|_| blank()).collect();
+            match chunk.try_into() {
+                Ok(c) => self.chunks.push(c),
+                Err(_) => return,
+            }
+        }
+        self.len += 1;
+    }
+
+    /// Element `i`: past the length but inside the last chunk, a blank one.
+    #[inline]
+    fn get(&self, i: usize) -> Option<&T> {
+        Some(&self.chunks.get(i / CHUNK)?[i % CHUNK])
+    }
+
+    /// Element `i`, mutably (past the length but inside the last chunk, a blank one).
+    #[inline]
+    fn get_mut(&mut self, i: usize) -> Option<&mut T> {
+        Some(&mut self.chunks.get_mut(i / CHUNK)?[i % CHUNK])
+    }
+}
+
+/// The tickets of one chunk of call indices.
+type TicketChunk = [Option<Held<DoorTicket>>; CHUNK];
+
+/// Admission tickets by call index, in chunks made only when a call of their range gets
+/// a ticket (a run without admission control never makes one).
+#[derive(Debug, Default)]
+struct Tickets {
+    chunks: Vec<Option<Box<TicketChunk>>>,
+}
+
+impl Tickets {
+    fn slot(&mut self, i: usize) -> Option<&mut Option<Held<DoorTicket>>> {
+        let chunk = self.chunks.get_mut(i / CHUNK)?.as_mut()?;
+        Some(&mut chunk[i % CHUNK])
+    }
+
+    fn set(&mut self, i: usize, t: Held<DoorTicket>) {
+        let k = i / CHUNK;
+        if self.chunks.len() <= k {
+            self.chunks.resize_with(k + 1, || None);
+        }
+        if self.chunks[k].is_none() {
+            let c: Box<[Option<Held<DoorTicket>>]> = (0..CHUNK).map(|_| None).collect();
+            // A boxed slice of CHUNK elements always converts.
+            self.chunks[k] = c.try_into().ok();
+        }
+        if let Some(chunk) = self.chunks[k].as_mut() {
+            chunk[i % CHUNK] = Some(t);
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.chunks.iter().flatten().count()
+            * CHUNK
+            * core::mem::size_of::<Option<Held<DoorTicket>>>()
+    }
+}
+
+/// The slab of calls, their caller states and their admission tickets.
 #[derive(Debug, Default)]
 pub(crate) struct Slab {
-    calls: Vec<Call>,
+    calls: Chunked<Call>,
     free: Vec<u32>,
+    /// Admission tickets by call index (beside the calls: only admitted calls touch it).
+    tickets: Tickets,
+    callers: Vec<Caller>,
+    free_callers: Vec<u32>,
     live: usize,
     peak: usize,
 }
@@ -195,24 +330,29 @@ impl Slab {
         let idx = match self.free.pop() {
             Some(i) => i,
             None => {
-                self.calls.push(Call::blank(0));
-                (self.calls.len() - 1) as u32
+                self.calls.grow(|| Call::blank(0));
+                (self.calls.len - 1) as u32
             }
         };
-        let c = &mut self.calls[idx as usize];
+        let Some(c) = self.calls.get_mut(idx as usize) else {
+            return NO_PARENT;
+        };
         let gen = c.gen.wrapping_add(1);
-        *c = Call::blank(gen);
-        c.live = true;
-        c.parent = n.parent;
-        c.svc = n.svc;
-        c.inst = n.inst;
-        c.op = n.op;
-        c.edge = n.edge;
-        c.entry = n.entry;
-        c.root = n.root;
-        c.priority = n.priority;
-        c.expires_at = n.expires_at;
-        c.arrived = n.now;
+        // The topology's sizes were checked against MAX_INDEX: the numbers fit.
+        *c = Call {
+            parent: n.parent.unwrap_or(NO_PARENT),
+            expires_at: n.expires_at,
+            arrived: n.now,
+            root: n.root,
+            svc: n.svc as u16,
+            inst: n.inst,
+            op: n.op as u16,
+            edge: n.edge as u16,
+            entry: n.entry as u16,
+            priority: n.priority,
+            phase: Phase::Queued,
+            ..Call::blank(gen)
+        };
         self.live += 1;
         self.peak = self.peak.max(self.live);
         CallRef { idx, gen }
@@ -222,7 +362,7 @@ impl Slab {
     #[inline]
     pub fn get(&self, r: CallRef) -> Option<&Call> {
         match self.calls.get(r.idx as usize) {
-            Some(c) if c.live && c.gen == r.gen => Some(c),
+            Some(c) if c.phase != Phase::Free && c.gen == r.gen => Some(c),
             _ => None,
         }
     }
@@ -231,20 +371,106 @@ impl Slab {
     #[inline]
     pub fn get_mut(&mut self, r: CallRef) -> Option<&mut Call> {
         match self.calls.get_mut(r.idx as usize) {
-            Some(c) if c.live && c.gen == r.gen => Some(c),
+            Some(c) if c.phase != Phase::Free && c.gen == r.gen => Some(c),
             _ => None,
         }
     }
 
-    /// Free a call's slot (its reference becomes stale).
-    pub fn remove(&mut self, r: CallRef) {
-        if let Some(c) = self.get_mut(r) {
-            c.live = false;
-            c.slots = [None, None];
-            c.ticket = None;
-            self.free.push(r.idx);
-            self.live -= 1;
+    /// The call's caller state, if the call is valid and has made a call step.
+    #[inline]
+    pub fn caller(&self, r: CallRef) -> Option<&Caller> {
+        let c = self.get(r)?;
+        self.callers.get(c.caller as usize)
+    }
+
+    /// The call and its caller state, mutably.
+    #[inline]
+    pub fn caller_mut(&mut self, r: CallRef) -> Option<(&mut Call, &mut Caller)> {
+        let c = match self.calls.get_mut(r.idx as usize) {
+            Some(c) if c.phase != Phase::Free && c.gen == r.gen => c,
+            _ => return None,
+        };
+        let k = self.callers.get_mut(c.caller as usize)?;
+        Some((c, k))
+    }
+
+    /// A fresh caller state for the call's next call step, started at `now`.
+    pub fn begin_caller(&mut self, r: CallRef, now: Nanos) -> Option<(&mut Call, &mut Caller)> {
+        let c = match self.calls.get_mut(r.idx as usize) {
+            Some(c) if c.phase != Phase::Free && c.gen == r.gen => c,
+            _ => return None,
+        };
+        if c.caller == NONE {
+            c.caller = match self.free_callers.pop() {
+                Some(k) => k,
+                None => {
+                    self.callers.push(Caller::blank());
+                    (self.callers.len() - 1) as u32
+                }
+            };
         }
+        let k = &mut self.callers[c.caller as usize];
+        *k = Caller::blank();
+        k.call_started = now;
+        Some((c, k))
+    }
+
+    /// Whether call `parent` has an attempt waiting for `child`.
+    #[inline]
+    pub fn waits_for(&self, parent: CallRef, child: CallRef) -> bool {
+        self.caller(parent).is_some_and(|k| k.waits_for(child))
+    }
+
+    /// Hold the admission ticket of a valid call.
+    pub fn set_ticket(&mut self, r: CallRef, t: Option<Held<DoorTicket>>) {
+        let Some(t) = t else { return };
+        if let Some(c) = self.get_mut(r) {
+            c.has_ticket = true;
+            self.tickets.set(r.idx as usize, t);
+        }
+    }
+
+    /// Take the admission ticket of a valid call (the array beside the slab is only
+    /// touched for a call that has one).
+    pub fn take_ticket(&mut self, r: CallRef) -> Option<Held<DoorTicket>> {
+        let c = self.get_mut(r)?;
+        if !std::mem::take(&mut c.has_ticket) {
+            return None;
+        }
+        self.tickets.slot(r.idx as usize)?.take()
+    }
+
+    /// Free a call's slot (its reference becomes stale), with its caller state and ticket.
+    pub fn remove(&mut self, r: CallRef) {
+        let Some(c) = self
+            .calls
+            .get_mut(r.idx as usize)
+            .filter(|c| c.phase != Phase::Free && c.gen == r.gen)
+        else {
+            return;
+        };
+        c.phase = Phase::Free;
+        let k = std::mem::replace(&mut c.caller, NONE);
+        let had_ticket = std::mem::take(&mut c.has_ticket);
+        if let Some(caller) = self.callers.get_mut(k as usize) {
+            caller.slots = [None, None];
+            self.free_callers.push(k);
+        }
+        if had_ticket {
+            if let Some(t) = self.tickets.slot(r.idx as usize) {
+                *t = None;
+            }
+        }
+        self.free.push(r.idx);
+        self.live -= 1;
+    }
+
+    /// An estimate of the bytes the slab holds.
+    pub fn bytes(&self) -> usize {
+        self.calls.chunks.len() * CHUNK * core::mem::size_of::<Call>()
+            + self.tickets.bytes()
+            + self.callers.capacity() * core::mem::size_of::<Caller>()
+            + (self.free.capacity() + self.free_callers.capacity()) * 4
     }
 
     /// Calls alive now.
@@ -255,5 +481,12 @@ impl Slab {
     /// Most calls alive at once.
     pub fn peak(&self) -> usize {
         self.peak
+    }
+}
+#[cfg(test)]
+mod size_probe {
+    #[test]
+    fn sizes() {
+        assert_eq!(core::mem::size_of::<super::Call>(), 64);
     }
 }

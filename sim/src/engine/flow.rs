@@ -9,14 +9,28 @@
 
 use guards_core::Nanos;
 
-use super::call::{Attempt, CallRef, NewCall, Outcome, Phase};
+use super::call::{Attempt, CallRef, Held, NewCall, Outcome, Phase, NO_EDGE};
 use super::{Kind, Sim};
 use crate::guards::circuit_breaker::BreakerTicket;
 use crate::guards::deadline::{attempt_budget, AttemptBudget};
 use crate::guards::hedging::HedgeDecision;
 use crate::guards::queue_discipline::Drop;
 use crate::guards::retry_policy::{Class, Decision, GiveUp};
-use crate::topology::{DeadlineMode, Idempotency, Step};
+use crate::topology::{DeadlineMode, Dist, Idempotency, JitterKind, Step};
+use crate::trace::{Ended, TraceWhat};
+
+use super::tracer::trace;
+
+/// How a call ended, as a trace says it.
+fn ended(outcome: Outcome, degraded: bool) -> Ended {
+    match outcome {
+        Outcome::Ok if degraded => Ended::Degraded,
+        Outcome::Ok => Ended::Ok,
+        Outcome::Overloaded => Ended::Overloaded,
+        Outcome::Deadline => Ended::Deadline,
+        _ => Ended::Error,
+    }
+}
 
 /// What to tell a breaker about an attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,9 +42,6 @@ enum Report {
     /// It ended so.
     Outcome(Outcome),
 }
-
-/// No edge: an action at a client.
-const NO_EDGE: u32 = u32::MAX;
 
 impl Sim {
     /// A new action of entry `e` starts at its client.
@@ -47,7 +58,7 @@ impl Sim {
             svc: svc as u32,
             inst: 0,
             op: op as u32,
-            edge: NO_EDGE,
+            edge: u32::from(NO_EDGE),
             entry: e as u32,
             root,
             priority,
@@ -56,6 +67,9 @@ impl Sim {
         });
         if let Some(c) = self.calls.get_mut(r) {
             c.phase = Phase::Running;
+        }
+        if self.tracer.is_some() {
+            self.trace_root(r, e);
         }
         self.run_step(r);
     }
@@ -78,6 +92,7 @@ impl Sim {
             .iter()
             .any(|o| now >= o.start && now < o.end)
         {
+            trace!(self, r, TraceWhat::Refused { why: "outage" });
             self.finish(r, Outcome::Error);
             return;
         }
@@ -85,15 +100,27 @@ impl Sim {
         if let Some(max) = ins.shed {
             if ins.busy >= ins.servers && ins.queued >= max {
                 self.metrics.svc[svc].shed += 1;
+                trace!(self, r, TraceWhat::Refused { why: "shed" });
                 self.finish(r, Outcome::Overloaded);
                 return;
             }
         }
+        let door_epoch = ins.door_epoch;
         let ticket = match &ins.door {
             Some(door) => match door.try_admit(now, priority) {
-                Some(t) => Some(t),
+                Some(t) => Some(Held {
+                    epoch: door_epoch,
+                    ticket: t,
+                }),
                 None => {
                     self.metrics.svc[svc].refused += 1;
+                    trace!(
+                        self,
+                        r,
+                        TraceWhat::Refused {
+                            why: "admission limit"
+                        }
+                    );
                     self.finish(r, Outcome::Overloaded);
                     return;
                 }
@@ -103,9 +130,9 @@ impl Sim {
         ins.inside += 1;
         let has_room = ins.busy < ins.servers && ins.queued == 0;
         if let Some(c) = self.calls.get_mut(r) {
-            c.ticket = ticket;
             c.inside = true;
         }
+        self.calls.set_ticket(r, ticket);
         self.inside_change(svc, true);
         // A repeat of a keyed side effect that already committed gets the first result.
         if edge != NO_EDGE
@@ -125,10 +152,13 @@ impl Sim {
                 Nanos::MAX
             };
             let ins = &mut self.svcs[svc].instances[inst];
+            let ahead = ins.queued;
             if ins.queue.push(now, r.to_u64(), priority, qdeadline) {
                 ins.queued += 1;
+                trace!(self, r, TraceWhat::Queued { ahead });
             } else {
                 self.metrics.svc[svc].refused += 1;
+                trace!(self, r, TraceWhat::Refused { why: "queue full" });
                 self.finish(r, Outcome::Overloaded);
             }
         }
@@ -146,6 +176,13 @@ impl Sim {
             s.wait_sum = s.wait_sum.saturating_add(waited);
             s.wait_max = s.wait_max.max(waited);
             self.metrics.svc[svc].started += 1;
+            trace!(
+                self,
+                r,
+                TraceWhat::Started {
+                    waited: Nanos::new(waited)
+                }
+            );
         }
     }
 
@@ -157,7 +194,7 @@ impl Sim {
     }
 
     /// Hand free servers to waiting calls.
-    fn dispatch(&mut self, svc: usize, inst: usize) {
+    pub(super) fn dispatch(&mut self, svc: usize, inst: usize) {
         if self.svcs[svc].instances[inst].dispatching {
             return;
         }
@@ -178,10 +215,18 @@ impl Sim {
                     match why {
                         Drop::Age => {
                             self.metrics.svc[svc].dropped_age += 1;
+                            trace!(self, d, TraceWhat::Dropped { why: "age limit" });
                             self.finish(d, Outcome::Overloaded);
                         }
                         Drop::Deadline => {
                             self.metrics.svc[svc].dropped_deadline += 1;
+                            trace!(
+                                self,
+                                d,
+                                TraceWhat::Dropped {
+                                    why: "deadline passed"
+                                }
+                            );
                             self.finish(d, Outcome::Deadline);
                         }
                     }
@@ -203,6 +248,13 @@ impl Sim {
             self.svcs[svc].instances[inst].queued -= 1;
             if deadline_check && expired {
                 self.metrics.svc[svc].dropped_deadline += 1;
+                trace!(
+                    self,
+                    r,
+                    TraceWhat::Dropped {
+                        why: "deadline passed"
+                    }
+                );
                 self.finish(r, Outcome::Deadline);
                 continue;
             }
@@ -241,8 +293,16 @@ impl Sim {
                             self.finish(r, Outcome::Deadline);
                             return;
                         }
+                        trace!(
+                            self,
+                            r,
+                            TraceWhat::Work {
+                                took: d,
+                                cut: Some(expires)
+                            }
+                        );
                         let tok = self.bump(r);
-                        self.schedule(expires, Kind::Cut(r, tok));
+                        self.schedule(expires, Kind::Cut(r, tok), false);
                         return;
                     }
                     if d.is_zero() {
@@ -254,8 +314,10 @@ impl Sim {
                         }
                         continue;
                     }
+                    trace!(self, r, TraceWhat::Work { took: d, cut: None });
                     let tok = self.bump(r);
-                    self.schedule(end, Kind::Work(r, tok));
+                    let fixed = matches!(w.time, Dist::Const(_));
+                    self.schedule(end, Kind::Work(r, tok), fixed);
                     return;
                 }
                 Step::Call(e) => {
@@ -303,13 +365,15 @@ impl Sim {
         let m = &mut self.metrics.svc[svc];
         m.commits += 1;
         let n = self.commits.entry(root).or_insert(0);
-        if *n >= 1 {
+        let duplicate = *n >= 1;
+        if duplicate {
             m.dup_commits += 1;
             if *n == 1 {
                 m.dup_actions += 1;
             }
         }
         *n += 1;
+        trace!(self, r, TraceWhat::Commit { duplicate });
     }
 
     fn current_edge(&self, r: CallRef) -> Option<usize> {
@@ -325,10 +389,9 @@ impl Sim {
 
     fn begin_call(&mut self, r: CallRef, e: usize) {
         let now = self.now;
-        let Some(c) = self.calls.get_mut(r) else {
+        let Some((c, _)) = self.calls.begin_caller(r, now) else {
             return;
         };
-        c.reset_invocation(now);
         let (svc, inst) = (c.svc as usize, c.inst as usize);
         if let Some(b) = self.topo.edges[e].policy.budget {
             self.svcs[svc].instances[inst].budgets[b].deposit(now);
@@ -356,32 +419,40 @@ impl Sim {
         let (to, op, eprio) = (edge.to, edge.op, edge.priority);
         // An attempt refused by a local guard still counts toward the attempt cap (it
         // failed fast), so "retry at once" after a refusal cannot loop forever.
-        let attempts = match self.calls.get_mut(r) {
-            Some(c) if !hedge => {
-                c.attempts += 1;
-                c.attempts
+        let attempts = match self.calls.caller_mut(r) {
+            Some((_, k)) if !hedge => {
+                k.attempts += 1;
+                k.attempts
             }
-            Some(c) => c.attempts,
+            Some((_, k)) => k.attempts,
             None => return,
         };
 
-        let mut bticket: Option<BreakerTicket> = None;
-        if let Some(Some(b)) = self.svcs[svc].instances[inst].breakers.get(e) {
+        let mut bticket: Option<Held<BreakerTicket>> = None;
+        let ins = &self.svcs[svc].instances[inst];
+        if let Some(Some(b)) = ins.breakers.get(e) {
             match b.try_acquire(now) {
-                Some(t) => bticket = Some(t),
+                Some(t) => {
+                    bticket = Some(Held {
+                        epoch: ins.breaker_epochs[e],
+                        ticket: t,
+                    })
+                }
                 None => {
                     self.metrics.edge[e].breaker_rejections += 1;
+                    trace!(self, r, self.not_sent(e, "breaker open"));
                     self.attempt_failed(r, Outcome::BreakerOpen);
                     return;
                 }
             }
         }
-        let probe_timeout = bticket.as_ref().and_then(|t| t.probe_timeout);
+        let probe_timeout = bticket.as_ref().and_then(|t| t.ticket.probe_timeout);
         let timeout = probe_timeout.or(policy.timeout);
         let (wait, send) = match attempt_budget(now, expires, timeout, policy.margin) {
             AttemptBudget::Expired => {
                 self.return_breaker(svc, inst, e, bticket, Report::NotSent);
                 self.metrics.edge[e].no_time += 1;
+                trace!(self, r, self.not_sent(e, "no time left"));
                 self.attempt_failed(r, Outcome::NoTime);
                 return;
             }
@@ -389,11 +460,18 @@ impl Sim {
         };
         let mut gticket = None;
         if let Some(g) = policy.bulkhead {
-            match self.svcs[svc].instances[inst].gates[g].try_acquire() {
-                Some(t) => gticket = Some(t),
+            let ins = &self.svcs[svc].instances[inst];
+            match ins.gates[g].try_acquire() {
+                Some(t) => {
+                    gticket = Some(Held {
+                        epoch: ins.gates_epoch,
+                        ticket: t,
+                    })
+                }
                 None => {
                     self.return_breaker(svc, inst, e, bticket, Report::NotSent);
                     self.metrics.edge[e].gate_rejections += 1;
+                    trace!(self, r, self.not_sent(e, "bulkhead full"));
                     self.attempt_failed(r, Outcome::GateFull);
                     return;
                 }
@@ -411,7 +489,7 @@ impl Sim {
             inst: to_inst,
             op: op as u32,
             edge: e as u32,
-            entry,
+            entry: entry.into(),
             root,
             priority: eprio.unwrap_or(cprio),
             expires_at: child_expires,
@@ -419,7 +497,7 @@ impl Sim {
         });
         let token = self.token();
         let probe = probe_timeout.is_some();
-        let Some(c) = self.calls.get_mut(r) else {
+        let Some((_, c)) = self.calls.caller_mut(r) else {
             return;
         };
         let slot = usize::from(c.slots[0].is_some());
@@ -445,18 +523,42 @@ impl Sim {
         if probe {
             m.probes += 1;
         }
+        trace!(
+            self,
+            r,
+            TraceWhat::Send {
+                edge: self.topo.edges[e].name.clone(),
+                attempt: attempts,
+                hedge,
+                probe,
+                to: format!("{}[{to_inst}]", self.topo.services[to].name),
+                wait: (wait != Nanos::MAX).then_some(wait),
+                deadline: (child_expires != Nanos::MAX).then(|| child_expires.saturating_sub(now)),
+            }
+        );
         if wait != Nanos::MAX {
-            self.schedule(now.saturating_add(wait), Kind::Timeout(r, token));
+            self.schedule(
+                now.saturating_add(wait),
+                Kind::Timeout(r, token),
+                timeout == Some(wait),
+            );
         }
         if !hedge && attempts == 1 {
             if let Some(Some(h)) = self.svcs[svc].instances[inst].hedgers.get(e) {
                 let idem = policy.idempotency == Idempotency::Idempotent;
                 if let HedgeDecision::At(t) = h.decide(now, now, 0, idem, None) {
-                    self.schedule(t, Kind::Hedge(r, token));
+                    self.schedule(t, Kind::Hedge(r, token), false);
                 }
             }
         }
         self.arrive(child);
+    }
+
+    fn not_sent(&self, e: usize, why: &'static str) -> TraceWhat {
+        TraceWhat::NotSent {
+            edge: self.topo.edges[e].name.clone(),
+            why,
+        }
     }
 
     fn return_breaker(
@@ -464,16 +566,23 @@ impl Sim {
         svc: usize,
         inst: usize,
         e: usize,
-        t: Option<BreakerTicket>,
+        t: Option<Held<BreakerTicket>>,
         report: Report,
     ) {
-        let Some(t) = t else { return };
+        let Some(Held { epoch, ticket: t }) = t else {
+            return;
+        };
         let count_overloaded = self.topo.edges[e]
             .policy
             .breaker
             .is_some_and(|b| b.count_overloaded);
         let now = self.now;
-        if let Some(Some(b)) = self.svcs[svc].instances[inst].breakers.get(e) {
+        let ins = &self.svcs[svc].instances[inst];
+        // A breaker replaced mid-run (a timeline change) never sees the old one's permits.
+        if ins.breaker_epochs.get(e) != Some(&epoch) {
+            return;
+        }
+        if let Some(Some(b)) = ins.breakers.get(e) {
             // The call contract decides what each outcome does to the breaker: a probe
             // nobody waits for any more (cancelled) is a failed probe; another abandoned
             // call (a hedge that lost, the caller itself cancelled) says nothing.
@@ -494,11 +603,19 @@ impl Sim {
         svc: usize,
         inst: usize,
         e: usize,
-        t: Option<crate::guards::bulkhead::GateTicket>,
+        t: Option<Held<crate::guards::bulkhead::GateTicket>>,
     ) {
-        let Some(t) = t else { return };
+        let Some(Held { epoch, ticket: t }) = t else {
+            return;
+        };
+        let ins = &mut self.svcs[svc].instances[inst];
+        if epoch != ins.gates_epoch {
+            return;
+        }
         if let Some(g) = self.topo.edges[e].policy.bulkhead {
-            self.svcs[svc].instances[inst].gates[g].release(t);
+            if let Some(gate) = ins.gates.get(g) {
+                gate.release(t);
+            }
         }
     }
 
@@ -508,13 +625,15 @@ impl Sim {
         let Some(e) = self.current_edge(r) else {
             return;
         };
-        let Some(c) = self.calls.get(r) else { return };
-        let first_pending = c.slots[0].as_ref().is_some_and(|a| a.token == token);
-        if !first_pending || c.slots[1].is_some() {
+        let (Some(c), Some(k)) = (self.calls.get(r), self.calls.caller(r)) else {
+            return;
+        };
+        let first_pending = k.slots[0].as_ref().is_some_and(|a| a.token == token);
+        if !first_pending || k.slots[1].is_some() {
             return;
         }
         let (svc, inst, started, hedges) =
-            (c.svc as usize, c.inst as usize, c.call_started, c.hedges);
+            (c.svc as usize, c.inst as usize, k.call_started, k.hedges);
         let policy = self.topo.edges[e].policy;
         let idem = policy.idempotency == Idempotency::Idempotent;
         let ins = &self.svcs[svc].instances[inst];
@@ -528,7 +647,7 @@ impl Sim {
         };
         match decision {
             HedgeDecision::Now => self.attempt(r, true),
-            HedgeDecision::At(t) if t > now => self.schedule(t, Kind::Hedge(r, token)),
+            HedgeDecision::At(t) if t > now => self.schedule(t, Kind::Hedge(r, token), false),
             _ => {}
         }
     }
@@ -538,22 +657,30 @@ impl Sim {
         let Some(e) = self.current_edge(r) else {
             return;
         };
-        let Some(c) = self.calls.get_mut(r) else {
+        let Some((c, k)) = self.calls.caller_mut(r) else {
             return;
         };
-        let Some(i) = c
+        let Some(i) = k
             .slots
             .iter()
             .position(|s| s.as_ref().is_some_and(|a| a.token == token))
         else {
             return;
         };
-        let Some(a) = c.slots[i].take() else { return };
+        let Some(a) = k.slots[i].take() else { return };
         let (svc, inst) = (c.svc as usize, c.inst as usize);
         self.metrics.edge[e].timeouts += 1;
         if let Some(Some(h)) = self.svcs[svc].instances[inst].hedgers.get(e) {
             h.report(self.now, a.started, guards_core::Outcome::Timeout);
         }
+        trace!(
+            self,
+            r,
+            TraceWhat::Timeout {
+                edge: self.topo.edges[e].name.clone(),
+                after: self.now.saturating_sub(a.started),
+            }
+        );
         self.abandon(svc, inst, e, a, Report::Outcome(Outcome::Timeout));
         self.attempt_failed(r, Outcome::Timeout);
     }
@@ -569,9 +696,6 @@ impl Sim {
         } = a;
         self.return_gate(svc, inst, e, gate);
         self.return_breaker(svc, inst, e, breaker, report);
-        if let Some(ch) = self.calls.get_mut(child) {
-            ch.abandoned = true;
-        }
         if self.topo.edges[e].policy.cancel {
             self.cancel(child);
         }
@@ -583,18 +707,18 @@ impl Sim {
         let Some(e) = self.current_edge(parent) else {
             return;
         };
-        let Some(c) = self.calls.get_mut(parent) else {
+        let Some((c, k)) = self.calls.caller_mut(parent) else {
             return;
         };
-        let Some(i) = c
+        let Some(i) = k
             .slots
             .iter()
             .position(|s| s.as_ref().is_some_and(|a| a.child == child))
         else {
             return;
         };
-        let Some(a) = c.slots[i].take() else { return };
-        let (svc, inst, call_started) = (c.svc as usize, c.inst as usize, c.call_started);
+        let Some(a) = k.slots[i].take() else { return };
+        let (svc, inst, call_started) = (c.svc as usize, c.inst as usize, k.call_started);
         let Attempt {
             started,
             breaker,
@@ -610,6 +734,15 @@ impl Sim {
             Outcome::Deadline => m.timeouts += 1,
             _ => m.errors += 1,
         }
+        trace!(
+            self,
+            parent,
+            TraceWhat::Answer {
+                edge: self.topo.edges[e].name.clone(),
+                ended: ended(outcome, degraded),
+                latency: now.saturating_sub(started),
+            }
+        );
         if outcome != Outcome::Ok {
             self.attempt_failed(parent, outcome);
             return;
@@ -618,16 +751,18 @@ impl Sim {
         if let Some(Some(h)) = self.svcs[svc].instances[inst].hedgers.get(e) {
             h.report(now, started, guards_core::Outcome::Success);
         }
+        let whole = now.saturating_sub(call_started);
+        self.metrics.edge_latency[e].push(whole);
         if self.topo.edges[e].record_latency {
             let st = &mut self.edges[e];
             st.attempt_latencies.push((now, latency));
-            st.latencies.push((now, now.saturating_sub(call_started)));
+            st.latencies.push((now, whole));
         }
         // The first answer wins: a copy still in flight is abandoned.
         let other = self
             .calls
-            .get_mut(parent)
-            .and_then(|c| c.slots[1 - i].take());
+            .caller_mut(parent)
+            .and_then(|(_, k)| k.slots[1 - i].take());
         if let Some(o) = other {
             // The loser's latency is at least what it has taken so far: recording that
             // lower bound keeps the slow tail in the tracker (else only the winners of
@@ -655,21 +790,27 @@ impl Sim {
         let Some(e) = self.current_edge(r) else {
             return;
         };
-        let Some(c) = self.calls.get_mut(r) else {
+        let Some((c, k)) = self.calls.caller_mut(r) else {
             return;
         };
-        c.last_fail = outcome;
-        if c.outstanding() > 0 {
+        if k.outstanding() > 0 {
             return;
         }
         let (svc, inst, attempts, prev, expires) = (
             c.svc as usize,
             c.inst as usize,
-            c.attempts,
-            c.prev_delay,
+            k.attempts,
+            k.prev_delay,
             c.expires_at,
         );
         if outcome == Outcome::NoTime {
+            trace!(
+                self,
+                r,
+                TraceWhat::GiveUp {
+                    why: "no time left"
+                }
+            );
             self.step_failed(r, outcome);
             return;
         }
@@ -697,20 +838,34 @@ impl Sim {
         );
         match decision {
             Decision::Retry(after) => {
-                if let Some(c) = self.calls.get_mut(r) {
-                    c.prev_delay = after;
+                trace!(self, r, TraceWhat::Retry { after });
+                if let Some((_, k)) = self.calls.caller_mut(r) {
+                    k.prev_delay = after;
                 }
                 if after.is_zero() {
                     self.attempt(r, false);
                 } else {
                     let tok = self.bump(r);
-                    self.schedule(now.saturating_add(after), Kind::Backoff(r, tok));
+                    let fixed =
+                        policy.backoff.base.is_zero() || policy.backoff.jitter == JitterKind::None;
+                    self.schedule(now.saturating_add(after), Kind::Backoff(r, tok), fixed);
                 }
             }
             Decision::GiveUp(why) => {
                 if why == GiveUp::Budget {
                     self.metrics.edge[e].budget_refusals += 1;
                 }
+                trace!(
+                    self,
+                    r,
+                    TraceWhat::GiveUp {
+                        why: if why == GiveUp::Budget {
+                            "the retry budget refused"
+                        } else {
+                            "the retry policy stops (attempts used, not retryable, or no time)"
+                        }
+                    }
+                );
                 self.step_failed(r, outcome);
             }
         }
@@ -727,6 +882,7 @@ impl Sim {
             .is_some_and(|f| f.serve_fallback(outcome));
         if fallback {
             self.metrics.edge[e].fallbacks += 1;
+            trace!(self, r, TraceWhat::Fallback);
             if let Some(c) = self.calls.get_mut(r) {
                 c.degraded = true;
                 c.step += 1;
@@ -749,38 +905,48 @@ impl Sim {
         self.finish(r, reply);
     }
 
-    /// Whether some caller up the chain of `r` (or `r`'s own caller) has given up.
+    /// Whether some caller up the chain of `r` (or `r`'s own caller) has given up: a
+    /// caller that stopped waiting for an attempt no longer holds it in a slot (so giving
+    /// up never has to touch the abandoned call itself).
     fn is_stale(&self, r: CallRef) -> bool {
-        let mut cur = Some(r);
-        while let Some(x) = cur {
-            match self.calls.get(x) {
-                None => return true,
-                Some(c) if c.abandoned => return true,
-                Some(c) => cur = c.parent,
+        let mut x = r;
+        loop {
+            let Some(c) = self.calls.get(x) else {
+                return true;
+            };
+            let Some(p) = c.parent() else { return false };
+            match self.calls.get(p) {
+                Some(_) if self.calls.waits_for(p, x) => x = p,
+                _ => return true,
             }
         }
-        false
     }
 
     /// The call is over: free what it holds and answer its caller.
-    fn finish(&mut self, r: CallRef, outcome: Outcome) {
+    pub(super) fn finish(&mut self, r: CallRef, outcome: Outcome) {
         let now = self.now;
         let stale = outcome == Outcome::Ok && self.is_stale(r);
+        trace!(self, r, {
+            let degraded = self.calls.get(r).is_some_and(|c| c.degraded);
+            TraceWhat::Done {
+                ended: ended(outcome, degraded),
+                stale,
+            }
+        });
         let Some(c) = self.calls.get_mut(r) else {
             return;
         };
-        let (svc, inst, parent, abandoned, has_server, inside, entry, degraded) = (
+        let (svc, inst, parent, has_server, inside, entry, degraded) = (
             c.svc as usize,
             c.inst as usize,
-            c.parent,
-            c.abandoned,
+            c.parent(),
             c.has_server,
             c.inside,
             c.entry as usize,
             c.degraded,
         );
-        let ticket = c.ticket.take();
         c.token = 0;
+        let ticket = self.calls.take_ticket(r);
         if self.topo.services[svc].client {
             let m = &mut self.metrics.entry[entry];
             match (outcome, degraded) {
@@ -802,7 +968,9 @@ impl Sim {
         }
         let ins = &mut self.svcs[svc].instances[inst];
         if let (Some(t), Some(door)) = (ticket, ins.door.as_ref()) {
-            door.release(now, t, outcome);
+            if t.epoch == ins.door_epoch {
+                door.release(now, t.ticket, outcome);
+            }
         }
         if inside {
             ins.inside = ins.inside.saturating_sub(1);
@@ -812,7 +980,8 @@ impl Sim {
         if has_server {
             self.release_server(svc, inst);
         }
-        if let (Some(p), false) = (parent, abandoned) {
+        // A caller that has given up no longer holds the attempt: on_reply ignores it.
+        if let Some(p) = parent {
             self.on_reply(p, r, outcome, degraded && outcome == Outcome::Ok);
         }
     }
@@ -830,10 +999,14 @@ impl Sim {
             c.has_server,
             c.inside,
         );
-        let ticket = c.ticket.take();
-        let slots = [c.slots[0].take(), c.slots[1].take()];
         c.token = 0;
+        let ticket = self.calls.take_ticket(r);
+        let slots = match self.calls.caller_mut(r) {
+            Some((_, k)) => [k.slots[0].take(), k.slots[1].take()],
+            None => [None, None],
+        };
         self.metrics.svc[svc].cancelled += 1;
+        trace!(self, r, TraceWhat::Cancelled);
         if phase == Phase::Queued && inside {
             let ins = &mut self.svcs[svc].instances[inst];
             ins.queue.remove(r.to_u64());
@@ -841,7 +1014,9 @@ impl Sim {
         }
         let ins = &mut self.svcs[svc].instances[inst];
         if let (Some(t), Some(door)) = (ticket, ins.door.as_ref()) {
-            door.forget(self.now, t);
+            if t.epoch == ins.door_epoch {
+                door.forget(self.now, t.ticket);
+            }
         }
         if inside {
             ins.inside = ins.inside.saturating_sub(1);
@@ -871,16 +1046,19 @@ impl Sim {
                 if c.phase != Phase::Queued {
                     continue;
                 }
-                let ticket = c.ticket.take();
                 let inside = c.inside;
+                let ticket = self.calls.take_ticket(r);
                 self.metrics.svc[svc].flushed += 1;
+                trace!(self, r, TraceWhat::Flushed);
                 let ins = &mut self.svcs[svc].instances[inst];
                 ins.queued = ins.queued.saturating_sub(1);
                 if inside {
                     ins.inside = ins.inside.saturating_sub(1);
                 }
                 if let (Some(t), Some(door)) = (ticket, ins.door.as_ref()) {
-                    door.forget(now, t);
+                    if t.epoch == ins.door_epoch {
+                        door.forget(now, t.ticket);
+                    }
                 }
                 if inside {
                     self.inside_change(svc, false);

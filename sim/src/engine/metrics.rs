@@ -140,8 +140,16 @@ pub(crate) struct Metrics {
     pub hist_svc: Vec<Vec<ServiceCounters>>,
     pub hist_svc_gauges: Vec<Vec<ServiceGauges>>,
     pub hist_edge_gauges: Vec<Vec<EdgeGauges>>,
+    /// Per edge, the latencies of the whole calls that succeeded in the current interval.
+    pub edge_latency: Vec<Vec<Nanos>>,
+    /// Per edge and closed interval: P50, P99 and P99.9 of those latencies, ms (NaN: none).
+    pub hist_edge_latency: Vec<Vec<[f64; 3]>>,
     pub rows: usize,
 }
+
+/// The percentiles of each interval's call latencies, per edge.
+pub(crate) const LATENCY_QUANTILES: [(&str, f64); 3] =
+    [("p50_ms", 0.5), ("p99_ms", 0.99), ("p999_ms", 0.999)];
 
 impl Metrics {
     pub fn new(start: Nanos, interval: Nanos, entries: usize, edges: usize, svcs: usize) -> Self {
@@ -156,8 +164,18 @@ impl Metrics {
             hist_svc: vec![Vec::new(); svcs],
             hist_svc_gauges: vec![Vec::new(); svcs],
             hist_edge_gauges: vec![Vec::new(); edges],
+            edge_latency: vec![Vec::new(); edges],
+            hist_edge_latency: vec![Vec::new(); edges],
             rows: 0,
         }
+    }
+
+    /// Bytes one closed interval takes in the history.
+    pub fn row_bytes(entries: usize, edges: usize, svcs: usize) -> u64 {
+        use core::mem::size_of;
+        (entries * size_of::<EntryCounters>()
+            + edges * (size_of::<EdgeCounters>() + size_of::<EdgeGauges>() + size_of::<[f64; 3]>())
+            + svcs * (size_of::<ServiceCounters>() + size_of::<ServiceGauges>())) as u64
     }
 
     /// Close the current interval with the given gauges.
@@ -176,6 +194,17 @@ impl Metrics {
         }
         for (h, g) in self.hist_edge_gauges.iter_mut().zip(edge_gauges) {
             h.push(*g);
+        }
+        for (h, lat) in self
+            .hist_edge_latency
+            .iter_mut()
+            .zip(&mut self.edge_latency)
+        {
+            lat.sort_unstable();
+            h.push(LATENCY_QUANTILES.map(|(_, q)| {
+                crate::result::quantile_sorted(lat, q).map_or(f64::NAN, |d| d.as_u64() as f64 / 1e6)
+            }));
+            lat.clear();
         }
         self.rows += 1;
         self.next_boundary = self.next_boundary.saturating_add(self.interval);

@@ -9,9 +9,11 @@
 pub(crate) mod call;
 mod flow;
 pub(crate) mod metrics;
+mod queue;
+mod reconfigure;
+mod tracer;
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 
 use guards_core::{Nanos, Rng};
 
@@ -20,12 +22,14 @@ use crate::guards::{
     admission::Door, brownout::Fallback, bulkhead::Gate, circuit_breaker::Breaker, hedging::Hedger,
     queue_discipline::WaitQueue, retry_budget::Budget, retry_policy::Retry,
 };
+use crate::limits::{Limits, Stop, StopReason, MIN_INTERVAL};
 use crate::result::{Column, LatencySamples, RunStats, SimResult};
 use crate::rng::SimRng;
 use crate::topology::{Action, Arrivals, Balance, Offsets, Step, Topology};
 
 use call::{CallRef, Slab};
-use metrics::{EdgeGauges, Metrics, ServiceGauges};
+use metrics::{EdgeGauges, Metrics, ServiceGauges, LATENCY_QUANTILES};
+use queue::EventQueue;
 
 /// What happens at an event.
 #[derive(Debug, Clone, Copy)]
@@ -50,31 +54,6 @@ enum Kind {
     Action(u32),
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Ev {
-    at: Nanos,
-    seq: u64,
-    kind: Kind,
-}
-
-impl PartialEq for Ev {
-    fn eq(&self, o: &Self) -> bool {
-        self.at == o.at && self.seq == o.seq
-    }
-}
-impl Eq for Ev {}
-impl PartialOrd for Ev {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Ev {
-    /// Reversed, so the max-heap pops the earliest time, then the lowest sequence.
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.at.cmp(&self.at).then_with(|| o.seq.cmp(&self.seq))
-    }
-}
-
 /// One service instance.
 #[derive(Debug)]
 struct Instance {
@@ -94,6 +73,11 @@ struct Instance {
     breakers: Vec<Option<Breaker>>,
     /// Hedgers by edge id.
     hedgers: Vec<Option<Hedger>>,
+    /// Epochs of the door, the gates and each edge's breaker: bumped when a timeline
+    /// change replaces them (see `call::Held`).
+    door_epoch: u32,
+    gates_epoch: u32,
+    breaker_epochs: Vec<u32>,
     dispatching: bool,
 }
 
@@ -181,8 +165,7 @@ pub struct Sim {
     topo: Topology,
     seed: u64,
     now: Nanos,
-    heap: BinaryHeap<Ev>,
-    seq: u64,
+    queue: EventQueue<Kind>,
     calls: Slab,
     svcs: Vec<SvcState>,
     edges: Vec<EdgeState>,
@@ -196,7 +179,19 @@ pub struct Sim {
     drops: Vec<(u64, crate::guards::queue_discipline::Drop)>,
     events: u64,
     label: String,
+    limits: Limits,
+    stopped: Option<Stop>,
+    /// Traces of single actions, when asked for (`set_trace`).
+    tracer: Option<Box<tracer::Tracer>>,
+    /// Bytes of one closed interval in the history (and again in the result).
+    row_bytes: u64,
 }
+
+/// Events between two checks of the memory estimate.
+const MEMORY_CHECK_EVERY: u64 = 1 << 14;
+
+/// Intervals closed between two checks of the memory estimate.
+const ROWS_CHECK_EVERY: usize = 1 << 10;
 
 /// Streams of the run's random numbers (kept apart so one use does not shift another).
 mod stream {
@@ -254,8 +249,7 @@ impl Sim {
         let mut sim = Sim {
             seed,
             now: t.start,
-            heap: BinaryHeap::new(),
-            seq: 0,
+            queue: EventQueue::default(),
             calls: Slab::default(),
             svcs,
             edges,
@@ -271,11 +265,15 @@ impl Sim {
             drops: Vec::new(),
             events: 0,
             label: String::from("custom"),
+            limits: Limits::default(),
+            stopped: None,
+            tracer: None,
+            row_bytes: Metrics::row_bytes(t.entries.len(), t.edges.len(), t.services.len()),
             topo: topology,
         };
         sim.schedule_arrivals();
         for (i, ev) in sim.topo.events.clone().iter().enumerate() {
-            sim.schedule(ev.at, Kind::Action(i as u32));
+            sim.schedule(ev.at, Kind::Action(i as u32), false);
         }
         Ok(sim)
     }
@@ -295,19 +293,94 @@ impl Sim {
         self.events
     }
 
+    /// Bound the run's memory and events (see [`Limits`]); the default is 1 GiB and no
+    /// event limit.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// Where and why the run stopped early, if it did: it then advances no further.
+    pub fn stopped(&self) -> Option<Stop> {
+        self.stopped
+    }
+
+    /// An estimate of the bytes the run holds: calls and their states, pending events,
+    /// queued calls, the closed intervals (twice: the history and the result made from
+    /// it) and the latency samples.
+    pub fn memory_estimate(&self) -> u64 {
+        let queued: u64 = self
+            .svcs
+            .iter()
+            .flat_map(|s| &s.instances)
+            .map(|i| u64::from(i.queued))
+            .sum();
+        let samples: usize = self
+            .edges
+            .iter()
+            .map(|e| e.latencies.capacity() + e.attempt_latencies.capacity())
+            .sum();
+        (self.calls.bytes() + self.queue.bytes()) as u64
+            + queued * 8
+            + self.metrics.rows as u64 * self.row_bytes * 2
+            + samples as u64 * 16
+            + self
+                .metrics
+                .edge_latency
+                .iter()
+                .map(|v| v.capacity() as u64 * 8)
+                .sum::<u64>()
+            + self.commits.capacity() as u64 * 24
+    }
+
+    /// Stop if the memory estimate has passed the limit.
+    fn check_memory(&mut self) -> bool {
+        let used = self.memory_estimate();
+        if used > self.limits.max_memory {
+            self.stop(StopReason::Memory {
+                limit: self.limits.max_memory,
+                used,
+            });
+            return true;
+        }
+        false
+    }
+
+    fn stop(&mut self, reason: StopReason) {
+        self.stopped = Some(Stop {
+            at: self.now,
+            reason,
+        });
+    }
+
     /// Run every event before `until`, closing each interval that ends at or before it.
+    /// A run that reaches one of its [`Limits`] stops where it is (see [`Sim::stopped`]).
     pub fn advance(&mut self, until: Nanos) {
-        while let Some(ev) = self.heap.peek() {
-            if ev.at >= until {
-                break;
+        if self.stopped.is_some() {
+            return;
+        }
+        let max_events = self.limits.max_events.unwrap_or(u64::MAX);
+        while let Some((at, kind)) = self.queue.pop_before(until) {
+            if at >= self.metrics.next_boundary {
+                self.close_intervals(at);
+                if self.stopped.is_some() {
+                    return;
+                }
             }
-            let Some(ev) = self.heap.pop() else { break };
-            self.close_intervals(ev.at);
-            self.now = ev.at;
+            self.now = at;
+            if self.events >= max_events {
+                self.stop(StopReason::Events { limit: max_events });
+                return;
+            }
             self.events += 1;
-            self.handle(ev.kind);
+            self.handle(kind);
+            if self.events % MEMORY_CHECK_EVERY == 0 && self.check_memory() {
+                return;
+            }
         }
         self.close_intervals(until);
+        if self.stopped.is_some() {
+            return;
+        }
         if until > self.now {
             self.now = until;
         }
@@ -319,13 +392,10 @@ impl Sim {
         self.result()
     }
 
-    fn schedule(&mut self, at: Nanos, kind: Kind) {
-        self.seq += 1;
-        self.heap.push(Ev {
-            at,
-            seq: self.seq,
-            kind,
-        });
+    /// Schedule an event at `at`. `fixed`: its delay from now is one that recurs (a
+    /// configured timeout or constant duration), which lets the queue keep it in a lane.
+    fn schedule(&mut self, at: Nanos, kind: Kind, fixed: bool) {
+        self.queue.push(self.now, at, kind, fixed);
     }
 
     fn token(&mut self) -> u32 {
@@ -341,12 +411,12 @@ impl Sim {
                     if rate > 0.0 {
                         let gap = self.entry_rngs[i].exp(1e9 / rate);
                         let at = start.saturating_add(Nanos::new(gap as u64));
-                        self.schedule(at, Kind::Arrive(i as u32));
+                        self.schedule(at, Kind::Arrive(i as u32), false);
                     }
                 }
                 Arrivals::Burst { at, count } => {
                     if count > 0 && at >= start {
-                        self.schedule(at, Kind::Burst(i as u32));
+                        self.schedule(at, Kind::Burst(i as u32), false);
                     }
                 }
                 Arrivals::Periodic {
@@ -368,7 +438,7 @@ impl Sim {
                         } else {
                             base
                         };
-                        self.schedule(Nanos::new(first), Kind::Periodic(i as u32, a));
+                        self.schedule(Nanos::new(first), Kind::Periodic(i as u32, a), false);
                     }
                 }
             }
@@ -383,7 +453,7 @@ impl Sim {
                 if let Arrivals::Poisson { rate } = self.topo.entries[e].arrivals {
                     let gap = self.entry_rngs[e].exp(1e9 / rate);
                     let at = self.now.saturating_add(Nanos::new(gap as u64));
-                    self.schedule(at, Kind::Arrive(e as u32));
+                    self.schedule(at, Kind::Arrive(e as u32), false);
                 }
             }
             Kind::Burst(e) => {
@@ -401,7 +471,7 @@ impl Sim {
                         self.spawn_root(e as usize);
                     }
                     let at = self.now.saturating_add(period);
-                    self.schedule(at, Kind::Periodic(e, a));
+                    self.schedule(at, Kind::Periodic(e, a), true);
                 }
             }
             Kind::Work(r, tok) => {
@@ -491,10 +561,15 @@ impl Sim {
         self.svcs[svc].inside.change(now, up);
     }
 
-    /// Close every interval that ends at or before `t`.
+    /// Close every interval that ends at or before `t` (checking the memory limit as the
+    /// history grows).
     fn close_intervals(&mut self, t: Nanos) {
         while self.metrics.next_boundary <= t {
+            if self.metrics.rows % ROWS_CHECK_EVERY == 0 && self.check_memory() {
+                return;
+            }
             let b = self.metrics.next_boundary;
+            self.now = self.now.max(b);
             let iv = self.metrics.interval.as_u64().max(1) as f64;
             let mut sg = Vec::with_capacity(self.svcs.len());
             for s in &mut self.svcs {
@@ -543,8 +618,15 @@ impl Sim {
         for (i, e) in self.topo.edges.iter().enumerate() {
             let p = format!("edge.{}", e.name);
             push_counters(&mut columns, &p, &m.hist_edge[i], |c| c.fields());
-            if e.policy.breaker.is_some() {
-                let g = &m.hist_edge_gauges[i];
+            for (k, (name, _)) in LATENCY_QUANTILES.iter().enumerate() {
+                columns.push(Column {
+                    name: format!("{p}.{name}"),
+                    values: m.hist_edge_latency[i].iter().map(|q| q[k]).collect(),
+                });
+            }
+            let g = &m.hist_edge_gauges[i];
+            // A breaker switched on (or off) during the run still shows its states.
+            if e.policy.breaker.is_some() || g.iter().any(|g| g.open + g.half_open > 0) {
                 columns.push(Column {
                     name: format!("{p}.breakers_open"),
                     values: g.iter().map(|g| g.open as f64).collect(),
@@ -632,6 +714,12 @@ impl Sim {
                 peak_calls: self.calls.peak(),
                 live_calls: self.calls.live(),
             },
+            stopped: self.stopped,
+            traces: self
+                .tracer
+                .as_ref()
+                .map(|t| t.traces.clone())
+                .unwrap_or_default(),
         }
     }
 }
@@ -703,8 +791,11 @@ fn build_instance(t: &Topology, svc: usize) -> Result<Instance, SimError> {
         door,
         budgets,
         gates,
+        breaker_epochs: vec![0; breakers.len()],
         breakers,
         hedgers,
+        door_epoch: 0,
+        gates_epoch: 0,
         dispatching: false,
     })
 }
@@ -714,11 +805,18 @@ const MAX_RATE: f64 = 1e8;
 
 /// Check every index and number in a topology.
 fn validate(t: &Topology) -> Result<(), SimError> {
-    if t.interval.is_zero() {
-        return Err(SimError::topology("interval must be positive"));
+    if t.interval < MIN_INTERVAL {
+        return Err(SimError::topology(format!(
+            "interval must be at least {} ms (got {} ns)",
+            MIN_INTERVAL.as_u64() / 1_000_000,
+            t.interval.as_u64()
+        )));
     }
-    if t.services.len() >= u32::MAX as usize || t.edges.len() >= u32::MAX as usize {
-        return Err(SimError::topology("too many services or edges"));
+    let max = call::MAX_INDEX;
+    if t.services.len() > max || t.edges.len() > max || t.entries.len() > max {
+        return Err(SimError::topology(format!(
+            "too many services, edges or entries (at most {max} each)"
+        )));
     }
     for (si, s) in t.services.iter().enumerate() {
         if s.instances == 0 {
@@ -730,6 +828,12 @@ fn validate(t: &Topology) -> Result<(), SimError> {
         if !s.client && s.servers == 0 {
             return Err(SimError::topology(format!(
                 "service {}: no servers",
+                s.name
+            )));
+        }
+        if s.ops.len() > max || s.ops.iter().any(|o| o.steps.len() > max) {
+            return Err(SimError::topology(format!(
+                "service {}: more than {max} operations or steps in one operation",
                 s.name
             )));
         }

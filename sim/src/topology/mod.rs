@@ -92,7 +92,7 @@ pub struct QueueSpec {
     pub discipline: Option<DisciplineSpec>,
 }
 
-/// Settings of the guards-core queue discipline (seed Part 6).
+/// Settings of the guards-core queue discipline (docs/basketly.md, C5).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DisciplineSpec {
     /// The queue is standing once it has been non-empty this long (seed: 100 ms).
@@ -505,6 +505,12 @@ pub mod clock {
     pub fn format_millis(t: Nanos) -> String {
         let ms = (t.as_u64() / 1_000_000) % 1000;
         format!("{}.{:03}", format(t), ms)
+    }
+
+    /// `HH:MM:SS.uuuuuu` of an instant (microseconds).
+    pub fn format_micros(t: Nanos) -> String {
+        let us = (t.as_u64() / 1_000) % 1_000_000;
+        format!("{}.{:06}", format(t), us)
     }
 }
 

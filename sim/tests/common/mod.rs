@@ -38,7 +38,7 @@ pub fn preset(setting: &str, seed: u64) -> Arc<SimResult> {
 }
 
 /// Mean of a column over the hiccup's steady state, 20:00:02 to 20:00:20 (the first two
-/// seconds left out, as basketly-model.md §4 reads "during the hiccup").
+/// seconds left out: "during the hiccup" in docs/basketly.md).
 pub fn hiccup_mean(r: &SimResult, col: &str) -> f64 {
     r.mean(col, "20:00:02", "20:00:20")
         .unwrap_or_else(|| panic!("no column {col}"))
