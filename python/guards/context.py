@@ -52,7 +52,14 @@ from ._deadline import (
     time_left,
     time_left_ns,
 )
-from ._guarded import Guarded, GuardedCall, guarded, refusal_kind
+from ._guarded import (
+    PROGRAMMING_ERRORS,
+    Guarded,
+    GuardedCall,
+    guarded,
+    is_dependency_failure,
+    refusal_kind,
+)
 from ._guards import Deadline
 from ._util import config_error, fail_type
 
@@ -72,6 +79,8 @@ __all__ = [
     "Guarded",
     "GuardedCall",
     "refusal_kind",
+    "is_dependency_failure",
+    "PROGRAMMING_ERRORS",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -4,7 +4,9 @@ decorators; outcomes reported to each guard; brownout fallbacks; threads; cancel
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
+from collections.abc import AsyncIterator, Iterator
 
 import guards
 import pytest
@@ -592,8 +594,8 @@ def test_fallback_only_for_the_listed_kinds() -> None:
     g = guards.guarded(b, fallback="cached", brownout=brownout)
     assert g.call(lambda: "live") == "cached"  # refused: listed
     held[0].release()
-    with pytest.raises(KeyError):  # failed: not listed, so it fails fast
-        g.call(lambda: {}["missing"])
+    with pytest.raises(ConnectionError):  # failed: not listed, so it fails fast
+        g.call(lambda: (_ for _ in ()).throw(ConnectionError("down")))
     s = brownout.stats()
     assert (s["degraded"], s["errors"]) == (1, 1)
 
@@ -721,16 +723,88 @@ def test_a_raising_predicate_still_gives_the_slot_back() -> None:
         assert b.in_flight() == 0
 
 
-def test_blocks_exited_out_of_order_are_an_error() -> None:
+def test_blocks_exited_out_of_order_give_every_slot_back() -> None:
     b = guards.Bulkhead()
     g1, g2 = guards.guarded(b), guards.guarded(b)
     g1.__enter__()
     g2.__enter__()
-    with pytest.raises(RuntimeError, match="reverse order"):
-        g1.__exit__(None, None, None)
+    g1.__exit__(None, None, None)  # out of order: g1's own slot goes back
+    assert b.in_flight() == 1
     g2.__exit__(None, None, None)
-    g1.__exit__(None, None, None)
     assert b.in_flight() == 0
+    with pytest.raises(RuntimeError, match="no open block"):
+        g1.__exit__(None, None, None)  # nothing open
+
+
+def test_blocks_in_generators_closed_in_entry_order_do_not_leak() -> None:
+    """Regression: `with guarded(bulkhead)` in two generators closed in the order they
+    were entered raised RuntimeError from the first close and kept its slot for ever."""
+    pool = guards.Bulkhead(max_concurrent=2)
+    shared = guards.guarded(pool)
+
+    def rows(g: guards.Guarded) -> Iterator[int]:
+        with g:
+            yield 1
+            yield 2
+
+    for first, second in ((shared, shared), (guards.guarded(pool), guards.guarded(pool))):
+        r1, r2 = rows(first), rows(second)
+        next(r1)
+        next(r2)
+        assert pool.in_flight() == 2
+        r1.close()
+        r2.close()
+        assert pool.in_flight() == 0
+    assert pool.stats()["released"] == 4
+
+
+@pytest.mark.asyncio
+async def test_blocks_in_async_generators_closed_in_entry_order_do_not_leak() -> None:
+    pool = guards.Bulkhead(max_concurrent=2)
+    breaker = guards.CircuitBreaker(window_size=4)
+
+    async def rows() -> AsyncIterator[int]:
+        async with guards.guarded(pool), guards.guarded(breaker, timeout=30.0):
+            yield 1
+            yield 2
+
+    a1, a2 = rows(), rows()
+    await a1.__anext__()
+    await a2.__anext__()
+    await a1.aclose()
+    await a2.aclose()
+    assert pool.in_flight() == 0
+    assert guards.current_deadline() is None
+    s = breaker.stats()
+    assert s["failures"] == 0 and s["ignored"] == 2  # abandoned (GeneratorExit): ignored
+
+
+def test_guarded_refuses_generator_functions() -> None:
+    b = guards.Bulkhead()
+
+    def gen() -> Iterator[int]:
+        yield 1
+
+    async def agen() -> AsyncIterator[int]:
+        yield 1
+
+    class CallableGen:
+        def __call__(self) -> Iterator[int]:
+            yield 1
+
+    for g in (guards.guarded(b), guards.guarded(guards.CircuitBreaker()), guards.guarded(b, fallback=0)):
+        for fn in (gen, agen, functools.partial(gen), CallableGen()):
+            with pytest.raises(TypeError, match="generator function"):
+                g(fn)  # type: ignore[arg-type]
+    assert b.stats()["acquired"] == 0
+
+
+def test_a_key_without_keyed_breakers_is_refused() -> None:
+    """Regression: `guarded(Bulkhead(), key="x")` silently ignored the key."""
+    for guard in (guards.Bulkhead(), guards.CircuitBreaker(), guards.Limiter()):
+        with pytest.raises(TypeError, match="KeyedBreakers"):
+            guards.guarded(guard, key="x")
+    guards.guarded(guards.Bulkhead(), guards.KeyedBreakers(), key="x")  # fine: one is keyed
 
 
 def test_refusal_kind_table() -> None:
