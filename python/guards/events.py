@@ -183,7 +183,9 @@ class Event:
 def _describe(source: Any) -> str:
     kind = getattr(source, "metrics_kind", None)
     if not isinstance(kind, str):
-        kind = type(source).__name__
+        from ._util import snake_case  # noqa: PLC0415 - keeps this module light
+
+        kind = snake_case(type(source).__name__)
     return kind.replace("_", " ")
 
 

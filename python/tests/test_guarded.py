@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import threading
 from collections.abc import AsyncIterator, Iterator
 
@@ -859,3 +860,166 @@ def test_a_local_budget_refusal_without_attempts_is_still_ignored() -> None:
             call()
     assert breaker.stats()["failures"] == 0
     assert breaker.state() == "closed"
+
+
+# ------------------------------------------------------------------ fallbacks that do not hide bugs
+
+
+def test_a_bug_is_not_served_a_fallback_nor_counted_by_the_breaker(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Regression: a KeyError in the user's own function returned the fallback, counted as
+    a breaker failure and logged nothing."""
+    breaker = guards.CircuitBreaker(window_size=2)
+
+    @guards.guarded(breaker, fallback="cached")
+    def price(item: str) -> str:
+        return {"apple": "1.00"}[item]
+
+    with caplog.at_level(logging.WARNING, "guards"):
+        for _ in range(5):
+            with pytest.raises(KeyError):
+                price("pear")
+    assert price("apple") == "1.00"
+    s = breaker.stats()
+    assert (s["failures"], s["ignored"], s["successes"]) == (0, 5, 1)
+    assert breaker.state() == "closed"
+    warnings = [r for r in caplog.records if r.name == "guards"]
+    assert len(warnings) == 5
+    assert "KeyError" in warnings[0].getMessage()
+    assert "fallback not served" in warnings[0].getMessage()
+
+
+def test_programming_errors_are_ignored_by_breakers_on_every_path() -> None:
+    for exc in (TypeError("t"), AttributeError("a"), AssertionError(), KeyError("k")):
+        breaker = guards.CircuitBreaker(window_size=1)
+
+        @guards.guarded(breaker)  # the native fast path
+        def native() -> None:
+            raise exc
+
+        with pytest.raises(type(exc)):
+            native()
+        with pytest.raises(type(exc)):
+            with guards.guarded(breaker):
+                raise exc
+        with pytest.raises(type(exc)):
+            guards.guarded(breaker).call(native.__wrapped__)  # type: ignore[attr-defined]
+        assert breaker.state() == "closed"
+        assert breaker.stats()["ignored"] == 3
+    counted = guards.CircuitBreaker(window_size=1)
+    with pytest.raises(KeyError):
+        with guards.guarded(counted, failure=KeyError):  # asked for: counted
+            raise KeyError("k")
+    assert counted.state() == "open"
+
+
+def test_dependency_failures_and_refusals_are_served() -> None:
+    seen: list[BaseException] = []
+
+    def fallback(exc: BaseException) -> str:
+        seen.append(exc)
+        return "cached"
+
+    g = guards.guarded(guards.Bulkhead(), fallback=fallback)
+    failures: list[BaseException] = [
+        TimeoutError(),
+        ConnectionError(),
+        HTTPError(503),
+        HTTPError(500),
+        HTTPError(429),
+        guards.RetriesExhausted("gave up"),
+    ]
+    for exc in failures:
+        assert g.call(lambda: (_ for _ in ()).throw(exc)) == "cached"
+    assert seen == failures
+    with pytest.raises(HTTPError):
+        g.call(lambda: (_ for _ in ()).throw(HTTPError(404)))  # the caller's mistake
+    b, held = full_bulkhead()
+    refused = guards.guarded(b, fallback=fallback)
+    assert refused.call(lambda: "live") == "cached"
+    assert isinstance(seen[-1], guards.BulkheadFull)
+
+
+def test_fallback_signatures_are_decided_once() -> None:
+    g0 = guards.guarded(guards.Bulkhead(), fallback=lambda: "zero")
+    g1 = guards.guarded(guards.Bulkhead(), fallback=lambda exc: type(exc).__name__)
+    gd = guards.guarded(guards.Bulkhead(), fallback=dict)  # a builtin: called with nothing
+    gv = guards.guarded(guards.Bulkhead(), fallback=lambda *args: len(args))
+    fail = lambda: (_ for _ in ()).throw(TimeoutError())  # noqa: E731
+    assert g0.call(fail) == "zero"
+    assert g1.call(fail) == "TimeoutError"
+    assert gd.call(fail) == {}
+    assert gv.call(fail) == 1
+    with pytest.raises(TypeError, match="fallback"):
+        guards.guarded(guards.Bulkhead(), fallback=lambda a, b: None)
+    with pytest.raises(TypeError, match="fallback"):
+
+        def kw_only(*, exc: BaseException) -> None: ...
+
+        guards.guarded(guards.Bulkhead(), fallback=kw_only)
+
+
+def test_fallback_on_replaces_the_default_rule() -> None:
+    g = guards.guarded(guards.Bulkhead(), fallback="n/a", fallback_on=(KeyError, TimeoutError))
+    assert g.call(lambda: {}["x"]) == "n/a"
+    with pytest.raises(ConnectionError):
+        g.call(lambda: (_ for _ in ()).throw(ConnectionError()))
+    anything = guards.guarded(guards.Bulkhead(), fallback="n/a", fallback_on=Exception)
+    assert anything.call(lambda: {}["x"]) == "n/a"
+    with pytest.raises(TypeError, match="fallback_on"):
+        guards.guarded(guards.Bulkhead(), fallback_on=KeyError)
+    with type_error("fallback_on"):
+        guards.guarded(guards.Bulkhead(), fallback=1, fallback_on=5)  # type: ignore[arg-type]
+
+
+def test_a_fallback_alone_is_the_outer_layer_of_a_stack(clock: guards.FakeClock) -> None:
+    """`guarded(fallback=...)` with no guard: fallback outermost, breaker inside retry."""
+    breaker = guards.CircuitBreaker(window_size=2, open_duration=30.0)
+    calls: list[str] = []
+
+    @guards.guarded(fallback=lambda exc: f"cached ({type(exc).__name__})")
+    @guards.retry(max_attempts=3)
+    @guards.guarded(breaker)
+    def stock(item: str) -> str:
+        calls.append(item)
+        if item == "bug":
+            return {}["missing"]  # type: ignore[no-any-return]
+        raise ConnectionError("down")
+
+    assert stock("a") == "cached (BreakerOpen)"  # 2 failures opened it; the 3rd refused
+    assert calls == ["a", "a"]
+    assert stock("b") == "cached (BreakerOpen)"  # open: refused at once, not retried
+    assert calls == ["a", "a"]
+    assert breaker.state() == "open"
+    clock.advance(31.0)
+    with pytest.raises((KeyError, guards.RetriesExhausted)) as info:
+        stock("bug")  # a bug: never served as a fallback, even through the retry
+    assert isinstance(info.value, KeyError) or isinstance(info.value.__cause__, KeyError)
+    with pytest.raises(TypeError, match="at least one guard"):
+        guards.guarded()
+
+
+@pytest.mark.asyncio
+async def test_async_fallbacks() -> None:
+    async def later(exc: BaseException) -> str:
+        await asyncio.sleep(0)
+        return f"later: {type(exc).__name__}"
+
+    @guards.guarded(guards.Bulkhead(), fallback=later)
+    async def fetch() -> str:
+        raise TimeoutError
+
+    assert await fetch() == "later: TimeoutError"
+
+    @guards.guarded(guards.Bulkhead(), fallback=lambda exc: "sync fallback")
+    async def fetch2() -> str:
+        raise ConnectionError
+
+    assert await fetch2() == "sync fallback"
+
+    def sync_fn() -> str:
+        return "x"
+
+    with pytest.raises(TypeError, match="async `fallback`"):
+        guards.guarded(guards.Bulkhead(), fallback=later)(sync_fn)
