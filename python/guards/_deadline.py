@@ -58,14 +58,33 @@ def _now(now: Optional[int]) -> int:
     return now_ns() if now is None else instant_ns("now", now)
 
 
-def time_left(now: Optional[int] = None) -> Optional[float]:
-    """Seconds left before the inherited deadline (0.0 once passed), or ``None`` when no
-    deadline is set. Pass it as an HTTP client's timeout."""
+_NO_DEFAULT: Any = object()
+
+
+def time_left(now: Optional[int] = None, *, default: Any = _NO_DEFAULT) -> Any:
+    """Seconds left before the inherited deadline (0.0 once passed), or, when no deadline
+    is set, ``default`` -- ``None`` if not given.
+
+    Careful with HTTP clients: ``httpx.get(url, timeout=guards.time_left())`` outside a
+    deadline passes ``None``, which *turns httpx's timeouts off*. Give a default
+    (``timeout=guards.time_left(default=5.0)``) or use :func:`timeout_for`, which is
+    never ``None``."""
     at = _now(now)
     d = _DEADLINE.get()
-    if d is None:
-        return None
+    if d is None or d.is_none():
+        return None if default is _NO_DEFAULT else default
     return d.time_left(at)
+
+
+def timeout_for(limit: Any, now: Optional[int] = None) -> float:
+    """A timeout to hand to a client: ``min(limit, time left before the inherited
+    deadline)`` in seconds; ``limit`` itself when there is no deadline. Never ``None``
+    (so never "no timeout"): ``httpx.get(url, timeout=guards.timeout_for(2.0))``.
+    ``limit``: seconds, ``timedelta`` or ``Nanos``."""
+    limit_ns = duration_ns("limit", limit)
+    left = time_left_ns(now)
+    ns = limit_ns if left is None else min(limit_ns, left)
+    return ns / 1e9
 
 
 def time_left_ns(now: Optional[int] = None) -> Optional[int]:

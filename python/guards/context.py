@@ -51,6 +51,7 @@ from ._deadline import (
     publish,
     time_left,
     time_left_ns,
+    timeout_for,
 )
 from ._guarded import (
     PROGRAMMING_ERRORS,
@@ -69,6 +70,7 @@ __all__ = [
     "current_deadline",
     "time_left",
     "time_left_ns",
+    "timeout_for",
     "check_deadline",
     "inject_deadline",
     "extract_deadline",
