@@ -459,7 +459,7 @@ class GuardedCall(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta for register()
     wins. An exception leaving the block still decides first.
 
     A block that is never left (its context was lost) gives its slots back, reporting
-    nothing, when the call object is collected."""
+    nothing, when the call object is collected (the native permits it holds do so)."""
 
     __slots__ = ("_owner", "_adapter", "_token", "_mark", "_scope", "_done")
 
@@ -500,16 +500,6 @@ class GuardedCall(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta for register()
     def __repr__(self) -> str:
         state = "closed" if self._done else "open"
         return f"<guarded block call ({state})>"
-
-    def __del__(self) -> None:
-        if not self._done:
-            self._done = True
-            try:
-                for adapter, token in reversed(self._taken()):
-                    adapter.report(token, IGNORE, None)
-            except Exception:  # noqa: BLE001 - nothing to tell from a finalizer
-                pass
-
 
 GuardedCall.register(_n.GuardedBlockCall)
 
@@ -695,6 +685,19 @@ class Guarded(_n.GuardedBase):
             adapter.report(call._token, outcome, None)
 
     def __enter__(self) -> GuardedCall:
+        one = self._one
+        if one is not None and self._timeout_ns is None:
+            # _push, inlined for the common case: one guard, no timeout of its own
+            d = _DEADLINE.get()
+            if d is not None and d.is_expired():
+                raise _expired_error(d, _TOO_LATE)
+            try:
+                call = GuardedCall(self, one, one.acquire(None))
+            except GuardError as refusal:
+                one.refused(refusal)
+                raise
+            _ENTRIES.set(_ENTRIES.get() + (call,))
+            return call
         call = self._push()
         if self._timeout_ns is not None:
             scope = DeadlineScope(self._timeout_ns, None)
@@ -707,10 +710,19 @@ class Guarded(_n.GuardedBase):
         return call
 
     def __exit__(self, et: Any = None, e: Any = None, tb: Any = None) -> None:
-        call = _take_entry(self)
+        stack = _ENTRIES.get()
+        if stack and stack[-1]._owner is self:  # in order: the innermost block
+            call = stack[-1]
+            _ENTRIES.set(stack[:-1])
+        else:
+            call = _take_entry(self)
         if call._scope is not None:
             call._scope.__exit__(et, e, tb)
-        self._settle(call, e)
+        if e is None and call._adapter is not None and not call._done:
+            call._done = True
+            call._adapter.report(call._token, call._mark, None)
+        else:
+            self._settle(call, e)
 
     async def __aenter__(self) -> GuardedCall:
         call = self._push()

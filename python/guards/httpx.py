@@ -150,6 +150,7 @@ class _Guards:
                 from ._deadline import _expired_error  # noqa: PLC0415
 
                 d = _DEADLINE.get()
+                assert d is not None  # time_left() is a number only under a deadline
                 raise _expired_error(d, "the deadline had passed before the attempt started")
             timeouts = dict(request.extensions.get("timeout") or {})
             for k in _TIMEOUT_KEYS:

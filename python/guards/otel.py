@@ -169,15 +169,17 @@ class OpenTelemetryMetrics:
                     stats.update(_extra_levels(kind, guard))
                 except Exception:  # noqa: BLE001 - one broken guard must not break a read
                     continue
-                value = stats.get(key)
+                value: Any = stats.get(key)
                 if isinstance(value, bool):
                     value = int(value)
                 if isinstance(value, (list, tuple)):
                     for i, v in enumerate(value):
                         if _known(v):
-                            out.append(Observation(v, {self._label: name, "priority": str(i)}))
+                            out.append(
+                                Observation(float(v), {self._label: name, "priority": str(i)})
+                            )
                 elif _known(value):
-                    out.append(Observation(value, {self._label: name}))
+                    out.append(Observation(float(value), {self._label: name}))
             return out
 
         return observe
