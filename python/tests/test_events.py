@@ -4,12 +4,13 @@ fallbacks and limit changes; the `guards` logger (NullHandler, quiet on success)
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 
 import guards
 import pytest
 from guards.testing import exhaust
-from helpers import config_error
+from helpers import config_error, run_threads
 
 Events = list[guards.events.Event]
 
@@ -230,3 +231,58 @@ def test_events_say_what_happened_in_words(events: Events) -> None:
     assert event.message() == "circuit breaker stock: closed -> open"
     assert "old='closed'" in repr(event)
     assert isinstance(event.source, guards.CircuitBreaker)
+
+
+def test_listeners_added_and_removed_while_threads_emit() -> None:
+    """Subscriptions change while 4 threads cause refusals: every event reaches the
+    listeners subscribed for the whole run, exactly once."""
+    bh = guards.Bulkhead(max_concurrent=1)
+    held = exhaust(bh)
+    g = guards.guarded(bh, guards.CircuitBreaker())
+    steady: Events = []
+    lock = threading.Lock()
+
+    def count(event: guards.events.Event) -> None:
+        with lock:
+            steady.append(event)
+
+    per_thread = 300
+    with guards.events.on("refusal", count, source=bh):
+
+        def worker(i: int) -> None:
+            for k in range(per_thread):
+                if i == 0:  # one thread churns subscriptions meanwhile
+                    guards.events.on("refusal", lambda e: None).close()
+                try:
+                    with g:
+                        pass
+                except guards.BulkheadFull:
+                    pass
+
+        run_threads(4, worker)
+    assert len(steady) == 4 * per_thread
+    assert bh.stats()["rejected"] == 4 * per_thread + 1  # + exhaust()'s probe
+    del held
+
+
+def test_generators_closed_out_of_order_on_many_threads() -> None:
+    pool = guards.Bulkhead(max_concurrent=64)
+    shared = guards.guarded(pool)
+
+    def rows() -> Iterator[int]:
+        with shared, guards.deadline(30.0):
+            yield 1
+            yield 2
+
+    def worker(i: int) -> None:
+        for _ in range(200):
+            gens = [rows() for _ in range(3)]
+            for gen in gens:
+                next(gen)
+            for gen in (gens[0], gens[2], gens[1]):  # not the reverse of entry
+                gen.close()
+            assert guards.current_deadline() is None
+
+    run_threads(4, worker)
+    assert pool.in_flight() == 0
+    assert pool.stats()["released"] == 4 * 200 * 3
