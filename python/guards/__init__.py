@@ -19,13 +19,12 @@ Conventions:
 * Every guard is safe to share between threads and has ``stats() -> dict[str, int]``.
 """
 
-from __future__ import annotations
-
 from . import _guards
 from ._guards import *  # noqa: F401,F403  (every native name; see _guards.pyi)
 
 # The Pythonic layer: each module's ``__all__`` decides what it adds to ``guards``.
 from . import context as _context
+from . import events as events
 from . import middleware as _middleware
 from . import prometheus as _prometheus
 from . import retry as _retry
@@ -34,7 +33,7 @@ from .middleware import *  # noqa: F401,F403
 from .prometheus import *  # noqa: F401,F403
 from .retry import *  # noqa: F401,F403
 
-__all__: list[str] = []
+__all__: list[str] = ["events"]
 __all__ += _guards.__all__
 __all__ += _context.__all__
 __all__ += _middleware.__all__

@@ -10,7 +10,13 @@ import sys
 from typing import Any, Callable, Optional, TypeVar, Union
 
 from ._guards import Deadline, DeadlineExceeded, Nanos, _note_deadline_published, now_ns
-from ._util import duration_ns, fail_type, instant_ns, is_async_callable
+from ._util import (
+    duration_ns,
+    fail_type,
+    instant_ns,
+    is_async_callable,
+    reject_generator_function,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -34,10 +40,12 @@ def publish(d: Optional[Deadline]) -> contextvars.Token[Optional[Deadline]]:
     return _DEADLINE.set(d)
 
 
-#: The active scopes in this context, innermost first: (scope, token, deadline,
-#: canceller, parent).
-_SCOPES: contextvars.ContextVar[Optional[tuple[Any, ...]]] = contextvars.ContextVar(
-    "guards_deadline_scopes", default=None
+#: The active scopes in this context, outermost first: a tuple of nodes
+#: ``(scope, before, deadline, canceller)``, ``before`` being the deadline in force when
+#: the scope was entered. A tuple (never mutated) so that contexts copied from this one
+#: (tasks, ``copy_context()``) keep their own view.
+_SCOPES: contextvars.ContextVar[tuple[tuple[Any, ...], ...]] = contextvars.ContextVar(
+    "guards_deadline_scopes", default=()
 )
 
 
@@ -50,14 +58,33 @@ def _now(now: Optional[int]) -> int:
     return now_ns() if now is None else instant_ns("now", now)
 
 
-def time_left(now: Optional[int] = None) -> Optional[float]:
-    """Seconds left before the inherited deadline (0.0 once passed), or ``None`` when no
-    deadline is set. Pass it as an HTTP client's timeout."""
+_NO_DEFAULT: Any = object()
+
+
+def time_left(now: Optional[int] = None, *, default: Any = _NO_DEFAULT) -> Any:
+    """Seconds left before the inherited deadline (0.0 once passed), or, when no deadline
+    is set, ``default`` -- ``None`` if not given.
+
+    Careful with HTTP clients: ``httpx.get(url, timeout=guards.time_left())`` outside a
+    deadline passes ``None``, which *turns httpx's timeouts off*. Give a default
+    (``timeout=guards.time_left(default=5.0)``) or use :func:`timeout_for`, which is
+    never ``None``."""
     at = _now(now)
     d = _DEADLINE.get()
-    if d is None:
-        return None
+    if d is None or d.is_none():
+        return None if default is _NO_DEFAULT else default
     return d.time_left(at)
+
+
+def timeout_for(limit: Any, now: Optional[int] = None) -> float:
+    """A timeout to hand to a client: ``min(limit, time left before the inherited
+    deadline)`` in seconds; ``limit`` itself when there is no deadline. Never ``None``
+    (so never "no timeout"): ``httpx.get(url, timeout=guards.timeout_for(2.0))``.
+    ``limit``: seconds, ``timedelta`` or ``Nanos``."""
+    limit_ns = duration_ns("limit", limit)
+    left = time_left_ns(now)
+    ns = limit_ns if left is None else min(limit_ns, left)
+    return ns / 1e9
 
 
 def time_left_ns(now: Optional[int] = None) -> Optional[int]:
@@ -120,24 +147,43 @@ class DeadlineScope:
     def deadline(self) -> Optional[Deadline]:
         """The deadline in force inside this scope's innermost active entry in the current
         context, or ``None`` outside it."""
-        node = _SCOPES.get()
-        while node is not None:
+        for node in reversed(_SCOPES.get()):
             if node[0] is self:
-                return node[2]
-            node = node[4]
+                return node[2]  # type: ignore[no-any-return]
         return None
 
     def _push(self, eff: Deadline, canceller: Optional[CancelAfter]) -> None:
-        token = publish(eff)
-        _SCOPES.set((self, token, eff, canceller, _SCOPES.get()))
+        before = _DEADLINE.get()
+        publish(eff)
+        _SCOPES.set(_SCOPES.get() + ((self, before, eff, canceller),))
 
     def _pop(self) -> tuple[Deadline, Optional[CancelAfter]]:
-        node = _SCOPES.get()
-        if node is None or node[0] is not self:
-            raise RuntimeError("deadline scopes must be exited in the reverse order of entry")
-        _SCOPES.set(node[4])
-        _DEADLINE.reset(node[1])
-        return node[2], node[3]
+        """Leave this scope's innermost entry in the current context, in any order.
+
+        Scopes are usually left in the reverse order of entry, but not always: a ``with``
+        inside a generator (or an async generator) is left when the generator is closed,
+        which may come after a scope entered later by another generator is still open.
+        The entry is found by identity wherever it is in the stack and taken out; the
+        deadline goes back to what it was before the entry when the entry was the
+        innermost and its deadline is still the one in force (else a later entry, or code
+        that published a deadline of its own, decides what is in force)."""
+        stack = _SCOPES.get()
+        i = len(stack) - 1
+        while i >= 0 and stack[i][0] is not self:
+            i -= 1
+        if i < 0:
+            raise RuntimeError(
+                "this deadline scope has no open entry in this context (thread or task)"
+            )
+        _, before, eff, canceller = stack[i]
+        if i == len(stack) - 1:
+            _SCOPES.set(stack[:i])
+            if _DEADLINE.get() is eff:
+                publish(before)
+        else:  # left out of order: the entry above inherits what this one restored
+            above = stack[i + 1]
+            _SCOPES.set(stack[:i] + ((above[0], before, above[2], above[3]),) + stack[i + 2 :])
+        return eff, canceller
 
     # ---- sync
     def __enter__(self) -> Deadline:
@@ -174,6 +220,7 @@ class DeadlineScope:
     def __call__(self, fn: F) -> F:
         if not callable(fn):
             fail_type("fn", "a callable", fn)
+        reject_generator_function("guards.deadline(...)", fn)
         timeout_ns, at = self._timeout_ns, self._at
         if is_async_callable(fn):
 

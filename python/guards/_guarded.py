@@ -28,8 +28,10 @@ cancelled         probe: failure,    released        ``on_ignore``
                   else ``on_ignore``
 ================  =================  ==============  ======================
 
-*failure* is any ``Exception`` unless ``failure=`` (exception types or a predicate) says
-which ones count; ``ignore=`` lists exceptions that say nothing about the dependency (a
+*failure* is any ``Exception`` except a programming error (:data:`PROGRAMMING_ERRORS`:
+``TypeError``, ``KeyError``, ``AttributeError``, ``AssertionError``, ...: a bug in the
+caller's code says nothing about the dependency, so it is *ignored*) unless ``failure=``
+(exception types or a predicate) says which ones count; ``ignore=`` lists exceptions that say nothing about the dependency (a
 404, a validation error). A refusal by another guard nested inside (``BulkheadFull`` of an
 inner call, ...) is ignored too: it is not the dependency failing. An inner ``@retry``
 that gave up after making attempts (``RetriesExhausted``, or ``BudgetExhausted`` with
@@ -53,23 +55,39 @@ deadline, ``min(timeout, inherited time left)``: published for the block, and in
 the block is cancelled when it passes, which the guards hear as a timeout (a breaker
 failure, a limiter's dropped call).
 
-Brownouts: with ``fallback=`` (a value, or a callable taking no arguments), a decorated
-call that a guard refuses or that fails returns the fallback instead of raising, as the
-native :class:`guards.Brownout` decides (by default an optional operation that serves the
-fallback on every kind of refusal and failure; pass your own ``brownout=`` to restrict the
-kinds, or mark an exempt operation, which proceeds without a guard that refused it). A
-``with`` block cannot produce a value, so fallbacks apply to calls only.
+Fallbacks: with ``fallback=`` (a value, or a callable taking no argument or the
+exception), a decorated call (or :meth:`Guarded.call` / :meth:`Guarded.acall`) that a guard
+refuses or whose dependency fails returns the fallback instead of raising. By default
+only refusals (any :class:`guards.GuardError`) and dependency failures
+(:func:`is_dependency_failure`: timeouts, connection errors, HTTP 5xx and 429 carried by
+the exception) are served; anything else -- a ``KeyError`` in your own code -- propagates,
+is logged by the ``guards`` logger and counts as nothing for the breaker. ``fallback_on=``
+(exception types or a predicate) replaces that rule. Whether a fallback is served is then
+the :class:`guards.Brownout`'s decision (default: an optional operation, which serves it
+for every kind of refusal and failure; pass your own ``brownout=`` to restrict the kinds,
+or mark an exempt operation, which proceeds without a guard that refused it). A ``with``
+block cannot produce a value, so fallbacks apply to calls only. ``guarded(fallback=...)``
+with no guard at all is a fallback alone (for the outermost layer of a stack).
+
+Blocks left out of order: a ``with`` block inside a generator is left when the generator
+is closed, possibly after a block entered later (in another generator) is still open.
+Each context keeps its open blocks in a stack; leaving one takes the innermost open block
+of that ``guarded`` object out of the stack wherever it is, so no slot leaks.
 """
 
 from __future__ import annotations
 
 import abc
+import asyncio
 import contextvars
 import functools
+import inspect
+import socket
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional, TypeVar
 
 from . import _guards as _n
+from . import events as _events
 from ._deadline import _DEADLINE, DeadlineScope, _expired_error
 from ._guards import (
     AdmissionRejected,
@@ -92,8 +110,10 @@ from ._util import (
     is_async_callable,
     mark_coroutine_function,
     positive_duration_ns,
+    reject_generator_function,
     snake_case,
 )
+from .retry import _CONNECTION_NAMES, _TIMEOUT_NAMES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -106,6 +126,26 @@ CANCELLED = 4  # abandoned (BaseException that is not an Exception)
 
 _MISSING: Any = object()
 _TOO_LATE = "the deadline had passed before the call started"
+
+#: Exceptions that are bugs in the caller's code, not failures of a dependency: a breaker
+#: ignores them, and a fallback is not served for them (they propagate and are logged).
+PROGRAMMING_ERRORS: tuple[type[BaseException], ...] = (
+    TypeError,
+    AttributeError,
+    NameError,
+    KeyError,
+    IndexError,
+    AssertionError,
+    ZeroDivisionError,
+    ImportError,
+    NotImplementedError,
+    RecursionError,
+    SyntaxError,
+)
+
+# Class names (anywhere in an exception's MRO) of HTTP clients' timeout, connection and
+# transport errors (the first two shared with the retry classifier).
+_TRANSPORT_NAMES = _TIMEOUT_NAMES | _CONNECTION_NAMES | frozenset(("TransportError",))
 
 
 def check_inherited() -> None:
@@ -131,6 +171,44 @@ def _dependency_failed(exc: GuardError) -> bool:
     return isinstance(attempts, int) and attempts > 0
 
 
+def is_programming_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a bug in the caller's code (:data:`PROGRAMMING_ERRORS`), or a
+    retry that gave up because its last attempt raised one."""
+    if isinstance(exc, PROGRAMMING_ERRORS):
+        return True
+    if isinstance(exc, GuardError):
+        cause = exc.__cause__
+        return cause is not None and isinstance(cause, PROGRAMMING_ERRORS)
+    return False
+
+
+def is_dependency_failure(exc: BaseException) -> bool:
+    """The default ``fallback_on`` of :func:`guarded`: whether ``exc`` is a refusal or a
+    failure of the dependency, for which a fallback answer is right.
+
+    * a refusal or give-up of a guard (any :class:`guards.GuardError`: breaker open,
+      bulkhead full, deadline passed, retries exhausted, ...), unless a retry gave up
+      because its last attempt raised a programming error;
+    * a timeout (``TimeoutError``, HTTP clients' timeout errors);
+    * a connection error (``ConnectionError``, a DNS failure, HTTP clients' connection
+      and transport errors);
+    * an exception carrying an HTTP status 5xx or 429 (``status_code``, ``status`` or
+      ``response.status_code``: httpx, requests, aiohttp).
+
+    Anything else -- a ``KeyError`` in your own code, a 404 -- is not: it propagates.
+    """
+    if isinstance(exc, GuardError):
+        return not is_programming_error(exc)
+    if not isinstance(exc, Exception) or isinstance(exc, PROGRAMMING_ERRORS):
+        return False
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError, ConnectionError, socket.gaierror)):
+        return True
+    status = _status_of(exc)
+    if status is not None:
+        return status >= 500 or status == 429
+    return any(c.__name__ in _TRANSPORT_NAMES for c in type(exc).__mro__)
+
+
 def refusal_kind(exc: BaseException) -> str:
     """The brownout refusal kind of an exception: ``breaker_open``, ``bulkhead_full``,
     ``budget_exhausted``, ``throttled`` (refused locally), ``timeout``, ``overloaded``
@@ -154,15 +232,20 @@ def refusal_kind(exc: BaseException) -> str:
 # ------------------------------------------------------------------ adapters
 #
 # One adapter per kind of native guard: how to take a slot and how to give it back with
-# the call's outcome. Adapters hold no state of their own.
+# the call's outcome, telling the event listeners what changed. Adapters hold no state of
+# their own.
+
+_STATE_OF_EFFECT = {"opened": ("closed", "open"), "closed": ("half_open", "closed")}
+_STATE_OF_EFFECT["reopened"] = ("half_open", "open")
 
 
 class _Adapter:
-    __slots__ = ("guard", "kind")
+    __slots__ = ("guard", "kind", "operation")
 
     def __init__(self, guard: Any, kind: str) -> None:
         self.guard = guard
         self.kind = kind
+        self.operation: Optional[str] = None
 
     def acquire(self, now: Optional[int]) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -170,29 +253,46 @@ class _Adapter:
     def report(self, token: Any, outcome: int, now: Optional[int]) -> None:  # pragma: no cover
         raise NotImplementedError
 
+    def refused(self, refusal: GuardError) -> None:
+        _events.emit_new("refusal", self.guard, operation=self.operation, exception=refusal)
+
     def fast_paths(self) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
-        """(take a slot now, give it back as a success now), as direct native calls."""
+        """(take a slot now, give it back as a success now)."""
         return (lambda: self.acquire(None)), (lambda t: self.report(t, SUCCESS, None))
 
 
 class _BreakerAdapter(_Adapter):
     __slots__ = ()
 
+    def _status(self) -> Any:
+        return self.guard.status()
+
     def acquire(self, now: Optional[int]) -> Any:
-        return self.guard.acquire()  # raises BreakerOpen (natives read the clock)
+        permit = self.guard.acquire()  # raises BreakerOpen (natives read the clock)
+        if permit.is_probe and _events.wanted("state_change"):
+            status = self._status()
+            if status is not None and status.get("probes_issued") == 1:  # the first probe
+                self._changed("open", "half_open", None)
+        return permit
 
     def report(self, token: Any, outcome: int, now: Optional[int]) -> None:
         if outcome == SUCCESS:
-            token.on_success()
+            effect = token.on_success()
         elif outcome == FAILURE or outcome == DROPPED:
-            token.on_failure()
+            effect = token.on_failure()
         elif outcome == CANCELLED and token.is_probe:
-            token.on_failure()  # an abandoned probe must not hold the half-open state
+            effect = token.on_failure()  # an abandoned probe must not hold the half-open state
         else:
             token.on_ignore()
+            return
+        change = _STATE_OF_EFFECT.get(effect)  # type: ignore[arg-type]
+        if change is not None:
+            self._changed(change[0], change[1], None)
 
-    def fast_paths(self) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
-        return self.guard.acquire, _n.BreakerPermit.on_success
+    def _changed(self, old: str, new: str, exc: Optional[BaseException]) -> None:
+        _events.emit_new(
+            "state_change", self.guard, operation=self.operation, old=old, new=new, exception=exc
+        )
 
 
 class _KeyedBreakerAdapter(_BreakerAdapter):
@@ -203,12 +303,18 @@ class _KeyedBreakerAdapter(_BreakerAdapter):
     def __init__(self, guard: Any, kind: str, key: Any) -> None:
         super().__init__(guard, kind)
         self.key = key
+        self.operation = str(key)
+
+    def _status(self) -> Any:
+        return self.guard.status(self.key)
 
     def acquire(self, now: Optional[int]) -> Any:
-        return self.guard.acquire(self.key)  # raises BreakerOpen
-
-    def fast_paths(self) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
-        return functools.partial(self.guard.acquire, self.key), _n.BreakerPermit.on_success
+        permit = self.guard.acquire(self.key)  # raises BreakerOpen
+        if permit.is_probe and _events.wanted("state_change"):
+            status = self._status()
+            if status is not None and status.get("probes_issued") == 1:
+                self._changed("open", "half_open", None)
+        return permit
 
 
 class _BulkheadAdapter(_Adapter):
@@ -240,18 +346,21 @@ class _LimiterAdapter(_Adapter):
         return self.guard.acquire(self.priority)
 
     def report(self, token: Any, outcome: int, now: Optional[int]) -> None:
+        if outcome == IGNORE or outcome == FAILURE or outcome == CANCELLED:
+            token.on_ignore()
+            return
+        watch = _events.wanted("limit_change")
+        before = self.guard.limit if watch else 0
         if outcome == SUCCESS:
             token.on_success()
-        elif outcome == DROPPED:
-            token.on_dropped()
         else:
-            token.on_ignore()
-
-    def fast_paths(self) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
-        acquire = self.guard.acquire
-        if self.priority is not None:
-            acquire = functools.partial(acquire, self.priority)
-        return acquire, self.permit_type.on_success
+            token.on_dropped()
+        if watch:
+            after = self.guard.limit
+            if after != before:
+                _events.emit_new(
+                    "limit_change", self.guard, operation=self.operation, old=before, new=after
+                )
 
 
 class _ThrottleAdapter(_Adapter):
@@ -311,6 +420,35 @@ def _adapter(guard: Any, priority: Optional[int], key: Any = None) -> _Adapter:
     raise AssertionError(name)  # unreachable: fail_type raises
 
 
+# ------------------------------------------------------------------ fallbacks
+
+
+def _fallback_arity(fallback: Any) -> tuple[int, bool]:
+    """How to call a callable fallback, decided once: (number of arguments, 0 or 1 -- the
+    exception; whether it returns an awaitable)."""
+    is_async = is_async_callable(fallback)
+    try:
+        sig = inspect.signature(fallback)
+    except (TypeError, ValueError):  # a builtin without a signature (dict, list): no args
+        return 0, is_async
+    positional = [
+        p
+        for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    required = [p for p in positional if p.default is p.empty]
+    var = any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())
+    kw_required = [
+        p for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY and p.default is p.empty
+    ]
+    if kw_required or len(required) > 1:
+        raise TypeError(
+            "`fallback` must be a value or a callable taking no argument or one (the "
+            f"exception); {getattr(fallback, '__qualname__', fallback)!r} takes {sig}"
+        )
+    return (1 if positional or var else 0), is_async
+
+
 # ------------------------------------------------------------------ the guarded object
 
 
@@ -320,20 +458,18 @@ class GuardedCall(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta for register()
     overload signal (a timeout, a 503), ``call.ignore()`` nothing at all; the last mark
     wins. An exception leaving the block still decides first.
 
-    A block under one breaker or bulkhead (without a ``timeout``) gets the native
-    :class:`guards.GuardedBlockCall`, which is a ``GuardedCall`` too (``isinstance``)."""
+    A block that is never left (its context was lost) gives its slots back, reporting
+    nothing, when the call object is collected (the native permits it holds do so)."""
 
-    __slots__ = ("_owner", "_adapter", "_token", "_mark", "_parent", "_scope")
+    __slots__ = ("_owner", "_adapter", "_token", "_mark", "_scope", "_done")
 
-    def __init__(
-        self, owner: Guarded, adapter: Optional[_Adapter], token: Any, parent: Any
-    ) -> None:
+    def __init__(self, owner: Guarded, adapter: Optional[_Adapter], token: Any) -> None:
         self._owner = owner
         self._adapter = adapter  # the guard when there is one; else ``_token`` is the list
         self._token = token
         self._mark = SUCCESS
-        self._parent = parent
         self._scope: Optional[DeadlineScope] = None
+        self._done = False
 
     def failure(self) -> None:
         self._mark = FAILURE
@@ -361,8 +497,33 @@ class GuardedCall(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta for register()
                 return getattr(token, "probe_timeout", None)  # type: ignore[no-any-return]
         return None
 
+    def __repr__(self) -> str:
+        state = "closed" if self._done else "open"
+        return f"<guarded block call ({state})>"
 
 GuardedCall.register(_n.GuardedBlockCall)
+
+
+#: The guarded blocks open in this context (thread or asyncio task), outermost first. A
+#: tuple (never mutated), so that contexts copied from this one keep their own view.
+_ENTRIES: contextvars.ContextVar[tuple[GuardedCall, ...]] = contextvars.ContextVar(
+    "guards_guarded_entries", default=()
+)
+
+
+def _take_entry(owner: Guarded) -> GuardedCall:
+    """Take the innermost open block of ``owner`` out of this context's stack, wherever it
+    is (see "Blocks left out of order" in the module docs)."""
+    stack = _ENTRIES.get()
+    i = len(stack) - 1
+    while i >= 0 and stack[i]._owner is not owner:
+        i -= 1
+    if i < 0:
+        raise RuntimeError(
+            "this guarded object has no open block in this context (thread or task)"
+        )
+    _ENTRIES.set(stack[:i] + stack[i + 1 :])
+    return stack[i]
 
 
 class Guarded(_n.GuardedBase):
@@ -381,6 +542,7 @@ class Guarded(_n.GuardedBase):
         failure: ExcSpec = None,
         ignore: ExcSpec = None,
         fallback: Any = _MISSING,
+        fallback_on: ExcSpec = None,
         brownout: Any = None,
         priority: Optional[int] = None,
         timeout: Any = None,
@@ -389,14 +551,24 @@ class Guarded(_n.GuardedBase):
         self._timeout_ns = None if timeout is None else positive_duration_ns("timeout", timeout)
         if priority is not None:
             priority = check_int("priority", priority, 0, 7)
-        if not guards:
-            raise TypeError("guarded() needs at least one guard (`guards`)")
+        if not guards and fallback is _MISSING:
+            raise TypeError("guarded() needs at least one guard (`guards`) or a `fallback`")
         self._adapters = tuple(_adapter(g, priority, key) for g in guards)
+        if key is not None and not any(
+            isinstance(a, _KeyedBreakerAdapter) for a in self._adapters
+        ):
+            raise TypeError(
+                "`key` picks a breaker of a guards.KeyedBreakers set, and none of the "
+                "guards is one (a key means nothing to the others)"
+            )
         self._one = self._adapters[0] if len(self._adapters) == 1 else None
-        if self._one is not None:
-            self._one_acquire, self._one_succeed = self._one.fast_paths()
         self._failure = exception_matcher("failure", failure)
         self._ignore = exception_matcher("ignore", ignore)
+        if fallback_on is not None and fallback is _MISSING:
+            raise TypeError("`fallback_on` needs a `fallback`")
+        self._fallback_on: Callable[[BaseException], bool] = (
+            exception_matcher("fallback_on", fallback_on) or is_dependency_failure
+        )
         if brownout is not None:
             cls = getattr(_n, "Brownout", None)
             if cls is None or not isinstance(brownout, cls):
@@ -404,34 +576,23 @@ class Guarded(_n.GuardedBase):
         elif fallback is not _MISSING:
             brownout = _n.Brownout(optional=True)
         self._fallback = fallback
+        self._fallback_args, self._fallback_async = (
+            _fallback_arity(fallback) if callable(fallback) else (0, False)
+        )
         self._brownout = brownout
-        # ``guard.call`` / ``guard.acall`` for one breaker or bulkhead judged by the default
-        # rules, without a brownout or a timeout: what call() / acall() run natively.
+        self._operation: Optional[str] = None
+        # ``guard.call`` / ``guard.acall`` for one bulkhead without a brownout or a
+        # timeout: what call() / acall() run natively (a bulkhead hears no outcome).
         self._native: Optional[tuple[Callable[..., Any], Callable[..., Any]]] = None
         one = self._one
-        if isinstance(one, (_BreakerAdapter, _BulkheadAdapter)) and self._timeout_ns is None:
-            # ``with`` blocks run natively (GuardedBase.__enter__ / __exit__)
-            self._configure_blocks(
-                one.guard,
-                key=one.key if isinstance(one, _KeyedBreakerAdapter) else None,
-                classify=self._custom_classify(),
-                deadline=_DEADLINE.get,
-                deadline_gated=True,
-                entries=_ENTRIES,
-            )
         if (
-            isinstance(one, (_BreakerAdapter, _BulkheadAdapter))
+            isinstance(one, _BulkheadAdapter)
             and brownout is None
             and self._timeout_ns is None
-            and self._custom_classify() is None
+            and self._failure is None
+            and self._ignore is None
         ):
-            if isinstance(one, _KeyedBreakerAdapter):
-                self._native = (
-                    functools.partial(one.guard.call, one.key),
-                    functools.partial(one.guard.acall, one.key),
-                )
-            else:
-                self._native = (one.guard.call, one.guard.acall)
+            self._native = (one.guard.call, one.guard.acall)
 
     # ---------------------------------------------------------- classification
     def classify(self, exc: BaseException) -> int:
@@ -442,8 +603,11 @@ class Guarded(_n.GuardedBase):
             return IGNORE
         if isinstance(exc, GuardError) and not _dependency_failed(exc):
             return IGNORE  # a nested guard refused: not the dependency failing
-        if self._failure is not None and not self._failure(exc):
-            return IGNORE
+        if self._failure is not None:
+            if not self._failure(exc):
+                return IGNORE
+        elif isinstance(exc, PROGRAMMING_ERRORS):
+            return IGNORE  # a bug in the caller's code, not the dependency failing
         if isinstance(exc, TimeoutError) or _status_of(exc) in (429, 503):
             return DROPPED
         return FAILURE
@@ -466,6 +630,7 @@ class Guarded(_n.GuardedBase):
             try:
                 taken.append((adapter, adapter.acquire(now)))
             except GuardError as refusal:
+                adapter.refused(refusal)
                 if skip_refused:
                     decision = self._brownout_decides(refusal)
                     if decision == "proceed":
@@ -484,11 +649,7 @@ class Guarded(_n.GuardedBase):
         b = self._brownout
         if b is None:
             return "fail_fast"
-        return b.on_refusal(refusal_kind(exc))
-
-    def _fallback_value(self) -> Any:
-        fb = self._fallback
-        return fb() if callable(fb) else fb
+        return b.on_refusal(refusal_kind(exc))  # type: ignore[no-any-return]
 
     # ---------------------------------------------------------- deadlines
     def _scope(self) -> Optional[DeadlineScope]:
@@ -497,87 +658,86 @@ class Guarded(_n.GuardedBase):
         return None if self._timeout_ns is None else DeadlineScope(self._timeout_ns, None)
 
     # ---------------------------------------------------------- with
-    def _push(self, scope: Optional[DeadlineScope]) -> GuardedCall:
+    def _push(self) -> GuardedCall:
         check_inherited()
         one = self._one
         if one is not None:
-            call = GuardedCall(self, one, self._one_acquire(), _ENTRIES.get())
+            try:
+                token = one.acquire(None)
+            except GuardError as refusal:
+                one.refused(refusal)
+                raise
+            call = GuardedCall(self, one, token)
         else:
-            call = GuardedCall(self, None, self._acquire(None, False), _ENTRIES.get())
-        call._scope = scope
-        _ENTRIES.set(call)
-        return call
-
-    def _pop(self, e: Optional[BaseException]) -> GuardedCall:
-        call = _ENTRIES.get()
-        if call is None or call._owner is not self:
-            raise RuntimeError("guarded blocks must be exited in the reverse order of entry")
-        _ENTRIES.set(call._parent)
+            call = GuardedCall(self, None, self._acquire(None, False))
+        _ENTRIES.set(_ENTRIES.get() + (call,))
         return call
 
     def _settle(self, call: GuardedCall, e: Optional[BaseException]) -> None:
+        if call._done:
+            return
+        call._done = True
         outcome = call._mark if e is None else self._outcome_of(e, call._taken())
         adapter = call._adapter
         if adapter is None:
             self._release(call._token, outcome, None)
-        elif outcome == SUCCESS:
-            self._one_succeed(call._token)
         else:
             adapter.report(call._token, outcome, None)
 
-    if TYPE_CHECKING:  # native in GuardedBase: these run for the other configurations
-
-        def __enter__(self) -> GuardedCall: ...
-
-        def __exit__(self, et: object = None, e: object = None, tb: object = None) -> None: ...
-
-    def _enter_slow(self) -> GuardedCall:
+    def __enter__(self) -> GuardedCall:
         one = self._one
-        if self._timeout_ns is None and one is not None:
+        if one is not None and self._timeout_ns is None:
             # _push, inlined for the common case: one guard, no timeout of its own
             d = _DEADLINE.get()
             if d is not None and d.is_expired():
                 raise _expired_error(d, _TOO_LATE)
-            call = GuardedCall(self, one, self._one_acquire(), _ENTRIES.get())
-            _ENTRIES.set(call)
+            try:
+                call = GuardedCall(self, one, one.acquire(None))
+            except GuardError as refusal:
+                one.refused(refusal)
+                raise
+            _ENTRIES.set(_ENTRIES.get() + (call,))
             return call
-        if self._timeout_ns is None:
-            return self._push(None)
-        scope = DeadlineScope(self._timeout_ns, None)
-        call = self._push(scope)
-        try:
-            scope.__enter__()
-        except BaseException as exc:
-            self._settle(self._pop(exc), exc)
-            raise
+        call = self._push()
+        if self._timeout_ns is not None:
+            scope = DeadlineScope(self._timeout_ns, None)
+            call._scope = scope
+            try:
+                scope.__enter__()
+            except BaseException as exc:
+                self._settle(_take_entry(self), exc)
+                raise
         return call
 
-    def _exit_slow(self, et: Any, e: Any, tb: Any) -> None:
-        call = _ENTRIES.get()  # _pop, inlined: this runs once per block
-        if call is None or call._owner is not self:
-            raise RuntimeError("guarded blocks must be exited in the reverse order of entry")
-        _ENTRIES.set(call._parent)
+    def __exit__(self, et: Any = None, e: Any = None, tb: Any = None) -> None:
+        stack = _ENTRIES.get()
+        if stack and stack[-1]._owner is self:  # in order: the innermost block
+            call = stack[-1]
+            _ENTRIES.set(stack[:-1])
+        else:
+            call = _take_entry(self)
         if call._scope is not None:
             call._scope.__exit__(et, e, tb)
-        if e is None and call._adapter is not None and call._mark == SUCCESS:
-            self._one_succeed(call._token)  # the common case, without a call more
+        if e is None and call._adapter is not None and not call._done:
+            call._done = True
+            call._adapter.report(call._token, call._mark, None)
         else:
             self._settle(call, e)
 
     async def __aenter__(self) -> GuardedCall:
-        if self._timeout_ns is None:
-            return self._push(None)
-        scope = DeadlineScope(self._timeout_ns, None)
-        call = self._push(scope)
-        try:
-            await scope.__aenter__()
-        except BaseException as exc:
-            self._settle(self._pop(exc), exc)
-            raise
+        call = self._push()
+        if self._timeout_ns is not None:
+            scope = DeadlineScope(self._timeout_ns, None)
+            call._scope = scope
+            try:
+                await scope.__aenter__()
+            except BaseException as exc:
+                self._settle(_take_entry(self), exc)
+                raise
         return call
 
     async def __aexit__(self, et: Any, e: Any, tb: Any) -> None:
-        call = self._pop(e)
+        call = _take_entry(self)
         if call._scope is not None:
             try:
                 await call._scope.__aexit__(et, e, tb)
@@ -595,6 +755,8 @@ class Guarded(_n.GuardedBase):
         if native is not None:
             check_inherited()
             return native[0](fn, *args, **kwargs)
+        if self._fallback_async:
+            raise TypeError("an async `fallback` needs an async function (use acall)")
         brownout = self._brownout is not None
         try:
             check_inherited()
@@ -632,7 +794,7 @@ class Guarded(_n.GuardedBase):
             check_inherited()
             taken = self._acquire(None, brownout)
         except GuardError as refusal:
-            return self._on_refused(refusal)
+            return await self._await_fallback(self._on_refused(refusal))
         try:
             scope = self._scope()
             if scope is None:
@@ -643,12 +805,17 @@ class Guarded(_n.GuardedBase):
         except BaseException as exc:
             self._release(taken, self._outcome_of(exc, taken), None)
             if brownout and isinstance(exc, Exception):
-                return self._on_failed(exc)
+                return await self._await_fallback(self._on_failed(exc))
             raise
         self._release(taken, SUCCESS, None)
         if brownout:
             self._brownout.on_full()
         return result
+
+    async def _await_fallback(self, value: Any) -> Any:
+        if self._fallback_async:
+            return await value
+        return value
 
     def _on_refused(self, refusal: GuardError) -> Any:
         # _acquire already asked the brownout when one is set (and it did not proceed).
@@ -660,6 +827,16 @@ class Guarded(_n.GuardedBase):
         return self._serve_or_raise(exc, asked=False)
 
     def _serve_or_raise(self, exc: BaseException, *, asked: bool) -> Any:
+        if self._fallback is not _MISSING and not self._fallback_on(exc):
+            _events.emit_new(
+                "fallback",
+                self,
+                operation=self._operation,
+                exception=exc,
+                served=False,
+                reason="programming_error" if is_programming_error(exc) else "not_in_fallback_on",
+            )
+            raise exc
         if asked:
             decision = getattr(exc, "_guards_decision", None)
             if decision is None:  # refused before any guard: the deadline had passed
@@ -667,14 +844,34 @@ class Guarded(_n.GuardedBase):
         else:
             decision = self._brownout_decides(exc)
         if decision == "serve_fallback" and self._fallback is not _MISSING:
-            return self._fallback_value()
+            _events.emit_new(
+                "fallback", self, operation=self._operation, exception=exc, served=True
+            )
+            return self._fallback_value(exc)
         raise exc
+
+    def _fallback_value(self, exc: BaseException) -> Any:
+        fb = self._fallback
+        if not callable(fb):
+            return fb
+        return fb(exc) if self._fallback_args else fb()
 
     def __call__(self, fn: F) -> F:
         """Decorate ``fn`` (a function or an ``async def``)."""
         if not callable(fn):
             fail_type("fn", "a callable", fn)
+        reject_generator_function("guards.guarded(...)", fn)
         is_async = is_async_callable(fn)
+        if self._fallback_async and not is_async:
+            raise TypeError(
+                "an async `fallback` cannot answer for a sync function: its coroutine would "
+                "be returned instead of a value"
+            )
+        if self._operation is None:
+            self._operation = getattr(fn, "__qualname__", None)
+            for a in self._adapters:
+                if a.operation is None:
+                    a.operation = self._operation
         if self._brownout is None and self._timeout_ns is None and len(self._adapters) == 1:
             wrapper = self._single(fn, self._adapters[0], is_async)
         elif is_async:
@@ -693,36 +890,36 @@ class Guarded(_n.GuardedBase):
             mark_coroutine_function(wrapper, fn)
         return wrapper  # type: ignore[return-value]
 
-    def _custom_classify(self) -> Optional[Callable[[BaseException], int]]:
-        """``classify`` when ``failure=`` / ``ignore=`` change the default rules (which the
-        native guarded calls apply by themselves), else ``None``."""
-        if (
-            self._failure is None
-            and self._ignore is None
-            and type(self).classify is Guarded.classify
-        ):
-            return None
-        return self.classify
+    def _native_classify(self, adapter: _Adapter) -> Optional[Callable[[BaseException], int]]:
+        """What a native guarded function judges an exception by: :meth:`classify` for a
+        breaker; for a bulkhead (which hears no outcome) only when ``failure=`` /
+        ``ignore=`` are given (their predicates still run, and may raise)."""
+        if isinstance(adapter, _BreakerAdapter):
+            return self.classify
+        if self._failure is not None or self._ignore is not None:
+            return self.classify
+        return None
 
     def _single(self, fn: Callable[..., Any], adapter: _Adapter, is_async: bool) -> Any:
         """A decorator for one guard, no brownout and no timeout of its own: the hot path
         of most services. A breaker or bulkhead around a plain function is a native
         :class:`guards.GuardedFunction` (nothing between the caller and ``fn`` but native
-        code; for an ``async def``, a native :class:`guards.GuardedCoroutine` is awaited
-        instead of a Python coroutine); otherwise one Python frame and a look at the
-        inherited deadline."""
+        code on success; an exception is judged by :meth:`classify`; for an ``async def``,
+        a native :class:`guards.GuardedCoroutine` is awaited instead of a Python
+        coroutine); otherwise one Python frame and a look at the inherited deadline."""
         if isinstance(adapter, (_BreakerAdapter, _BulkheadAdapter)):
             return _n.GuardedFunction(
                 adapter.guard,
                 fn,
                 key=adapter.key if isinstance(adapter, _KeyedBreakerAdapter) else None,
-                classify=self._custom_classify(),
+                classify=self._native_classify(adapter),
                 deadline=_DEADLINE.get,
                 deadline_gated=True,
                 is_async=is_async,
             )
         acquire, succeed = adapter.fast_paths()
         report = adapter.report
+        refused = adapter.refused
         classify = self.classify
         get_deadline = _DEADLINE.get
 
@@ -733,13 +930,20 @@ class Guarded(_n.GuardedBase):
                 report(token, IGNORE, None)  # give the slot back, then surface the bug
                 raise
 
+        def take() -> Any:
+            d = get_deadline()
+            if d is not None and d.is_expired():
+                raise _expired_error(d, _TOO_LATE)
+            try:
+                return acquire()
+            except GuardError as refusal:
+                refused(refusal)
+                raise
+
         if is_async:
 
             async def awrapper(*args: Any, **kwargs: Any) -> Any:
-                d = get_deadline()
-                if d is not None and d.is_expired():
-                    raise _expired_error(d, _TOO_LATE)
-                token = acquire()
+                token = take()
                 try:
                     result = await fn(*args, **kwargs)
                 except BaseException as exc:
@@ -751,10 +955,7 @@ class Guarded(_n.GuardedBase):
             return awrapper
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            d = get_deadline()
-            if d is not None and d.is_expired():
-                raise _expired_error(d, _TOO_LATE)
-            token = acquire()
+            token = take()
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:
@@ -802,17 +1003,12 @@ class Guarded(_n.GuardedBase):
         return f"guards.guarded({inner})"
 
 
-#: The guarded blocks open in this context (thread or asyncio task), innermost first.
-_ENTRIES: contextvars.ContextVar[Optional[GuardedCall]] = contextvars.ContextVar(
-    "guards_guarded_entries", default=None
-)
-
-
 def guarded(
     *guards: Any,
     failure: ExcSpec = None,
     ignore: ExcSpec = None,
     fallback: Any = _MISSING,
+    fallback_on: ExcSpec = None,
     brownout: Any = None,
     priority: Optional[int] = None,
     timeout: Any = None,
@@ -823,25 +1019,36 @@ def guarded(
     ``@guarded(breaker, fallback=[])``.
 
     ``failure``: exception types (or a predicate) that count as failures (default: every
-    ``Exception``). ``ignore``: exceptions that count as nothing. ``fallback``: the value
-    (or zero-argument callable) a decorated call returns when refused or failed, as
-    ``brownout`` decides. ``brownout``: a :class:`guards.Brownout` (default with a
-    fallback: an optional operation). ``priority``: the priority class (0..7) passed to
-    limiters and admission. ``timeout``: the call's own deadline (seconds, timedelta or
-    Nanos), never beyond the inherited one: published for the call, and in asyncio the
-    call is cancelled when it passes (a :class:`guards.DeadlineExceeded`, which the
-    guards hear as a timeout).
+    ``Exception`` but a programming error, :data:`PROGRAMMING_ERRORS`). ``ignore``:
+    exceptions that count as nothing. ``fallback``: the value, or a callable taking no
+    argument or the exception (an ``async def`` one for an async function), that a
+    decorated call returns instead of raising a refusal or a dependency failure.
+    ``fallback_on``: which exceptions the fallback answers (exception types or a
+    predicate; default :func:`is_dependency_failure`); the others propagate and are
+    logged. ``brownout``: a :class:`guards.Brownout` (default with a fallback: an
+    optional operation). ``priority``: the priority class (0..7) passed to limiters and
+    admission. ``timeout``: the call's own deadline (seconds, timedelta or Nanos), never
+    beyond the inherited one: published for the call, and in asyncio the call is cancelled
+    when it passes (a :class:`guards.DeadlineExceeded`, which the guards hear as a
+    timeout).
 
-    ``key``: which breaker of a :class:`guards.KeyedBreakers` set (an operation's name).
+    ``key``: which breaker of a :class:`guards.KeyedBreakers` set (an operation's name);
+    a ``key`` without a ``KeyedBreakers`` among the guards is a ``TypeError``.
+
+    With no guard, ``guarded(fallback=...)`` is a fallback alone: the outermost layer of
+    a stack such as ``@guarded(fallback=cached)`` / ``@retry(...)`` /
+    ``@guarded(breaker)``.
 
     Whatever the settings, a call does not start (and takes no guard) once the deadline it
-    inherits has passed: :class:`guards.DeadlineExceeded`.
+    inherits has passed: :class:`guards.DeadlineExceeded`. Generator functions are refused
+    (``TypeError``): their body runs after the call returns.
     """
     return Guarded(
         guards,
         failure=failure,
         ignore=ignore,
         fallback=fallback,
+        fallback_on=fallback_on,
         brownout=brownout,
         priority=priority,
         timeout=timeout,

@@ -177,6 +177,31 @@ def is_async_callable(fn: object) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
+def reject_generator_function(decorator: str, fn: object) -> None:
+    """Raise ``TypeError`` when ``fn`` is a generator or async generator function (or a
+    ``functools.partial`` of one, or an object whose class's ``__call__`` is one).
+
+    Calling such a function only creates the generator: its body runs later, while it is
+    iterated, long after a decorator's guard was released or its retry loop returned. A
+    guard around it would guard nothing, silently."""
+    f = fn
+    while isinstance(f, functools.partial):
+        f = f.func
+    call = None if inspect.isfunction(f) or inspect.ismethod(f) else getattr(type(f), "__call__", None)
+    for candidate in (f, call):
+        if candidate is None:
+            continue
+        if inspect.isgeneratorfunction(candidate) or inspect.isasyncgenfunction(candidate):
+            kind = "an async generator" if inspect.isasyncgenfunction(candidate) else "a generator"
+            name = getattr(f, "__qualname__", None) or type(f).__name__
+            raise TypeError(
+                f"{decorator} cannot decorate {kind} function ({name}): its body runs only "
+                "while the generator is iterated, after the decorated call has returned, so "
+                "nothing would be guarded; use `with` / `async with` inside the generator, "
+                "around the work to guard"
+            )
+
+
 async def _an_async_function() -> None:  # pragma: no cover - its code object is used
     """Lends its code flags to a guarded coroutine function on Python < 3.12."""
 

@@ -51,8 +51,16 @@ from ._deadline import (
     publish,
     time_left,
     time_left_ns,
+    timeout_for,
 )
-from ._guarded import Guarded, GuardedCall, guarded, refusal_kind
+from ._guarded import (
+    PROGRAMMING_ERRORS,
+    Guarded,
+    GuardedCall,
+    guarded,
+    is_dependency_failure,
+    refusal_kind,
+)
 from ._guards import Deadline
 from ._util import config_error, fail_type
 
@@ -62,6 +70,7 @@ __all__ = [
     "current_deadline",
     "time_left",
     "time_left_ns",
+    "timeout_for",
     "check_deadline",
     "inject_deadline",
     "extract_deadline",
@@ -72,6 +81,8 @@ __all__ = [
     "Guarded",
     "GuardedCall",
     "refusal_kind",
+    "is_dependency_failure",
+    "PROGRAMMING_ERRORS",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])

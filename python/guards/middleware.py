@@ -27,12 +27,16 @@ How each response is reported to the admission (an adaptive limit learns from it
 response with status 503 or 429 from the application is an overload signal
 (``on_dropped``); any other response is a success (``on_success``, timed from admission
 to the end of the body); an exception or a client that went away says nothing about
-capacity (``on_ignore``).
+capacity (``on_ignore``), and so does an ASGI response the client went away from before
+its end (uvicorn then drops what is sent and a streaming response stops without an
+error; counted as ``disconnected``).
 
 ``priority``: a callable receiving the ASGI ``scope`` (the WSGI ``environ``, the aiohttp
 ``request``) and
 returning the request's priority class, 0 (most important) to 7; ``None`` means the
-default (1, critical). :func:`priority_from_header` reads it from a request header.
+default (1, critical). :func:`priority_from_header` reads it from a request header; a
+value the client sent that is not a priority (``"²"``, a 5,000-digit number) gives the
+default, never an error.
 ``exempt``: paths never shed (exact matches; default ``/health``, ``/healthz``,
 ``/livez``, ``/readyz``, ``/ready``), or a predicate of the path.
 ``deadline``: ``"grpc"`` or ``"millis"`` to read the caller's deadline from the
@@ -40,7 +44,8 @@ default (1, critical). :func:`priority_from_header` reads it from a request head
 request (:func:`guards.time_left` inside the handler); a malformed header is ignored.
 
 ``stats()`` counts ``requests``, ``exempt``, ``admitted``, ``rejected``, ``errors``
-(the application raised) and ``overloaded`` (it answered 503/429); the admission's own
+(the application raised), ``overloaded`` (it answered 503/429) and ``disconnected`` (ASGI:
+the client left before the response ended); the admission's own
 counters are in ``middleware.admission.stats()``.
 """
 
@@ -52,6 +57,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Optional, Union
 
 from . import _guards as _n
+from . import events as _events
 from ._deadline import _DEADLINE, publish
 from ._guards import AdmissionRejected
 from ._util import check_callable, check_int, config_error, fail_type
@@ -69,7 +75,7 @@ __all__ = [
 DEFAULT_EXEMPT_PATHS = ("/health", "/healthz", "/livez", "/readyz", "/ready")
 
 _OVERLOAD_STATUSES = (503, 429)
-_STATS = ("requests", "exempt", "admitted", "rejected", "errors", "overloaded")
+_STATS = ("requests", "exempt", "admitted", "rejected", "errors", "overloaded", "disconnected")
 
 
 def priority_from_header(
@@ -108,24 +114,35 @@ def priority_from_header(
             and "type" in scope_or_environ
         ):
             for k, v in scope_or_environ["headers"]:
-                if k.lower() == raw_name:
-                    value = v.decode("latin-1")
+                if isinstance(k, bytes) and k.lower() == raw_name:
+                    value = v
                     break
         elif isinstance(scope_or_environ, dict):
             value = scope_or_environ.get(environ_key)
         else:  # a request object with headers (aiohttp, or any other)
             headers = getattr(scope_or_environ, "headers", None)
             if headers is not None:
-                value = headers.get(name)
-        if value is None:
-            return default
-        text = value.strip().lower()
-        if text.isdigit():
-            n = int(text)
-            return n if n <= 7 else default
-        return table.get(text, default)
+                try:
+                    value = headers.get(name)
+                except Exception:  # noqa: BLE001 - an odd headers object: no priority
+                    value = None
+        return _read_priority(value, table, default)
 
     return priority
+
+
+def _read_priority(value: Any, table: dict[str, int], default: Optional[int]) -> Optional[int]:
+    """A priority header's value, as sent by a client: never raises. A value that is not
+    one ASCII digit 0..7 (after spaces) or a name in ``table`` gives ``default`` -- also
+    ``"²"`` (a digit to ``str.isdigit``), a 5,000-digit number, bytes that are not text."""
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    if not isinstance(value, str) or len(value) > 64:
+        return default
+    text = value.strip().lower()
+    if len(text) == 1 and "0" <= text <= "7":
+        return ord(text) - ord("0")
+    return table.get(text, default)
 
 
 def _exempt_matcher(exempt: Any) -> Callable[[str], bool]:
@@ -210,11 +227,25 @@ class _Door:
     def release(self, ticket: Any, status: Optional[int], failed: bool) -> None:
         if failed or status is None:
             ticket.on_ignore()
-        elif status in _OVERLOAD_STATUSES:
+            return
+        watch = _events.wanted("limit_change")
+        before = self.admission.limit if watch else 0
+        if status in _OVERLOAD_STATUSES:
             self.count("overloaded")
             ticket.on_dropped()
         else:
             ticket.on_success()
+        if watch:
+            after = self.admission.limit
+            if after != before:
+                _events.emit_new("limit_change", self.admission, old=before, new=after)
+
+    def refused(self, refused: BaseException, path: Any) -> None:
+        self.count("rejected")
+        _events.emit_new(
+            "refusal", self.admission, operation=path if isinstance(path, str) else None,
+            exception=refused,
+        )
 
     def _refusal_headers(
         self, refused: BaseException, *, length: bool = True
@@ -269,22 +300,33 @@ class AdmissionMiddleware(_Door):
         try:
             ticket = self.admit(scope)
         except AdmissionRejected as refused:
-            self.count("rejected")
+            self.refused(refused, scope.get("path"))
             await self._reject(send, refused)
             return
         self.count("admitted")
         status: list[int] = []
+        # [response complete, client went away before it was]
+        ended = [False, False]
 
         async def send_status(message: Any) -> None:
-            if message.get("type") == "http.response.start":
+            kind = message.get("type")
+            if kind == "http.response.start":
                 status.append(message.get("status"))
+            elif kind == "http.response.body" and not message.get("more_body", False):
+                ended[0] = True
             await send(message)
+
+        async def receive_watch() -> Any:
+            message = await receive()
+            if message.get("type") == "http.disconnect" and not ended[0]:
+                ended[1] = True
+            return message
 
         deadline = self.deadline_of(scope.get("headers", ()))
         token = None if deadline is None else publish(deadline)
         failed = True
         try:
-            await self.app(scope, receive, send_status)
+            await self.app(scope, receive_watch, send_status)
             failed = False
         except Exception:
             self.count("errors")
@@ -292,6 +334,11 @@ class AdmissionMiddleware(_Door):
         finally:
             if token is not None:
                 _DEADLINE.reset(token)
+            if not failed and (ended[1] or not ended[0]):
+                # The client went away mid-response (servers then drop what is sent, and
+                # a streaming response stops without an error): not a success.
+                self.count("disconnected")
+                failed = True
             self.release(ticket, status[0] if status else None, failed)
 
     async def _reject(self, send: Any, refused: BaseException) -> None:
@@ -328,7 +375,7 @@ class WSGIAdmissionMiddleware(_Door):
         try:
             ticket = self.admit(environ)
         except AdmissionRejected as refused:
-            self.count("rejected")
+            self.refused(refused, environ.get("PATH_INFO"))
             start_response("503 Service Unavailable", self._refusal_headers(refused))
             return [self._body]
         self.count("admitted")
@@ -443,7 +490,7 @@ class AiohttpAdmissionMiddleware(_Door):
         try:
             ticket = self.admit(request)
         except AdmissionRejected as refused:
-            self.count("rejected")
+            self.refused(refused, request.path)
             headers = dict(self._refusal_headers(refused, length=False))
             return web.Response(status=503, body=self._body, headers=headers)
         self.count("admitted")

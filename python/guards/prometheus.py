@@ -14,9 +14,18 @@ add the guards you want to see under a name, and every scrape reads their counte
     start_http_server(9100)
 
 Each stat becomes one metric family per kind of guard, labelled with the name you gave:
-``guards_circuit_breaker_rejected_total{guard="stock"}``. Counters end in ``_total``;
+``guards_circuit_breaker_rejected_open_total{guard="stock"}``. Counters end in ``_total``;
 values that go up and down (``in_flight``, ``limit``, ``tokens``, ...) are gauges; a stat
-that is a list (per priority class) gets a ``priority`` label. Anything with a
+that is a list (per priority class) gets a ``priority`` label. Besides ``stats()``, each
+scrape reads the levels a guard only shows by a method:
+
+* a circuit breaker's state, as a state set: ``guards_circuit_breaker_state{guard="stock",
+  state="open"} 1`` (and 0 for ``closed`` and ``half_open``);
+* a retry budget's ``tokens``, a bulkhead's ``max_concurrent``, a queue's ``len``, an
+  adaptive throttle's ``reject_probability``.
+
+A value that is not known is left out rather than exported as a placeholder: an
+admission without an adaptive limit has no ``limit`` (its native stat is 2**64-1). Anything with a
 ``stats() -> dict`` can be added: the retry decorator's ``fn.retry``, a guarded call's
 ``guarded`` object, the admission middleware.
 
@@ -70,8 +79,45 @@ GAUGES = frozenset(
         "p999_ns",
         "probability",
         "reject_probability",
+        "entries",
     }
 )
+
+#: The native counters' "no value" (u64::MAX): never exported.
+_UNKNOWN = 2**64 - 1
+
+#: Help text of the stats a reader meets first (others get a generic line).
+HELP = {
+    "state": "Circuit breaker state (a state set: 1 for the current state, 0 for the others)",
+    "in_flight": "Calls inside the guard now",
+    "limit": "Current concurrency limit",
+    "tokens": "Retry budget tokens available now (one pays for a retry)",
+    "max_concurrent": "Bulkhead capacity (calls allowed inside at once)",
+    "len": "Waiters in the queue now",
+    "reject_probability": "Probability that the adaptive throttle rejects a call locally now",
+    "entries": "Keys with a breaker of their own",
+    "successes": "Calls that succeeded",
+    "failures": "Calls that failed",
+    "rejected_open": "Calls refused while the breaker was open",
+    "rejected_half_open": "Calls refused while the breaker was half-open (probes busy)",
+    "closed_to_open": "Times the breaker opened",
+    "half_open_to_closed": "Times the breaker closed after passing probes",
+    "half_open_to_open": "Times a failed probe re-opened the breaker",
+    "open_to_half_open": "Times the breaker let probes through",
+    "admitted": "Requests admitted",
+    "dropped": "Calls that ended in an overload signal (timeout, 503, 429)",
+    "withdrawals": "Retries the budget paid for",
+    "refusals": "Retries the budget refused",
+}
+
+#: Levels read by a method, per kind: (stat name, how to read it).
+_EXTRA_GAUGES: dict[str, tuple[tuple[str, str], ...]] = {
+    "retry_budget": (("tokens", "tokens"),),
+    "bulkhead": (("max_concurrent", "max_concurrent"),),
+    "queue_discipline": (("len", "len"),),
+    "adaptive_throttle": (("reject_probability", "reject_probability"),),
+}
+_BREAKER_STATES = ("closed", "open", "half_open")
 
 _NAME_OK = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _LABEL_VALUE_MAX = 200
@@ -169,6 +215,8 @@ class PrometheusCollector(_Collector):  # type: ignore[misc,valid-type]
                 continue
             if not isinstance(stats, Mapping):
                 continue
+            stats = dict(stats)
+            stats.update(_extra_levels(kind, guard))
             for key, value in stats.items():
                 if not isinstance(key, str):
                     continue
@@ -181,13 +229,28 @@ class PrometheusCollector(_Collector):  # type: ignore[misc,valid-type]
                     gauge = key in GAUGES or key.startswith("in_flight")
                     fam = self._family(families, base, gauge, kind, key, by_priority=True)
                     for i, v in enumerate(value):
-                        if isinstance(v, (int, float)) and not isinstance(v, bool):
+                        if _known(v):
                             fam.add_metric([name, str(i)], float(v))
-                elif isinstance(value, (int, float)):
+                elif _known(value):
                     gauge = isinstance(value, float) or key in GAUGES
                     fam = self._family(families, base, gauge, kind, key, by_priority=False)
                     fam.add_metric([name], float(value))
+            if kind == "circuit_breaker":
+                self._breaker_state(families, kind, name, guard)
         yield from families.values()
+
+    def _breaker_state(self, families: dict[str, Any], kind: str, name: str, guard: Any) -> None:
+        try:
+            state = guard.state()
+        except Exception:  # noqa: BLE001 - one broken guard must not break a scrape
+            return
+        base = f"{self._namespace}_{kind}_state"
+        fam = families.get(base)
+        if fam is None:
+            fam = GaugeMetricFamily(base, HELP["state"], labels=[self._label, "state"])
+            families[base] = fam
+        for s in _BREAKER_STATES:
+            fam.add_metric([name, s], 1.0 if state == s else 0.0)
 
     def _family(
         self,
@@ -202,10 +265,32 @@ class PrometheusCollector(_Collector):  # type: ignore[misc,valid-type]
         fam = families.get(base)
         if fam is None:
             labels = [self._label, "priority"] if by_priority else [self._label]
-            doc = f"guards {kind} stat `{key}`"
+            doc = HELP.get(key) or f"guards {kind.replace('_', ' ')}: {key.replace('_', ' ')}"
             if gauge:
                 fam = GaugeMetricFamily(base, doc, labels=labels)
             else:
                 fam = CounterMetricFamily(base, doc, labels=labels)
             families[base] = fam
         return fam
+
+
+def _known(v: Any) -> bool:
+    """A number to export: not a bool-like placeholder, not NaN, not u64::MAX."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    if isinstance(v, float):
+        return v == v and v not in (float("inf"), float("-inf"))
+    return v != _UNKNOWN
+
+
+def _extra_levels(kind: str, guard: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for stat, attr in _EXTRA_GAUGES.get(kind, ()):
+        try:
+            v = getattr(guard, attr)
+            if callable(v):
+                v = v()
+        except Exception:  # noqa: BLE001 - one broken reading must not break a scrape
+            continue
+        out[stat] = v
+    return out

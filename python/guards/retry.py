@@ -53,14 +53,18 @@ each give-up reason, for that decorated function.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import functools
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any, Callable, Optional, TypeVar, Union, overload
 
+from . import events as _events
 from ._deadline import _DEADLINE, CancelAfter, publish
 from ._guards import (
     AdmissionRejected,
+    Backoff,
     BreakerOpen,
     BudgetExhausted,
     BulkheadFull,
@@ -87,6 +91,7 @@ from ._util import (
     http_status,
     is_async_callable,
     positive_duration_ns,
+    reject_generator_function,
 )
 
 __all__ = ["retry", "Retry", "RetryState", "classify_exception", "http_outcome"]
@@ -322,6 +327,36 @@ class _GateReceipt:
         return True
 
 
+#: Give-up reasons that mean "raised as it is, at once": not reported as give-ups.
+_RAISED_AS_IS = frozenset(("permanent", "overloaded", "not_retryable", "not_idempotent"))
+
+
+def _emit_give_up(r: Retry, reason: str, last: Optional[BaseException], attempts: int) -> None:
+    if reason not in _RAISED_AS_IS:
+        _events.emit_new(
+            "give_up", r, operation=r._operation, reason=reason, attempt=attempts, exception=last
+        )
+
+
+def _emit_retry(
+    r: Retry,
+    fn: Any,
+    attempts: int,
+    last: Optional[BaseException],
+    outcome: str,
+    delay: float,
+) -> None:
+    _events.emit_new(
+        "retry",
+        r,
+        operation=r._operation or getattr(fn, "__qualname__", None),
+        attempt=attempts,
+        exception=last,
+        outcome=outcome,
+        delay=delay,
+    )
+
+
 class Retry:
     """A retry configuration: a decorator (``Retry(...)(fn)``) and a runner
     (:meth:`call`, :meth:`acall`). :func:`retry` builds one per decorated function.
@@ -414,6 +449,7 @@ class Retry:
         self._sleep = check_callable("sleep", sleep)
         self._lock = threading.Lock()
         self._n = [0] * len(_STAT_NAMES)
+        self._operation: Optional[str] = None  # the decorated function, for events
         # Nothing to do before or after a first attempt that succeeds: no budget to tell,
         # no deadline of our own, no result to inspect.
         self._simple = (
@@ -504,6 +540,7 @@ class Retry:
         if not_started:
             deltas["not_started"] = 1
         self._count(**deltas)
+        _emit_give_up(self, reason, last, attempts)
         if reason in ("permanent", "overloaded", "not_retryable", "not_idempotent", "succeeded"):
             assert last is not None
             return last
@@ -603,18 +640,20 @@ class Retry:
         if not decision.retry:
             if last is None:  # a rejected result: hand back the last one
                 self._count_result_give_up(decision.reason, attempts)
+                _emit_give_up(self, decision.reason, None, attempts)
                 return None
             raise self._give_up(decision.reason, last, attempts, retry_after=retry_after)
         if self._on_retry is not None:
             self._on_retry(
                 RetryState(fn, attempts, last, result, outcome, decision.delay, decision.delay_ns)
             )
+        _emit_retry(self, fn, attempts, last, outcome, decision.delay)
         return decision
 
     # ------------------------------------------------------------------ sync
     def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(*args, **kwargs)`` with retries."""
-        return self._run(fn, args, kwargs, None)
+        return self._run_interruptible(fn, args, kwargs, None)
 
     def _run(
         self, fn: Callable[..., Any], args: Any, kwargs: Any, first: Optional[Exception]
@@ -765,6 +804,9 @@ class Retry:
     def __call__(self, fn: F) -> F:
         if not callable(fn):
             fail_type("fn", "a callable", fn)
+        reject_generator_function("guards.retry", fn)
+        if self._operation is None:
+            self._operation = getattr(fn, "__qualname__", None)
         simple = self._simple
         lock = self._lock
         get_deadline = _DEADLINE.get
@@ -781,7 +823,7 @@ class Retry:
                         result = await fn(*args, **kwargs)
                     except Exception as exc:  # noqa: BLE001 - the loop classifies it
                         return await arun(fn, args, kwargs, exc)
-                    except asyncio.CancelledError:
+                    except BaseException:  # cancelled (or interrupted)
                         me._count(cancelled=1, calls=1, attempts=1)
                         raise
                     with lock:
@@ -801,18 +843,35 @@ class Retry:
                 try:
                     result = fn(*args, **kwargs)
                 except Exception as exc:  # noqa: BLE001 - the loop classifies it
-                    return run(fn, args, kwargs, exc)
+                    return me._run_interruptible(fn, args, kwargs, exc)
+                except BaseException:  # KeyboardInterrupt, SystemExit: the call is abandoned
+                    me._count(cancelled=1, calls=1, attempts=1)
+                    raise
                 with lock:
                     n = me._n
                     n[_CALLS] += 1
                     n[_ATTEMPTS] += 1
                     n[_SUCCESSES] += 1
                 return result
-            return run(fn, args, kwargs, None)
+            return me._run_interruptible(fn, args, kwargs, None)
 
         functools.update_wrapper(wrapper, fn)
         wrapper.retry = self  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]
+
+    def _run_interruptible(
+        self, fn: Callable[..., Any], args: Any, kwargs: Any, first: Optional[Exception]
+    ) -> Any:
+        """The sync retry loop; a call abandoned by a ``KeyboardInterrupt`` (or another
+        ``BaseException`` that is not an ``Exception``) is counted as ``cancelled``, as the
+        async loop counts a cancellation."""
+        try:
+            return self._run(fn, args, kwargs, first)
+        except Exception:
+            raise
+        except BaseException:
+            self._count(cancelled=1, calls=1)
+            raise
 
     # ------------------------------------------------------------------ stats
     def stats(self) -> dict[str, int]:
@@ -851,13 +910,75 @@ def _check_outcome(got: Any) -> tuple[str, Optional[float]]:
     return got, after
 
 
+#: A duration argument: seconds, a ``datetime.timedelta`` or :class:`guards.Nanos`.
+_Duration = Union[float, int, datetime.timedelta, Nanos, None]
+
+
 @overload
 def retry(fn: F, /) -> F: ...
 @overload
-def retry(fn: None = None, /, **kwargs: Any) -> Retry: ...
+def retry(
+    fn: None = None,
+    /,
+    *,
+    max_attempts: Optional[int] = None,
+    backoff: Union[Backoff, Mapping[str, Any], None] = None,
+    budget: Any = None,
+    policy: Optional[RetryPolicy] = None,
+    attempt_timeout: _Duration = None,
+    timeout: _Duration = None,
+    margin: _Duration = None,
+    retry_on: ExcSpec = None,
+    give_up_on: ExcSpec = None,
+    overloaded_on: ExcSpec = None,
+    classify: Optional[Callable[[BaseException], Any]] = None,
+    retry_on_result: Optional[Callable[[Any], Any]] = None,
+    idempotency: Union[str, bool] = "idempotent",
+    retry_timeouts: Optional[bool] = None,
+    retry_connection_errors: Optional[bool] = None,
+    retry_other_transient: Optional[bool] = None,
+    retry_throttled: Optional[bool] = None,
+    honor_retry_after: Optional[bool] = None,
+    max_retry_after: _Duration = None,
+    min_attempt_time: _Duration = None,
+    unkeyed_side_effects: Optional[str] = None,
+    seed: Optional[int] = None,
+    reraise: bool = False,
+    on_retry: Optional[Callable[[RetryState], Any]] = None,
+    sleep: Optional[Callable[[float], Any]] = None,
+) -> Retry: ...
 
 
-def retry(fn: Optional[F] = None, /, **kwargs: Any) -> Any:
+def retry(
+    fn: Optional[F] = None,
+    /,
+    *,
+    max_attempts: Optional[int] = None,
+    backoff: Union[Backoff, Mapping[str, Any], None] = None,
+    budget: Any = None,
+    policy: Optional[RetryPolicy] = None,
+    attempt_timeout: _Duration = None,
+    timeout: _Duration = None,
+    margin: _Duration = None,
+    retry_on: ExcSpec = None,
+    give_up_on: ExcSpec = None,
+    overloaded_on: ExcSpec = None,
+    classify: Optional[Callable[[BaseException], Any]] = None,
+    retry_on_result: Optional[Callable[[Any], Any]] = None,
+    idempotency: Union[str, bool] = "idempotent",
+    retry_timeouts: Optional[bool] = None,
+    retry_connection_errors: Optional[bool] = None,
+    retry_other_transient: Optional[bool] = None,
+    retry_throttled: Optional[bool] = None,
+    honor_retry_after: Optional[bool] = None,
+    max_retry_after: _Duration = None,
+    min_attempt_time: _Duration = None,
+    unkeyed_side_effects: Optional[str] = None,
+    seed: Optional[int] = None,
+    reraise: bool = False,
+    on_retry: Optional[Callable[[RetryState], Any]] = None,
+    sleep: Optional[Callable[[float], Any]] = None,
+) -> Any:
     """Retry a function (``def`` or ``async def``): ``@guards.retry`` or
     ``@guards.retry(...)``.
 
@@ -883,8 +1004,36 @@ def retry(fn: Optional[F] = None, /, **kwargs: Any) -> Any:
       (called with a :class:`RetryState` before each wait), ``sleep`` (replace the wait;
       may return an awaitable in async code).
     """
+    settings = {
+        "max_attempts": max_attempts,
+        "backoff": backoff,
+        "budget": budget,
+        "policy": policy,
+        "attempt_timeout": attempt_timeout,
+        "timeout": timeout,
+        "margin": margin,
+        "retry_on": retry_on,
+        "give_up_on": give_up_on,
+        "overloaded_on": overloaded_on,
+        "classify": classify,
+        "retry_on_result": retry_on_result,
+        "idempotency": idempotency,
+        "retry_timeouts": retry_timeouts,
+        "retry_connection_errors": retry_connection_errors,
+        "retry_other_transient": retry_other_transient,
+        "retry_throttled": retry_throttled,
+        "honor_retry_after": honor_retry_after,
+        "max_retry_after": max_retry_after,
+        "min_attempt_time": min_attempt_time,
+        "unkeyed_side_effects": unkeyed_side_effects,
+        "seed": seed,
+        "reraise": reraise,
+        "on_retry": on_retry,
+        "sleep": sleep,
+    }
     if fn is not None:
-        if kwargs:
+        defaults = {"idempotency": "idempotent", "reraise": False}
+        if any(v is not None and v != defaults.get(k) for k, v in settings.items()):
             raise TypeError("use @retry or @retry(**settings), not both")
         return Retry()(fn)
-    return Retry(**kwargs)
+    return Retry(**settings)

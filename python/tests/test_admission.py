@@ -137,3 +137,11 @@ def test_threads_share_one_door() -> None:
     assert s["admitted"] == s["succeeded"] == sum(r[0] for r in results)
     assert s["refused_limit_reached"] + s["refused_overloaded"] == sum(r[1] for r in results)
     assert s["in_flight"] == 0
+
+
+@pytest.mark.xfail(strict=True, reason="phase 2: native crate names a limit the user never gave")
+def test_partial_limits_never_name_an_index_that_was_not_given() -> None:
+    try:
+        guards.Admission(limits=[100, 50])
+    except guards.ConfigError as e:
+        assert e.field in ("limits", "limits[0]", "limits[1]"), e.field

@@ -301,3 +301,23 @@ def test_threads_on_keyed_breakers() -> None:
         assert st is not None
         total += st["successes"]
     assert total == 4000
+
+
+@pytest.mark.xfail(strict=True, reason="phase 2: native crate: None must not mean the default")
+def test_none_for_a_number_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="window_size"):
+        guards.CircuitBreaker(window_size=None)  # type: ignore[arg-type]
+
+
+@pytest.mark.xfail(strict=True, reason="phase 2: native crate: the probe timeout is not enforced")
+def test_probes_never_reported_do_not_block_for_ever() -> None:
+    with guards.FakeClock(now=10**9) as clock:
+        b = guards.CircuitBreaker(window_size=2, open_duration=0.5, probe_timeout=1.0)
+        for _ in range(2):
+            b.acquire().on_failure()
+        clock.advance(0.6)
+        lost = [b.try_acquire() for _ in range(3)]  # probes taken, never reported
+        assert all(p is not None and p.is_probe for p in lost)
+        clock.advance(10.0)  # well past the probe timeout
+        assert b.acquire().is_probe
+        del lost

@@ -7,6 +7,7 @@ import contextvars
 import datetime
 import math
 import threading
+from collections.abc import AsyncIterator, Iterator
 
 import guards
 import pytest
@@ -133,16 +134,92 @@ def test_threads_inherit_only_through_a_copied_context(clock: guards.FakeClock) 
     assert got == {"copied": 2 * S, "plain": None}
 
 
-def test_exiting_scopes_out_of_order_is_an_error() -> None:
+def test_scopes_left_out_of_order_restore_the_deadline() -> None:
+    """Left out of order (as generators do), every scope still goes: nothing stays set."""
     a = guards.deadline(10.0)
     b = guards.deadline(20.0)
-    a.__enter__()
+    da = a.__enter__()
     b.__enter__()
-    with pytest.raises(RuntimeError, match="reverse order"):
-        a.__exit__(None, None, None)
+    a.__exit__(None, None, None)  # out of order
+    assert guards.current_deadline() is not None  # b (within a's 10 s) is still open
     b.__exit__(None, None, None)
-    a.__exit__(None, None, None)
     assert guards.current_deadline() is None
+    assert a.deadline is None and b.deadline is None
+    assert da.expires_at > 0
+    with pytest.raises(RuntimeError, match="no open entry"):
+        a.__exit__(None, None, None)  # nothing open
+
+
+def test_deadlines_in_generators_closed_in_entry_order() -> None:
+    """Regression: two generators each inside `with guards.deadline(...)`, closed in the
+    order they were entered, left the first one's deadline set for every later call in
+    the thread."""
+
+    def stream(seconds: float) -> Iterator[float | None]:
+        with guards.deadline(seconds):
+            yield guards.time_left()
+            yield guards.time_left()
+
+    g1, g2 = stream(5.0), stream(50.0)
+    next(g1)
+    next(g2)
+    g1.close()
+    g2.close()
+    assert guards.current_deadline() is None
+    assert guards.time_left() is None
+    g3 = stream(1.0)  # and the next generator starts from a clean context
+    left = next(g3)
+    assert left is not None and left <= 1.0
+    g3.close()
+    assert guards.current_deadline() is None
+
+
+@pytest.mark.asyncio
+async def test_deadlines_in_async_generators_closed_in_entry_order() -> None:
+    async def stream(seconds: float) -> AsyncIterator[float | None]:
+        async with guards.deadline(seconds):
+            yield guards.time_left()
+            yield guards.time_left()
+
+    g1, g2 = stream(5.0), stream(50.0)
+    await g1.__anext__()
+    await g2.__anext__()
+    await g1.aclose()
+    await g2.aclose()
+    assert guards.current_deadline() is None
+    await asyncio.sleep(0)  # no stray cancellation is left armed for this task either
+
+
+def test_a_scope_left_after_the_deadline_was_reset_by_others_leaves_it_alone() -> None:
+    """A generator's scope closed after the code around it (here a retry's attempt) has
+    already restored its own deadline must not bring the generator's back."""
+
+    def stream() -> Iterator[None]:
+        with guards.deadline(5.0):
+            yield
+
+    @guards.retry(timeout=60.0)
+    def start() -> Iterator[None]:
+        g = stream()
+        next(g)
+        return g
+
+    g = start()
+    assert guards.current_deadline() is None
+    g.close()
+    assert guards.current_deadline() is None
+
+
+def test_deadline_decorator_refuses_generator_functions() -> None:
+    def gen() -> Iterator[int]:
+        yield 1
+
+    async def agen() -> AsyncIterator[int]:
+        yield 1
+
+    for fn in (gen, agen):
+        with pytest.raises(TypeError, match="generator function"):
+            guards.deadline(1.0)(fn)  # type: ignore[type-var]
 
 
 # ------------------------------------------------------------------ asyncio

@@ -4,7 +4,10 @@ decorators; outcomes reported to each guard; brownout fallbacks; threads; cancel
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 import threading
+from collections.abc import AsyncIterator, Iterator
 
 import guards
 import pytest
@@ -592,8 +595,8 @@ def test_fallback_only_for_the_listed_kinds() -> None:
     g = guards.guarded(b, fallback="cached", brownout=brownout)
     assert g.call(lambda: "live") == "cached"  # refused: listed
     held[0].release()
-    with pytest.raises(KeyError):  # failed: not listed, so it fails fast
-        g.call(lambda: {}["missing"])
+    with pytest.raises(ConnectionError):  # failed: not listed, so it fails fast
+        g.call(lambda: (_ for _ in ()).throw(ConnectionError("down")))
     s = brownout.stats()
     assert (s["degraded"], s["errors"]) == (1, 1)
 
@@ -721,16 +724,88 @@ def test_a_raising_predicate_still_gives_the_slot_back() -> None:
         assert b.in_flight() == 0
 
 
-def test_blocks_exited_out_of_order_are_an_error() -> None:
+def test_blocks_exited_out_of_order_give_every_slot_back() -> None:
     b = guards.Bulkhead()
     g1, g2 = guards.guarded(b), guards.guarded(b)
     g1.__enter__()
     g2.__enter__()
-    with pytest.raises(RuntimeError, match="reverse order"):
-        g1.__exit__(None, None, None)
+    g1.__exit__(None, None, None)  # out of order: g1's own slot goes back
+    assert b.in_flight() == 1
     g2.__exit__(None, None, None)
-    g1.__exit__(None, None, None)
     assert b.in_flight() == 0
+    with pytest.raises(RuntimeError, match="no open block"):
+        g1.__exit__(None, None, None)  # nothing open
+
+
+def test_blocks_in_generators_closed_in_entry_order_do_not_leak() -> None:
+    """Regression: `with guarded(bulkhead)` in two generators closed in the order they
+    were entered raised RuntimeError from the first close and kept its slot for ever."""
+    pool = guards.Bulkhead(max_concurrent=2)
+    shared = guards.guarded(pool)
+
+    def rows(g: guards.Guarded) -> Iterator[int]:
+        with g:
+            yield 1
+            yield 2
+
+    for first, second in ((shared, shared), (guards.guarded(pool), guards.guarded(pool))):
+        r1, r2 = rows(first), rows(second)
+        next(r1)
+        next(r2)
+        assert pool.in_flight() == 2
+        r1.close()
+        r2.close()
+        assert pool.in_flight() == 0
+    assert pool.stats()["released"] == 4
+
+
+@pytest.mark.asyncio
+async def test_blocks_in_async_generators_closed_in_entry_order_do_not_leak() -> None:
+    pool = guards.Bulkhead(max_concurrent=2)
+    breaker = guards.CircuitBreaker(window_size=4)
+
+    async def rows() -> AsyncIterator[int]:
+        async with guards.guarded(pool), guards.guarded(breaker, timeout=30.0):
+            yield 1
+            yield 2
+
+    a1, a2 = rows(), rows()
+    await a1.__anext__()
+    await a2.__anext__()
+    await a1.aclose()
+    await a2.aclose()
+    assert pool.in_flight() == 0
+    assert guards.current_deadline() is None
+    s = breaker.stats()
+    assert s["failures"] == 0 and s["ignored"] == 2  # abandoned (GeneratorExit): ignored
+
+
+def test_guarded_refuses_generator_functions() -> None:
+    b = guards.Bulkhead()
+
+    def gen() -> Iterator[int]:
+        yield 1
+
+    async def agen() -> AsyncIterator[int]:
+        yield 1
+
+    class CallableGen:
+        def __call__(self) -> Iterator[int]:
+            yield 1
+
+    for g in (guards.guarded(b), guards.guarded(guards.CircuitBreaker()), guards.guarded(b, fallback=0)):
+        for fn in (gen, agen, functools.partial(gen), CallableGen()):
+            with pytest.raises(TypeError, match="generator function"):
+                g(fn)  # type: ignore[arg-type]
+    assert b.stats()["acquired"] == 0
+
+
+def test_a_key_without_keyed_breakers_is_refused() -> None:
+    """Regression: `guarded(Bulkhead(), key="x")` silently ignored the key."""
+    for guard in (guards.Bulkhead(), guards.CircuitBreaker(), guards.Limiter()):
+        with pytest.raises(TypeError, match="KeyedBreakers"):
+            guards.guarded(guard, key="x")
+    guards.guarded(guards.Bulkhead(), guards.KeyedBreakers(), key="x")  # fine: one is keyed
 
 
 def test_refusal_kind_table() -> None:
@@ -785,3 +860,166 @@ def test_a_local_budget_refusal_without_attempts_is_still_ignored() -> None:
             call()
     assert breaker.stats()["failures"] == 0
     assert breaker.state() == "closed"
+
+
+# ------------------------------------------------------------------ fallbacks that do not hide bugs
+
+
+def test_a_bug_is_not_served_a_fallback_nor_counted_by_the_breaker(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Regression: a KeyError in the user's own function returned the fallback, counted as
+    a breaker failure and logged nothing."""
+    breaker = guards.CircuitBreaker(window_size=2)
+
+    @guards.guarded(breaker, fallback="cached")
+    def price(item: str) -> str:
+        return {"apple": "1.00"}[item]
+
+    with caplog.at_level(logging.WARNING, "guards"):
+        for _ in range(5):
+            with pytest.raises(KeyError):
+                price("pear")
+    assert price("apple") == "1.00"
+    s = breaker.stats()
+    assert (s["failures"], s["ignored"], s["successes"]) == (0, 5, 1)
+    assert breaker.state() == "closed"
+    warnings = [r for r in caplog.records if r.name == "guards"]
+    assert len(warnings) == 5
+    assert "KeyError" in warnings[0].getMessage()
+    assert "fallback not served" in warnings[0].getMessage()
+
+
+def test_programming_errors_are_ignored_by_breakers_on_every_path() -> None:
+    for exc in (TypeError("t"), AttributeError("a"), AssertionError(), KeyError("k")):
+        breaker = guards.CircuitBreaker(window_size=1)
+
+        @guards.guarded(breaker)  # the native fast path
+        def native() -> None:
+            raise exc
+
+        with pytest.raises(type(exc)):
+            native()
+        with pytest.raises(type(exc)):
+            with guards.guarded(breaker):
+                raise exc
+        with pytest.raises(type(exc)):
+            guards.guarded(breaker).call(native.__wrapped__)  # type: ignore[attr-defined]
+        assert breaker.state() == "closed"
+        assert breaker.stats()["ignored"] == 3
+    counted = guards.CircuitBreaker(window_size=1)
+    with pytest.raises(KeyError):
+        with guards.guarded(counted, failure=KeyError):  # asked for: counted
+            raise KeyError("k")
+    assert counted.state() == "open"
+
+
+def test_dependency_failures_and_refusals_are_served() -> None:
+    seen: list[BaseException] = []
+
+    def fallback(exc: BaseException) -> str:
+        seen.append(exc)
+        return "cached"
+
+    g = guards.guarded(guards.Bulkhead(), fallback=fallback)
+    failures: list[BaseException] = [
+        TimeoutError(),
+        ConnectionError(),
+        HTTPError(503),
+        HTTPError(500),
+        HTTPError(429),
+        guards.RetriesExhausted("gave up"),
+    ]
+    for exc in failures:
+        assert g.call(lambda: (_ for _ in ()).throw(exc)) == "cached"
+    assert seen == failures
+    with pytest.raises(HTTPError):
+        g.call(lambda: (_ for _ in ()).throw(HTTPError(404)))  # the caller's mistake
+    b, held = full_bulkhead()
+    refused = guards.guarded(b, fallback=fallback)
+    assert refused.call(lambda: "live") == "cached"
+    assert isinstance(seen[-1], guards.BulkheadFull)
+
+
+def test_fallback_signatures_are_decided_once() -> None:
+    g0 = guards.guarded(guards.Bulkhead(), fallback=lambda: "zero")
+    g1 = guards.guarded(guards.Bulkhead(), fallback=lambda exc: type(exc).__name__)
+    gd = guards.guarded(guards.Bulkhead(), fallback=dict)  # a builtin: called with nothing
+    gv = guards.guarded(guards.Bulkhead(), fallback=lambda *args: len(args))
+    fail = lambda: (_ for _ in ()).throw(TimeoutError())  # noqa: E731
+    assert g0.call(fail) == "zero"
+    assert g1.call(fail) == "TimeoutError"
+    assert gd.call(fail) == {}
+    assert gv.call(fail) == 1
+    with pytest.raises(TypeError, match="fallback"):
+        guards.guarded(guards.Bulkhead(), fallback=lambda a, b: None)
+    with pytest.raises(TypeError, match="fallback"):
+
+        def kw_only(*, exc: BaseException) -> None: ...
+
+        guards.guarded(guards.Bulkhead(), fallback=kw_only)
+
+
+def test_fallback_on_replaces_the_default_rule() -> None:
+    g = guards.guarded(guards.Bulkhead(), fallback="n/a", fallback_on=(KeyError, TimeoutError))
+    assert g.call(lambda: {}["x"]) == "n/a"
+    with pytest.raises(ConnectionError):
+        g.call(lambda: (_ for _ in ()).throw(ConnectionError()))
+    anything = guards.guarded(guards.Bulkhead(), fallback="n/a", fallback_on=Exception)
+    assert anything.call(lambda: {}["x"]) == "n/a"
+    with pytest.raises(TypeError, match="fallback_on"):
+        guards.guarded(guards.Bulkhead(), fallback_on=KeyError)
+    with type_error("fallback_on"):
+        guards.guarded(guards.Bulkhead(), fallback=1, fallback_on=5)  # type: ignore[arg-type]
+
+
+def test_a_fallback_alone_is_the_outer_layer_of_a_stack(clock: guards.FakeClock) -> None:
+    """`guarded(fallback=...)` with no guard: fallback outermost, breaker inside retry."""
+    breaker = guards.CircuitBreaker(window_size=2, open_duration=30.0)
+    calls: list[str] = []
+
+    @guards.guarded(fallback=lambda exc: f"cached ({type(exc).__name__})")
+    @guards.retry(max_attempts=3)
+    @guards.guarded(breaker)
+    def stock(item: str) -> str:
+        calls.append(item)
+        if item == "bug":
+            return {}["missing"]  # type: ignore[no-any-return]
+        raise ConnectionError("down")
+
+    assert stock("a") == "cached (BreakerOpen)"  # 2 failures opened it; the 3rd refused
+    assert calls == ["a", "a"]
+    assert stock("b") == "cached (BreakerOpen)"  # open: refused at once, not retried
+    assert calls == ["a", "a"]
+    assert breaker.state() == "open"
+    clock.advance(31.0)
+    with pytest.raises((KeyError, guards.RetriesExhausted)) as info:
+        stock("bug")  # a bug: never served as a fallback, even through the retry
+    assert isinstance(info.value, KeyError) or isinstance(info.value.__cause__, KeyError)
+    with pytest.raises(TypeError, match="at least one guard"):
+        guards.guarded()
+
+
+@pytest.mark.asyncio
+async def test_async_fallbacks() -> None:
+    async def later(exc: BaseException) -> str:
+        await asyncio.sleep(0)
+        return f"later: {type(exc).__name__}"
+
+    @guards.guarded(guards.Bulkhead(), fallback=later)
+    async def fetch() -> str:
+        raise TimeoutError
+
+    assert await fetch() == "later: TimeoutError"
+
+    @guards.guarded(guards.Bulkhead(), fallback=lambda exc: "sync fallback")
+    async def fetch2() -> str:
+        raise ConnectionError
+
+    assert await fetch2() == "sync fallback"
+
+    def sync_fn() -> str:
+        return "x"
+
+    with pytest.raises(TypeError, match="async `fallback`"):
+        guards.guarded(guards.Bulkhead(), fallback=later)(sync_fn)

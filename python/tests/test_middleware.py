@@ -9,7 +9,8 @@ import http.client
 import socketserver
 import threading
 import time
-from collections.abc import Iterator
+import socket
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Callable
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -22,7 +23,7 @@ starlette = pytest.importorskip("starlette")
 flask = pytest.importorskip("flask")
 from starlette.applications import Starlette  # noqa: E402
 from starlette.requests import Request  # noqa: E402
-from starlette.responses import PlainTextResponse, Response  # noqa: E402
+from starlette.responses import PlainTextResponse, Response, StreamingResponse  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
@@ -101,6 +102,16 @@ def asgi_app(gate: Gate, seen: dict[str, Any]) -> Starlette:
     async def health(request: Request) -> Response:
         return PlainTextResponse("ok")
 
+    async def stream(request: Request) -> Response:
+        async def chunks() -> AsyncIterator[bytes]:
+            yield b"first chunk\n"
+            end = time.monotonic() + WAIT_LIMIT  # the client leaves long before
+            while time.monotonic() < end:
+                await asyncio.sleep(0.005)
+            yield b"never sent\n"
+
+        return StreamingResponse(chunks())
+
     return Starlette(
         routes=[
             Route("/hold", hold),
@@ -108,6 +119,7 @@ def asgi_app(gate: Gate, seen: dict[str, Any]) -> Starlette:
             Route("/shed", shed),
             Route("/boom", boom),
             Route("/healthz", health),
+            Route("/stream", stream),
         ]
     )
 
@@ -172,6 +184,31 @@ def test_asgi_sheds_with_503_and_retry_after_on_loopback(asgi_server: Any) -> No
         2,
         0,
     )
+
+
+def test_asgi_client_gone_mid_stream_is_ignored_not_a_success(asgi_server: Any) -> None:
+    """Regression: a client that disconnects in the middle of a streamed response under
+    uvicorn was reported to the admission as a success."""
+    door = guards.Admission()
+    port, _, mw, _ = asgi_server(door)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT_LIMIT)
+    try:
+        sock.sendall(b"GET /stream HTTP/1.1\r\nHost: test\r\n\r\n")
+        got = b""
+        while b"first chunk" not in got:
+            data = sock.recv(4096)
+            assert data, "the server closed the connection early"
+            got += data
+        assert got.startswith(b"HTTP/1.1 200")
+    finally:
+        sock.close()  # gone mid-stream
+    wait_for(lambda: door.in_flight() == 0, "the ticket to be given back")
+    d = door.stats()
+    assert (d["admitted"], d["succeeded"], d["ignored"]) == (1, 0, 1)
+    assert mw.stats()["disconnected"] == 1
+    assert get(port, "/fast")[0] == 200  # a whole response is still a success
+    wait_for(lambda: door.stats()["succeeded"] == 1, "the success to be reported")
+    assert mw.stats()["disconnected"] == 1
 
 
 def test_asgi_priority_from_a_header_keeps_room_for_important_requests(asgi_server: Any) -> None:
@@ -420,6 +457,45 @@ def test_priority_from_header_reads_numbers_names_and_defaults() -> None:
     assert p({"type": "http", "headers": []}) == 2
     assert p({"HTTP_X_PRIORITY": "sheddable_plus"}) == 2
     assert p({"HTTP_X_PRIORITY": "3"}) == 3
+
+
+def test_a_priority_header_never_raises() -> None:
+    """Regression: `x-priority: ²` (a digit to str.isdigit) or a 5,000-digit value made
+    the middleware raise: a client could turn any request into a 500."""
+    p = guards.priority_from_header("x-priority", default=2)
+    bad = ["²", "٣", "9" * 5000, "-1", "+1", "1.0", " ", "", "\x00", "7" * 65, "0x1"]
+    for value in bad:
+        assert p({"type": "http", "headers": [(b"x-priority", value.encode("utf-8"))]}) == 2
+        assert p({"HTTP_X_PRIORITY": value}) == 2
+
+    class Request:
+        headers = {"x-priority": "²"}
+
+    assert p(Request()) == 2
+    assert p({"type": "http", "headers": [(b"x-priority", b" 5 ")]}) == 5
+
+
+def test_middlewares_answer_requests_with_hostile_priority_headers() -> None:
+    door = guards.Admission()
+    wsgi = guards.WSGIAdmissionMiddleware(
+        wsgi_app(Gate(), {}), door, priority=guards.priority_from_header()
+    )
+    statuses: list[str] = []
+    for value in ("²", "9" * 5000):
+        body = wsgi(
+            {"PATH_INFO": "/fast", "HTTP_X_PRIORITY": value},
+            lambda status, headers, exc_info=None: statuses.append(status),
+        )
+        list(body)
+        body.close()  # type: ignore[attr-defined]
+    assert [s.split()[0] for s in statuses] == ["200", "200"]
+    asgi = guards.AdmissionMiddleware(
+        asgi_app(Gate(), {}), door, priority=guards.priority_from_header()
+    )
+    with TestClient(asgi) as client:
+        for value in ("²", "9" * 5000):
+            r = client.get("/fast", headers={"x-priority": value.encode("utf-8")})
+            assert r.status_code == 200
 
 
 def test_middleware_rejects_bad_arguments() -> None:

@@ -538,7 +538,9 @@ def test_guarded_call_and_acall_run_natively_with_the_inherited_deadline(
         return x + 1
 
     for g in (guards.guarded(br), guards.guarded(kb, key="op"), guards.guarded(bh)):
-        assert g._native is not None  # type: ignore[attr-defined]
+        # a bulkhead's calls run natively; a breaker's judge exceptions in Python (a
+        # programming error is not a failure of the dependency)
+        assert (g._native is not None) == (g.guards[0] is bh)  # type: ignore[attr-defined]
         assert g.call(fn, 1, k=2) == "ok"
         assert asyncio.run(g.acall(afn, 1)) == 2
         with guards.deadline(1.0):
@@ -581,7 +583,6 @@ def test_native_blocks_give_a_guarded_call(clock: guards.FakeClock) -> None:
     g = guards.guarded(br)
     with g as call:
         assert isinstance(call, guards.GuardedCall)
-        assert type(call) is guards.GuardedBlockCall
         assert call.probe_timeout is None
         assert "open" in repr(call)
     assert "closed" in repr(call)
@@ -625,19 +626,18 @@ def test_native_block_probe(clock: guards.FakeClock) -> None:
     assert br.state() == "closed"
 
 
-def test_native_blocks_must_nest(clock: guards.FakeClock) -> None:
+def test_blocks_left_out_of_order_and_mixed(clock: guards.FakeClock) -> None:
     b1, b2 = guards.Bulkhead(), guards.Bulkhead()
     g1, g2 = guards.guarded(b1), guards.guarded(b2)
     g1.__enter__()
     g2.__enter__()
-    with pytest.raises(RuntimeError, match="reverse order"):
-        g1.__exit__(None, None, None)
+    g1.__exit__(None, None, None)  # out of order: b1's slot goes back
+    assert b1.in_flight() == 0 and b2.in_flight() == 1
     g2.__exit__(None, None, None)
-    g1.__exit__(None, None, None)
     assert b1.in_flight() == 0 and b2.in_flight() == 0
-    with pytest.raises(RuntimeError, match="reverse order"):
+    with pytest.raises(RuntimeError, match="no open block"):
         g1.__exit__(None, None, None)  # nothing open
-    slow = guards.guarded(b1, b2)  # a Python block inside a native one, and back
+    slow = guards.guarded(b1, b2)  # a block of two guards inside a one-guard block, and back
     with g1:
         with slow:
             with g2:

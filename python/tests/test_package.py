@@ -37,3 +37,23 @@ def test_version_and_typing_files() -> None:
 def test_priority_names() -> None:
     p = guards.Priority
     assert (p.CRITICAL_PLUS, p.CRITICAL, p.SHEDDABLE_PLUS, p.SHEDDABLE, p.COUNT) == (0, 1, 2, 3, 8)
+
+
+def test_no_stray_names_in_the_namespace() -> None:
+    """Every public name of `guards` is in `__all__`, or is one of its submodules."""
+    import types
+
+    stray = []
+    for name in dir(guards):
+        if name.startswith("_") or name in guards.__all__:
+            continue
+        value = getattr(guards, name)
+        if isinstance(value, types.ModuleType) and value.__name__ == f"guards.{name}":
+            continue  # a submodule (guards.context, guards.middleware, ...)
+        stray.append(name)
+    assert stray == []
+
+
+def test_events_is_the_public_module() -> None:
+    assert guards.events.__name__ == "guards.events"
+    assert "events" in guards.__all__

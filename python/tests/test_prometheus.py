@@ -205,3 +205,77 @@ def test_importable_without_prometheus_client() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "import-safe"
+
+
+def parsed(collector: guards.PrometheusCollector) -> dict[str, Any]:
+    """Scrape a real registry and read the text format back with prometheus_client's
+    parser: family name -> family."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    registry = CollectorRegistry()
+    registry.register(collector)
+    text = generate_latest(registry).decode()
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def test_the_exposition_of_every_native_guard_parses_with_the_right_types(
+    clock: guards.FakeClock,
+) -> None:
+    breaker = guards.CircuitBreaker(window_size=2)
+    for _ in range(2):
+        breaker.acquire().on_failure()
+    budget = guards.RetryBudget()
+    pool = guards.Bulkhead(max_concurrent=12)
+    held = pool.acquire()
+    door = guards.Admission()  # no adaptive limit: no `limit` value
+    limiter = guards.Limiter()
+    families = parsed(
+        guards.PrometheusCollector(
+            {"stock": breaker, "budget": budget, "pool": pool, "door": door, "lim": limiter}
+        )
+    )
+    expect = {
+        "guards_circuit_breaker_failures": "counter",
+        "guards_circuit_breaker_closed_to_open": "counter",
+        "guards_circuit_breaker_state": "gauge",
+        "guards_retry_budget_tokens": "gauge",
+        "guards_retry_budget_withdrawals": "counter",
+        "guards_bulkhead_in_flight": "gauge",
+        "guards_bulkhead_max_concurrent": "gauge",
+        "guards_admission_in_flight": "gauge",
+        "guards_admission_admitted": "counter",
+        "guards_limiter_limit": "gauge",
+    }
+    for name, kind in expect.items():
+        assert families[name].type == kind, name
+    for fam in families.values():
+        if fam.type == "counter":
+            assert all(s.name.endswith(("_total", "_created")) for s in fam.samples), fam.name
+        for sample in fam.samples:
+            assert sample.value < 2**63, sample  # no u64::MAX placeholder
+    assert "guards_admission_limit" not in families  # unknown: left out
+    state = {s.labels["state"]: s.value for s in families["guards_circuit_breaker_state"].samples}
+    assert state == {"closed": 0.0, "open": 1.0, "half_open": 0.0}
+    assert "state" in families["guards_circuit_breaker_state"].documentation.lower()
+    tokens = families["guards_retry_budget_tokens"].samples[0].value
+    assert tokens == budget.tokens()
+    assert families["guards_bulkhead_max_concurrent"].samples[0].value == 12
+    assert families["guards_bulkhead_in_flight"].samples[0].value == 1
+    assert families["guards_limiter_limit"].samples[0].value == limiter.limit
+    held.release()
+
+
+def test_an_adaptive_admission_exports_its_limit() -> None:
+    door = guards.Admission(limit=guards.AimdLimit())
+    families = parsed(guards.PrometheusCollector({"door": door}))
+    assert families["guards_admission_limit"].type == "gauge"
+    assert families["guards_admission_limit"].samples[0].value == door.limit
+
+
+def test_placeholders_and_non_finite_values_are_left_out() -> None:
+    g = FakeGuard(limit=2**64 - 1, in_flight=float("nan"), by_priority=[1, 2**64 - 1], ok=3)
+    families = parsed(guards.PrometheusCollector({"g": g}))
+    assert "guards_fake_limit" not in families
+    assert "guards_fake_in_flight" not in families
+    assert [s.value for s in families["guards_fake_by_priority"].samples if s.name.endswith("_total")] == [1.0]
+    assert families["guards_fake_ok"].samples[0].value == 3

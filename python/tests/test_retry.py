@@ -677,3 +677,114 @@ def test_installed_clock_helper() -> None:
     with type_error("now"):
         with installed_clock(now=1.5):  # type: ignore[arg-type]
             pass
+
+
+# ------------------------------------------------------------------ decoration, interrupts, typing
+
+
+def test_retry_refuses_generator_functions() -> None:
+    """Regression: `@retry` on a generator function was accepted and retried nothing (the
+    body runs while the generator is iterated, after the decorated call returned)."""
+
+    def gen() -> Any:
+        yield 1
+
+    async def agen() -> Any:
+        yield 1
+
+    for fn in (gen, agen):
+        with pytest.raises(TypeError, match="generator function"):
+            guards.retry(fn)
+        with pytest.raises(TypeError, match="generator function"):
+            guards.retry(max_attempts=2)(fn)
+
+
+def test_keyboard_interrupt_is_counted_as_cancelled() -> None:
+    """Regression: a KeyboardInterrupt inside a sync `@retry` call left no trace in the
+    stats."""
+
+    @guards.retry
+    def first() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        first()
+    s = first.retry.stats()
+    assert (s["calls"], s["attempts"], s["cancelled"]) == (1, 1, 1)
+
+    attempts: list[int] = []
+
+    @guards.retry(max_attempts=3, timeout=60.0, backoff={"base": 1e-6, "cap": 1e-6})
+    def later() -> None:  # the slow path (a timeout of its own)
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise ConnectionError("transient")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        later()
+    s = later.retry.stats()
+    assert (s["calls"], s["cancelled"], s["successes"], s["failures"]) == (1, 1, 0, 0)
+    with pytest.raises(KeyboardInterrupt):
+        guards.Retry().call(first.__wrapped__)  # type: ignore[attr-defined]
+
+
+def test_retry_called_with_a_function_and_settings_is_refused() -> None:
+    with pytest.raises(TypeError, match="not both"):
+        guards.retry(lambda: 1, max_attempts=2)  # type: ignore[call-overload]
+
+
+def test_mypy_catches_a_misspelled_retry_setting(tmp_path: Any) -> None:
+    """`guards.retry` is typed: no `**kwargs: Any`, so a misspelled setting is an error
+    for mypy, not a silent default."""
+    mypy_api = pytest.importorskip("mypy.api")
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import guards\n"
+        "@guards.retry(max_atempts=3)\n"
+        "def get() -> int:\n"
+        "    return 1\n"
+    )
+    good = tmp_path / "good.py"
+    good.write_text(
+        "import guards\n"
+        "@guards.retry(max_attempts=3, timeout=2.0, retry_on=ConnectionError)\n"
+        "def get() -> int:\n"
+        "    return 1\n"
+        "n: int = get()\n"
+        "@guards.retry\n"
+        "async def aget() -> str:\n"
+        "    return 'x'\n"
+    )
+    cache = tmp_path / "cache"
+    out, err, status = mypy_api.run(
+        [str(good), "--cache-dir", str(cache), "--no-error-summary", "--strict"]
+    )
+    assert status == 0, out + err
+    out, err, status = mypy_api.run([str(bad), "--cache-dir", str(cache)])
+    assert status == 1, out + err
+    assert "max_atempts" in out or "No overload variant" in out, out
+
+
+# ------------------------------------------------------------------ phase 2 (native crate)
+
+
+@pytest.mark.xfail(strict=True, reason="phase 2: Retry-After parsing moves to the native crate")
+def test_http_outcome_never_raises_on_a_remote_retry_after() -> None:
+    for value in ("²", "9" * 5000):
+        assert guards.http_outcome(503, value) == ("other_transient", None)
+
+
+@pytest.mark.xfail(strict=True, reason="phase 2: Retry-After parsing moves to the native crate")
+def test_a_huge_retry_after_gives_up_with_a_reason() -> None:
+    class Unavailable(Exception):
+        status_code = 503
+        headers = {"Retry-After": "99999999999"}
+
+    @guards.retry(max_attempts=2)
+    def call() -> None:
+        raise Unavailable()
+
+    with pytest.raises(guards.RetriesExhausted) as info:
+        call()
+    assert info.value.reason == "retry_after_too_long"

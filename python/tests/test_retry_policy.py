@@ -257,3 +257,15 @@ def test_threads_share_one_policy() -> None:
     s = p.stats()
     assert s["retries"] == retries == 4 * 1600
     assert s["attempts_exhausted"] == 4 * 400
+
+
+@pytest.mark.xfail(strict=True, reason="phase 2: native crate: seed errors are ConfigError")
+def test_a_seed_out_of_range_names_its_field() -> None:
+    for make in (
+        lambda: guards.RetryPolicy(seed=-1),
+        lambda: guards.RetryPolicy(seed=2**64),
+        lambda: guards.Rng(2**64),
+    ):
+        with pytest.raises(guards.ConfigError) as info:
+            make()
+        assert info.value.field == "seed"
