@@ -194,6 +194,8 @@ pub enum Detail {
     UnknownField {
         /// The config ("circuit_breaker", ...).
         config: &'static str,
+        /// The name given.
+        given: crate::schema::ShortName,
         /// The valid field names, comma-separated.
         valid: &'static str,
     },
@@ -278,10 +280,15 @@ impl fmt::Display for Failure {
                 "{}: `{name}` (expected {expected})",
                 self.code.message()
             ),
-            Detail::UnknownField { config, valid } => write!(
+            Detail::UnknownField {
+                config,
+                given,
+                valid,
+            } => write!(
                 f,
-                "{} of {config} (valid fields: {valid})",
-                self.code.message()
+                "{}: {config} has no field `{}` (valid fields: {valid})",
+                self.code.message(),
+                given.as_str()
             ),
             Detail::BreakerRejected(r) => write!(
                 f,
