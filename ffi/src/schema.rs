@@ -266,6 +266,18 @@ impl<C> Field<C> {
         Ok(v)
     }
 
+    /// Check an already converted `v` against the field's own range (not against other
+    /// fields: that is core's `validate`).
+    pub fn check_value(&self, v: Value) -> Result<(), Failure> {
+        self.check_range(v)
+    }
+
+    /// Store `v` in `c` without any check (for generators and tests that probe core's
+    /// own validation).
+    pub fn set_unchecked(&self, c: &mut C, v: Value) {
+        (self.set)(c, v);
+    }
+
     /// Set the field in `c` to `input` after [`Field::check`].
     pub fn set(&self, c: &mut C, input: Input<'_>, durations: DurationUnit) -> Result<(), Failure> {
         let v = self.check(input, durations)?;
@@ -674,7 +686,7 @@ schema! {
     DEADLINE: DeadlineConfig = "deadline", "the per-attempt budget taken from a deadline";
     "attempt_timeout" => (attempt_timeout): DURATION, U(dl::DEFAULT_ATTEMPT_TIMEOUT.0),
         uint(1, dl::MAX_ATTEMPT_TIMEOUT.0), "1 ns..=86400 s", "the longest one attempt may take";
-    "margin" => (margin): DURATION, U(dl::DEFAULT_MARGIN.0), uint(0, dl::MAX_ATTEMPT_TIMEOUT.0),
+    "margin" => (margin): DURATION, U(dl::DEFAULT_MARGIN.0), uint(0, dl::MAX_ATTEMPT_TIMEOUT.0 - 1),
         "0..attempt_timeout", "kept back from the time left, for the answer to travel";
 }
 

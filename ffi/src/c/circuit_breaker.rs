@@ -86,8 +86,14 @@ pub struct guards_circuit_breaker_config {
 }
 
 impl guards_circuit_breaker_config {
+    /// The defaults (the schema's, `capacity` 0): what `guards_circuit_breaker_config_default`
+    /// writes.
+    pub fn of_defaults() -> Self {
+        Self::of_core(&crate::schema::circuit_breaker_defaults(), 0)
+    }
+
     /// Core's config and the capacity, or the first invalid value.
-    pub(crate) fn to_core(&self) -> Result<(CircuitBreakerConfig, u64), Failure> {
+    pub fn to_core(&self) -> Result<(CircuitBreakerConfig, u64), Failure> {
         let window_kind = match self.window_kind {
             0 => WindowKind::Count,
             1 => WindowKind::Time,
@@ -119,7 +125,8 @@ impl guards_circuit_breaker_config {
         ))
     }
 
-    pub(crate) fn of_core(c: &CircuitBreakerConfig, capacity: u64) -> Self {
+    /// The C form of core's `c` with `capacity`.
+    pub fn of_core(c: &CircuitBreakerConfig, capacity: u64) -> Self {
         guards_circuit_breaker_config {
             window_kind: c.window_kind as u32,
             window_size: c.window_size,
@@ -285,9 +292,8 @@ pub unsafe extern "C" fn guards_circuit_breaker_config_default(
 ) -> GuardsResult {
     boundary(|| {
         let out = Out::new(out, "out")?;
-        let c = crate::schema::circuit_breaker_defaults();
         // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(guards_circuit_breaker_config::of_core(&c, 0)) };
+        unsafe { out.set(guards_circuit_breaker_config::of_defaults()) };
         Ok(())
     })
 }
