@@ -275,11 +275,9 @@ impl fmt::Display for Failure {
         match self.detail {
             Detail::None => f.write_str(self.code.message()),
             Detail::Config(e) => write!(f, "{e}"),
-            Detail::Argument { name, expected } => write!(
-                f,
-                "{}: `{name}` (expected {expected})",
-                self.code.message()
-            ),
+            Detail::Argument { name, expected } => {
+                write!(f, "{}: `{name}` (expected {expected})", self.code.message())
+            }
             Detail::UnknownField {
                 config,
                 given,
@@ -393,7 +391,10 @@ mod tests {
             (ConfigErrorKind::Negative, GuardsResult::ConfigNegative),
             (ConfigErrorKind::Zero, GuardsResult::ConfigZero),
             (ConfigErrorKind::OutOfRange, GuardsResult::ConfigOutOfRange),
-            (ConfigErrorKind::Inconsistent, GuardsResult::ConfigInconsistent),
+            (
+                ConfigErrorKind::Inconsistent,
+                GuardsResult::ConfigInconsistent,
+            ),
         ];
         for (k, c) in kinds {
             let f = Failure::from(ConfigError::new("x", k, "y"));

@@ -6,8 +6,9 @@
 //! address, built without ever holding it on a (possibly small) thread stack. Two pieces,
 //! and no other copy of them in the workspace:
 //!
-//! - [`InPlace<T>`]: memory from `alloc_zeroed(Layout::new::<T>())` (so the alignment is
-//!   `T`'s), turned into a guard by [`Reset::reset`] and freed with the same layout. The
+//! - [`InPlace<T>`]: memory from `alloc_zeroed` with `T`'s layout (aligned and padded to
+//!   whole 128-byte lines, so a guard shares no cache line with other objects), turned
+//!   into a guard by [`Reset::reset`] and freed with the same layout. The
 //!   all-zero bytes are an inert, valid value of every guard (see [`Reset`]), so building
 //!   in place is "zero the memory, reset it with the config": the same steps work in a
 //!   shared-memory region.
@@ -142,11 +143,23 @@ struct SendPtr<T>(*mut T);
 // waits for it to finish.
 unsafe impl<T: Send> Send for SendPtr<T> {}
 
+/// Guards are laid out on whole cache lines of their own (128 bytes, the adjacent-line
+/// prefetch pair of x86): a guard's hot atomics never share a line with an unrelated heap
+/// object that other threads read.
+const LINE: usize = 128;
+
+/// `T`'s layout, aligned and padded to whole [`LINE`]s.
+fn layout_of<T>() -> Layout {
+    let t = Layout::new::<T>();
+    t.align_to(LINE.max(t.align()))
+        .map_or(t, |l| l.pad_to_align())
+}
+
 impl<T: Reset + Send> InPlace<T> {
     /// Zeroed memory for a `T`, reset with `config`. Errors: `config`'s first invalid
     /// field, or `OutOfMemory`.
     pub fn new(config: T::Config) -> Result<Self, Failure> {
-        let layout = Layout::new::<T>();
+        let layout = layout_of::<T>();
         let ptr = if layout.size() == 0 {
             NonNull::<T>::dangling()
         } else {
@@ -198,7 +211,7 @@ impl<T> std::ops::DerefMut for InPlace<T> {
 
 impl<T> Drop for InPlace<T> {
     fn drop(&mut self) {
-        let layout = Layout::new::<T>();
+        let layout = layout_of::<T>();
         // SAFETY: `ptr` holds a valid `T` that is dropped exactly once, here; then the
         // memory is freed with the layout it was allocated with.
         unsafe {
@@ -438,8 +451,8 @@ impl AnyKeyedBreakers {
                 "1..=256 keys",
             )));
         }
-        let cap = fit(Self::CAPACITIES, slots)
-            .ok_or_else(|| capacity_error("slots", "1..=256 keys"))?;
+        let cap =
+            fit(Self::CAPACITIES, slots).ok_or_else(|| capacity_error("slots", "1..=256 keys"))?;
         Self::build(cap, config).unwrap_or(Err(Failure::code(GuardsResult::Panic)))
     }
 }
@@ -525,8 +538,7 @@ mod tests {
             assert_eq!(b.on_success(p, Nanos(2)), OutcomeEffect::Counted);
         }
         for &slots in AnyKeyedBreakers::CAPACITIES {
-            let k = AnyKeyedBreakers::new(CircuitBreakerConfig::default(), slots as u64)
-                .unwrap();
+            let k = AnyKeyedBreakers::new(CircuitBreakerConfig::default(), slots as u64).unwrap();
             assert_eq!(k.capacity(), slots);
             with_keyed_breakers!(&k, k => assert!(k.get_or_insert(7).is_ok()));
         }
@@ -556,24 +568,56 @@ mod tests {
             window_duration: Nanos::from_secs(buckets),
             ..CircuitBreakerConfig::default()
         };
-        assert_eq!(AnyBreaker::new(c(WindowKind::Count, 128, 10), 0).unwrap().capacity(), 128);
-        assert_eq!(AnyBreaker::new(c(WindowKind::Count, 129, 10), 0).unwrap().capacity(), 1024);
-        assert_eq!(AnyBreaker::new(c(WindowKind::Time, 20, 43), 0).unwrap().capacity(), 1024);
-        assert_eq!(AnyBreaker::new(c(WindowKind::Count, 20, 10), 200).unwrap().capacity(), 1024);
+        assert_eq!(
+            AnyBreaker::new(c(WindowKind::Count, 128, 10), 0)
+                .unwrap()
+                .capacity(),
+            128
+        );
+        assert_eq!(
+            AnyBreaker::new(c(WindowKind::Count, 129, 10), 0)
+                .unwrap()
+                .capacity(),
+            1024
+        );
+        assert_eq!(
+            AnyBreaker::new(c(WindowKind::Time, 20, 43), 0)
+                .unwrap()
+                .capacity(),
+            1024
+        );
+        assert_eq!(
+            AnyBreaker::new(c(WindowKind::Count, 20, 10), 200)
+                .unwrap()
+                .capacity(),
+            1024
+        );
         let e = AnyBreaker::new(c(WindowKind::Count, 20, 10), 65537).unwrap_err();
         assert_eq!(e.code, GuardsResult::ConfigOutOfRange);
         assert!(e.to_string().contains("capacity"));
-        assert_eq!(AnyKeyedBreakers::new(CircuitBreakerConfig::default(), 5).unwrap().capacity(), 16);
         assert_eq!(
-            AnyKeyedBreakers::new(CircuitBreakerConfig::default(), 0).unwrap_err().code,
+            AnyKeyedBreakers::new(CircuitBreakerConfig::default(), 5)
+                .unwrap()
+                .capacity(),
+            16
+        );
+        assert_eq!(
+            AnyKeyedBreakers::new(CircuitBreakerConfig::default(), 0)
+                .unwrap_err()
+                .code,
             GuardsResult::ConfigZero
         );
         assert_eq!(
-            AnyKeyedBreakers::new(CircuitBreakerConfig::default(), 257).unwrap_err().code,
+            AnyKeyedBreakers::new(CircuitBreakerConfig::default(), 257)
+                .unwrap_err()
+                .code,
             GuardsResult::ConfigOutOfRange
         );
         assert_eq!(AnyBrownoutTable::new(17).unwrap().capacity(), 64);
-        assert_eq!(AnyBrownoutTable::new(0).unwrap_err().code, GuardsResult::ConfigZero);
+        assert_eq!(
+            AnyBrownoutTable::new(0).unwrap_err().code,
+            GuardsResult::ConfigZero
+        );
     }
 
     #[test]

@@ -18,25 +18,35 @@
 //!
 //! # The slot protocol
 //!
-//! Each slot has a state word `generation << 32 | status` (status 0 free, 1 holding a
-//! permit) and a free-list link. Free slots form a Treiber stack whose head packs a 32-bit
-//! tag (bumped on every push and pop, so a stale head never wins a compare-and-swap: no
-//! ABA) with the slot index + 1 (0 = empty).
+//! Each slot has a state word `generation << 32 | status`, status one of `FREE`,
+//! `CLAIMED` (being filled), `FULL` (holding a permit) and `TAKING` (being emptied).
 //!
-//! - `insert`: pop a free slot (or claim a never-used one), write the permit (the slot is
-//!   exclusively ours: it is on no list and holds nothing), then publish `gen << 32 | 1`
+//! - `insert`: find a `FREE` slot and claim it with one compare-and-swap to `CLAIMED`
+//!   (acquire: the previous owner's read of its value happened before). The search starts
+//!   at a thread-local hint, the slot this thread last emptied or the one after the slot it
+//!   last filled (a thread that acquires and reports in turn reuses one slot, whose cache
+//!   line it already holds; one that acquires many in a row walks the table) and probes at most
+//!   [`PROBES`] slots; if all are busy it claims a never-used slot (new slots start
+//!   `CLAIMED`, so only their claimer can fill them), growing the table by a segment of
+//!   doubling size when needed. Then it writes the permit and publishes `gen << 32 | FULL`
 //!   with a release store. The token carries `gen`.
-//! - `take`: one compare-and-swap from `gen << 32 | 1` to `(gen + 1) << 32 | 0`. Only one
+//! - `take`: one compare-and-swap from `gen << 32 | FULL` to `gen << 32 | TAKING`. Only one
 //!   caller can win it, so a permit comes out at most once; the acquire half makes the
-//!   insert's write visible. The winner reads the permit, then pushes the slot (release),
-//!   so the next owner's write happens after this read.
-//! - A token whose generation the slot has passed was reported already; a token of a
-//!   generation not yet reached, or of a slot never allocated, was never issued.
+//!   insert's write visible. The winner reads the permit, then frees the slot for the next
+//!   generation with a release store of `(gen + 1) << 32 | FREE`.
+//! - A token whose generation the slot has passed (or that is being taken right now) was
+//!   reported already; a token of a generation not yet issued, or of a slot never
+//!   allocated, was never issued.
+//!
+//! A permit costs two atomic read-modify-writes (the claim and the take), against the
+//! three of a free list. The table never holds more than about twice the peak number of
+//! permits in flight (it grows only when [`PROBES`] slots in a row are busy) and never
+//! shrinks; it is freed with its guard.
 //!
 //! Generations are 32 bits: a token is mistaken for a newer permit in the same slot only if
 //! that slot is reused 2^32 times while the stale token is kept. `tests/loom_permit.rs`
-//! model-checks insert/take/double-take races and slot reuse; `tests/permit.rs` runs a
-//! multi-thread stress test and a proptest against a sequential model.
+//! model-checks insert/take/double-take races, slot reuse and growth; `tests/permit.rs`
+//! runs multi-thread stress tests and a proptest against a sequential model.
 //!
 //! # Examples
 //! ```
@@ -94,20 +104,44 @@ const SEGMENTS: usize = 4;
 /// The most slots a table can hold: `FIRST × (2^SEGMENTS − 1)`.
 pub const MAX_SLOTS: u32 = FIRST * ((1 << SEGMENTS) - 1);
 
-const OCCUPIED: u64 = 1;
-const LOW32: u64 = 0xFFFF_FFFF;
+/// How many slots an insert probes before it claims a never-used one.
+pub const PROBES: u32 = 8;
 
+const FREE: u64 = 0;
+const CLAIMED: u64 = 1;
+const FULL: u64 = 2;
+const TAKING: u64 = 3;
+const STATUS: u64 = 3;
+
+thread_local! {
+    /// The slot this thread last emptied (in whichever table): where its next insert
+    /// looks first. Only a hint: any value is safe.
+    static HINT: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+#[inline]
+fn hint() -> u32 {
+    HINT.try_with(std::cell::Cell::get).unwrap_or(0)
+}
+
+#[inline]
+fn set_hint(i: u32) {
+    let _ = HINT.try_with(|h| h.set(i));
+}
+
+/// One slot, alone on its cache line: threads that each reuse their own slot (see the
+/// hint) never write to a line another thread uses.
+#[repr(align(64))]
 struct Slot<P> {
     state: AtomicU64,
-    next: AtomicU32,
     value: UnsafeCell<MaybeUninit<P>>,
 }
 
 impl<P> Slot<P> {
+    /// A never-used slot: `CLAIMED`, reserved for whoever claims its index fresh.
     fn new() -> Self {
         Slot {
-            state: AtomicU64::new(0),
-            next: AtomicU32::new(0),
+            state: AtomicU64::new(CLAIMED),
             value: UnsafeCell::new(MaybeUninit::uninit()),
         }
     }
@@ -128,12 +162,12 @@ const fn segment_len(k: usize) -> usize {
 }
 
 /// A table of parked core permits, handed out as [`PermitToken`]s and taken back once.
-/// Lock-free; see the module docs for the protocol.
+/// Lock-free; see the module docs for the protocol. Its read-mostly header (read by every
+/// insert and take) sits on cache lines of its own.
+#[repr(align(128))]
 pub struct PermitSlots<P> {
     guard: u64,
     limit: u32,
-    /// Free-list head: `tag << 32 | (index + 1)`, 0 in the low half when empty.
-    free: AtomicU64,
     /// Slots ever claimed from the unused tail.
     fresh: AtomicU32,
     segments: [AtomicPtr<Slot<P>>; SEGMENTS],
@@ -172,7 +206,6 @@ impl<P> PermitSlots<P> {
         PermitSlots {
             guard: next_guard_id(),
             limit: limit.min(MAX_SLOTS),
-            free: AtomicU64::new(0),
             fresh: AtomicU32::new(0),
             segments: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
         }
@@ -186,27 +219,21 @@ impl<P> PermitSlots<P> {
     /// Park `permit` and return its token; on failure (the table is at its limit, or
     /// memory for a new segment could not be had) the permit comes back with the code, so
     /// the caller can hand it back to its guard.
+    #[inline]
     pub fn insert(&self, permit: P) -> Result<PermitToken, (P, GuardsResult)> {
-        let index = match self.pop_free() {
-            Some(i) => i,
+        let (index, slot, generation) = match self.claim_free() {
+            Some(c) => c,
             None => match self.claim_fresh() {
-                Some(i) => i,
+                Some(c) => c,
                 None => return Err((permit, GuardsResult::PermitSlotsExhausted)),
             },
         };
-        let Some(slot) = self.slot(index) else {
-            // Unreachable: a popped or claimed index always has its segment.
-            return Err((permit, GuardsResult::PermitSlotsExhausted));
-        };
-        // SAFETY: `index` came off the free list or from the unused tail, so no other
-        // thread can reach this slot's value until the state below publishes it: we have
-        // exclusive access, and the slot holds no value (free status).
+        // SAFETY: the slot is `CLAIMED` by us (our compare-and-swap from `FREE`, or a fresh
+        // index only we were given), so no other thread reads or writes its value until
+        // the store below publishes it, and it holds no value.
         slot.value.with_mut(|v| unsafe { (*v).write(permit) });
-        let generation = (slot.state.load(Ordering::Relaxed) >> 32) as u32;
-        slot.state.store(
-            (u64::from(generation) << 32) | OCCUPIED,
-            Ordering::Release,
-        );
+        slot.state
+            .store((u64::from(generation) << 32) | FULL, Ordering::Release);
         Ok(PermitToken {
             guard: self.guard,
             slot: index,
@@ -217,31 +244,30 @@ impl<P> PermitSlots<P> {
     /// Take back the permit of `token`, once. Refused with `PermitWrongGuard` (another
     /// guard's token), `PermitAlreadyReported` (taken before) or `PermitUnknown` (never
     /// issued here); a refusal changes nothing.
+    #[inline]
     pub fn take(&self, token: PermitToken) -> Result<P, GuardsResult> {
         if token.guard != self.guard {
             return Err(GuardsResult::PermitWrongGuard);
         }
         let slot = self.slot(token.slot).ok_or(GuardsResult::PermitUnknown)?;
-        let full = (u64::from(token.generation) << 32) | OCCUPIED;
-        let freed = u64::from(token.generation.wrapping_add(1)) << 32;
-        if let Err(now) =
-            slot.state
-                .compare_exchange(full, freed, Ordering::AcqRel, Ordering::Relaxed)
-        {
-            let current = (now >> 32) as u32;
-            let behind = current.wrapping_sub(token.generation);
-            return Err(if behind != 0 && behind < (1 << 31) {
-                GuardsResult::PermitAlreadyReported
-            } else {
-                GuardsResult::PermitUnknown
-            });
+        let generation = u64::from(token.generation) << 32;
+        if let Err(now) = slot.state.compare_exchange(
+            generation | FULL,
+            generation | TAKING,
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        ) {
+            return Err(refusal(now, token.generation));
         }
-        // SAFETY: the compare-and-swap above moved the slot out of the occupied state of
-        // this generation; only one caller can do that, and the slot is not on the free
-        // list until we push it below, so we have exclusive access to an initialised value
-        // (its write happened before the release store we synchronised with).
+        // SAFETY: the compare-and-swap above moved the slot from `FULL` of this
+        // generation to `TAKING`; only one caller can do that, and no one else touches the
+        // value until we free the slot below, so we have exclusive access to an
+        // initialised value (its write happened before the release store we synchronised
+        // with).
         let permit = slot.value.with(|v| unsafe { (*v).assume_init_read() });
-        self.push_free(token.slot, slot);
+        let next = u64::from(token.generation.wrapping_add(1)) << 32;
+        slot.state.store(next | FREE, Ordering::Release);
+        set_hint(token.slot);
         Ok(permit)
     }
 
@@ -249,7 +275,7 @@ impl<P> PermitSlots<P> {
     pub fn holds(&self, token: PermitToken) -> bool {
         token.guard == self.guard
             && self.slot(token.slot).is_some_and(|s| {
-                s.state.load(Ordering::Acquire) == (u64::from(token.generation) << 32) | OCCUPIED
+                s.state.load(Ordering::Acquire) == (u64::from(token.generation) << 32) | FULL
             })
     }
 
@@ -259,7 +285,7 @@ impl<P> PermitSlots<P> {
         let claimed = self.fresh.load(Ordering::Acquire);
         (0..claimed)
             .filter_map(|i| self.slot(i))
-            .filter(|s| s.state.load(Ordering::Acquire) & OCCUPIED != 0)
+            .filter(|s| s.state.load(Ordering::Acquire) & STATUS == FULL)
             .count() as u64
     }
 
@@ -281,71 +307,64 @@ impl<P> PermitSlots<P> {
         Some(unsafe { &*seg.add(offset) })
     }
 
-    fn pop_free(&self) -> Option<u32> {
-        let mut head = self.free.load(Ordering::Acquire);
-        loop {
-            let index = (head & LOW32) as u32;
-            if index == 0 {
-                return None;
+    /// Claim a `FREE` slot among the [`PROBES`] from this thread's hint on.
+    #[inline]
+    fn claim_free(&self) -> Option<(u32, &Slot<P>, u32)> {
+        let n = self.fresh.load(Ordering::Acquire);
+        if n == 0 {
+            return None;
+        }
+        let mut i = hint();
+        if i >= n {
+            i %= n;
+        }
+        for _ in 0..PROBES.min(n) {
+            if let Some(slot) = self.slot(i) {
+                let s = slot.state.load(Ordering::Relaxed);
+                if s & STATUS == FREE
+                    && slot
+                        .state
+                        .compare_exchange(s, s | CLAIMED, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    // The next insert on this thread looks at the slot after this one.
+                    set_hint(i.wrapping_add(1));
+                    return Some((i, slot, (s >> 32) as u32));
+                }
             }
-            let next = self.slot(index - 1)?.next.load(Ordering::Relaxed);
-            let tag = (head >> 32).wrapping_add(1);
-            match self.free.compare_exchange_weak(
-                head,
-                (tag << 32) | u64::from(next),
-                Ordering::Acquire,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return Some(index - 1),
-                Err(h) => head = h,
+            i += 1;
+            if i == n {
+                i = 0;
             }
         }
+        None
     }
 
-    fn push_free(&self, index: u32, slot: &Slot<P>) {
-        let mut head = self.free.load(Ordering::Relaxed);
-        loop {
-            slot.next.store((head & LOW32) as u32, Ordering::Relaxed);
-            let tag = (head >> 32).wrapping_add(1);
-            match self.free.compare_exchange_weak(
-                head,
-                (tag << 32) | (u64::from(index) + 1),
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return,
-                Err(h) => head = h,
-            }
-        }
-    }
-
-    /// Claim a never-used slot, allocating its segment if needed.
+    /// Claim a never-used slot (it starts `CLAIMED`, generation 0), allocating its segment
+    /// if needed.
     #[cold]
-    fn claim_fresh(&self) -> Option<u32> {
+    fn claim_fresh(&self) -> Option<(u32, &Slot<P>, u32)> {
         let mut n = self.fresh.load(Ordering::Relaxed);
         loop {
             if n >= self.limit {
                 return None;
             }
-            match self.fresh.compare_exchange_weak(
-                n,
-                n + 1,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
+            match self
+                .fresh
+                .compare_exchange_weak(n, n + 1, Ordering::AcqRel, Ordering::Relaxed)
+            {
                 Ok(_) => break,
                 Err(m) => n = m,
             }
         }
         let (k, _) = locate(n);
-        if self.install(k) {
-            Some(n)
-        } else {
-            // Out of memory for the segment: give the index back through the free list
-            // only once its segment exists; here it never will, so it stays unused (the
-            // next claim of this segment retries the allocation).
-            None
+        // Out of memory for the segment: the index stays unused (`CLAIMED` forever is not
+        // reachable: its segment does not exist), and the next fresh claim in this segment
+        // retries the allocation.
+        if !self.install(k) {
+            return None;
         }
+        self.slot(n).map(|slot| (n, slot, 0))
     }
 
     /// Make sure segment `k` exists.
@@ -363,12 +382,7 @@ impl<P> PermitSlots<P> {
         }
         v.extend((0..len).map(|_| Slot::new()));
         let fresh = Box::into_raw(v.into_boxed_slice()) as *mut Slot<P>;
-        match cell.compare_exchange(
-            ptr::null_mut(),
-            fresh,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
+        match cell.compare_exchange(ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => true,
             Err(_) => {
                 // SAFETY: `fresh` came from `Box::into_raw` of a boxed slice of `len`
@@ -377,6 +391,18 @@ impl<P> PermitSlots<P> {
                 true
             }
         }
+    }
+}
+
+/// Why a take of a token of `generation` failed, given the slot's state word `now`.
+#[cold]
+fn refusal(now: u64, generation: u32) -> GuardsResult {
+    let current = (now >> 32) as u32;
+    let behind = current.wrapping_sub(generation);
+    if (behind != 0 && behind < (1 << 31)) || (behind == 0 && now & STATUS == TAKING) {
+        GuardsResult::PermitAlreadyReported
+    } else {
+        GuardsResult::PermitUnknown
     }
 }
 
@@ -392,8 +418,8 @@ impl<P> Drop for PermitSlots<P> {
             // and is freed only here, with exclusive access (`&mut self`).
             let slots = unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(seg, len)) };
             for s in slots.iter() {
-                if s.state.load(Ordering::Acquire) & OCCUPIED != 0 {
-                    // SAFETY: an occupied slot holds an initialised value nobody took.
+                if s.state.load(Ordering::Acquire) & STATUS == FULL {
+                    // SAFETY: a `FULL` slot holds an initialised value nobody took.
                     s.value.with_mut(|v| unsafe { (*v).assume_init_drop() });
                 }
             }
@@ -567,7 +593,10 @@ mod tests {
         assert_eq!(s.take(forged), Err(GuardsResult::PermitUnknown));
         let far = PermitToken { slot: 1 << 30, ..a };
         assert_eq!(s.take(far), Err(GuardsResult::PermitUnknown));
-        assert_eq!(s.take(PermitToken::default()), Err(GuardsResult::PermitWrongGuard));
+        assert_eq!(
+            s.take(PermitToken::default()),
+            Err(GuardsResult::PermitWrongGuard)
+        );
         assert_eq!(s.outstanding(), 2);
         assert_eq!(s.take(a), Ok(1));
         assert_eq!(s.take(a), Err(GuardsResult::PermitAlreadyReported));

@@ -290,7 +290,11 @@ impl<C> Field<C> {
     }
 
     fn wrong_type(&self) -> Failure {
-        Failure::argument(GuardsResult::ConfigWrongType, self.name, self.unit.describe())
+        Failure::argument(
+            GuardsResult::ConfigWrongType,
+            self.name,
+            self.unit.describe(),
+        )
     }
 
     fn whole(&self, i: i128) -> Result<u64, Failure> {
@@ -577,11 +581,19 @@ macro_rules! stored_enum {
 stored_enum!(WindowKind, [WindowKind::Count, WindowKind::Time]);
 stored_enum!(
     Jitter,
-    [Jitter::None, Jitter::Full, Jitter::Equal, Jitter::Decorrelated]
+    [
+        Jitter::None,
+        Jitter::Full,
+        Jitter::Equal,
+        Jitter::Decorrelated
+    ]
 );
 stored_enum!(
     UnkeyedSideEffects,
-    [UnkeyedSideEffects::Never, UnkeyedSideEffects::RetryThrottled]
+    [
+        UnkeyedSideEffects::Never,
+        UnkeyedSideEffects::RetryThrottled
+    ]
 );
 
 const WINDOW_KINDS: Unit = Unit::Enum(&["count", "time"]);

@@ -156,7 +156,12 @@ fn stress_breaker_reports_add_up() {
 #[test]
 fn stress_bulkhead_in_flight_matches_parked_permits() {
     let cap = 3;
-    let h = Arc::new(guards_bulkhead::new(&guards_bulkhead_config { max_concurrent: cap }).unwrap());
+    let h = Arc::new(
+        guards_bulkhead::new(&guards_bulkhead_config {
+            max_concurrent: cap,
+        })
+        .unwrap(),
+    );
     let holders = Arc::new(AtomicU64::new(0));
     let workers: Vec<_> = (0..THREADS)
         .map(|_| {

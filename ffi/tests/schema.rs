@@ -52,7 +52,12 @@ fn relax<C: Copy>(s: &Schema<C>, field: &str, c: &mut C) {
         }
         ("aws_retry_quota", f) if f != "capacity" => p("capacity", U(1_000_000_000)),
         ("aws_retry_quota", "capacity") => {
-            for f in ["transient_cost", "timeout_cost", "throttled_cost", "hedge_cost"] {
+            for f in [
+                "transient_cost",
+                "timeout_cost",
+                "throttled_cost",
+                "hedge_cost",
+            ] {
                 p(f, U(0));
             }
             p("success_increment", U(0));
@@ -105,7 +110,11 @@ fn class_array<C: Copy>(s: &Schema<C>, field: &str) -> Option<Vec<&'static Field
 
 /// Validate `c` with `field` at `v` (per-class arrays: every class at `v`, so the
 /// non-increasing rule holds), returning core's verdict.
-fn core_verdict<C: Copy>(s: &Schema<C>, f: &Field<C>, v: Value) -> Result<(), (String, ConfigErrorKind)> {
+fn core_verdict<C: Copy>(
+    s: &Schema<C>,
+    f: &Field<C>,
+    v: Value,
+) -> Result<(), (String, ConfigErrorKind)> {
     let mut c = s.defaults();
     relax(s, f.name, &mut c);
     match class_array(s, f.name) {
@@ -134,18 +143,25 @@ fn accepted<C: Copy>(s: &Schema<C>, f: &Field<C>, v: Value, what: &str) {
 /// Both sides refuse `v` for `f`, naming `f` (for per-class arrays: the first class)
 /// with the same kind.
 fn refused<C: Copy>(s: &Schema<C>, f: &Field<C>, v: Value, what: &str) {
-    let schema_err = f
-        .check_value(v)
-        .expect_err(&format!("{}.{} {what} {v}: schema accepts it", s.name, f.name));
+    let schema_err = f.check_value(v).expect_err(&format!(
+        "{}.{} {what} {v}: schema accepts it",
+        s.name, f.name
+    ));
     let Detail::Config(se) = schema_err.detail else {
         panic!("{}.{}: {schema_err:?}", s.name, f.name)
     };
-    let (field, kind) = core_verdict(s, f, v)
-        .expect_err(&format!("{}.{} {what} {v}: core accepts it", s.name, f.name));
+    let (field, kind) = core_verdict(s, f, v).expect_err(&format!(
+        "{}.{} {what} {v}: core accepts it",
+        s.name, f.name
+    ));
     let named = class_array(s, f.name)
         .and_then(|all| all.first().map(|g| g.name))
         .unwrap_or(f.name);
-    assert_eq!(field, named, "{}.{} {what} {v}: core names another field", s.name, f.name);
+    assert_eq!(
+        field, named,
+        "{}.{} {what} {v}: core names another field",
+        s.name, f.name
+    );
     // Where the schema's end is set by a companion at its own end (deadline.margin below
     // the largest attempt_timeout), core calls the same refusal a contradiction.
     let contradiction =
@@ -162,10 +178,20 @@ fn refused<C: Copy>(s: &Schema<C>, f: &Field<C>, v: Value, what: &str) {
 fn check_schema<C: Copy + Default + PartialEq + std::fmt::Debug>(s: &Schema<C>) -> usize {
     // Defaults: the whole config and each field.
     let core = C::default();
-    assert_eq!(s.defaults(), core, "{}: defaults differ from core's Default", s.name);
+    assert_eq!(
+        s.defaults(),
+        core,
+        "{}: defaults differ from core's Default",
+        s.name
+    );
     for f in s.fields {
         assert_eq!(f.get(&core), f.default, "{}.{}: default", s.name, f.name);
-        assert!(f.check_value(f.default).is_ok(), "{}.{}: default out of range", s.name, f.name);
+        assert!(
+            f.check_value(f.default).is_ok(),
+            "{}.{}: default out of range",
+            s.name,
+            f.name
+        );
         assert!(!f.doc.is_empty() && !f.expected.is_empty());
     }
     s.validate(&s.defaults()).unwrap();
@@ -216,7 +242,13 @@ fn check_schema<C: Copy + Default + PartialEq + std::fmt::Debug>(s: &Schema<C>) 
                 assert_eq!(v, Value::Uint(i as u64));
                 let mut c = s.defaults();
                 f.set_unchecked(&mut c, v);
-                assert_eq!(f.get(&c), v, "{}.{}: {n} does not round-trip", s.name, f.name);
+                assert_eq!(
+                    f.get(&c),
+                    v,
+                    "{}.{}: {n} does not round-trip",
+                    s.name,
+                    f.name
+                );
             }
         }
     }
@@ -261,7 +293,10 @@ fn builder_names_the_field() {
     let e = build(&[("windw_size", Input::Int(3))]).unwrap_err();
     assert_eq!(e.code, GuardsResult::ConfigUnknownField);
     let msg = e.to_string();
-    assert!(msg.contains("`windw_size`") && msg.contains("window_size, window_duration"), "{msg}");
+    assert!(
+        msg.contains("`windw_size`") && msg.contains("window_size, window_duration"),
+        "{msg}"
+    );
 
     let e = build(&[("window_size", Input::Float(3.0))]).unwrap_err();
     assert_eq!(e.code, GuardsResult::ConfigWrongType);
@@ -296,7 +331,12 @@ fn builder_names_the_field() {
 #[test]
 fn durations_follow_each_binding_convention() {
     let s = &schema::CIRCUIT_BREAKER;
-    let open = |input, unit| s.build([("open_duration", input)], unit).unwrap().open_duration.0;
+    let open = |input, unit| {
+        s.build([("open_duration", input)], unit)
+            .unwrap()
+            .open_duration
+            .0
+    };
     assert_eq!(open(Input::Int(2), DurationUnit::Secs), 2_000_000_000);
     assert_eq!(open(Input::Float(0.25), DurationUnit::Secs), 250_000_000);
     assert_eq!(open(Input::Int(250), DurationUnit::Millis), 250_000_000);
@@ -305,12 +345,18 @@ fn durations_follow_each_binding_convention() {
     assert_eq!(open(Input::Nanos(123_456), DurationUnit::Secs), 123_456);
     let c = s
         .build(
-            [("window_kind", Input::Str("time")), ("window_buckets", Input::Int(5))],
+            [
+                ("window_kind", Input::Str("time")),
+                ("window_buckets", Input::Int(5)),
+            ],
             DurationUnit::Secs,
         )
         .unwrap();
     assert_eq!(c.window_buckets, 5);
-    assert_eq!(c.window_kind, guards_core::circuit_breaker::WindowKind::Time);
+    assert_eq!(
+        c.window_kind,
+        guards_core::circuit_breaker::WindowKind::Time
+    );
     let q = schema::QUEUE_DISCIPLINE
         .build([("lifo", Input::Bool(false))], DurationUnit::Secs)
         .unwrap();

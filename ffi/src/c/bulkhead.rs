@@ -222,4 +222,3 @@ pub unsafe extern "C" fn guards_bulkhead_get_stats(
         Ok(())
     })
 }
-

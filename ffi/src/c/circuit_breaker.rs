@@ -252,12 +252,7 @@ impl guards_circuit_breaker {
             Success => {
                 self.breaker.on_success(p, Nanos(now));
             }
-            Timeout
-            | ConnectionError
-            | OtherTransient
-            | Throttled
-            | Overloaded
-            | Permanent => {
+            Timeout | ConnectionError | OtherTransient | Throttled | Overloaded | Permanent => {
                 self.breaker.on_failure(p, Nanos(now));
             }
             // An abandoned probe must not keep its slot: it counts as a failure.
