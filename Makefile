@@ -89,6 +89,7 @@ test-python: python
 
 bench:
 	$(CARGO) bench -p guards-core --benches -- --warm-up-time 1 --measurement-time 3
+	$(CARGO) bench -p guards-ffi --benches -- --warm-up-time 1 --measurement-time 3
 	python3 scripts/bench_report.py $(TARGET)/criterion
 
 # ---- The C library (ffi/): libguards.a, libguards.so, include/guards.h, guards.pc ----

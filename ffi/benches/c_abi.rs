@@ -46,10 +46,8 @@ fn c_breaker() -> Handle<guards_circuit_breaker> {
     let cfg = guards_circuit_breaker_config::of_defaults();
     let mut b = std::ptr::null_mut();
     // SAFETY: valid pointers.
-    assert_eq!(
-        unsafe { guards_circuit_breaker_new(&cfg, &mut b) },
-        GuardsResult::Ok
-    );
+    let rc = unsafe { guards_circuit_breaker_new(&cfg, &mut b) };
+    assert_eq!(rc, GuardsResult::Ok);
     let h = Handle(b);
     for _ in 0..100 {
         c_breaker_noop(&h);
@@ -73,10 +71,8 @@ fn c_bulkhead() -> Handle<guards_bulkhead> {
     let cfg = guards_bulkhead_config { max_concurrent: 64 };
     let mut h = std::ptr::null_mut();
     // SAFETY: valid pointers.
-    assert_eq!(
-        unsafe { guards_bulkhead_new(&cfg, &mut h) },
-        GuardsResult::Ok
-    );
+    let rc = unsafe { guards_bulkhead_new(&cfg, &mut h) };
+    assert_eq!(rc, GuardsResult::Ok);
     Handle(h)
 }
 

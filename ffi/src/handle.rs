@@ -490,8 +490,8 @@ macro_rules! single_capacity_new {
             /// Build it from `config` (validated; the error names the field).
             pub fn new(config: $cfg) -> Result<Self, Failure> {
                 config.validate()?;
-                Self::build(Self::CAPACITIES[0], config)
-                    .unwrap_or(Err(Failure::code(GuardsResult::Panic)))
+                let cap = Self::CAPACITIES.first().copied().unwrap_or(0);
+                Self::build(cap, config).unwrap_or(Err(Failure::code(GuardsResult::Panic)))
             }
         }
     )*};

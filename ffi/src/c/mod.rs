@@ -220,11 +220,9 @@ impl<T> Out<T> {
 /// The string is NUL-terminated and lives forever; never free it.
 #[no_mangle]
 pub extern "C" fn guards_result_message(code: u32) -> *const c_char {
-    let msg = match catch_unwind(|| message_cstr(code)) {
-        Ok(m) => m,
-        Err(_) => c"internal error: a panic was caught at the API boundary",
-    };
-    msg.as_ptr()
+    catch_unwind(|| message_cstr(code))
+        .unwrap_or(c"internal error: a panic was caught at the API boundary")
+        .as_ptr()
 }
 
 fn message_cstr(code: u32) -> &'static std::ffi::CStr {
