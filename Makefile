@@ -18,7 +18,7 @@ MATURIN_TARGET := $(TARGET)/maturin
 
 .PHONY: demo test fmt-check clippy test-rust test-loom test-nostd test-python python bench help \
 	ffi-lib header header-check test-c test-c-plain test-c-shared test-c-valgrind test-c-sanitize \
-	test-c-cxx install
+	test-c-cxx test-c-install install
 
 help:
 	@echo "make demo   - run the demo"
@@ -115,8 +115,8 @@ header-check: header
 	@git diff --exit-code -- include/guards.h \
 	  || (echo "include/guards.h is out of date: run 'make header' and commit it" && false)
 
-test-c: header-check test-c-plain test-c-shared test-c-valgrind test-c-sanitize test-c-cxx
-	@echo "C suite: plain, shared, valgrind, ASan/UBSan, C++ header: all passed"
+test-c: header-check test-c-plain test-c-shared test-c-valgrind test-c-sanitize test-c-cxx test-c-install
+	@echo "C suite: plain, shared, valgrind, ASan/UBSan, C++ header, installed with pkg-config: all passed"
 
 $(C_TESTS)/test_guards: ffi/tests/c/test_guards.c include/guards.h ffi-lib
 	@mkdir -p $(C_TESTS)
@@ -148,6 +148,21 @@ test-c-cxx: ffi-lib
 	$(CXX) $(CXX_WARN) -Iinclude ffi/tests/c/header_cxx.cpp $(STATIC_LINK) -pthread \
 	  -o $(C_TESTS)/header_cxx
 	$(C_TESTS)/header_cxx
+
+# `make install` into a scratch prefix, then build the suite the way a user would: with
+# pkg-config, against the shared library and (--static) the static one.
+INSTALL_TEST := $(TARGET)/install-test
+test-c-install: ffi-lib
+	rm -rf $(INSTALL_TEST)
+	$(MAKE) -s install PREFIX=$(INSTALL_TEST)
+	PKG_CONFIG_PATH=$(INSTALL_TEST)/lib/pkgconfig; export PKG_CONFIG_PATH; \
+	$(CC) $(C_WARN) -O2 ffi/tests/c/test_guards.c $$(pkg-config --cflags --libs guards) \
+	  -Wl,-rpath,$(INSTALL_TEST)/lib -pthread -lm -o $(C_TESTS)/test_guards_pc_shared && \
+	$(C_TESTS)/test_guards_pc_shared && \
+	$(CC) $(C_WARN) -O2 ffi/tests/c/test_guards.c $$(pkg-config --cflags guards) \
+	  $(INSTALL_TEST)/lib/libguards.a $$(pkg-config --libs-only-l --static guards | sed 's/-lguards//') \
+	  -pthread -o $(C_TESTS)/test_guards_pc_static && \
+	$(C_TESTS)/test_guards_pc_static
 
 # Install the header, both libraries and guards.pc under $(PREFIX) (DESTDIR honoured).
 install: ffi-lib
