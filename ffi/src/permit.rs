@@ -28,7 +28,8 @@
 //!   line it already holds; one that acquires many in a row walks the table) and probes at most
 //!   [`PROBES`] slots; if all are busy it claims a never-used slot (new slots start
 //!   `CLAIMED`, so only their claimer can fill them), growing the table by a segment of
-//!   doubling size when needed. Then it writes the permit and publishes `gen << 32 | FULL`
+//!   doubling size when needed; a table at its limit is scanned whole before an insert
+//!   gives up. Then it writes the permit and publishes `gen << 32 | FULL`
 //!   with a release store. The token carries `gen`.
 //! - `take`: one compare-and-swap from `gen << 32 | FULL` to `gen << 32 | TAKING`. Only one
 //!   caller can win it, so a permit comes out at most once; the acquire half makes the
@@ -221,12 +222,12 @@ impl<P> PermitSlots<P> {
     /// the caller can hand it back to its guard.
     #[inline]
     pub fn insert(&self, permit: P) -> Result<PermitToken, (P, GuardsResult)> {
-        let (index, slot, generation) = match self.claim_free() {
-            Some(c) => c,
-            None => match self.claim_fresh() {
-                Some(c) => c,
-                None => return Err((permit, GuardsResult::PermitSlotsExhausted)),
-            },
+        let claimed = self
+            .claim_free()
+            .or_else(|| self.claim_fresh())
+            .or_else(|| self.claim_any());
+        let Some((index, slot, generation)) = claimed else {
+            return Err((permit, GuardsResult::PermitSlotsExhausted));
         };
         // SAFETY: the slot is `CLAIMED` by us (our compare-and-swap from `FREE`, or a fresh
         // index only we were given), so no other thread reads or writes its value until
@@ -335,6 +336,30 @@ impl<P> PermitSlots<P> {
             i += 1;
             if i == n {
                 i = 0;
+            }
+        }
+        None
+    }
+
+    /// The table is at its limit: look at every allocated slot (a few rounds, as slots are
+    /// freed and claimed while we look) before giving up. A bulkhead's table is as large as
+    /// its cap, so a caller holding a fresh permit always finds a free slot here.
+    #[cold]
+    fn claim_any(&self) -> Option<(u32, &Slot<P>, u32)> {
+        let n = self.fresh.load(Ordering::Acquire);
+        for _ in 0..4 {
+            for i in 0..n {
+                let Some(slot) = self.slot(i) else { continue };
+                let s = slot.state.load(Ordering::Relaxed);
+                if s & STATUS == FREE
+                    && slot
+                        .state
+                        .compare_exchange(s, s | CLAIMED, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    set_hint(i.wrapping_add(1));
+                    return Some((i, slot, (s >> 32) as u32));
+                }
             }
         }
         None
@@ -605,6 +630,22 @@ mod tests {
         assert_eq!(s.take(a), Err(GuardsResult::PermitAlreadyReported));
         assert_eq!(s.take(c), Ok(4));
         assert_eq!(s.take(b), Ok(2));
+    }
+
+    #[test]
+    fn a_full_table_finds_a_free_slot_far_from_the_hint() {
+        let s: PermitSlots<u32> = PermitSlots::with_limit(64);
+        let tokens: Vec<_> = (0..64).map(|i| s.insert(i).unwrap()).collect();
+        assert_eq!(s.insert(99), Err((99, GuardsResult::PermitSlotsExhausted)));
+        // Free two slots far from each other; then busy up the hint's neighbourhood.
+        assert_eq!(s.take(tokens[3]), Ok(3));
+        assert_eq!(s.take(tokens[40]), Ok(40));
+        let again = s.insert(100).unwrap();
+        assert_eq!(again.slot, 40, "the hint (last emptied) is tried first");
+        let far = s.insert(101).unwrap();
+        assert_eq!(far.slot, 3, "found by the whole-table scan");
+        assert_eq!(s.allocated(), 64);
+        assert_eq!(s.outstanding(), 64);
     }
 
     #[test]

@@ -198,6 +198,82 @@ fn stress_bulkhead_in_flight_matches_parked_permits() {
     }
 }
 
+/// Two threads acquire permits of a bulkhead whose table is exactly as large as its cap
+/// and hand them to two others, which release them in random order: near the cap the one
+/// free slot can be anywhere (never where the acquirer looked last), and an acquire the
+/// bulkhead grants must always find it (never `PermitSlotsExhausted`).
+#[test]
+fn stress_bulkhead_near_its_cap_never_runs_out_of_slots() {
+    let cap = 32;
+    let h = Arc::new(
+        guards_bulkhead::new(&guards_bulkhead_config {
+            max_concurrent: cap,
+        })
+        .unwrap(),
+    );
+    let handed = Arc::new(Mutex::new(Vec::new()));
+    let done = Arc::new(AtomicU64::new(0));
+    let acquirers: Vec<_> = (0..2)
+        .map(|_| {
+            let (h, handed, done) = (Arc::clone(&h), Arc::clone(&handed), Arc::clone(&done));
+            std::thread::spawn(move || {
+                let mut granted = 0u64;
+                for _ in 0..ROUNDS {
+                    match h.try_acquire() {
+                        Ok(p) => {
+                            handed.lock().unwrap().push(p);
+                            granted += 1;
+                        }
+                        Err(e) => {
+                            assert_eq!(e.code, GuardsResult::BulkheadFull);
+                            std::thread::yield_now();
+                        }
+                    }
+                }
+                done.fetch_add(1, Ordering::SeqCst);
+                granted
+            })
+        })
+        .collect();
+    let releasers: Vec<_> = (0..2u64)
+        .map(|t| {
+            let (h, handed, done) = (Arc::clone(&h), Arc::clone(&handed), Arc::clone(&done));
+            std::thread::spawn(move || {
+                let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ t;
+                loop {
+                    // Wait until the bulkhead is nearly full, then release a random permit.
+                    let p = {
+                        let mut v = handed.lock().unwrap();
+                        if v.len() < (cap as usize) - 2 && done.load(Ordering::SeqCst) < 2 {
+                            None
+                        } else if v.is_empty() {
+                            break;
+                        } else {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            let i = (x % v.len() as u64) as usize;
+                            Some(v.swap_remove(i))
+                        }
+                    };
+                    match p {
+                        Some(p) => h.release(&p).unwrap(),
+                        None => std::thread::yield_now(),
+                    }
+                }
+            })
+        })
+        .collect();
+    let granted: u64 = acquirers.into_iter().map(|a| a.join().unwrap()).sum();
+    for r in releasers {
+        r.join().unwrap();
+    }
+    let s = h.bulkhead().stats();
+    assert_eq!(s.acquired, granted);
+    assert_eq!((s.in_flight, h.permits().outstanding()), (0, 0));
+    assert!(u64::from(h.permits().allocated()) <= cap);
+}
+
 /// One step of the sequential model.
 #[derive(Debug, Clone)]
 enum Op {
