@@ -1,0 +1,469 @@
+//! `guards_circuit_breaker`: core's circuit breaker behind an opaque handle.
+//!
+//! ```c
+//! guards_circuit_breaker_config cfg;
+//! guards_circuit_breaker_config_default(&cfg);
+//! cfg.window_size = 20;
+//! guards_circuit_breaker *b;
+//! if (guards_circuit_breaker_new(&cfg, &b) != GUARDS_RESULT_OK) { /* bad config */ }
+//! guards_permit p;
+//! uint64_t now = guards_now_ns();
+//! if (guards_circuit_breaker_try_acquire(b, now, &p) == GUARDS_RESULT_OK) {
+//!     /* ... call, then: */
+//!     guards_circuit_breaker_report(b, p, GUARDS_OUTCOME_SUCCESS, guards_now_ns());
+//! }
+//! guards_circuit_breaker_free(b);
+//! ```
+
+use super::{arg, boundary, guards_outcome, guards_permit, Out};
+use crate::error::{Failure, GuardsResult};
+use crate::handle::AnyBreaker;
+use crate::names::{
+    BreakerPermit, BreakerState, CircuitBreakerConfig, CircuitBreakerStats, Nanos, PermitKind,
+    WindowKind,
+};
+use crate::permit::PermitSlots;
+
+/// Which recent calls a breaker judges (`window_kind`).
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum guards_window_kind {
+    /// The last `window_size` outcomes.
+    Count = 0,
+    /// The outcomes of the last `window_duration_ns`, in `window_buckets` buckets.
+    Time = 1,
+}
+
+/// A breaker's state (`guards_circuit_breaker_state`).
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum guards_breaker_state {
+    /// Calls flow; outcomes are recorded.
+    Closed = 0,
+    /// Calls are refused until the open period ends.
+    Open = 1,
+    /// A few probes are let through.
+    HalfOpen = 2,
+}
+
+/// A breaker's settings. Start from `guards_circuit_breaker_config_default`; durations are
+/// nanoseconds. Ranges are those of core's `CircuitBreakerConfig` (see its docs and
+/// ffi/README.md).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct guards_circuit_breaker_config {
+    /// A `guards_window_kind`: `GUARDS_WINDOW_KIND_COUNT` (default) or `_TIME`.
+    pub window_kind: u32,
+    /// Count window: how many recent outcomes are judged (default 100; 1..=65536).
+    pub window_size: u64,
+    /// Time window: how far back outcomes count (default 10 s; a whole multiple of
+    /// `window_buckets`, buckets of at least 1 µs, at most 366 days).
+    pub window_duration_ns: u64,
+    /// Time window: buckets the duration is split into (default 10; 1..=21845).
+    pub window_buckets: u64,
+    /// Open at this failure rate (default 0.5; 0 < x <= 1).
+    pub failure_rate_threshold: f64,
+    /// A call at least this long is slow (default 60 s; UINT64_MAX: never slow).
+    pub slow_call_duration_ns: u64,
+    /// Open at this slow-call rate (default 1.0; 0 < x <= 1).
+    pub slow_call_rate_threshold: f64,
+    /// Calls needed before rates are judged; 0 = the whole count window, or 1 for a time
+    /// window (default 0).
+    pub minimum_calls: u64,
+    /// How long the breaker stays open the first time (default 5 s; 1 µs..=366 days).
+    pub open_duration_ns: u64,
+    /// Growth of the open duration per consecutive re-opening (default 1.0; 1..=100).
+    pub open_duration_multiplier: f64,
+    /// Cap on the grown open duration (default 300 s; open_duration..=366 days).
+    pub max_open_duration_ns: u64,
+    /// Probes admitted while half-open (default 3; 1..=1000).
+    pub half_open_probes: u64,
+    /// The timeout each probe is told to use (default 1 s; at least 1 ns).
+    pub probe_timeout_ns: u64,
+    /// Window cells to allocate: 0 (default) = just enough for the window; otherwise
+    /// rounded up to 128, 1024, 8192 or 65536.
+    pub capacity: u64,
+}
+
+impl guards_circuit_breaker_config {
+    /// The defaults (the schema's, `capacity` 0): what `guards_circuit_breaker_config_default`
+    /// writes.
+    pub fn of_defaults() -> Self {
+        Self::of_core(&crate::schema::circuit_breaker_defaults(), 0)
+    }
+
+    /// Core's config and the capacity, or the first invalid value.
+    pub fn to_core(&self) -> Result<(CircuitBreakerConfig, u64), Failure> {
+        let window_kind = match self.window_kind {
+            0 => WindowKind::Count,
+            1 => WindowKind::Time,
+            _ => {
+                return Err(Failure::argument(
+                    GuardsResult::InvalidEnum,
+                    "window_kind",
+                    "GUARDS_WINDOW_KIND_COUNT (0) or GUARDS_WINDOW_KIND_TIME (1)",
+                ))
+            }
+        };
+        Ok((
+            CircuitBreakerConfig {
+                window_kind,
+                window_size: self.window_size,
+                window_duration: Nanos(self.window_duration_ns),
+                window_buckets: self.window_buckets,
+                failure_rate_threshold: self.failure_rate_threshold,
+                slow_call_duration: Nanos(self.slow_call_duration_ns),
+                slow_call_rate_threshold: self.slow_call_rate_threshold,
+                minimum_calls: self.minimum_calls,
+                open_duration: Nanos(self.open_duration_ns),
+                open_duration_multiplier: self.open_duration_multiplier,
+                max_open_duration: Nanos(self.max_open_duration_ns),
+                half_open_probes: self.half_open_probes,
+                probe_timeout: Nanos(self.probe_timeout_ns),
+            },
+            self.capacity,
+        ))
+    }
+
+    /// The C form of core's `c` with `capacity`.
+    pub fn of_core(c: &CircuitBreakerConfig, capacity: u64) -> Self {
+        guards_circuit_breaker_config {
+            window_kind: c.window_kind as u32,
+            window_size: c.window_size,
+            window_duration_ns: c.window_duration.0,
+            window_buckets: c.window_buckets,
+            failure_rate_threshold: c.failure_rate_threshold,
+            slow_call_duration_ns: c.slow_call_duration.0,
+            slow_call_rate_threshold: c.slow_call_rate_threshold,
+            minimum_calls: c.minimum_calls,
+            open_duration_ns: c.open_duration.0,
+            open_duration_multiplier: c.open_duration_multiplier,
+            max_open_duration_ns: c.max_open_duration.0,
+            half_open_probes: c.half_open_probes,
+            probe_timeout_ns: c.probe_timeout.0,
+            capacity,
+        }
+    }
+}
+
+/// A breaker's counters since it was built (relaxed snapshots, readable while traffic
+/// flows), plus the permits now outstanding.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct guards_circuit_breaker_stats {
+    /// Ordinary outcomes recorded as successes (slow ones included).
+    pub successes: u64,
+    /// Ordinary outcomes recorded as failures (slow ones included).
+    pub failures: u64,
+    /// Ordinary outcomes recorded as slow.
+    pub slow_calls: u64,
+    /// Probes admitted.
+    pub probes_admitted: u64,
+    /// Probe successes counted.
+    pub probe_successes: u64,
+    /// Probe failures counted.
+    pub probe_failures: u64,
+    /// Permits handed back without an outcome.
+    pub ignored: u64,
+    /// Outcomes discarded (the breaker had moved on since the permit was issued).
+    pub discarded: u64,
+    /// Calls refused while open.
+    pub rejected_open: u64,
+    /// Calls refused while half-open with every probe taken.
+    pub rejected_half_open: u64,
+    /// Transitions closed -> open.
+    pub closed_to_open: u64,
+    /// Transitions open -> half-open.
+    pub open_to_half_open: u64,
+    /// Transitions half-open -> closed.
+    pub half_open_to_closed: u64,
+    /// Transitions half-open -> open.
+    pub half_open_to_open: u64,
+}
+
+impl From<CircuitBreakerStats> for guards_circuit_breaker_stats {
+    fn from(s: CircuitBreakerStats) -> Self {
+        guards_circuit_breaker_stats {
+            successes: s.successes,
+            failures: s.failures,
+            slow_calls: s.slow_calls,
+            probes_admitted: s.probes_admitted,
+            probe_successes: s.probe_successes,
+            probe_failures: s.probe_failures,
+            ignored: s.ignored,
+            discarded: s.discarded,
+            rejected_open: s.rejected_open,
+            rejected_half_open: s.rejected_half_open,
+            closed_to_open: s.closed_to_open,
+            open_to_half_open: s.open_to_half_open,
+            half_open_to_closed: s.half_open_to_closed,
+            half_open_to_open: s.half_open_to_open,
+        }
+    }
+}
+
+/// A circuit breaker (opaque). Thread-safe: share one handle between threads.
+#[derive(Debug)]
+pub struct guards_circuit_breaker {
+    breaker: AnyBreaker,
+    permits: PermitSlots<BreakerPermit>,
+}
+
+impl guards_circuit_breaker {
+    /// Build from a C config.
+    pub fn new(cfg: &guards_circuit_breaker_config) -> Result<Self, Failure> {
+        let (config, capacity) = cfg.to_core()?;
+        Ok(guards_circuit_breaker {
+            breaker: AnyBreaker::new(config, capacity)?,
+            permits: PermitSlots::new(),
+        })
+    }
+
+    /// `try_acquire` at `now`: a permit, or the refusal.
+    #[inline]
+    pub fn try_acquire(&self, now: u64) -> Result<guards_permit, Failure> {
+        let p = self.breaker.try_acquire(Nanos(now))?;
+        let is_probe = p.kind() == PermitKind::Probe;
+        let probe_timeout_ns = p.probe_timeout().map_or(0, |t| t.0);
+        match self.permits.insert(p) {
+            Ok(t) => Ok(guards_permit {
+                acquired_at_ns: now,
+                probe_timeout_ns,
+                is_probe: u32::from(is_probe),
+                ..guards_permit::of_token(t)
+            }),
+            Err((p, code)) => {
+                // Leave the breaker as if the call had not been made.
+                self.breaker.on_ignore(p);
+                Err(Failure::code(code))
+            }
+        }
+    }
+
+    /// Report `permit` with `outcome` at `now`, once.
+    #[inline]
+    pub fn report(&self, permit: &guards_permit, outcome: u32, now: u64) -> Result<(), Failure> {
+        let outcome = guards_outcome::check(outcome)?;
+        let p = self.permits.take(permit.token()).map_err(Failure::code)?;
+        use guards_outcome::*;
+        // TEMPORARY: core's `report(permit, outcome, now)` and its outcome table replace
+        // this mapping when they land.
+        match outcome {
+            Success => {
+                self.breaker.on_success(p, Nanos(now));
+            }
+            Timeout | ConnectionError | OtherTransient | Throttled | Overloaded | Permanent => {
+                self.breaker.on_failure(p, Nanos(now));
+            }
+            // An abandoned probe must not keep its slot: it counts as a failure.
+            Cancelled if p.kind() == PermitKind::Probe => {
+                self.breaker.on_failure(p, Nanos(now));
+            }
+            Cancelled | Rejected | Ignored => {
+                self.breaker.on_ignore(p);
+            }
+        }
+        Ok(())
+    }
+
+    /// The breaker.
+    pub fn breaker(&self) -> &AnyBreaker {
+        &self.breaker
+    }
+
+    /// Its permit table.
+    pub fn permits(&self) -> &PermitSlots<BreakerPermit> {
+        &self.permits
+    }
+}
+
+/// Write the default config (every field at core's default, `capacity` 0) to `out`.
+///
+/// # Safety
+/// `out` must be NULL or valid for writes of a `guards_circuit_breaker_config`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_circuit_breaker_config_default(
+    out: *mut guards_circuit_breaker_config,
+) -> GuardsResult {
+    boundary(|| {
+        let out = Out::new(out, "out")?;
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(guards_circuit_breaker_config::of_defaults()) };
+        Ok(())
+    })
+}
+
+/// Build a breaker from `config` into `*out`. Errors: `NULL_ARGUMENT`,
+/// `INVALID_ENUM` (window_kind), `CONFIG_*` naming the field (see
+/// `guards_last_error_detail`), `OUT_OF_MEMORY`. Free it with `guards_circuit_breaker_free`.
+///
+/// # Safety
+/// `config` must be NULL or point to a valid config; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_circuit_breaker_new(
+    config: *const guards_circuit_breaker_config,
+    out: *mut *mut guards_circuit_breaker,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let config = unsafe { arg(config, "config") }?;
+        let out = Out::new(out, "out")?;
+        let b = Box::new(guards_circuit_breaker::new(config)?);
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(Box::into_raw(b)) };
+        Ok(())
+    })
+}
+
+/// Free a breaker (NULL is a no-op). Its outstanding permits become invalid.
+///
+/// # Safety
+/// `b` must be NULL or a handle from `guards_circuit_breaker_new` not freed before, and no
+/// other thread may use it during or after this call.
+#[no_mangle]
+pub unsafe extern "C" fn guards_circuit_breaker_free(b: *mut guards_circuit_breaker) {
+    if b.is_null() {
+        return;
+    }
+    let _ = boundary(|| {
+        // SAFETY: `b` came from `Box::into_raw` in `guards_circuit_breaker_new` and is
+        // freed once (caller's contract).
+        drop(unsafe { Box::from_raw(b) });
+        Ok(())
+    });
+}
+
+/// Ask to make a call at `now_ns`. `GUARDS_RESULT_OK` with a permit in `*out` (report it
+/// once with `guards_circuit_breaker_report`; a probe has `is_probe` set and must use
+/// `probe_timeout_ns`), or a refusal: `GUARDS_RESULT_BREAKER_OPEN` /
+/// `GUARDS_RESULT_BREAKER_HALF_OPEN_FULL` (`guards_last_rejection` says until when).
+///
+/// # Safety
+/// `b` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_circuit_breaker_try_acquire(
+    b: *mut guards_circuit_breaker,
+    now_ns: u64,
+    out: *mut guards_permit,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let b = unsafe { arg(b.cast_const(), "breaker") }?;
+        let out = Out::new(out, "out")?;
+        let p = b.try_acquire(now_ns)?;
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(p) };
+        Ok(())
+    })
+}
+
+/// Report how the call of `permit` ended (`outcome`: a `guards_outcome`) at `now_ns`.
+/// Success counts as a success; timeout, connection error, other transient, throttled,
+/// overloaded and permanent as failures; rejected and ignored record nothing; cancelled
+/// records nothing for a call and a failure for a probe. A permit is reported once:
+/// again, or to another guard, is refused (`PERMIT_ALREADY_REPORTED`,
+/// `PERMIT_WRONG_GUARD`, `PERMIT_UNKNOWN`) and nothing is counted; an invalid `outcome`
+/// (`INVALID_ENUM`) leaves the permit outstanding.
+///
+/// # Safety
+/// `b` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn guards_circuit_breaker_report(
+    b: *mut guards_circuit_breaker,
+    permit: guards_permit,
+    outcome: u32,
+    now_ns: u64,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let b = unsafe { arg(b.cast_const(), "breaker") }?;
+        b.report(&permit, outcome, now_ns)
+    })
+}
+
+/// The state at `now_ns` into `*out` (an open breaker whose open period has ended reads
+/// half-open).
+///
+/// # Safety
+/// `b` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_circuit_breaker_state(
+    b: *const guards_circuit_breaker,
+    now_ns: u64,
+    out: *mut guards_breaker_state,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let b = unsafe { arg(b, "breaker") }?;
+        let out = Out::new(out, "out")?;
+        let s = match b.breaker.state(Nanos(now_ns)) {
+            BreakerState::Closed => guards_breaker_state::Closed,
+            BreakerState::Open => guards_breaker_state::Open,
+            BreakerState::HalfOpen => guards_breaker_state::HalfOpen,
+        };
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(s) };
+        Ok(())
+    })
+}
+
+/// The counters into `*out`; safe to call while other threads use the breaker.
+///
+/// # Safety
+/// `b` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_circuit_breaker_get_stats(
+    b: *const guards_circuit_breaker,
+    out: *mut guards_circuit_breaker_stats,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let b = unsafe { arg(b, "breaker") }?;
+        let out = Out::new(out, "out")?;
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(b.breaker.stats().into()) };
+        Ok(())
+    })
+}
+
+/// The config the breaker was built with, `capacity` set to the cells allocated.
+///
+/// # Safety
+/// `b` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_circuit_breaker_get_config(
+    b: *const guards_circuit_breaker,
+    out: *mut guards_circuit_breaker_config,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let b = unsafe { arg(b, "breaker") }?;
+        let out = Out::new(out, "out")?;
+        let c = guards_circuit_breaker_config::of_core(
+            &b.breaker.config(),
+            b.breaker.capacity() as u64,
+        );
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(c) };
+        Ok(())
+    })
+}
+
+/// Permits issued and not yet reported, into `*out` (a scan; for tests and diagnostics).
+///
+/// # Safety
+/// `b` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_circuit_breaker_outstanding(
+    b: *const guards_circuit_breaker,
+    out: *mut u64,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let b = unsafe { arg(b, "breaker") }?;
+        let out = Out::new(out, "out")?;
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(b.permits.outstanding()) };
+        Ok(())
+    })
+}
