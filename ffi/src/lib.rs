@@ -44,5 +44,6 @@ pub mod names;
 pub mod permit;
 pub mod schema;
 pub(crate) mod sync;
+pub mod vectors;
 
 pub mod c;
