@@ -224,10 +224,11 @@ impl fmt::Display for Report {
         let s = self.summary();
         writeln!(
             f,
-            "vectors: {} files, {} cases: {}",
+            "vectors: {} files, {} cases: {}; {} expected values compared",
             s.files,
             s.cases,
-            counts(&s)
+            counts(&s),
+            s.compared
         )?;
         for file in &self.files {
             let fs = file.summary();
