@@ -18,7 +18,7 @@ MATURIN_TARGET := $(TARGET)/maturin
 
 .PHONY: demo test fmt-check clippy test-rust test-loom test-nostd test-python python bench help \
 	ffi-lib header header-check test-c test-c-plain test-c-shared test-c-valgrind test-c-sanitize \
-	test-c-cxx test-c-install install
+	test-c-cxx test-c-install test-c-vectors install
 
 help:
 	@echo "make demo   - run the demo"
@@ -115,8 +115,9 @@ header-check: header
 	@git diff --exit-code -- include/guards.h \
 	  || (echo "include/guards.h is out of date: run 'make header' and commit it" && false)
 
-test-c: header-check test-c-plain test-c-shared test-c-valgrind test-c-sanitize test-c-cxx test-c-install
-	@echo "C suite: plain, shared, valgrind, ASan/UBSan, C++ header, installed with pkg-config: all passed"
+test-c: header-check test-c-plain test-c-shared test-c-valgrind test-c-sanitize test-c-cxx test-c-install \
+	test-c-vectors
+	@echo "C suite: plain, shared, valgrind, ASan/UBSan, C++ header, installed with pkg-config, vectors: all passed"
 
 $(C_TESTS)/test_guards: ffi/tests/c/test_guards.c include/guards.h ffi-lib
 	@mkdir -p $(C_TESTS)
@@ -148,6 +149,29 @@ test-c-cxx: ffi-lib
 	$(CXX) $(CXX_WARN) -Iinclude ffi/tests/c/header_cxx.cpp $(STATIC_LINK) -pthread \
 	  -o $(C_TESTS)/header_cxx
 	$(C_TESTS)/header_cxx
+
+# Every tests/vectors file replayed through the C API by the shared interpreter (files for
+# guards the C API lacks are reported as not covered); then again under valgrind and
+# ASan/UBSan (report on stdout only from the first run).
+$(C_TESTS)/vectors: ffi/tests/c/vectors.c include/guards.h ffi-lib
+	@mkdir -p $(C_TESTS)
+	$(CC) $(C_WARN) -O2 -g -Iinclude $< $(STATIC_LINK) -pthread -o $@
+
+test-c-vectors: $(C_TESTS)/vectors
+	$(C_TESTS)/vectors tests/vectors
+	@# A wrong expected value must fail through C too (never pass unnoticed).
+	@mkdir -p $(C_TESTS)/tampered
+	sed 's/"in_flight": 1, "max_concurrent": 1}, "repeat": 3/"in_flight": 2, "max_concurrent": 1}, "repeat": 3/' \
+	  tests/vectors/bulkhead.json > $(C_TESTS)/tampered/bulkhead.json
+	{ $(C_TESTS)/vectors $(C_TESTS)/tampered/bulkhead.json || true; } \
+	  | grep -q 'FAILED bulkhead.json:[0-9]*: .*at `in_flight`: expected 2, got 1'
+	valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	  --show-leak-kinds=definite,indirect $(C_TESTS)/vectors tests/vectors >/dev/null
+	$(CC) $(C_WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	  -fno-sanitize-recover=all -Iinclude ffi/tests/c/vectors.c $(STATIC_LINK) -pthread \
+	  -o $(C_TESTS)/vectors_asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  $(C_TESTS)/vectors_asan tests/vectors >/dev/null
 
 # `make install` into a scratch prefix, then build the suite the way a user would: with
 # pkg-config, against the shared library and (--static) the static one.

@@ -116,6 +116,51 @@ typedef uint32_t guards_result;
 #endif // __cplusplus
 
 /**
+ * What an argument holds (`guards_vectors_arg_kind`, `guards_vectors_arg_at`).
+ */
+enum guards_vectors_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The step has no such argument.
+   */
+  GUARDS_VECTORS_KIND_ABSENT = 0,
+  /**
+   * `null` ("none": no deadline, ...).
+   */
+  GUARDS_VECTORS_KIND_NULL = 1,
+  /**
+   * A bool: `guards_vectors_arg_bool`.
+   */
+  GUARDS_VECTORS_KIND_BOOL = 2,
+  /**
+   * An integer: `guards_vectors_arg_u64` / `_i64` (and `_f64`).
+   */
+  GUARDS_VECTORS_KIND_INT = 3,
+  /**
+   * A float: `guards_vectors_arg_f64`.
+   */
+  GUARDS_VECTORS_KIND_FLOAT = 4,
+  /**
+   * A string: `guards_vectors_arg_str`.
+   */
+  GUARDS_VECTORS_KIND_STR = 5,
+  /**
+   * Bytes (may hold NULs): `guards_vectors_arg_str` with its length.
+   */
+  GUARDS_VECTORS_KIND_BYTES = 6,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_vectors_kind guards_vectors_kind;
+#else
+typedef uint32_t guards_vectors_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A breaker's state (`guards_circuit_breaker_state`).
  */
 enum guards_breaker_state
@@ -235,6 +280,112 @@ typedef struct guards_bulkhead guards_bulkhead;
  * A circuit breaker (opaque). Thread-safe: share one handle between threads.
  */
 typedef struct guards_circuit_breaker guards_circuit_breaker;
+
+/**
+ * A replay of vector files (opaque): see `guards_vectors_open`.
+ */
+typedef struct guards_vectors guards_vectors;
+
+/**
+ * The step to run (`guards_vectors_next`). Strings stay valid until the next
+ * `guards_vectors_next` or `guards_vectors_free`.
+ */
+typedef struct guards_vectors_step {
+  /**
+   * 1 when every file has been replayed (the other fields are then NULL or 0).
+   */
+  uint32_t done;
+  /**
+   * The vector file's guard (`"circuit_breaker"`, `"http"`, ...).
+   */
+  const char *guard;
+  /**
+   * The op: `"new"` (build the case's guard from the `config.*` arguments), `"free"`
+   * (drop it, and every permit held), or one of the file's ops.
+   */
+  const char *op;
+  /**
+   * How many arguments (see `guards_vectors_arg_at`).
+   */
+  size_t arg_count;
+  /**
+   * The vector file (`"circuit_breaker.json"`), for messages.
+   */
+  const char *file;
+  /**
+   * The case's name, for messages.
+   */
+  const char *case_name;
+  /**
+   * The step's index in the case, or -1 for a step the interpreter adds (`new`,
+   * `free`, a permit handed back).
+   */
+  int64_t step_index;
+  /**
+   * Which repetition (1-based) of a step with `repeat`.
+   */
+  uint64_t repetition;
+} guards_vectors_step;
+
+/**
+ * One argument's name and kind (`guards_vectors_arg_at`).
+ */
+typedef struct guards_vectors_arg {
+  /**
+   * Its name (`"now"`, `"config.window_size"`, ...).
+   */
+  const char *name;
+  /**
+   * A `guards_vectors_kind`.
+   */
+  uint32_t kind;
+} guards_vectors_arg;
+
+/**
+ * Counts over a replay (`guards_vectors_get_summary`).
+ */
+typedef struct guards_vectors_summary {
+  /**
+   * Files read.
+   */
+  uint64_t files;
+  /**
+   * Cases in them.
+   */
+  uint64_t cases;
+  /**
+   * Cases that passed (including those with unobservable values).
+   */
+  uint64_t passed;
+  /**
+   * Of those, cases with at least one value the backend could not observe.
+   */
+  uint64_t partly_observed;
+  /**
+   * Cases that failed.
+   */
+  uint64_t failed;
+  /**
+   * Cases the backend cannot run (a guard or op its API lacks).
+   */
+  uint64_t not_covered;
+  /**
+   * Cases or files the vector files get wrong.
+   */
+  uint64_t file_errors;
+  /**
+   * Expected values compared.
+   */
+  uint64_t compared;
+  /**
+   * Expected values the backend could not observe.
+   */
+  uint64_t unobserved;
+  /**
+   * 1 when nothing failed and no file is wrong.
+   */
+  uint32_t ok;
+} guards_vectors_summary;
 
 /**
  * Why and until when the last refused call on this thread was refused.
@@ -462,6 +613,241 @@ typedef struct guards_circuit_breaker_stats {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Open a replay of `path`: one vector file, or every `*.json` of a directory in name
+ * order. Errors: `NULL_ARGUMENT`, `INVALID_ARGUMENT` (not UTF-8, or no such file or
+ * directory). A file that is not a valid vector file is not an error here: the report
+ * lists it as a file error. Free the session with `guards_vectors_free`.
+ *
+ * # Safety
+ * `path` must be NULL or a NUL-terminated string; `out` NULL or valid for writes.
+ */
+guards_result guards_vectors_open(const char *path, struct guards_vectors **out);
+
+/**
+ * Open a replay of one vector file given as `text` (`len` bytes, UTF-8, no NUL needed);
+ * `file_name` is its name (`"<guard>.json"`).
+ *
+ * # Safety
+ * `file_name` must be NULL or NUL-terminated; `text` NULL or valid for reads of `len`
+ * bytes; `out` NULL or valid for writes.
+ */
+guards_result guards_vectors_open_text(const char *file_name,
+                                       const char *text,
+                                       size_t len,
+                                       struct guards_vectors **out);
+
+/**
+ * Free a session (NULL is a no-op).
+ *
+ * # Safety
+ * `v` must be NULL or a session from `guards_vectors_open*` not freed before.
+ */
+void guards_vectors_free(struct guards_vectors *v);
+
+/**
+ * The next step into `*out` (`out->done` is 1 when every file has been replayed). Until
+ * the step is submitted, the same step is returned again. The result being built is
+ * cleared.
+ *
+ * # Safety
+ * `v` must be NULL or a live session; `out` NULL or valid for writes.
+ */
+guards_result guards_vectors_next(struct guards_vectors *v, struct guards_vectors_step *out);
+
+/**
+ * The `index`-th argument's name and kind into `*out` (`INVALID_ARGUMENT` past the end).
+ *
+ * # Safety
+ * `v` must be NULL or a live session; `out` NULL or valid for writes.
+ */
+guards_result guards_vectors_arg_at(const struct guards_vectors *v,
+                                    size_t index,
+                                    struct guards_vectors_arg *out);
+
+/**
+ * What the argument `name` holds into `*out` (`GUARDS_VECTORS_KIND_ABSENT` when the step
+ * does not give it).
+ *
+ * # Safety
+ * `v` must be NULL or a live session; `name` NULL or NUL-terminated; `out` NULL or valid
+ * for writes.
+ */
+guards_result guards_vectors_arg_kind(const struct guards_vectors *v,
+                                      const char *name,
+                                      guards_vectors_kind *out);
+
+/**
+ * The integer argument `name` into `*out`. A value a `uint64_t` cannot hold is refused
+ * as a config value would be: `CONFIG_NEGATIVE`, `CONFIG_OUT_OF_RANGE`, or
+ * `CONFIG_WRONG_TYPE` for a non-integer, naming the field (pass the code to
+ * `guards_vectors_submit_failure` when building a guard). `INVALID_ARGUMENT` when absent.
+ *
+ * # Safety
+ * `v` must be NULL or a live session; `name` NULL or NUL-terminated; `out` NULL or valid
+ * for writes.
+ */
+guards_result guards_vectors_arg_u64(const struct guards_vectors *v,
+                                     const char *name,
+                                     uint64_t *out);
+
+/**
+ * The integer argument `name` into `*out` as a signed value (`CONFIG_OUT_OF_RANGE` if it
+ * does not fit, `CONFIG_WRONG_TYPE` for a non-integer).
+ *
+ * # Safety
+ * As `guards_vectors_arg_u64`.
+ */
+guards_result guards_vectors_arg_i64(const struct guards_vectors *v,
+                                     const char *name,
+                                     int64_t *out);
+
+/**
+ * The number argument `name` into `*out` (a float, NaN and infinities included, or an
+ * integer converted to the nearest double; `CONFIG_WRONG_TYPE` otherwise).
+ *
+ * # Safety
+ * As `guards_vectors_arg_u64`.
+ */
+guards_result guards_vectors_arg_f64(const struct guards_vectors *v, const char *name, double *out);
+
+/**
+ * The bool argument `name` into `*out` (`CONFIG_WRONG_TYPE` otherwise).
+ *
+ * # Safety
+ * As `guards_vectors_arg_u64`.
+ */
+guards_result guards_vectors_arg_bool(const struct guards_vectors *v, const char *name, bool *out);
+
+/**
+ * The string (or bytes) argument `name`: a NUL-terminated pointer into `*out` and its
+ * length without the NUL into `*len` (bytes may hold NULs: use the length). Valid until
+ * the next `guards_vectors_next`. `CONFIG_WRONG_TYPE` for another kind.
+ *
+ * # Safety
+ * As `guards_vectors_arg_u64`; `len` NULL or valid for writes.
+ */
+guards_result guards_vectors_arg_str(const struct guards_vectors *v,
+                                     const char *name,
+                                     const char **out,
+                                     size_t *len);
+
+/**
+ * Set the result at `path` to the integer `value`.
+ *
+ * # Safety
+ * `v` must be NULL or a live session; `path` NULL or NUL-terminated.
+ */
+guards_result guards_vectors_result_u64(struct guards_vectors *v, const char *path, uint64_t value);
+
+/**
+ * Set the result at `path` to the signed integer `value`.
+ *
+ * # Safety
+ * As `guards_vectors_result_u64`.
+ */
+guards_result guards_vectors_result_i64(struct guards_vectors *v, const char *path, int64_t value);
+
+/**
+ * Set the result at `path` to the float `value` (compared bit for bit).
+ *
+ * # Safety
+ * As `guards_vectors_result_u64`.
+ */
+guards_result guards_vectors_result_f64(struct guards_vectors *v, const char *path, double value);
+
+/**
+ * Set the result at `path` to the bool `value`.
+ *
+ * # Safety
+ * As `guards_vectors_result_u64`.
+ */
+guards_result guards_vectors_result_bool(struct guards_vectors *v, const char *path, bool value);
+
+/**
+ * Set the result at `path` to the string `value` (NUL-terminated UTF-8).
+ *
+ * # Safety
+ * As `guards_vectors_result_u64`; `value` NULL or NUL-terminated.
+ */
+guards_result guards_vectors_result_str(struct guards_vectors *v,
+                                        const char *path,
+                                        const char *value);
+
+/**
+ * Set the result at `path` to `null`.
+ *
+ * # Safety
+ * As `guards_vectors_result_u64`.
+ */
+guards_result guards_vectors_result_null(struct guards_vectors *v, const char *path);
+
+/**
+ * Set the result at `path` to an empty list.
+ *
+ * # Safety
+ * As `guards_vectors_result_u64`.
+ */
+guards_result guards_vectors_result_empty_list(struct guards_vectors *v, const char *path);
+
+/**
+ * Mark the result at `path` (and everything under it; `""`: the whole result) as a value
+ * this API cannot observe. It is counted as unobserved, never as equal.
+ *
+ * # Safety
+ * As `guards_vectors_result_u64`.
+ */
+guards_result guards_vectors_result_unobservable(struct guards_vectors *v, const char *path);
+
+/**
+ * Submit the result set since `guards_vectors_next` (nothing set: an op without a
+ * result, `null`).
+ *
+ * # Safety
+ * `v` must be NULL or a live session.
+ */
+guards_result guards_vectors_submit(struct guards_vectors *v);
+
+/**
+ * Submit that the step failed with `code`, the code a `guards_*` call (or a
+ * `guards_vectors_arg_*` getter) returned on this thread just before. A config code
+ * (`CONFIG_*`) is a refused config: its field is read from this thread's last failure
+ * (`guards_last_error_detail`). Any other code fails the case with its message.
+ *
+ * # Safety
+ * `v` must be NULL or a live session.
+ */
+guards_result guards_vectors_submit_failure(struct guards_vectors *v, uint32_t code);
+
+/**
+ * Submit that this API does not have the step's guard or op (yet), saying why. The case
+ * is reported as not covered from this step on (never as passed).
+ *
+ * # Safety
+ * `v` must be NULL or a live session; `reason` NULL or NUL-terminated.
+ */
+guards_result guards_vectors_submit_unsupported(struct guards_vectors *v, const char *reason);
+
+/**
+ * The counts so far into `*out` (final once `guards_vectors_next` says done).
+ *
+ * # Safety
+ * `v` must be NULL or a live session; `out` NULL or valid for writes.
+ */
+guards_result guards_vectors_get_summary(const struct guards_vectors *v,
+                                         struct guards_vectors_summary *out);
+
+/**
+ * Copy the report (a line per file, then every failure with its file, line, case, step,
+ * arguments, expected and got) into `buf` of `len` bytes, NUL-terminated and truncated to
+ * fit; `buf` may be NULL when `len` is 0. Returns the report's length without the NUL,
+ * as `snprintf` does (0 when `v` is NULL).
+ *
+ * # Safety
+ * `v` must be NULL or a live session; `buf` NULL or valid for writes of `len` bytes.
+ */
+size_t guards_vectors_report(struct guards_vectors *v, char *buf, size_t len);
 
 /**
  * The static message of `code` (any number: unknown ones get "unknown result code").
