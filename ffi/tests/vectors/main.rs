@@ -14,6 +14,7 @@
 
 mod c_protocol;
 mod core_backend;
+mod model;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -331,4 +332,136 @@ fn no_expectation_goes_unchecked() {
     }
     println!("{checked} expectations checked");
     assert!(checked > 1000, "{checked}");
+}
+
+/// The C ABI of the protocol refuses bad input with a code, and never crashes.
+#[test]
+fn the_c_abi_refuses_bad_input() {
+    use guards::error::GuardsResult as R;
+    use guards::vectors::c_abi::*;
+    use std::ffi::CString;
+    use std::ptr::{null, null_mut};
+
+    let text = r#"{"guard": "bulkhead", "cases": [{"name": "a",
+        "config": {"max_concurrent": 1},
+        "steps": [{"op": "from_littles_law", "rate_per_sec": -1, "p99": 5, "headroom": 1.5}]}]}"#;
+    let name = CString::new("bulkhead.json").unwrap();
+    let mut v: *mut guards_vectors = null_mut();
+    let c = |s: &str| CString::new(s).unwrap();
+    // SAFETY: every pointer passed is NULL or valid for what the function
+    // reads or writes; `v` is a live session until freed at the end.
+    unsafe {
+        assert_eq!(guards_vectors_open(null(), &mut v), R::NullArgument);
+        assert_eq!(
+            guards_vectors_open(c("/no/such/dir").as_ptr(), &mut v),
+            R::InvalidArgument
+        );
+        assert_eq!(
+            guards_vectors_open_text(name.as_ptr(), null(), 0, &mut v),
+            R::NullArgument
+        );
+        let bad = [0xffu8, 0xfe];
+        assert_eq!(
+            guards_vectors_open_text(name.as_ptr(), bad.as_ptr().cast(), 2, &mut v),
+            R::InvalidArgument
+        );
+        assert!(v.is_null(), "nothing written on failure");
+        assert_eq!(
+            guards_vectors_open_text(name.as_ptr(), text.as_ptr().cast(), text.len(), null_mut()),
+            R::NullArgument
+        );
+        assert_eq!(
+            guards_vectors_open_text(name.as_ptr(), text.as_ptr().cast(), text.len(), &mut v),
+            R::Ok
+        );
+        // No step handed out yet: nothing to read or answer.
+        assert_eq!(guards_vectors_submit(v), R::InvalidArgument);
+        let mut u = 0u64;
+        assert_eq!(
+            guards_vectors_arg_u64(v, c("now").as_ptr(), &mut u),
+            R::InvalidArgument
+        );
+        assert_eq!(guards_vectors_next(null_mut(), null_mut()), R::NullArgument);
+        assert_eq!(guards_vectors_next(v, null_mut()), R::NullArgument);
+        let mut s = std::mem::MaybeUninit::<guards_vectors_step>::uninit();
+        assert_eq!(guards_vectors_next(v, s.as_mut_ptr()), R::Ok);
+        let s = s.assume_init();
+        assert_eq!(std::ffi::CStr::from_ptr(s.op).to_str().unwrap(), "new");
+        // Getters: absent, wrong type, NULL name/output.
+        assert_eq!(
+            guards_vectors_arg_u64(v, c("nope").as_ptr(), &mut u),
+            R::InvalidArgument
+        );
+        let mut b = false;
+        assert_eq!(
+            guards_vectors_arg_bool(v, c("config.max_concurrent").as_ptr(), &mut b),
+            R::ConfigWrongType
+        );
+        assert_eq!(guards_vectors_arg_u64(v, null(), &mut u), R::NullArgument);
+        assert_eq!(
+            guards_vectors_arg_u64(v, c("seed").as_ptr(), null_mut()),
+            R::NullArgument
+        );
+        let mut a = guards_vectors_arg {
+            name: null(),
+            kind: 0,
+        };
+        assert_eq!(guards_vectors_arg_at(v, 99, &mut a), R::InvalidArgument);
+        assert_eq!(
+            guards_vectors_result_u64(v, null(), 1),
+            R::NullArgument,
+            "a result needs a path"
+        );
+        assert_eq!(
+            guards_vectors_result_str(v, c("x").as_ptr(), null()),
+            R::NullArgument
+        );
+        assert_eq!(
+            guards_vectors_submit_unsupported(v, null()),
+            R::NullArgument
+        );
+        assert_eq!(guards_vectors_submit(v), R::Ok);
+        // The step: a negative integer is refused by the unsigned getter, naming it.
+        let mut s = std::mem::MaybeUninit::<guards_vectors_step>::uninit();
+        assert_eq!(guards_vectors_next(v, s.as_mut_ptr()), R::Ok);
+        assert_eq!(
+            guards_vectors_arg_u64(v, c("rate_per_sec").as_ptr(), &mut u),
+            R::ConfigNegative
+        );
+        let mut i = 0i64;
+        assert_eq!(
+            guards_vectors_arg_i64(v, c("rate_per_sec").as_ptr(), &mut i),
+            R::Ok
+        );
+        assert_eq!(i, -1);
+        let mut f = 0.0;
+        assert_eq!(
+            guards_vectors_arg_f64(v, c("headroom").as_ptr(), &mut f),
+            R::Ok
+        );
+        assert_eq!(f, 1.5);
+        // A failure code with no matching detail fails the case, with the code's message.
+        guards::error::set_last(guards::error::Failure::code(R::PermitUnknown));
+        assert_eq!(
+            guards_vectors_submit_failure(v, R::OutOfMemory as u32),
+            R::Ok
+        );
+        let mut sum = guards_vectors_summary::default();
+        let mut s = std::mem::MaybeUninit::<guards_vectors_step>::uninit();
+        while {
+            assert_eq!(guards_vectors_next(v, s.as_mut_ptr()), R::Ok);
+            s.assume_init_ref().done == 0
+        } {
+            assert_eq!(guards_vectors_submit(v), R::Ok);
+        }
+        assert_eq!(guards_vectors_get_summary(v, &mut sum), R::Ok);
+        assert_eq!((sum.failed, sum.ok), (1, 0));
+        let mut buf = [0 as std::ffi::c_char; 8];
+        let n = guards_vectors_report(v, buf.as_mut_ptr(), buf.len());
+        assert!(n > 8, "the full length is returned");
+        assert_eq!(buf[7], 0, "truncated and NUL-terminated");
+        assert_eq!(guards_vectors_report(null_mut(), buf.as_mut_ptr(), 8), 0);
+        guards_vectors_free(v);
+        guards_vectors_free(null_mut());
+    }
 }
