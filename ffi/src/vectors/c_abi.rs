@@ -49,7 +49,8 @@ struct StepStrings {
     file: CString,
     case: CString,
     names: Vec<CString>,
-    values: Vec<Option<CString>>,
+    /// String and bytes arguments, each followed by a NUL (bytes may hold NULs too).
+    values: Vec<Option<Vec<u8>>>,
 }
 
 /// The step to run (`guards_vectors_next`). Strings stay valid until the next
@@ -385,15 +386,16 @@ pub unsafe extern "C" fn guards_vectors_next(
             values: step
                 .args
                 .iter()
-                .map(|(_, x)| match x {
-                    Scalar::Str(s) => Some(c_string(s)),
-                    Scalar::Bytes(b) => Some(CString::new(b.clone()).unwrap_or_else(|e| {
-                        // Interior NULs: the bytes stay whole, with a NUL after them.
-                        let mut bytes = e.into_vec();
-                        bytes.push(0);
-                        CString::from_vec_with_nul(bytes).unwrap_or_default()
-                    })),
-                    _ => None,
+                .map(|(_, x)| {
+                    let bytes = match x {
+                        Scalar::Str(s) => s.as_bytes(),
+                        Scalar::Bytes(b) => b.as_slice(),
+                        _ => return None,
+                    };
+                    let mut with_nul = Vec::with_capacity(bytes.len() + 1);
+                    with_nul.extend_from_slice(bytes);
+                    with_nul.push(0);
+                    Some(with_nul)
                 })
                 .collect(),
         };
@@ -645,7 +647,7 @@ pub unsafe extern "C" fn guards_vectors_arg_str(
             .values
             .get(index)
             .and_then(Option::as_ref)
-            .map_or(std::ptr::null(), |c| c.as_ptr());
+            .map_or(std::ptr::null(), |b| b.as_ptr().cast::<c_char>());
         // SAFETY: valid for writes (caller's contract).
         unsafe {
             out.set(p);

@@ -573,7 +573,8 @@ impl Session {
                     })
                 }
                 other => {
-                    run.outcome = Some(failed(step, None, other, "a result".into()));
+                    let detail = "handing back a permit the file did not name failed".into();
+                    run.outcome = Some(failed(step, None, other, detail));
                 }
             },
             Waiting::Free => {

@@ -465,3 +465,41 @@ fn the_c_abi_refuses_bad_input() {
         guards_vectors_free(null_mut());
     }
 }
+
+/// Bytes that hold a NUL reach a C driver whole: pointer and length.
+#[test]
+fn bytes_with_a_nul_reach_c_whole() {
+    use guards::error::GuardsResult as R;
+    use guards::vectors::c_abi::*;
+    use std::ffi::{c_char, CString};
+
+    let text = r#"{"guard": "http", "cases": [{"name": "nul",
+        "steps": [{"op": "parse_retry_after", "value_bytes": [49, 0, 50], "now_unix": 0}]}]}"#;
+    let name = CString::new("http.json").unwrap();
+    let value = CString::new("value").unwrap();
+    let mut v: *mut guards_vectors = std::ptr::null_mut();
+    let mut s = std::mem::MaybeUninit::<guards_vectors_step>::uninit();
+    let mut p: *const c_char = std::ptr::null();
+    let mut n = 0usize;
+    let mut kind = guards_vectors_kind::Absent;
+    // SAFETY: valid pointers throughout; `v` is live until freed; the bytes read are the
+    // `n` the session reports, plus its NUL.
+    unsafe {
+        assert_eq!(
+            guards_vectors_open_text(name.as_ptr(), text.as_ptr().cast(), text.len(), &mut v),
+            R::Ok
+        );
+        assert_eq!(guards_vectors_next(v, s.as_mut_ptr()), R::Ok); // new
+        assert_eq!(guards_vectors_submit(v), R::Ok);
+        assert_eq!(guards_vectors_next(v, s.as_mut_ptr()), R::Ok); // parse_retry_after
+        assert_eq!(guards_vectors_arg_kind(v, value.as_ptr(), &mut kind), R::Ok);
+        assert_eq!(kind as u32, guards_vectors_kind::Bytes as u32);
+        assert_eq!(
+            guards_vectors_arg_str(v, value.as_ptr(), &mut p, &mut n),
+            R::Ok
+        );
+        let got = std::slice::from_raw_parts(p.cast::<u8>(), n + 1);
+        assert_eq!(got, [49, 0, 50, 0]);
+        guards_vectors_free(v);
+    }
+}
