@@ -520,6 +520,8 @@ export declare class Bulkhead {
   tryAcquire(): BulkheadPermitHandle
   /** Fast path: a permit token, or -1 when full. */
   _acquire(): number
+  /** The last refusal of this thread's fast path, thrown as its error. */
+  _lastRejection(): void
   /** Fast path: release permit `token`; false if it was released before (nothing done). */
   _release(token: number): boolean
   /** Calls in flight. */

@@ -45,7 +45,7 @@ function take(g, opts) {
   }
   if (g instanceof native.Bulkhead) {
     const t = g._acquire();
-    if (t < 0) { g.tryAcquire().release(); return take(g, opts); }
+    if (t < 0) { g._lastRejection(); throw new errors.BulkheadFullError('the bulkhead is full'); }
     return () => { g._release(t); };
   }
   if (g instanceof native.Limiter) {

@@ -135,8 +135,8 @@ class Bulkhead extends withSharing(withEvents(native.Bulkhead), native.Bulkhead)
   execute(fn) {
     const t = this._acquire();
     if (t < 0) {
-      try { this.tryAcquire().release(); } catch (e) { return Promise.reject(e); }
-      return this.execute(fn);
+      try { this._lastRejection(); } catch (e) { return Promise.reject(e); }
+      return Promise.reject(new errors.BulkheadFullError('the bulkhead is full'));
     }
     return run(fn, t, this.#release);
   }

@@ -42,7 +42,7 @@ impl Backoff {
         })
     }
 
-    /// The wait before retry `retry` (1 for the first retry), in ms; `prevDelayMs` (the
+    /// The wait before retry `retry` (0 for the first retry: `base`), in ms; `prevDelayMs` (the
     /// previous wait) is used by decorrelated jitter.
     #[napi(catch_unwind)]
     pub fn delay_ms(&self, env: Env, retry: u32, prev_delay_ms: Option<f64>) -> Result<f64> {

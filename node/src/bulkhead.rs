@@ -57,6 +57,7 @@ pub(crate) fn rejection_error(env: &Env, r: &BulkheadRejected) -> Error {
 #[napi]
 pub struct Bulkhead {
     core: Arc<BulkheadCore>,
+    last: std::cell::Cell<Option<BulkheadRejected>>,
 }
 
 #[napi]
@@ -101,6 +102,7 @@ impl Bulkhead {
                 slots: token::slots(),
                 _mem: mem,
             }),
+            last: std::cell::Cell::new(None),
         })
     }
 
@@ -132,7 +134,19 @@ impl Bulkhead {
                     -3.0
                 }
             },
-            Err(_) => -1.0,
+            Err(r) => {
+                self.last.set(Some(r));
+                -1.0
+            }
+        }
+    }
+
+    /// The last refusal of this thread's fast path, thrown as its error.
+    #[napi(catch_unwind, js_name = "_lastRejection")]
+    pub fn last_rejection(&self, env: Env) -> Result<()> {
+        match self.last.get() {
+            Some(r) => Err(rejection_error(&env, &r)),
+            None => Ok(()),
         }
     }
 
