@@ -464,7 +464,7 @@ export declare class Backoff {
    */
   constructor(options?: BackoffOptions & { seed?: number | bigint })
   /**
-   * The wait before retry `retry` (1 for the first retry), in ms; `prevDelayMs` (the
+   * The wait before retry `retry` (0 for the first retry: `base`), in ms; `prevDelayMs` (the
    * previous wait) is used by decorrelated jitter.
    */
   delayMs(retry: number, prevDelayMs?: number | undefined | null): number

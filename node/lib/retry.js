@@ -158,7 +158,7 @@ class Retry extends EventEmitter {
         st.successes++;
         return value;
       }
-      while (r === -3) {
+      if (r === -3) {
         const waitMs = d.waitMs;
         st.retries++;
         const info = { attempt, outcome, error: err, delayMs: waitMs, retry: this };
@@ -166,13 +166,18 @@ class Retry extends EventEmitter {
         if (this.listenerCount('retry')) this.emit('retry', info);
         try {
           await sleep(waitMs, signal);
+          r = d._resume();
+          // a timer may fire a little before the monotonic clock reaches the instant
+          while (r === -3) {
+            await sleep(Math.max(1, d.waitMs), signal);
+            r = d._resume();
+          }
         } catch (e) {
           d.cancel();
           st.cancelled++;
           throw e;
         }
-        r = d._resume();
-        if (r >= 0) { budgetMs = r; break; }
+        if (r >= 0) budgetMs = r;
       }
       if (r >= 0) continue;
       // gave up
