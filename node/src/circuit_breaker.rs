@@ -129,16 +129,7 @@ impl CircuitBreaker {
                 }
             }
             Some(mem) => {
-                let attach = options.is_none()
-                    && shared::attach(
-                        &env,
-                        CLASS,
-                        &mem,
-                        Kind::CircuitBreaker,
-                        AnyBreaker::layout_for,
-                    )
-                    .is_ok();
-                if attach {
+                if options.is_none() {
                     let (ptr, cap) = shared::attach(
                         &env,
                         CLASS,

@@ -68,13 +68,16 @@ pub(crate) enum Val {
 
 impl Val {
     pub(crate) fn read(v: &Unknown<'_>) -> Result<Option<Val>> {
-        // SAFETY (each `cast`): the value's type was checked just before.
         Ok(Some(match v.get_type()? {
             ValueType::Undefined => return Ok(None),
+            // SAFETY: the value is a number (checked by the match).
             ValueType::Number => Val::Num(unsafe { v.cast::<f64>() }?),
+            // SAFETY: the value is a boolean (checked by the match).
             ValueType::Boolean => Val::Bool(unsafe { v.cast::<bool>() }?),
+            // SAFETY: the value is a string (checked by the match).
             ValueType::String => Val::Str(unsafe { v.cast::<String>() }?),
             ValueType::BigInt => {
+                // SAFETY: the value is a bigint (checked by the match).
                 let b = unsafe { v.cast::<BigInt>() }?;
                 let (negative, value, lossless) = b.get_u64();
                 Val::Big {

@@ -33,28 +33,28 @@
 
 mod convert;
 mod errors;
-mod outcome;
+pub mod outcome;
 mod shared;
 mod token;
 
-mod adaptive_throttle;
-mod admission;
-mod backoff;
-mod brownout;
-mod bulkhead;
-mod circuit_breaker;
-mod deadline;
-mod hedging;
-mod http;
-mod keyed_breakers;
-mod latency_tracker;
+pub mod adaptive_throttle;
+pub mod admission;
+pub mod backoff;
+pub mod brownout;
+pub mod bulkhead;
+pub mod circuit_breaker;
+pub mod deadline;
+pub mod hedging;
+pub mod http;
+pub mod keyed_breakers;
+pub mod latency_tracker;
 mod limit;
-mod limiter;
-mod queue_discipline;
-mod retry_budget;
-mod retry_driver;
-mod retry_policy;
-mod schema;
+pub mod limiter;
+pub mod queue_discipline;
+pub mod retry_budget;
+pub mod retry_driver;
+pub mod retry_policy;
+pub mod schema;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;

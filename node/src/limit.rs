@@ -68,13 +68,15 @@ pub(crate) fn take(env: &Env, o: &mut Options) -> Result<Option<LimitConfig>> {
             "limit.",
             leaves,
         )?),
-        other => return Err(range_error(
-            env,
-            "limit.algorithm",
-            &format!(
+        other => {
+            return Err(range_error(
+                env,
+                "limit.algorithm",
+                &format!(
                 "{class}: `limit.algorithm` must be 'aimd', 'vegas' or 'gradient', not {other:?}"
             ),
-        )),
+            ))
+        }
     }))
 }
 

@@ -8,7 +8,7 @@ use guards::handle::AnyQueue;
 use guards::schema;
 use guards::with_queue;
 
-use crate::convert::{big, instant, ms, now_of, num, numbers, priority, Options};
+use crate::convert::{big, instant, ms, now_of, num, numbers, Options};
 use crate::errors::{self, config_failure, range_error, Details};
 
 const CLASS: &str = "QueueDiscipline";
@@ -176,9 +176,4 @@ impl QueueDiscipline {
             ],
         )
     }
-}
-
-#[allow(dead_code)]
-fn _unused(env: &Env) -> Result<guards_core::Priority> {
-    priority(env, None, 1)
 }

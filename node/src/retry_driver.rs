@@ -13,7 +13,7 @@ use guards_core::retry_budget::Budget;
 use guards_core::retry_driver::{RetryDriver as CoreDriver, RetryStep};
 use guards_core::retry_policy::Idempotency;
 
-use crate::convert::{big, duration_ms, instant, ms, now_of, Options};
+use crate::convert::{big, duration_ms, instant, ms, now_of};
 use crate::errors::{config_failure, internal, range_error};
 use crate::retry_budget::{BudgetCore, RetryBudget};
 use crate::retry_policy::{PolicyCore, RetryPolicy};
@@ -54,10 +54,6 @@ fn step_object<'e>(env: &'e Env, d: &CoreDriver, s: RetryStep) -> Result<Object<
 }
 
 impl RetryDriver {
-    fn budget(&self) -> Option<&dyn Budget> {
-        self.budget.as_ref().map(|b| &*b.g as &dyn Budget)
-    }
-
     fn fast(&mut self, s: RetryStep) -> f64 {
         match s {
             RetryStep::Attempt(a) => ms(a.budget),
@@ -108,7 +104,6 @@ impl RetryDriver {
             if let Some(b) = o.get::<ClassInstance<'_, RetryBudget>>("budget")? {
                 budget = Some(Arc::clone(&b.core));
             }
-            let _ = Options::read;
         }
         let cfg = DeadlineConfig::new(attempt_timeout, margin).map_err(|e| {
             let f: guards::error::Failure = e.into();
@@ -295,10 +290,5 @@ impl RetryDriver {
     #[napi(getter)]
     pub fn deadline(&self) -> Option<BigInt> {
         self.d.deadline().expires_at().map(big)
-    }
-
-    #[allow(dead_code)]
-    fn unused(&self) -> Option<&dyn Budget> {
-        self.budget()
     }
 }
