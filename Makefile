@@ -18,13 +18,14 @@ MATURIN_TARGET := $(TARGET)/maturin
 
 .PHONY: demo test fmt-check clippy test-rust test-loom test-nostd test-python python bench help \
 	ffi-lib header header-check test-c test-c-plain test-c-shared test-c-valgrind test-c-sanitize \
-	test-c-cxx test-c-install test-c-vectors install
+	test-c-cxx test-c-install test-c-vectors install node node-deps node-dts-check test-node bench-node demo-node
 
 help:
 	@echo "make demo   - run the demo"
 	@echo "make test   - run every test (what CI runs)"
 	@echo "make bench  - run the criterion benchmarks and print ratios to the atomic baseline"
 	@echo "make install PREFIX=/usr/local - install libguards (.a, .so), include/guards.h, guards.pc"
+	@echo "make test-node / bench-node - the Node package's tests / its overhead beside opossum and cockatiel"
 
 # Part 1: guards-core protecting a failing / slowing dependency (Rust, virtual time).
 # Part 2: the simulator replays the Basketly incident with every setting C0..C8 side by side.
@@ -34,8 +35,10 @@ demo: $(VENV)/.tools
 	PATH=$(VENV)/bin:$$PATH CARGO_TARGET_DIR=$(MATURIN_TARGET) $(VPY) -m pip install -q --no-build-isolation './python[sim]'
 	$(VPY) -m guards.sim basketly --compare C0 C1 C2 C3 C4 C5 C6 C7 C8 --plot out/compare.png
 	@echo "plot written to out/compare.png"
+	@echo
+	$(MAKE) -s demo-node
 
-test: fmt-check clippy test-rust test-loom test-nostd test-c test-python
+test: fmt-check clippy test-rust test-loom test-nostd test-c test-python test-node
 	@echo "make test: all passed"
 
 fmt-check:
@@ -198,3 +201,35 @@ install: ffi-lib
 	  -e 's|@NATIVE_LIBS@|$(NATIVE_LIBS)|' ffi/guards.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/guards.pc
 	@echo "installed libguards $(GUARDS_VERSION) under $(DESTDIR)$(PREFIX)"
+
+# ---- The Node package (node/): the napi-rs addon and the npm package `guards` ----
+# npm installs the dev tools (napi CLI, express, fastify, opossum, cockatiel, prom-client)
+# from node/package-lock.json; the addon gets its own cargo target dir (absolute: the napi
+# CLI runs cargo from node/).
+NODE_TARGET := $(TARGET)/node
+
+node/node_modules/.installed: node/package.json node/package-lock.json
+	cd node && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+node-deps: node/node_modules/.installed
+
+# Builds node/guards.node and regenerates node/index.d.ts (napi-rs types + the option
+# interfaces generated from ffi's config schemas).
+node: node-deps
+	@mkdir -p $(NODE_TARGET)
+	cd node && npx napi build --release --target-dir $(NODE_TARGET) --dts .native.d.ts
+	cd node && node scripts/gen-dts.js .native.d.ts
+
+node-dts-check: node
+	@git diff --exit-code -- node/index.d.ts \
+	  || (echo "node/index.d.ts is out of date: run 'make node' and commit it" && false)
+
+test-node: node-dts-check
+	cd node && node --test --test-concurrency=1 test/
+
+bench-node: node
+	cd node && node bench/overhead.js
+
+demo-node: node
+	cd node && node examples/demo.js

@@ -40,6 +40,9 @@ use crate::names::{
     LatencyTracker, LatencyTrackerConfig, Nanos, OutcomeEffect, QueueDiscipline,
     QueueDisciplineConfig, WindowCounts, WindowKind, WindowedBudget, WindowedBudgetConfig,
 };
+use crate::names::{
+    Admission, AdmissionConfig, Limiter, LimiterConfig, RetryBudget, RetryBudgetConfig,
+};
 
 /// Set a guard to the freshly built state for `config`, in place.
 ///
@@ -78,6 +81,9 @@ macro_rules! temporary_reset {
 
 temporary_reset!(
     Bulkhead => BulkheadConfig,
+    Limiter => LimiterConfig,
+    Admission => AdmissionConfig,
+    RetryBudget => RetryBudgetConfig,
     AdaptiveThrottle => AdaptiveThrottleConfig,
     LatencyTracker => LatencyTrackerConfig,
     Hedging => HedgingConfig,
@@ -124,6 +130,9 @@ const BIG: usize = 64 * 1024;
 /// never moved through the stack.
 pub struct InPlace<T> {
     ptr: NonNull<T>,
+    /// Whether the memory is ours (freed on drop) or the caller's (see
+    /// [`InPlace::build_at`]).
+    owned: bool,
 }
 
 // SAFETY: `InPlace<T>` owns its `T` like a `Box<T>` does.
@@ -167,8 +176,49 @@ impl<T: Reset + Send> InPlace<T> {
             let raw = unsafe { alloc::alloc_zeroed(layout) }.cast::<T>();
             NonNull::new(raw).ok_or(Failure::code(GuardsResult::OutOfMemory))?
         };
-        let this = InPlace { ptr };
-        let raw = SendPtr(ptr.as_ptr());
+        let this = InPlace { ptr, owned: true };
+        this.init(config)?;
+        Ok(this)
+    }
+
+    /// Build a `T` for `config` in memory the caller owns (a region shared between
+    /// threads or processes: a `SharedArrayBuffer`, a shared mapping): the memory is zeroed
+    /// and reset in place. Dropping the result leaves the memory alone.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for writes of [`InPlace::<T>::layout()`](Self::layout)`.size()`
+    /// bytes, aligned to its alignment, not used by anything else during the call, and
+    /// outlive the returned value and every [`attach`](Self::attach) to it.
+    pub unsafe fn build_at(ptr: NonNull<T>, config: T::Config) -> Result<Self, Failure> {
+        // SAFETY: the caller vouches for the memory; zero bytes are a valid inert `T`.
+        unsafe { std::ptr::write_bytes(ptr.as_ptr().cast::<u8>(), 0, layout_of::<T>().size()) };
+        let this = InPlace { ptr, owned: false };
+        this.init(config)?;
+        Ok(this)
+    }
+}
+
+impl<T> InPlace<T> {
+    /// The layout a `T` is placed with (aligned and padded to whole 128-byte lines).
+    pub fn layout() -> Layout {
+        layout_of::<T>()
+    }
+
+    /// A view of a `T` already built at `ptr` by [`build_at`](Self::build_at) (possibly by
+    /// another thread); dropping it leaves the memory and the guard alone.
+    ///
+    /// # Safety
+    /// `ptr` must point to a `T` built by `build_at` whose memory outlives the result.
+    pub unsafe fn attach(ptr: NonNull<T>) -> Self {
+        InPlace { ptr, owned: false }
+    }
+}
+
+impl<T: Reset + Send> InPlace<T> {
+    /// Reset the (zeroed) memory at `self.ptr` with `config`.
+    fn init(&self, config: T::Config) -> Result<(), Failure> {
+        let layout = layout_of::<T>();
+        let raw = SendPtr(self.ptr.as_ptr());
         let reset = move || {
             let raw = raw;
             // SAFETY: `raw` points to zeroed memory of `T`'s layout, which is a valid
@@ -188,9 +238,9 @@ impl<T: Reset + Send> InPlace<T> {
         } else {
             reset()
         };
-        // On error `this` is dropped: the inert value is dropped and the memory freed.
-        done.map_err(Failure::from)?;
-        Ok(this)
+        // On error the caller drops `self`: the inert value is dropped and (if ours) the
+        // memory freed.
+        done.map_err(Failure::from)
     }
 }
 
@@ -211,6 +261,9 @@ impl<T> std::ops::DerefMut for InPlace<T> {
 
 impl<T> Drop for InPlace<T> {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         let layout = layout_of::<T>();
         // SAFETY: `ptr` holds a valid `T` that is dropped exactly once, here; then the
         // memory is freed with the layout it was allocated with.
@@ -262,6 +315,51 @@ macro_rules! any_capacity {
                 $(
                     if cap == $cap {
                         return Some(InPlace::<$ty>::new(config).map($name::$variant));
+                    }
+                )+
+                None
+            }
+
+            /// The layout of the guard of capacity `cap`, if supported.
+            pub fn layout_for(cap: usize) -> Option<Layout> {
+                $(
+                    if cap == $cap {
+                        return Some(InPlace::<$ty>::layout());
+                    }
+                )+
+                None
+            }
+
+            /// Build with exactly capacity `cap` in the caller's memory (see
+            /// [`InPlace::build_at`]); `None` for an unsupported capacity.
+            ///
+            /// # Safety
+            /// As [`InPlace::build_at`], for [`Self::layout_for`]`(cap)`.
+            pub unsafe fn build_at(
+                cap: usize,
+                config: $config,
+                ptr: NonNull<u8>,
+            ) -> Option<Result<Self, Failure>> {
+                $(
+                    if cap == $cap {
+                        // SAFETY: forwarded from the caller.
+                        return Some(unsafe { InPlace::<$ty>::build_at(ptr.cast(), config) }
+                            .map($name::$variant));
+                    }
+                )+
+                None
+            }
+
+            /// A view of the guard of capacity `cap` built at `ptr` by
+            /// [`Self::build_at`]; `None` for an unsupported capacity.
+            ///
+            /// # Safety
+            /// As [`InPlace::attach`].
+            pub unsafe fn attach(cap: usize, ptr: NonNull<u8>) -> Option<Self> {
+                $(
+                    if cap == $cap {
+                        // SAFETY: forwarded from the caller.
+                        return Some($name::$variant(unsafe { InPlace::<$ty>::attach(ptr.cast()) }));
                     }
                 )+
                 None
@@ -378,15 +476,21 @@ impl AnyBreaker {
     /// capacity; `0` means just enough for the window. Errors name the field
     /// (`capacity`, or the config's first invalid field).
     pub fn new(config: CircuitBreakerConfig, capacity: u64) -> Result<Self, Failure> {
+        let cap = Self::capacity_for(&config, capacity)?;
+        Self::build(cap, config).unwrap_or(Err(Failure::code(GuardsResult::Panic)))
+    }
+
+    /// The supported capacity [`AnyBreaker::new`] picks for `config` and `capacity` (after
+    /// validating `config`).
+    pub fn capacity_for(config: &CircuitBreakerConfig, capacity: u64) -> Result<usize, Failure> {
         config.validate()?;
-        let want = capacity.max(Self::cells_needed(&config));
-        let cap = fit(Self::CAPACITIES, want).ok_or_else(|| {
+        let want = capacity.max(Self::cells_needed(config));
+        fit(Self::CAPACITIES, want).ok_or_else(|| {
             capacity_error(
                 "capacity",
                 "0 (fit the window) or at most 65536 cells, at least the window's",
             )
-        })?;
-        Self::build(cap, config).unwrap_or(Err(Failure::code(GuardsResult::Panic)))
+        })
     }
 
     /// Core's `try_acquire`.

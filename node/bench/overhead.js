@@ -1,0 +1,75 @@
+'use strict';
+// Overhead of a guarded no-op promise: guards beside opossum and cockatiel, in one run,
+// rounds interleaved (each round times every contender once, in turn), so load from
+// elsewhere lands on all alike. Overhead = time per call minus the bare `await noop()`
+// measured in the same round; the ratios are peer overhead / guards overhead.
+//
+//   node bench/overhead.js [rounds] [callsPerRound]
+
+const g = require('..');
+const Opossum = require('opossum');
+const cockatiel = require('cockatiel');
+
+const ROUNDS = Number(process.argv[2] || 9);
+const N = Number(process.argv[3] || 100_000);
+const noop = async () => 1;
+
+const gBreaker = new g.CircuitBreaker();
+const gBulkhead = new g.Bulkhead({ maxConcurrent: 10 });
+const gRetry = new g.Retry({ maxAttempts: 3 });
+const opBreaker = new Opossum(noop, {});
+const opCapacity = new Opossum(noop, { capacity: 10 });
+const ckBreaker = cockatiel.circuitBreaker(cockatiel.handleAll, { halfOpenAfter: 10_000, breaker: new cockatiel.ConsecutiveBreaker(5) });
+const ckRetry = cockatiel.retry(cockatiel.handleAll, { maxAttempts: 3, backoff: new cockatiel.ExponentialBackoff() });
+const ckBulkhead = cockatiel.bulkhead(10, 0);
+
+const groups = {
+  breaker: {
+    guards: () => gBreaker.execute(noop),
+    opossum: () => opBreaker.fire(),
+    cockatiel: () => ckBreaker.execute(noop),
+  },
+  retry: {
+    guards: () => gRetry.execute(noop),
+    cockatiel: () => ckRetry.execute(noop),
+  },
+  bulkhead: {
+    guards: () => gBulkhead.execute(noop),
+    'opossum (capacity)': () => opCapacity.fire(),
+    cockatiel: () => ckBulkhead.execute(noop),
+  },
+};
+
+async function time(f) {
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < N; i++) await f();
+  return Number(process.hrtime.bigint() - t0) / N;
+}
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+
+(async () => {
+  const over = {};
+  for (const [grp, cs] of Object.entries(groups)) for (const c of Object.keys(cs)) over[`${grp}/${c}`] = [];
+  const bases = [];
+  for (let r = -1; r < ROUNDS; r++) {          // round -1 warms up
+    for (const [grp, cs] of Object.entries(groups)) {
+      for (const [c, f] of Object.entries(cs)) {
+        const base = await time(noop);
+        const t = await time(f);
+        if (r >= 0) { over[`${grp}/${c}`].push(t - base); bases.push(base); }
+      }
+    }
+  }
+  console.log(`node ${process.version}; ${ROUNDS} rounds x ${N} calls; bare await noop(): median ${median(bases).toFixed(0)} ns`);
+  console.log('overhead per call over the bare await (median of rounds, [min..max]):');
+  for (const [grp, cs] of Object.entries(groups)) {
+    const gm = median(over[`${grp}/guards`]);
+    for (const c of Object.keys(cs)) {
+      const xs = over[`${grp}/${c}`];
+      const m = median(xs);
+      const ratio = c === 'guards' ? '' : `  = ${(m / gm).toFixed(1)}x guards`;
+      console.log(`  ${grp.padEnd(9)} ${c.padEnd(19)} ${m.toFixed(0).padStart(6)} ns  [${Math.min(...xs).toFixed(0)}..${Math.max(...xs).toFixed(0)}]${ratio}`);
+    }
+  }
+})();

@@ -1,0 +1,85 @@
+'use strict';
+// Errors with stable codes. The native addon throws these too: it calls the factory
+// installed below (once per thread: each worker thread loads its own copy of this module).
+
+const native = require('./native');
+
+/** Base class of every error guards throws, except bad options (TypeError / RangeError). */
+class GuardsError extends Error {
+  constructor(message, options) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A guard refused the call before it was made (a decision, not a fault). */
+class RejectedError extends GuardsError {}
+
+function def(name, code, base = RejectedError) {
+  const C = { [name]: class extends base {} }[name];
+  Object.defineProperty(C.prototype, 'code', { value: code, writable: true, configurable: true });
+  return C;
+}
+
+const BreakerOpenError = def('BreakerOpenError', 'GUARDS_BREAKER_OPEN');
+const BreakersFullError = def('BreakersFullError', 'GUARDS_BREAKERS_FULL');
+const BulkheadFullError = def('BulkheadFullError', 'GUARDS_BULKHEAD_FULL');
+const LimitExceededError = def('LimitExceededError', 'GUARDS_LIMIT_EXCEEDED');
+const AdmissionRejectedError = def('AdmissionRejectedError', 'GUARDS_ADMISSION_REJECTED');
+const QueueFullError = def('QueueFullError', 'GUARDS_QUEUE_FULL');
+const ThrottledError = def('ThrottledError', 'GUARDS_THROTTLED');
+const BudgetExhaustedError = def('BudgetExhaustedError', 'GUARDS_BUDGET_EXHAUSTED');
+const RetriesExhaustedError = def('RetriesExhaustedError', 'GUARDS_RETRIES_EXHAUSTED');
+const DeadlineExceededError = def('DeadlineExceededError', 'GUARDS_DEADLINE_EXCEEDED');
+/** One attempt outlived its budget and was abandoned (its signal aborted). */
+const AttemptTimeoutError = def('AttemptTimeoutError', 'GUARDS_ATTEMPT_TIMEOUT', GuardsError);
+const PermitError = def('PermitError', 'GUARDS_PERMIT_ALREADY_REPORTED', GuardsError);
+const InternalError = def('InternalError', 'GUARDS_INTERNAL', GuardsError);
+
+const byKind = {
+  BREAKER_OPEN: BreakerOpenError,
+  BREAKER_HALF_OPEN_FULL: BreakerOpenError,
+  BREAKERS_FULL: BreakersFullError,
+  BULKHEAD_FULL: BulkheadFullError,
+  LIMIT_EXCEEDED: LimitExceededError,
+  ADMISSION_REJECTED: AdmissionRejectedError,
+  QUEUE_FULL: QueueFullError,
+  PERMIT_ALREADY_REPORTED: PermitError,
+  PERMIT_WRONG_GUARD: PermitError,
+  PERMIT_UNKNOWN: PermitError,
+  INTERNAL: InternalError,
+};
+
+function make(kind, message, detailsJson) {
+  let details = {};
+  try { details = JSON.parse(detailsJson); } catch { /* keep none */ }
+  let e;
+  if (kind === 'TypeError' || kind === 'RangeError') {
+    e = kind === 'TypeError' ? new TypeError(message) : new RangeError(message);
+    e.code = 'GUARDS_INVALID_OPTION';
+  } else {
+    const C = byKind[kind] || InternalError;
+    e = new C(message);
+    e.code = `GUARDS_${kind}`;
+  }
+  if (details.retryAt !== undefined) details.retryAt = BigInt(details.retryAt);
+  Object.assign(e, details);
+  return e;
+}
+
+native.installErrorFactory(make);
+
+/** A `TypeError` / `RangeError` naming `option`, as the addon throws them. */
+function badOption(kind, option, message) {
+  const e = kind === 'TypeError' ? new TypeError(message) : new RangeError(message);
+  e.code = 'GUARDS_INVALID_OPTION';
+  e.option = option;
+  return e;
+}
+
+module.exports = {
+  GuardsError, RejectedError, BreakerOpenError, BreakersFullError, BulkheadFullError,
+  LimitExceededError, AdmissionRejectedError, QueueFullError, ThrottledError,
+  BudgetExhaustedError, RetriesExhaustedError, DeadlineExceededError, AttemptTimeoutError,
+  PermitError, InternalError, badOption,
+};

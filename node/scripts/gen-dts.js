@@ -1,0 +1,182 @@
+'use strict';
+// Writes index.d.ts: the option interfaces and shared types, generated from the native
+// addon's config schemas (ffi's `schema`, one per config: the names, units, defaults and
+// ranges the addon validates against), followed by the classes and functions napi-rs
+// generated from the Rust sources (the file given as the first argument). Run by
+// `make node` (and checked for drift by `make node-dts-check`).
+const fs = require('node:fs');
+const path = require('node:path');
+const n = require('../guards.node');
+
+const configs = [
+  ['CircuitBreakerOptions', 'circuit_breaker', '  /** Window cells to allocate (0: fit the window). Default 0. */\n  capacity?: number\n'],
+  ['BulkheadOptions', 'bulkhead', ''],
+  ['DeadlineOptions', 'deadline', ''],
+  ['BackoffOptions', 'backoff', ''],
+  ['RetryPolicyOptions', 'retry_policy', '  /** Seed of the jitter (default: from the clock). */\n  seed?: number | bigint\n'],
+  ['TokenBudgetOptions', 'token_budget', ''],
+  ['GrpcThrottleOptions', 'grpc_throttle', ''],
+  ['AwsRetryQuotaOptions', 'aws_retry_quota', ''],
+  ['WindowedBudgetOptions', 'windowed_budget', ''],
+  ['LatencyTrackerOptions', 'latency_tracker', ''],
+  ['HedgingOptions', 'hedging', ''],
+  ['AdaptiveThrottleOptions', 'adaptive_throttle', ''],
+  ['BrownoutOptions', 'brownout', ''],
+  ['QueueDisciplineOptions', 'queue_discipline', ''],
+  ['AimdOptions', 'aimd', ''],
+  ['VegasOptions', 'vegas', ''],
+  ['GradientOptions', 'gradient', ''],
+  ['LimiterOptions', 'limiter', '  /** The limit: a fixed number, or an adaptive algorithm with its options. */\n  limit?: number | LimitOptions\n'],
+  ['AdmissionOptions', 'admission', '  /** An adaptive (or fixed) limit on the requests inside, beside the per-priority `limits`. */\n  limit?: number | LimitOptions\n'],
+];
+
+function tsType(f) {
+  switch (f.unit) {
+    case 'duration_ms': return 'number | bigint';
+    case 'bool': return 'boolean';
+    case 'enum': return f.values.map((v) => `'${v}'`).join(' | ');
+    case 'flags': return 'number | RefusalKind[]';
+    default: return 'number';
+  }
+}
+
+function fmtDefault(f) {
+  if (f.unit === 'enum') return `'${f.default}'`;
+  if (f.unit === 'duration_ms') return `${f.default} ms`;
+  if (typeof f.default === 'number' && f.default >= 1e18) return 'the largest value';
+  return String(f.default);
+}
+
+// Nested schema names ("backoff.base", "limits[0]", "partitions[0].share") become nested
+// objects and arrays.
+function build(fields) {
+  const root = { leaves: [], objects: new Map(), arrays: new Map() };
+  for (const f of fields) {
+    let m;
+    if ((m = /^(\w+)\[(\d+)\]\.(\w+)$/.exec(f.name))) {
+      const a = root.arrays.get(m[1]) || { item: new Map(), leaf: null };
+      if (!a.item.has(m[3])) a.item.set(m[3], f);
+      root.arrays.set(m[1], a);
+    } else if ((m = /^(\w+)\[(\d+)\]$/.exec(f.name))) {
+      const a = root.arrays.get(m[1]) || { item: new Map(), leaf: null };
+      a.leaf = a.leaf || f;
+      root.arrays.set(m[1], a);
+    } else if ((m = /^(\w+)\.(\w+)$/.exec(f.name))) {
+      const o = root.objects.get(m[1]) || [];
+      o.push({ ...f, name: m[2] });
+      root.objects.set(m[1], o);
+    } else {
+      root.leaves.push(f);
+    }
+  }
+  return root;
+}
+
+function doc(f, indent) {
+  const range = f.expected ? `; ${f.expected}` : '';
+  return `${indent}/** ${f.doc[0].toUpperCase()}${f.doc.slice(1)}. Default ${fmtDefault(f)}${range}. */\n`;
+}
+
+let out = `/** How a finished call ended: the call contract's outcomes (docs/outcomes.md). */
+export type Outcome =
+  | 'success' | 'timeout' | 'connection_error' | 'other_transient' | 'throttled'
+  | 'overloaded' | 'permanent' | 'rejected' | 'ignored' | 'cancelled'
+/** Whether a call may be repeated. */
+export type Idempotency = 'idempotent' | 'keyed_side_effect' | 'unkeyed_side_effect'
+/** Why a retry loop gave up. */
+export type GiveUpReason =
+  | 'succeeded' | 'permanent' | 'overloaded' | 'not_retryable' | 'attempts_exhausted'
+  | 'not_idempotent' | 'retry_after_too_long' | 'deadline_exceeded' | 'budget_exhausted'
+  | 'rejected' | 'ignored' | 'cancelled'
+/** A refusal's kind, as a brownout decides on it. */
+export type RefusalKind =
+  | 'breaker_open' | 'bulkhead_full' | 'budget_exhausted' | 'throttled' | 'timeout'
+  | 'overloaded' | 'failed'
+/** What a RetryDriver asks for next. */
+export type RetryStep =
+  | { kind: 'attempt'; number: number; budgetMs: number; expiresAt: bigint; attempts: number }
+  | { kind: 'wait'; retryAfterMs: number; retryAt: bigint; attempts: number }
+  | { kind: 'succeeded'; attempts: number }
+  | { kind: 'give_up'; reason: GiveUpReason; overloaded: boolean; attempts: number }
+/** Settings of one request's retry loop. */
+export interface RetryDriverOptions {
+  /** A budget that pays for retries (deposits, charges and refunds by the call contract). */
+  budget?: RetryBudget
+  /** The request's deadline, an instant (bigint ns on the monotonic clock). */
+  deadline?: bigint
+  /** The request's time limit from now, in ms (the earlier of this and \`deadline\`). */
+  timeoutMs?: number
+  /** The longest one attempt may take, in ms. Default: no limit beyond the deadline. */
+  attemptTimeoutMs?: number
+  /** Kept back from the time left for the answer to travel, in ms. Default 0. */
+  marginMs?: number
+  /** Default 'idempotent'. */
+  idempotency?: Idempotency
+}
+/** A breaker's state word. */
+export interface BreakerStatus {
+  state: 'closed' | 'open' | 'half_open'
+  generation: number
+  probesIssued: number
+  probesPassed: number
+  consecutiveOpens: number
+  halfOpenAt: bigint
+}
+export interface CircuitBreakerStats {
+  successes: number; failures: number; slowCalls: number; probesAdmitted: number
+  probeSuccesses: number; probeFailures: number; ignored: number; discarded: number
+  rejectedOpen: number; rejectedHalfOpen: number; closedToOpen: number
+  openToHalfOpen: number; halfOpenToClosed: number; halfOpenToOpen: number
+  state: 'closed' | 'open' | 'half_open'
+}
+export interface BulkheadStats { acquired: number; rejected: number; released: number; inFlight: number; maxConcurrent: number }
+export interface LimiterStats {
+  acquired: number; rejected: number; rejectedLimitReached: number; rejectedPartitionCap: number
+  rejectedReserved: number; succeeded: number; dropped: number; ignored: number; windows: number
+  limitChanges: number; foldsSkipped: number; limit: number; inFlight: number; rejectedByPriority: number[]
+}
+export interface AdmissionStats {
+  admitted: number; refusedLimitReached: number; refusedOverloaded: number; succeeded: number
+  dropped: number; ignored: number; inFlight: number; limit?: number; refusedByPriority: number[]
+}
+export interface RetryBudgetStats { deposits: number; withdrawals: number; refusals: number; refunds: number; failures: number; tokens: number }
+/** A limit algorithm and its options. */
+export type LimitOptions =
+  | ({ algorithm: 'aimd' } & AimdOptions)
+  | ({ algorithm: 'vegas' } & VegasOptions)
+  | ({ algorithm: 'gradient' } & GradientOptions)
+/** Options of a RetryBudget: a mode and that mode's options. */
+export type RetryBudgetOptions =
+  | ({ mode?: 'token_bucket' } & TokenBudgetOptions)
+  | ({ mode: 'grpc' } & GrpcThrottleOptions)
+  | ({ mode: 'aws' } & AwsRetryQuotaOptions)
+  | ({ mode: 'windowed' } & WindowedBudgetOptions)
+`;
+
+for (const [iface, name, extra] of configs) {
+  const fields = n.configSchema(name);
+  const t = build(fields);
+  out += `/** Options of \`${name}\` (durations in ms, or exact ns as a bigint). */\nexport interface ${iface} {\n`;
+  for (const f of t.leaves) out += doc(f, '  ') + `  ${f.name}?: ${tsType(f)}\n`;
+  for (const [k, sub] of t.objects) {
+    out += `  /** Nested options. */\n  ${k}?: {\n`;
+    for (const f of sub) out += doc(f, '    ') + `    ${f.name}?: ${tsType(f)}\n`;
+    out += '  }\n';
+  }
+  for (const [k, a] of t.arrays) {
+    if (a.leaf) {
+      out += doc({ ...a.leaf, doc: `${a.leaf.doc} (one per priority, most important first)` }, '  ');
+      out += `  ${k}?: number[]\n`;
+    } else {
+      out += `  /** One per priority, most important first. */\n  ${k}?: Array<{\n`;
+      for (const f of a.item.values()) out += doc(f, '    ') + `    ${f.name.replace(/^.*\./, '')}?: ${tsType(f)}\n`;
+      out += '  }>\n';
+    }
+  }
+  out += extra + '}\n';
+}
+const native = fs.readFileSync(process.argv[2], 'utf8')
+  .replace(/^\/\* auto-generated by NAPI-RS \*\/\n\/\* eslint-disable \*\/\n/, '');
+const head = '/* Generated by node/scripts/gen-dts.js from the addon (napi-rs type definitions and the\n' +
+  ' * config schemas of guards-ffi). Do not edit: run `make node`. */\n/* eslint-disable */\n\n';
+fs.writeFileSync(path.join(__dirname, '..', 'index.d.ts'), head + out + '\n' + native);

@@ -1,0 +1,149 @@
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const g = require('..');
+
+const ms = (n) => BigInt(n) * 1_000_000n;
+const failure = () => Object.assign(new Error('reset'), { code: 'ECONNRESET' });
+
+test('opens at the failure rate, refuses with a typed error, probes after the open duration', () => {
+  const b = new g.CircuitBreaker({ windowSize: 4, minimumCalls: 4, openDuration: 1000, halfOpenProbes: 1 });
+  for (let i = 1; i <= 4; i++) {
+    const p = b.tryAcquire(ms(i));
+    assert.equal(p.isProbe, false);
+    assert.equal(p.report('timeout', ms(i)), i < 4 ? 'counted' : 'opened');
+  }
+  assert.equal(b.state(ms(5)), 'open');
+  assert.throws(() => b.tryAcquire(ms(5)), (e) => {
+    assert.ok(e instanceof g.BreakerOpenError && e instanceof g.RejectedError && e instanceof g.GuardsError);
+    assert.equal(e.code, 'GUARDS_BREAKER_OPEN');
+    assert.equal(e.retryAt, ms(1004));
+    assert.equal(e.retryAfterMs, 999);
+    return true;
+  });
+  const probe = b.tryAcquire(ms(1004));
+  assert.equal(probe.isProbe, true);
+  assert.throws(() => b.tryAcquire(ms(1005)), (e) => e.code === 'GUARDS_BREAKER_HALF_OPEN_FULL');
+  assert.equal(probe.report('success', ms(1006)), 'closed');
+  assert.equal(b.state(ms(1007)), 'closed');
+  const s = b.stats();
+  assert.equal(s.closedToOpen, 1);
+  assert.equal(s.halfOpenToClosed, 1);
+  assert.equal(s.rejectedOpen, 1);
+});
+
+test('a permit is reported once; the second report throws and counts nothing', () => {
+  const b = new g.CircuitBreaker();
+  const p = b.tryAcquire();
+  assert.equal(p.done, false);
+  p.report('success');
+  assert.equal(p.done, true);
+  assert.throws(() => p.report('timeout'), (e) => e instanceof g.PermitError && e.code === 'GUARDS_PERMIT_ALREADY_REPORTED');
+  assert.equal(b.stats().successes, 1);
+  assert.equal(b.stats().failures, 0);
+});
+
+test('4xx and programming errors are not failures; cancelled ordinary calls are ignored', () => {
+  const b = new g.CircuitBreaker({ windowSize: 2, minimumCalls: 2 });
+  b.tryAcquire().report('permanent');
+  b.tryAcquire().report('ignored');
+  b.tryAcquire().report('cancelled');
+  b.tryAcquire().report('rejected');
+  const s = b.stats();
+  assert.equal(s.successes, 1);
+  assert.equal(s.failures, 0);
+  assert.equal(s.ignored, 3);
+  assert.equal(b.state(), 'closed');
+});
+
+test('execute reports results and classified errors, and emits state changes', async () => {
+  const b = new g.CircuitBreaker({ windowSize: 3, minimumCalls: 3, failureRateThreshold: 1, openDuration: 60_000 });
+  const changes = [];
+  b.on('stateChange', (e) => changes.push(`${e.from}->${e.to}`));
+  assert.equal(await b.execute(async () => 42), 42);
+  assert.equal(await b.execute(() => 'sync'), 'sync');
+  await assert.rejects(b.execute(async () => { throw new TypeError('bug'); }), TypeError);
+  await assert.rejects(b.execute(() => { throw failure(); }), /reset/);
+  assert.equal(b.stats().ignored, 1);
+  await assert.rejects(b.execute(async () => { throw failure(); }), /reset/);
+  await assert.rejects(b.execute(async () => { throw failure(); }), /reset/);
+  assert.equal(b.state(), 'open');
+  let called = false;
+  await assert.rejects(b.execute(async () => { called = true; }), g.BreakerOpenError);
+  assert.equal(called, false);
+  assert.deepEqual(changes, ['closed->open']);
+  assert.equal(b.outstanding, 0);
+});
+
+test('a time window and every option in camelCase; config reads back in ms', () => {
+  const b = new g.CircuitBreaker({
+    windowKind: 'time', windowDuration: 10_000, windowBuckets: 10, failureRateThreshold: 0.25,
+    slowCallDuration: 250, openDuration: 2500n * 1_000_000n, probeTimeout: 100,
+  });
+  const c = b.config;
+  assert.equal(c.windowKind, 'time');
+  assert.equal(c.windowDuration, 10_000);
+  assert.equal(c.openDuration, 2500);
+  assert.equal(c.probeTimeout, 100);
+  assert.equal(c.failureRateThreshold, 0.25);
+  assert.equal(b.capacity, 128);
+  assert.equal(new g.CircuitBreaker({ windowSize: 500 }).capacity, 1024);
+});
+
+test('bad options throw TypeError / RangeError naming the option', () => {
+  const cases = [
+    [{ windowSise: 3 }, TypeError, 'windowSise'],
+    [{ windowSize: 'x' }, TypeError, 'windowSize'],
+    [{ windowSize: 0 }, RangeError, 'windowSize'],
+    [{ windowSize: 2.5 }, RangeError, 'windowSize'],
+    [{ windowSize: -1 }, RangeError, 'windowSize'],
+    [{ windowSize: 70_000 }, RangeError, 'windowSize'],
+    [{ failureRateThreshold: NaN }, RangeError, 'failureRateThreshold'],
+    [{ failureRateThreshold: Infinity }, RangeError, 'failureRateThreshold'],
+    [{ failureRateThreshold: 1.5 }, RangeError, 'failureRateThreshold'],
+    [{ openDuration: -5 }, RangeError, 'openDuration'],
+    [{ openDuration: 10, maxOpenDuration: 5 }, RangeError, 'maxOpenDuration'],
+    [{ windowKind: 'sliding' }, RangeError, 'windowKind'],
+    [{ windowKind: 3 }, TypeError, 'windowKind'],
+    [{ openDuration: -1n }, RangeError, 'openDuration'],
+    [{ halfOpenProbes: null }, TypeError, 'halfOpenProbes'],
+    [{ capacity: 1e9 }, RangeError, 'capacity'],
+  ];
+  for (const [opts, Cls, option] of cases) {
+    assert.throws(() => new g.CircuitBreaker(opts), (e) => {
+      assert.ok(e instanceof Cls, `${JSON.stringify(opts, (k, v) => (typeof v === 'bigint' ? `${v}n` : v))}: ${e}`);
+      assert.equal(e.option, option);
+      assert.equal(e.code, 'GUARDS_INVALID_OPTION');
+      assert.match(e.message, new RegExp(option));
+      return true;
+    });
+  }
+  assert.throws(() => new g.CircuitBreaker(5), TypeError);
+  assert.throws(() => new g.CircuitBreaker([]), TypeError);
+});
+
+test('instants are bigint ns; bad instants and outcomes are refused', () => {
+  const b = new g.CircuitBreaker();
+  assert.throws(() => b.state(-1n), (e) => e instanceof RangeError && e.option === 'now');
+  assert.throws(() => b.state(2n ** 64n), RangeError);
+  assert.throws(() => b.state(5)); // napi-rs's own argument conversion: an Error with code 'BigintExpected'
+  assert.throws(() => b.tryAcquire().report('fine'), (e) => e instanceof TypeError && /outcome/.test(e.message));
+  assert.ok(typeof g.nowNs() === 'bigint');
+  const before = process.hrtime.bigint();
+  const now = g.nowNs();
+  assert.ok(now >= before - 1_000_000n, 'nowNs reads CLOCK_MONOTONIC like process.hrtime');
+});
+
+test('status, window counts and a made-up fast-path token', () => {
+  const b = new g.CircuitBreaker({ windowSize: 10 });
+  b.tryAcquire(ms(1)).report('timeout', ms(2));
+  assert.deepEqual(b.windowCounts(ms(3)), { calls: 1, failures: 1, slow: 0 });
+  const st = b.status();
+  assert.equal(st.state, 'closed');
+  assert.equal(st.halfOpenAt, 0n);
+  assert.equal(b._report(12345, 0), -1);
+  assert.equal(b._report(-1, 0), -1);
+  assert.equal(b._report(NaN, 0), -1);
+  assert.throws(() => b._report(0, 99), TypeError);
+  assert.equal(b.stats().successes, 0);
+});
