@@ -23,7 +23,7 @@ mod build;
 mod config;
 
 pub use config::{
-    Agents, Burst, Change, Config, Hop, OpsAction, GUARDS, KEYS, PRESETS, PRESET_INFO,
+    keys, Agents, Burst, Change, Config, Hop, OpsAction, AT_ONCE, GUARDS, PRESETS, PRESET_INFO,
 };
 
 use guards_core::Nanos;
