@@ -89,15 +89,16 @@ def override_text(key: str, value: OverrideValue) -> str:
     elif isinstance(value, datetime.time):
         text = clock_text(key, value)
     elif isinstance(value, datetime.timedelta):
-        s = value.total_seconds()
         if key.endswith("_ms"):
-            text = repr(s * 1e3)
+            text = repr(value.total_seconds() * 1e3)
         elif key.endswith("_s"):
-            text = repr(s)
+            text = repr(value.total_seconds())
         else:
-            raise TypeError(
-                f"override {key!r} does not take a timedelta (only keys ending in _ms or _s do)"
-            )
+            # A duration field of a guard's config (or a hop's attempt_timeout/margin):
+            # exact, in nanoseconds; the simulator refuses it for any other key.
+            if value < datetime.timedelta(0):
+                raise ValueError(f"override {key!r} must not be a negative duration, not {value!r}")
+            text = f"{(value // datetime.timedelta(microseconds=1)) * 1000}ns"
     else:
         raise TypeError(
             f"override {key!r} must be a str, int, float, bool, None, datetime.time or "
@@ -113,8 +114,8 @@ def override_list(
     keywords: Mapping[str, OverrideValue],
 ) -> list[str]:
     """``key=value`` strings from ``overrides`` (a mapping, or ``"key=value"`` strings)
-    then the keyword overrides, whose ``__`` stands for ``.`` (``stock_call__timeout_ms``
-    is ``stock_call.timeout_ms``)."""
+    then the keyword overrides, whose ``__`` stands for ``.`` (``stock_call__attempt_timeout``
+    is ``stock_call.attempt_timeout``)."""
     out: list[str] = []
     if overrides is None:
         pass
@@ -124,7 +125,7 @@ def override_list(
     elif isinstance(overrides, (str, bytes)) or not isinstance(overrides, Sequence):
         raise TypeError(
             "`overrides` must be a mapping of key to value (e.g. "
-            "{'stock_call.timeout_ms': 60}) or a list of \"key=value\" strings, "
+            "{'stock_call.attempt_timeout': '60ms'}) or a list of \"key=value\" strings, "
             f"not {type(overrides).__name__}"
         )
     else:

@@ -988,7 +988,7 @@ impl Config {
     /// c.set("until", "20:01:00").unwrap();
     /// // The outage has begun; at 20:00:25, after the hiccup, the operator turns on
     /// // C1's timeouts and deadlines.
-    /// c.at("20:00:25", &["stock_call.timeout_ms=60", "shopapi.deadline_check=on"]).unwrap();
+    /// c.at("20:00:25", &["stock_call.attempt_timeout=60ms", "shopapi.deadline_check=on"]).unwrap();
     /// assert!(c.at("20:00:30", &["until=20:02:00"]).is_err());
     /// let r = run(&c, 1).unwrap();
     /// assert_eq!(r.column("goodput").unwrap().len(), 75);

@@ -720,7 +720,7 @@ impl Sim {
                 attempts: st.attempt_latencies.clone(),
             })
             .collect();
-        SimResult {
+        let mut r = SimResult {
             setting: self.label.clone(),
             seed: self.seed,
             start: self.topo.start,
@@ -739,7 +739,9 @@ impl Sim {
                 .as_ref()
                 .map(|t| t.traces.clone())
                 .unwrap_or_default(),
-        }
+        };
+        r.summary = crate::summary::summary(&r, &self.topo);
+        r
     }
 }
 
