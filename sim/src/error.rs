@@ -21,9 +21,10 @@ pub enum SimError {
         /// The valid names.
         known: Vec<&'static str>,
     },
-    /// No override has this key.
+    /// No override has this key (or a topology has a field of this path that its object
+    /// does not know).
     UnknownKey {
-        /// The key given.
+        /// The key or path given.
         key: String,
     },
     /// The value does not parse or is out of range for the key (an override key, or the
@@ -107,7 +108,7 @@ impl fmt::Display for SimError {
             SimError::UnknownPreset { name, known } => {
                 write!(f, "unknown preset {name:?}; known: {}", known.join(", "))
             }
-            SimError::UnknownKey { key } => write!(f, "unknown override key {key:?}"),
+            SimError::UnknownKey { key } => write!(f, "{key}: unknown key"),
             SimError::BadValue {
                 key,
                 value,

@@ -410,7 +410,9 @@ fn json_topology_errors_name_the_path() {
         Topology::from_json("{\"services\": [{\"name\": \"a\", \"servers\": -1}]}").unwrap_err();
     assert!(e.to_string().contains("services[0].servers"), "{e}");
     let e = Topology::from_json("{\"bogus\": 1}").unwrap_err();
-    assert!(matches!(e, SimError::UnknownKey { .. }), "{e:?}");
+    assert_eq!(e, SimError::UnknownKey { key: "bogus".into() });
+    let e = Topology::from_json("{\"services\": [{\"name\": \"a\", \"bogus\": 1}]}").unwrap_err();
+    assert_eq!(e, SimError::UnknownKey { key: "services[0].bogus".into() });
     let e = Topology::from_json(
         "{\"services\": [{\"name\": \"a\"}], \"edges\": [{\"name\": \"x\", \"from\": \"nope\", \"to\": 0}]}",
     )

@@ -70,6 +70,21 @@ def setting_name(value: object) -> str:
     return value
 
 
+_DURATION_KEYS: set[str] | None = None
+
+
+def takes_duration(key: str) -> bool:
+    """Whether Basketly override ``key`` is a duration (a field of a guard's config with
+    that unit, a hop's ``attempt_timeout`` or ``margin``), from the keys' descriptions."""
+    global _DURATION_KEYS
+    if _DURATION_KEYS is None:
+        _DURATION_KEYS = {k for k, d in _native._sim_keys() if "duration" in d}
+    head, _, rest = key.partition(".")
+    if head in ("app", "stock_call", "db_call"):
+        key = f"HOP.{rest}"
+    return key in _DURATION_KEYS
+
+
 def override_text(key: str, value: OverrideValue) -> str:
     """One ``key=value`` override; the value as the simulator's text."""
     if not isinstance(key, str):
@@ -93,12 +108,16 @@ def override_text(key: str, value: OverrideValue) -> str:
             text = repr(value.total_seconds() * 1e3)
         elif key.endswith("_s"):
             text = repr(value.total_seconds())
-        else:
+        elif takes_duration(key):
             # A duration field of a guard's config (or a hop's attempt_timeout/margin):
-            # exact, in nanoseconds; the simulator refuses it for any other key.
+            # exact, in nanoseconds.
             if value < datetime.timedelta(0):
                 raise ValueError(f"override {key!r} must not be a negative duration, not {value!r}")
             text = f"{(value // datetime.timedelta(microseconds=1)) * 1000}ns"
+        else:
+            raise TypeError(
+                f"override {key!r} does not take a timedelta (durations do: see guards.sim.KEYS)"
+            )
     else:
         raise TypeError(
             f"override {key!r} must be a str, int, float, bool, None, datetime.time or "

@@ -35,14 +35,14 @@ Value = Union[float, str, None]
 class Windows:
     """The clock-time windows a comparison reads a result over."""
 
-    #: Mean over ``[during_start, during_end)``: the hiccup after its first 2 s (the whole
-    #: run when there is no hiccup).
+    #: Mean over ``[during_start, during_end)``: the disturbance (Basketly: the hiccup)
+    #: after its first 2 s (the whole run when there is none).
     during_start: str
     during_end: str
-    #: Gauges are read at this instant: the end of the hiccup (of the run without one).
+    #: Gauges are read at this instant: the end of the disturbance (of the run without one).
     gauge_at: str
-    #: Mean over ``[after_start, end)``: from 1 s after the hiccup to the end (``None``
-    #: without a hiccup or when the run ends first).
+    #: Mean over ``[after_start, end)``: from 1 s after the disturbance to the end
+    #: (``None`` without one or when the run ends first).
     after_start: Optional[str]
     end: str
 
@@ -324,22 +324,25 @@ class Comparison:
         w0 = ws[0]
         same = all(w == w0 for w in ws)
         note = "" if same else " (first setting's window; others differ)"
-        hiccup = bool((self.results[self.settings[0]].config or {}).get("hiccup"))
+        first = self.results[self.settings[0]]
+        disturbed = isinstance(first.summary.get("disturbance"), dict)
+        # Basketly's disturbance is the database hiccup.
+        what = "the hiccup" if first.config is not None else "the disturbance"
         headers = {
             "during": (
-                f"During the hiccup, per second (mean over {w0.during_start}-{w0.during_end}){note}"
-                if hiccup
+                f"During {what}, per second (mean over {w0.during_start}-{w0.during_end}){note}"
+                if disturbed
                 else f"Per second (mean over {w0.during_start}-{w0.during_end}){note}"
             ),
             "gauge": (
-                f"At the end of the hiccup ({w0.gauge_at}){note}"
-                if hiccup
+                f"At the end of {what} ({w0.gauge_at}){note}"
+                if disturbed
                 else f"At the end ({w0.gauge_at}){note}"
             ),
             "after": (
-                f"After the hiccup, per second ({w0.after_start} to {w0.end}){note}"
+                f"After {what}, per second ({w0.after_start} to {w0.end}){note}"
                 if w0.after_start is not None
-                else "After the hiccup"
+                else f"After {what}"
             ),
             "run": "Whole run",
         }
@@ -393,12 +396,13 @@ class Comparison:
             w.writerow([m.key, m.label, *["" if v is None else v for v in vals]])
         return buf.getvalue()
 
-    def plot(self, path: Union[str, "os.PathLike[str]"], *, title: Optional[str] = None) -> None:
-        """Goodput of every setting over time (and the calls reaching stock) with
-        matplotlib (``pip install 'guards[sim]'``)."""
+    def plot(self, path: Union[str, "os.PathLike[str]"], *, title: Optional[str] = None) -> Any:
+        """Full answers of every run over time (dashed: with degraded answers) and the
+        calls it makes, with matplotlib (``pip install 'guards[sim]'``); returns the
+        ``Figure``."""
         from . import plot as _plot
 
-        _plot.plot_comparison(self, path, title=title)
+        return _plot.plot_comparison(self, path, title=title)
 
 
 class _Stopped(Exception):

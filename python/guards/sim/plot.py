@@ -119,10 +119,11 @@ def plot_result(
     columns: Optional[Sequence[str]] = None,
     *,
     title: Optional[str] = None,
-) -> None:
+) -> Any:
     """One run: with ``columns``, those columns in one panel; else (Basketly) goodput and
-    load, the work reaching stock and the database, and the queues, in three panels; a
-    generic topology shows each entry's offered and full answers."""
+    load, the work reaching stock and the database, and the queues, in three panels; any
+    other topology shows each entry's offered, full and degraded answers and the queues.
+    Returns the matplotlib ``Figure``."""
     p = _check_path(path)
     Figure = _figure()
     x = _mid(result)
@@ -174,12 +175,13 @@ def plot_result(
     _clock_axis(axes[-1])
     fig.suptitle(title or f"{result.setting}, seed {result.seed}")
     _save(fig, p)
+    return fig
 
 
-def plot_comparison(cmp: "Comparison", path: _Path, *, title: Optional[str] = None) -> None:
+def plot_comparison(cmp: "Comparison", path: _Path, *, title: Optional[str] = None) -> Any:
     """Full answers of every run over time (dashed: with degraded answers, where there are
     any), and the calls each run makes: calls to stock for Basketly, calls over every
-    edge for any other topology."""
+    edge for any other topology. Returns the matplotlib ``Figure``."""
     p = _check_path(path)
     Figure = _figure()
     fig = Figure(figsize=(11, 7.5))
@@ -211,6 +213,7 @@ def plot_comparison(cmp: "Comparison", path: _Path, *, title: Optional[str] = No
     what = "Basketly: goodput by setting" if basketly else "full answers by run"
     fig.suptitle(title or f"{what} (seed {cmp.seed}; grey band: the disturbance)")
     _save(fig, p)
+    return fig
 
 
 def plot_sweep(sw: Any, path: _Path, metric: str, *, title: Optional[str] = None) -> None:

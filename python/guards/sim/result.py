@@ -408,10 +408,12 @@ class SimResult:
         columns: Sequence[str] | None = None,
         *,
         title: str | None = None,
-    ) -> None:
+    ) -> Any:
         """Plot the run to ``path`` (PNG, SVG, PDF: by extension) with matplotlib
-        (``pip install 'guards[sim]'``): goodput and load, the work reaching stock and the
-        database, and the queues; or just ``columns``."""
+        (``pip install 'guards[sim]'``) and return the ``Figure``: for Basketly goodput and
+        load, the work reaching stock and the database, and the queues; for any other
+        topology each entry's offered, full and degraded answers and the queues; or just
+        ``columns``. The disturbance (the topology's slowdowns) is shaded."""
         from . import plot as _plot
 
-        _plot.plot_result(self, path, columns=columns, title=title)
+        return _plot.plot_result(self, path, columns=columns, title=title)

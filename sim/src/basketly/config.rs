@@ -26,7 +26,7 @@ use guards_core::Nanos;
 
 use crate::error::SimError;
 use crate::limits::{Limits, MIN_INTERVAL};
-use crate::topology::configs::{limit_from_value, output};
+use crate::topology::configs::{describe, kind_text, limit_from_value, output};
 use crate::topology::units::{duration_from_secs, parse_duration};
 use crate::topology::{clock, Balance, DeadlineMode, Offsets};
 use crate::trace::{TraceSpec, MAX_TRACES};
@@ -455,10 +455,10 @@ const MODEL_KEYS: &[(&str, &str)] = &[
 const HOP_KEYS: &[(&str, &str)] = &[
     (
         "HOP.attempt_timeout",
-        "HOP is app, stock_call or db_call: per-attempt timeout (\"60ms\", seconds, or none)",
+        "HOP is app, stock_call or db_call: per-attempt timeout (duration: \"60ms\", seconds, or none)",
     ),
     ("HOP.deadline", "none | attempt | whole: the deadline sent"),
-    ("HOP.margin", "margin subtracted from the deadline sent (\"1ms\" or seconds)"),
+    ("HOP.margin", "margin subtracted from the deadline sent (duration: \"1ms\" or seconds)"),
     ("HOP.cancel", "cancel abandoned attempts (bool)"),
     (
         "HOP.overloaded_is_transient",
@@ -1365,8 +1365,14 @@ fn set_field<C: Copy>(
     let expected = || format!("{} ({})", f.expected, unit_text(f.unit));
     let input = schema_input(f.unit, value)
         .ok_or_else(|| SimError::bad_value(key, value, &expected()))?;
-    f.set(c, input, DurationUnit::Secs)
-        .map_err(|e| SimError::bad_value(key, value, &format!("{} ({e})", expected())))
+    f.set(c, input, DurationUnit::Secs).map_err(|e| match e.detail {
+        guards::error::Detail::Config(e) => SimError::bad_value(
+            key,
+            value,
+            &format!("{} ({}; {})", f.expected, unit_text(f.unit), kind_text(e.kind())),
+        ),
+        _ => SimError::bad_value(key, value, &expected()),
+    })
 }
 
 /// `admission.limit` / `bulkhead.limit`: an integer (a fixed limit), an algorithm name
@@ -1418,14 +1424,18 @@ pub(super) fn check<C: Copy>(prefix: &str, schema: &'static Schema<C>, c: &C) ->
                 other => other.to_string(),
             })
             .unwrap_or_default();
-        SimError::bad_value(&format!("{prefix}.{field}"), &value, &f.to_string())
+        let why = match f.detail {
+            guards::error::Detail::Config(e) => describe(e),
+            _ => f.to_string(),
+        };
+        SimError::bad_value(&format!("{prefix}.{field}"), &value, &why)
     })
 }
 
 /// The limit's own check, on `prefix.limit.<field>`.
 pub(super) fn check_limit(prefix: &str, l: &LimitConfig) -> Result<(), SimError> {
     l.validate().map_err(|e| {
-        SimError::bad_value(&format!("{prefix}.limit.{}", e.field()), "", &e.to_string())
+        SimError::bad_value(&format!("{prefix}.limit.{}", e.field()), "", &describe(e))
     })
 }
 

@@ -37,7 +37,7 @@ use guards_core::limiter::LimiterConfig;
 use guards_core::queue_discipline::QueueDisciplineConfig;
 use guards_core::retry_budget::RetryBudgetConfig;
 use guards_core::retry_policy::RetryPolicyConfig;
-use guards_core::{ConfigError, Nanos};
+use guards_core::{ConfigError, ConfigErrorKind, Nanos};
 use serde_json::{Map, Value};
 
 use super::units::{format_duration, parse_duration, DURATION_EXPECTED};
@@ -47,8 +47,27 @@ use super::units::{format_duration, parse_duration, DURATION_EXPECTED};
 pub struct CfgError {
     /// The field's place inside the config (`window_size`, `backoff.base`, `limits[2]`).
     pub field: String,
-    /// What is wrong and what would be accepted.
+    /// What would be accepted (and why the value was not).
     pub message: String,
+    /// The config has no such field.
+    pub unknown: bool,
+}
+
+/// What a refusal of core's means, in words.
+pub fn kind_text(kind: ConfigErrorKind) -> &'static str {
+    match kind {
+        ConfigErrorKind::NotFinite => "not a finite number",
+        ConfigErrorKind::Negative => "negative",
+        ConfigErrorKind::Zero => "zero",
+        ConfigErrorKind::OutOfRange => "out of range",
+        ConfigErrorKind::Inconsistent => "contradicts another field",
+        _ => "refused",
+    }
+}
+
+/// `expected (why)` for a refusal of core's.
+pub fn describe(e: ConfigError) -> String {
+    format!("{} ({})", e.expected(), kind_text(e.kind()))
 }
 
 impl CfgError {
@@ -56,19 +75,27 @@ impl CfgError {
         CfgError {
             field: field.into(),
             message: message.into(),
+            unknown: false,
+        }
+    }
+
+    fn unknown(field: impl Into<String>, message: impl Into<String>) -> Self {
+        CfgError {
+            unknown: true,
+            ..CfgError::new(field, message)
         }
     }
 
     fn from_core(prefix: &str, e: ConfigError) -> Self {
-        CfgError::new(format!("{prefix}{}", e.field()), e.to_string())
+        CfgError::new(format!("{prefix}{}", e.field()), describe(e))
     }
 
     fn from_failure(field: &str, f: &guards::error::Failure) -> Self {
-        let name = match f.detail {
-            guards::error::Detail::Config(e) => e.field().to_string(),
-            _ => field.to_string(),
-        };
-        CfgError::new(name, f.to_string())
+        match f.detail {
+            guards::error::Detail::Config(e) => CfgError::new(e.field(), describe(e)),
+            guards::error::Detail::Argument { expected, .. } => CfgError::new(field, expected),
+            _ => CfgError::new(field, f.to_string()),
+        }
     }
 }
 
@@ -164,12 +191,12 @@ pub fn input(unit: Unit, v: &Value) -> Result<Input<'_>, String> {
         Value::String(s) => match unit {
             Unit::Duration => Input::Nanos(
                 parse_duration(s)
-                    .ok_or_else(|| format!("{s:?} is not a duration; expected {DURATION_EXPECTED}"))?
+                    .ok_or_else(|| DURATION_EXPECTED.to_string())?
                     .as_u64(),
             ),
             _ => Input::Str(s),
         },
-        other => return Err(format!("{other} is not {}", unit.describe())),
+        _ => return Err(unit.describe().to_string()),
     })
 }
 
@@ -237,7 +264,7 @@ fn apply<C: Copy>(
         flatten(key, x, &mut leaves);
         for (name, x) in leaves {
             let Some(field) = schema.field(&name) else {
-                return Err(CfgError::new(
+                return Err(CfgError::unknown(
                     name.clone(),
                     format!(
                         "{} has no field `{name}` (its fields: {})",
@@ -497,7 +524,8 @@ pub fn budget_to_value(b: &RetryBudgetConfig) -> Value {
 pub(crate) const FIELD_MARK: char = '\u{1}';
 
 fn serde_error<E: serde::de::Error>(e: CfgError) -> E {
-    E::custom(format!("{FIELD_MARK}{}{FIELD_MARK}{}", e.field, e.message))
+    let tag = if e.unknown { 'U' } else { 'B' };
+    E::custom(format!("{FIELD_MARK}{tag}{}{FIELD_MARK}{}", e.field, e.message))
 }
 
 /// `#[serde(with = "configs::one")]` for a [`Schematic`] config.

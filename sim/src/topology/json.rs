@@ -371,9 +371,16 @@ fn error_at(root: &Value, e: serde_path_to_error::Error<serde_json::Error>) -> S
     };
     // A guard config's own error names its field inside the config.
     if let Some(rest) = msg.strip_prefix(FIELD_MARK) {
+        let (unknown, rest) = match rest.strip_prefix('U') {
+            Some(r) => (true, r),
+            None => (false, rest.strip_prefix('B').unwrap_or(rest)),
+        };
         if let Some((field, message)) = rest.split_once(FIELD_MARK) {
             let message = message.split(" at line ").next().unwrap_or(message);
             let full = join(&path, field);
+            if unknown {
+                return SimError::UnknownKey { key: full };
+            }
             let value = root
                 .pointer(&pointer(&full))
                 .map_or_else(|| "?".to_string(), Value::to_string);
@@ -387,8 +394,10 @@ fn error_at(root: &Value, e: serde_path_to_error::Error<serde_json::Error>) -> S
     let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
     if let Some(rest) = msg.strip_prefix("unknown field `") {
         let field = rest.split('`').next().unwrap_or(rest);
+        // The path already ends with the unknown field (serde_path_to_error records it).
+        let ends = path == field || path.ends_with(&format!(".{field}"));
         return SimError::UnknownKey {
-            key: join(&path, field),
+            key: if ends { path } else { join(&path, field) },
         };
     }
     SimError::BadValue {

@@ -104,26 +104,22 @@ impl Visitor<'_> for DurationVisitor {
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Nanos, E> {
         v.checked_mul(1_000_000_000)
             .map(Nanos::new)
-            .ok_or_else(|| E::custom(format!("{v} s is too long; expected {DURATION_EXPECTED}")))
+            .ok_or_else(|| E::custom(format!("{DURATION_EXPECTED} (at most 2^64-1 ns)")))
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Nanos, E> {
         match u64::try_from(v) {
             Ok(u) => self.visit_u64(u),
-            Err(_) => Err(E::custom(format!(
-                "{v} is negative; expected {DURATION_EXPECTED}"
-            ))),
+            Err(_) => Err(E::custom(format!("{DURATION_EXPECTED} (not negative)"))),
         }
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Nanos, E> {
-        duration_from_secs(v)
-            .ok_or_else(|| E::custom(format!("{v} is not a duration; expected {DURATION_EXPECTED}")))
+        duration_from_secs(v).ok_or_else(|| E::custom(DURATION_EXPECTED))
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Nanos, E> {
-        parse_duration(v)
-            .ok_or_else(|| E::custom(format!("{v:?} is not a duration; expected {DURATION_EXPECTED}")))
+        parse_duration(v).ok_or_else(|| E::custom(DURATION_EXPECTED))
     }
 }
 
@@ -145,13 +141,11 @@ impl Visitor<'_> for InstantVisitor {
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Nanos, E> {
-        duration_from_secs(v)
-            .ok_or_else(|| E::custom(format!("{v} is not an instant; expected {INSTANT_EXPECTED}")))
+        duration_from_secs(v).ok_or_else(|| E::custom(INSTANT_EXPECTED))
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Nanos, E> {
-        clock::parse(v)
-            .ok_or_else(|| E::custom(format!("{v:?} is not an instant; expected {INSTANT_EXPECTED}")))
+        clock::parse(v).ok_or_else(|| E::custom(INSTANT_EXPECTED))
     }
 }
 
@@ -194,18 +188,14 @@ pub mod opt_duration {
         match Option::<Raw>::deserialize(d)? {
             None => Ok(None),
             Some(Raw::Str(s)) if s.trim() == "none" => Ok(None),
-            Some(Raw::Str(s)) => parse_duration(&s).map(Some).ok_or_else(|| {
-                de::Error::custom(format!(
-                    "{s:?} is not a duration; expected {DURATION_EXPECTED}, or none"
-                ))
-            }),
+            Some(Raw::Str(s)) => parse_duration(&s)
+                .map(Some)
+                .ok_or_else(|| de::Error::custom(format!("{DURATION_EXPECTED}, or none"))),
             Some(Raw::Num(n)) => n
                 .as_f64()
                 .and_then(duration_from_secs)
                 .map(Some)
-                .ok_or_else(|| {
-                    de::Error::custom(format!("{n} is not a duration; expected {DURATION_EXPECTED}"))
-                }),
+                .ok_or_else(|| de::Error::custom(format!("{DURATION_EXPECTED}, or none"))),
         }
     }
 }
