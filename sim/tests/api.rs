@@ -79,12 +79,30 @@ fn every_documented_key_is_accepted() {
             return default_text(&schema::RETRY_POLICY, f).unwrap();
         }
         for (prefix, found) in [
-            ("budget.", guard("budget.").and_then(|f| default_text(&schema::TOKEN_BUDGET, f))),
-            ("codel.", guard("codel.").and_then(|f| default_text(&schema::QUEUE_DISCIPLINE, f))),
-            ("breaker.", guard("breaker.").and_then(|f| default_text(&schema::CIRCUIT_BREAKER, f))),
-            ("hedge.", guard("hedge.").and_then(|f| default_text(&schema::HEDGING, f))),
-            ("bulkhead.", guard("bulkhead.").and_then(|f| default_text(&schema::BULKHEAD, f))),
-            ("admission.", guard("admission.").and_then(|f| default_text(&schema::ADMISSION, f))),
+            (
+                "budget.",
+                guard("budget.").and_then(|f| default_text(&schema::TOKEN_BUDGET, f)),
+            ),
+            (
+                "codel.",
+                guard("codel.").and_then(|f| default_text(&schema::QUEUE_DISCIPLINE, f)),
+            ),
+            (
+                "breaker.",
+                guard("breaker.").and_then(|f| default_text(&schema::CIRCUIT_BREAKER, f)),
+            ),
+            (
+                "hedge.",
+                guard("hedge.").and_then(|f| default_text(&schema::HEDGING, f)),
+            ),
+            (
+                "bulkhead.",
+                guard("bulkhead.").and_then(|f| default_text(&schema::BULKHEAD, f)),
+            ),
+            (
+                "admission.",
+                guard("admission.").and_then(|f| default_text(&schema::ADMISSION, f)),
+            ),
         ] {
             if let Some(v) = found {
                 assert!(k.starts_with(prefix));
@@ -164,10 +182,18 @@ fn every_documented_key_is_accepted() {
     // Every field of every guard's schema has its key.
     let names: Vec<&str> = keys().iter().map(|(k, _)| k.as_str()).collect();
     for f in schema::CIRCUIT_BREAKER.fields {
-        assert!(names.contains(&format!("breaker.{}", f.name).as_str()), "{}", f.name);
+        assert!(
+            names.contains(&format!("breaker.{}", f.name).as_str()),
+            "{}",
+            f.name
+        );
     }
     for f in schema::RETRY_POLICY.fields {
-        assert!(names.contains(&format!("HOP.retry.{}", f.name).as_str()), "{}", f.name);
+        assert!(
+            names.contains(&format!("HOP.retry.{}", f.name).as_str()),
+            "{}",
+            f.name
+        );
     }
 }
 
@@ -180,7 +206,10 @@ fn guard_keys_take_the_schemas_units_and_ranges() {
     assert_eq!(c.breaker.open_duration, Nanos::from_millis(750));
     c.set("stock_call.retry.backoff.jitter", "equal").unwrap();
     let e = c.set("breaker.failure_rate_threshold", "1.5").unwrap_err();
-    assert!(matches!(&e, SimError::BadValue { key, .. } if key == "breaker.failure_rate_threshold"), "{e:?}");
+    assert!(
+        matches!(&e, SimError::BadValue { key, .. } if key == "breaker.failure_rate_threshold"),
+        "{e:?}"
+    );
     let e = c.set("breaker.window_sise", "20").unwrap_err();
     assert!(matches!(e, SimError::UnknownKey { .. }), "{e:?}");
     let e = c.set("breaker.window_size", "twenty").unwrap_err();
@@ -189,7 +218,10 @@ fn guard_keys_take_the_schemas_units_and_ranges() {
     c.set("breaker.window_kind", "time").unwrap();
     c.set("breaker.window_buckets", "7").unwrap();
     let e = c.topology().unwrap_err();
-    assert!(matches!(&e, SimError::BadValue { key, .. } if key == "breaker.window_duration"), "{e:?}");
+    assert!(
+        matches!(&e, SimError::BadValue { key, .. } if key == "breaker.window_duration"),
+        "{e:?}"
+    );
     // An adaptive limit where a fixed one was: the bulkhead becomes a limiter.
     let mut c = Config::preset("C8").unwrap();
     c.set("bulkhead.limit", "aimd").unwrap();
@@ -410,9 +442,19 @@ fn json_topology_errors_name_the_path() {
         Topology::from_json("{\"services\": [{\"name\": \"a\", \"servers\": -1}]}").unwrap_err();
     assert!(e.to_string().contains("services[0].servers"), "{e}");
     let e = Topology::from_json("{\"bogus\": 1}").unwrap_err();
-    assert_eq!(e, SimError::UnknownKey { key: "bogus".into() });
+    assert_eq!(
+        e,
+        SimError::UnknownKey {
+            key: "bogus".into()
+        }
+    );
     let e = Topology::from_json("{\"services\": [{\"name\": \"a\", \"bogus\": 1}]}").unwrap_err();
-    assert_eq!(e, SimError::UnknownKey { key: "services[0].bogus".into() });
+    assert_eq!(
+        e,
+        SimError::UnknownKey {
+            key: "services[0].bogus".into()
+        }
+    );
     let e = Topology::from_json(
         "{\"services\": [{\"name\": \"a\"}], \"edges\": [{\"name\": \"x\", \"from\": \"nope\", \"to\": 0}]}",
     )
@@ -432,19 +474,34 @@ fn json_topology_errors_name_the_path() {
     let mut v = Config::preset("C8").unwrap().topology().unwrap().to_value();
     v["edges"][3]["policy"]["retry"]["backoff"]["cap"] = serde_json::json!("1ms");
     let e = Topology::from_value(&v).unwrap_err();
-    assert!(e.to_string().starts_with("edges[3].policy.retry.backoff.cap: "), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("edges[3].policy.retry.backoff.cap: "),
+        "{e}"
+    );
     let mut v = Config::preset("C8").unwrap().topology().unwrap().to_value();
     v["services"][2]["admission"]["limits"][3] = serde_json::json!(100);
     let e = Topology::from_value(&v).unwrap_err();
-    assert!(e.to_string().starts_with("services[2].admission.limits[3]: "), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("services[2].admission.limits[3]: "),
+        "{e}"
+    );
     let mut v = Config::preset("C8").unwrap().topology().unwrap().to_value();
     v["edges"][3]["policy"]["attempt_timeout"] = serde_json::json!("soon");
     let e = Topology::from_value(&v).unwrap_err();
-    assert!(matches!(&e, SimError::BadValue { key, .. } if key == "edges[3].policy.attempt_timeout"), "{e:?}");
+    assert!(
+        matches!(&e, SimError::BadValue { key, .. } if key == "edges[3].policy.attempt_timeout"),
+        "{e:?}"
+    );
     let mut v = Config::preset("C8").unwrap().topology().unwrap().to_value();
     v["edges"][3]["policy"]["breaker"]["window_sise"] = serde_json::json!(20);
     let e = Topology::from_value(&v).unwrap_err();
-    assert!(e.to_string().starts_with("edges[3].policy.breaker.window_sise: "), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("edges[3].policy.breaker.window_sise: "),
+        "{e}"
+    );
     let e = Topology::from_json("not json").unwrap_err();
     assert!(matches!(e, SimError::BadValue { .. }), "{e:?}");
 }

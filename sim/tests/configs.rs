@@ -54,7 +54,10 @@ fn a_pasted_breaker_config_is_the_python_apis() {
     // Written back in full and read again: the same config.
     let back = Topology::from_json(&t.to_json()).unwrap();
     assert_eq!(back.edges[0].policy.breaker, Some(b));
-    assert_eq!(t.to_value()["edges"][0]["policy"]["breaker"]["open_duration"], "5s");
+    assert_eq!(
+        t.to_value()["edges"][0]["policy"]["breaker"]["open_duration"],
+        "5s"
+    );
 }
 
 #[test]
@@ -64,8 +67,16 @@ fn an_adaptive_admission_limit_keeps_the_calls_inside_below_its_maximum() {
     let door = json!({"admission": {"limit": {"algorithm": "aimd", "initial_limit": 4,
                                               "min_limit": 2, "max_limit": 8}}});
     let r = run(&topo(2000.0, 100, json!({}), door, json!({})), 5);
-    assert!(sum(&r, "svc.api.refused") > 1000.0, "{}", sum(&r, "svc.api.refused"));
-    assert!(r.column("svc.api.inside").unwrap().iter().all(|x| *x <= 8.0));
+    assert!(
+        sum(&r, "svc.api.refused") > 1000.0,
+        "{}",
+        sum(&r, "svc.api.refused")
+    );
+    assert!(r
+        .column("svc.api.inside")
+        .unwrap()
+        .iter()
+        .all(|x| *x <= 8.0));
     // The same door with a fixed limit far above the load refuses nothing.
     let open = json!({"admission": {"limit": 1000}});
     let r = run(&topo(2000.0, 100, json!({}), open, json!({})), 5);
@@ -75,9 +86,16 @@ fn an_adaptive_admission_limit_keeps_the_calls_inside_below_its_maximum() {
 #[test]
 fn a_limiter_adapts_where_a_bulkhead_is_fixed() {
     let fixed = json!({"bulkheads": [{"max_concurrent": 5}]});
-    let r = run(&topo(2000.0, 100, json!({"bulkhead": 0}), json!({}), fixed), 5);
+    let r = run(
+        &topo(2000.0, 100, json!({"bulkhead": 0}), json!({}), fixed),
+        5,
+    );
     assert!(sum(&r, "edge.web->api.bulkhead_rejections") > 1000.0);
-    assert!(r.column("svc.api.inside").unwrap().iter().all(|x| *x <= 5.0));
+    assert!(r
+        .column("svc.api.inside")
+        .unwrap()
+        .iter()
+        .all(|x| *x <= 5.0));
     assert!(r.column("edge.web->api.limiter_limit").is_none());
 
     // An AIMD limiter on the same edge: at most max_limit in flight, and the limit falls
@@ -91,37 +109,80 @@ fn a_limiter_adapts_where_a_bulkhead_is_fixed() {
     assert!(limit.iter().all(|l| (2.0..=40.0).contains(l)), "{limit:?}");
     assert!(limit[8] < limit[4], "{limit:?}");
     assert!(sum(&r, "edge.web->api.limiter_rejections") > 0.0);
-    assert!(r.column("svc.api.inside").unwrap().iter().all(|x| *x <= 40.0));
+    assert!(r
+        .column("svc.api.inside")
+        .unwrap()
+        .iter()
+        .all(|x| *x <= 40.0));
     // A limiter index the caller does not have is refused.
-    let bad = topo(10.0, 1, json!({"limiter": 1}), json!({}), json!({"limiters": [{}]}));
+    let bad = topo(
+        10.0,
+        1,
+        json!({"limiter": 1}),
+        json!({}),
+        json!({"limiters": [{}]}),
+    );
     assert!(Sim::new(Topology::from_value(&bad).unwrap(), 1).is_err());
     // The limit's own fields are checked by core, named by their path.
-    let bad = topo(10.0, 1, json!({}), json!({}),
-                   json!({"limiters": [{"limit": {"algorithm": "vegas", "smoothing": 0}}]}));
+    let bad = topo(
+        10.0,
+        1,
+        json!({}),
+        json!({}),
+        json!({"limiters": [{"limit": {"algorithm": "vegas", "smoothing": 0}}]}),
+    );
     let e = Topology::from_value(&bad).unwrap_err();
-    assert!(e.to_string().starts_with("services[0].limiters[0].limit.smoothing: "), "{e}");
-    let l = Topology::from_value(&topo(10.0, 1, json!({}), json!({}), json!({"limiters": [{"limit": 7}]})))
-        .unwrap();
+    assert!(
+        e.to_string()
+            .starts_with("services[0].limiters[0].limit.smoothing: "),
+        "{e}"
+    );
+    let l = Topology::from_value(&topo(
+        10.0,
+        1,
+        json!({}),
+        json!({}),
+        json!({"limiters": [{"limit": 7}]}),
+    ))
+    .unwrap();
     assert_eq!(l.services[0].limiters[0].limit, LimitConfig::Fixed(7));
 }
 
 #[test]
 fn every_topology_gets_the_summary_with_its_disturbance_and_recovery() {
     let slow = json!({"slowdowns": [{"start": "12:00:05", "end": "12:00:08", "factor": 50}]});
-    let r = run(&topo(50.0, 4, json!({"attempt_timeout": "100ms"}), slow, json!({})), 20);
+    let r = run(
+        &topo(
+            50.0,
+            4,
+            json!({"attempt_timeout": "100ms"}),
+            slow,
+            json!({}),
+        ),
+        20,
+    );
     let get = |k: &str| r.summary_value(k).cloned();
     assert_eq!(
-        get("disturbance.start").as_ref().and_then(SummaryValue::as_str),
+        get("disturbance.start")
+            .as_ref()
+            .and_then(SummaryValue::as_str),
         Some("12:00:05.000")
     );
     assert_eq!(
-        get("disturbance.end").as_ref().and_then(SummaryValue::as_str),
+        get("disturbance.end")
+            .as_ref()
+            .and_then(SummaryValue::as_str),
         Some("12:00:08.000")
     );
     // Recovered: from some interval after the slowdown began, full answers stay >= 95 %.
-    let rec = get("recovered_at").and_then(|v| v.as_str().map(str::to_string)).unwrap();
+    let rec = get("recovered_at")
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap();
     let t = clock::parse(&rec).unwrap();
-    assert!(t >= clock::hms(12, 0, 5) && t <= clock::hms(12, 0, 12), "{rec}");
+    assert!(
+        t >= clock::hms(12, 0, 5) && t <= clock::hms(12, 0, 12),
+        "{rec}"
+    );
     let i = r.index_of(t).unwrap();
     let full = r.column("entry.page.full").unwrap();
     let offered = r.column("entry.page.offered").unwrap();
@@ -132,7 +193,10 @@ fn every_topology_gets_the_summary_with_its_disturbance_and_recovery() {
     assert_eq!(n("entries.page.offered"), sum(&r, "entry.page.offered"));
     assert_eq!(n("entries.page.full"), sum(&r, "entry.page.full"));
     assert_eq!(n("entries.page.failed"), sum(&r, "entry.page.failed"));
-    assert_eq!(n("entries.page.goodput"), n("entries.page.full") / n("entries.page.offered"));
+    assert_eq!(
+        n("entries.page.goodput"),
+        n("entries.page.full") / n("entries.page.offered")
+    );
     assert_eq!(n("edges.web->api.calls"), sum(&r, "edge.web->api.calls"));
     assert_eq!(
         n("latency_ms.web->api.count"),
@@ -143,7 +207,8 @@ fn every_topology_gets_the_summary_with_its_disturbance_and_recovery() {
     let r = run(&topo(50.0, 4, json!({}), json!({}), json!({})), 5);
     assert_eq!(r.summary_value("disturbance"), Some(&SummaryValue::Null));
     assert_eq!(
-        r.summary_value("recovered_at").and_then(SummaryValue::as_str),
+        r.summary_value("recovered_at")
+            .and_then(SummaryValue::as_str),
         Some("12:00:00")
     );
 }

@@ -48,7 +48,11 @@ fn changing_to_what_is_already_in_force_changes_nothing() {
     let mut c = config("C8", "20:00:20");
     c.at(
         "20:00:05",
-        &["breaker=on", "stock_call.attempt_timeout=60ms", "bulkhead.max_concurrent=12"],
+        &[
+            "breaker=on",
+            "stock_call.attempt_timeout=60ms",
+            "bulkhead.max_concurrent=12",
+        ],
     )
     .unwrap();
     let same = run(&c, 3).unwrap();
@@ -92,7 +96,10 @@ fn a_timeline_run_is_deterministic() {
     let mut c = config("C0", "20:00:40");
     c.at(
         "20:00:25",
-        &["stock_call.attempt_timeout=60ms", "stock_call.deadline=attempt"],
+        &[
+            "stock_call.attempt_timeout=60ms",
+            "stock_call.deadline=attempt",
+        ],
     )
     .unwrap();
     c.at(

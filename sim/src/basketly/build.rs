@@ -19,8 +19,8 @@ use guards_core::{Nanos, Priority};
 use super::config::{check, check_limit, Config, OpsAction};
 use crate::error::SimError;
 use crate::topology::{
-    Action, Arrivals, CallPolicy, Dist, EdgeSpec, EntrySpec, OpSpec, Outage, ServiceSpec,
-    Slowdown, Step, TimedEvent, Topology, WorkSpec,
+    Action, Arrivals, CallPolicy, Dist, EdgeSpec, EntrySpec, OpSpec, Outage, ServiceSpec, Slowdown,
+    Step, TimedEvent, Topology, WorkSpec,
 };
 
 /// Service indices.
@@ -118,7 +118,8 @@ impl Config {
         shop.balance = self.balance;
         shop.queue.deadline_check = self.shopapi_deadline_check;
         if self.budget_on {
-            shop.budgets.push(RetryBudgetConfig::TokenBucket(self.budget));
+            shop.budgets
+                .push(RetryBudgetConfig::TokenBucket(self.budget));
         }
         if self.bulkhead_on {
             match self.bulkhead_limit {

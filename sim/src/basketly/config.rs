@@ -428,7 +428,10 @@ const MODEL_KEYS: &[(&str, &str)] = &[
         "max_events",
         "stop the run, keeping what it computed, after this many events (or none, the default)",
     ),
-    ("lb", "random | round_robin: how apps pick a shop-api instance"),
+    (
+        "lb",
+        "random | round_robin: how apps pick a shop-api instance",
+    ),
     ("rate.product", "product pages per second"),
     ("rate.cart", "cart views per second"),
     ("rate.checkout", "checkouts per second"),
@@ -436,14 +439,23 @@ const MODEL_KEYS: &[(&str, &str)] = &[
     ("shopapi.threads", "threads per shop-api instance"),
     ("shopapi.work_ms", "shop-api thread time per request, ms"),
     ("shopapi.work_dist", "const | exp"),
-    ("shopapi.deadline_check", "drop expired requests at dequeue (bool)"),
+    (
+        "shopapi.deadline_check",
+        "drop expired requests at dequeue (bool)",
+    ),
     ("stock.workers", "stock workers"),
-    ("stock.deadline_check", "drop expired calls at dequeue (bool)"),
+    (
+        "stock.deadline_check",
+        "drop expired calls at dequeue (bool)",
+    ),
     ("stock.stall_p", "probability a stock call stalls"),
     ("stock.stall_ms", "stall length, ms"),
     ("db.connections", "database connections"),
     ("db.query_ms", "mean healthy query time, ms (exponential)"),
-    ("db.deadline", "drop expired queries and cut them at the deadline (bool)"),
+    (
+        "db.deadline",
+        "drop expired queries and cut them at the deadline (bool)",
+    ),
     ("hiccup", "on | off"),
     ("hiccup.start", "HH:MM:SS[.fff]"),
     ("hiccup.end", "HH:MM:SS[.fff]"),
@@ -480,7 +492,10 @@ const RUN_KEYS: &[(&str, &str)] = &[
     ("scale", "off: no scaling event"),
     ("scale.at", "when shop-api scales, HH:MM:SS"),
     ("scale.instances", "shop-api instances after scaling"),
-    ("ops.action", "none | shed | flush: operator action on shop-api"),
+    (
+        "ops.action",
+        "none | shed | flush: operator action on shop-api",
+    ),
     ("ops.at", "when, HH:MM:SS"),
     ("agents", "on | off: Replay P's periodic readers"),
     ("agents.count", "number of agents"),
@@ -495,7 +510,10 @@ const RUN_KEYS: &[(&str, &str)] = &[
         "trace.at",
         "trace the actions that start at or after HH:MM:SS[.fff] (every event of each)",
     ),
-    ("trace.entry", "product | cart | checkout | any: which actions to trace"),
+    (
+        "trace.entry",
+        "product | cart | checkout | any: which actions to trace",
+    ),
     ("trace.count", "how many actions to trace (default 1)"),
     ("trace", "off: trace nothing"),
 ];
@@ -504,10 +522,22 @@ const RUN_KEYS: &[(&str, &str)] = &[
 const GUARD_SWITCHES: &[(&str, &str)] = &[
     ("budget", "on | off: retry budget per shop-api instance"),
     ("admission", "on | off: stock's admission limits"),
-    ("codel", "on | off: queue discipline at the database connection queue"),
-    ("breaker", "on | off: breaker per shop-api instance and stock operation"),
-    ("bulkhead", "on | off: gate per shop-api instance for stock calls"),
-    ("brownout", "on | off: cart views without badges when stock.view fails"),
+    (
+        "codel",
+        "on | off: queue discipline at the database connection queue",
+    ),
+    (
+        "breaker",
+        "on | off: breaker per shop-api instance and stock operation",
+    ),
+    (
+        "bulkhead",
+        "on | off: gate per shop-api instance for stock calls",
+    ),
+    (
+        "brownout",
+        "on | off: cart views without badges when stock.view fails",
+    ),
     ("hedge", "on | off: hedge stock views"),
 ];
 
@@ -582,14 +612,22 @@ static KEYS: LazyLock<Vec<(String, String)>> = LazyLock::new(|| {
     if let Some(first) = out.iter_mut().find(|(k, _)| k.starts_with("HOP.retry.")) {
         first.1 = format!("HOP is app, stock_call or db_call: {}", first.1);
     }
-    out.extend(HOP_KEYS.iter().map(|(k, d)| ((*k).to_string(), (*d).to_string())));
+    out.extend(
+        HOP_KEYS
+            .iter()
+            .map(|(k, d)| ((*k).to_string(), (*d).to_string())),
+    );
     for (name, doc) in GUARD_SWITCHES {
         out.push(((*name).to_string(), (*doc).to_string()));
         match *name {
             "budget" => schema_keys(&mut out, name, &schema::TOKEN_BUDGET),
             "admission" => {
                 schema_keys(&mut out, name, &schema::ADMISSION);
-                limit_keys(&mut out, "admission.limit", "an adaptive limit on the calls inside stock");
+                limit_keys(
+                    &mut out,
+                    "admission.limit",
+                    "an adaptive limit on the calls inside stock",
+                );
             }
             "codel" => schema_keys(&mut out, name, &schema::QUEUE_DISCIPLINE),
             "breaker" => schema_keys(&mut out, name, &schema::CIRCUIT_BREAKER),
@@ -605,7 +643,11 @@ static KEYS: LazyLock<Vec<(String, String)>> = LazyLock::new(|| {
             _ => {}
         }
     }
-    out.extend(RUN_KEYS.iter().map(|(k, d)| ((*k).to_string(), (*d).to_string())));
+    out.extend(
+        RUN_KEYS
+            .iter()
+            .map(|(k, d)| ((*k).to_string(), (*d).to_string())),
+    );
     out
 });
 
@@ -1107,13 +1149,32 @@ impl Config {
             }
             let limit_field = |k: &str| k.strip_prefix("limit.").map(str::to_string);
             match hop {
-                "budget" => return set_field(&schema::TOKEN_BUDGET, &mut self.budget, key, field, value),
-                "codel" => return set_field(&schema::QUEUE_DISCIPLINE, &mut self.codel, key, field, value),
-                "breaker" => return set_field(&schema::CIRCUIT_BREAKER, &mut self.breaker, key, field, value),
+                "budget" => {
+                    return set_field(&schema::TOKEN_BUDGET, &mut self.budget, key, field, value)
+                }
+                "codel" => {
+                    return set_field(
+                        &schema::QUEUE_DISCIPLINE,
+                        &mut self.codel,
+                        key,
+                        field,
+                        value,
+                    )
+                }
+                "breaker" => {
+                    return set_field(
+                        &schema::CIRCUIT_BREAKER,
+                        &mut self.breaker,
+                        key,
+                        field,
+                        value,
+                    )
+                }
                 "hedge" => return set_field(&schema::HEDGING, &mut self.hedge, key, field, value),
                 "admission" => {
                     if field == "limit" {
-                        self.admission.limit = parse_limit(key, value)?.unwrap_or(LimitConfig::Fixed(u64::MAX));
+                        self.admission.limit =
+                            parse_limit(key, value)?.unwrap_or(LimitConfig::Fixed(u64::MAX));
                         return Ok(());
                     }
                     if let Some(f) = limit_field(field) {
@@ -1127,9 +1188,9 @@ impl Config {
                         return Ok(());
                     }
                     if let Some(f) = limit_field(field) {
-                        let l = self.bulkhead_limit.get_or_insert(LimitConfig::Fixed(
-                            self.bulkhead.max_concurrent,
-                        ));
+                        let l = self
+                            .bulkhead_limit
+                            .get_or_insert(LimitConfig::Fixed(self.bulkhead.max_concurrent));
                         return set_limit_field(l, key, &f, value);
                     }
                     return set_field(&schema::BULKHEAD, &mut self.bulkhead, key, field, value);
@@ -1363,16 +1424,22 @@ fn set_field<C: Copy>(
 ) -> Result<(), SimError> {
     let f = schema.field(field).ok_or_else(|| unknown(key))?;
     let expected = || format!("{} ({})", f.expected, unit_text(f.unit));
-    let input = schema_input(f.unit, value)
-        .ok_or_else(|| SimError::bad_value(key, value, &expected()))?;
-    f.set(c, input, DurationUnit::Secs).map_err(|e| match e.detail {
-        guards::error::Detail::Config(e) => SimError::bad_value(
-            key,
-            value,
-            &format!("{} ({}; {})", f.expected, unit_text(f.unit), kind_text(e.kind())),
-        ),
-        _ => SimError::bad_value(key, value, &expected()),
-    })
+    let input =
+        schema_input(f.unit, value).ok_or_else(|| SimError::bad_value(key, value, &expected()))?;
+    f.set(c, input, DurationUnit::Secs)
+        .map_err(|e| match e.detail {
+            guards::error::Detail::Config(e) => SimError::bad_value(
+                key,
+                value,
+                &format!(
+                    "{} ({}; {})",
+                    f.expected,
+                    unit_text(f.unit),
+                    kind_text(e.kind())
+                ),
+            ),
+            _ => SimError::bad_value(key, value, &expected()),
+        })
 }
 
 /// `admission.limit` / `bulkhead.limit`: an integer (a fixed limit), an algorithm name
@@ -1411,7 +1478,11 @@ fn set_limit_field(
 }
 
 /// The config's own check by core, reported on the override key of the bad field.
-pub(super) fn check<C: Copy>(prefix: &str, schema: &'static Schema<C>, c: &C) -> Result<(), SimError> {
+pub(super) fn check<C: Copy>(
+    prefix: &str,
+    schema: &'static Schema<C>,
+    c: &C,
+) -> Result<(), SimError> {
     schema.validate(c).map_err(|f| {
         let field = match f.detail {
             guards::error::Detail::Config(e) => e.field(),
@@ -1515,5 +1586,4 @@ impl Value<'_> {
     fn clock(&self) -> Result<Nanos, SimError> {
         clock::parse(self.value).ok_or_else(|| self.bad("a clock time HH:MM:SS[.fff]"))
     }
-
 }

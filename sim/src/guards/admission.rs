@@ -21,7 +21,8 @@ pub(crate) type DoorTicket = AdmissionPermit;
 
 impl Door {
     pub(crate) fn new(config: &AdmissionConfig, place: &str) -> Result<Self, SimError> {
-        let admission = Admission::new(*config).map_err(|e| SimError::guard(format!("{place}: admission"), e))?;
+        let admission = Admission::new(*config)
+            .map_err(|e| SimError::guard(format!("{place}: admission"), e))?;
         Ok(Door { admission })
     }
 

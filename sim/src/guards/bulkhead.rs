@@ -18,7 +18,8 @@ pub(crate) type GateTicket = BulkheadPermit;
 
 impl Gate {
     pub(crate) fn new(config: &BulkheadConfig, place: &str) -> Result<Self, SimError> {
-        let bulkhead = Bulkhead::new(*config).map_err(|e| SimError::guard(format!("{place}: bulkhead"), e))?;
+        let bulkhead =
+            Bulkhead::new(*config).map_err(|e| SimError::guard(format!("{place}: bulkhead"), e))?;
         Ok(Gate { bulkhead })
     }
 

@@ -238,12 +238,15 @@ fn flatten<'a>(prefix: &str, v: &'a Value, out: &mut Vec<(String, &'a Value)>) {
     }
 }
 
+/// Reads a key the schema does not cover (`None`: an ordinary field).
+type Extra<'a, C> = dyn FnMut(&mut C, &str, &Value) -> Option<Result<(), CfgError>> + 'a;
+
 /// Apply the fields of JSON object `v` to `c` with `schema` (no whole-config check).
 fn apply<C: Copy>(
     schema: &'static Schema<C>,
     c: &mut C,
     v: &Value,
-    extra: &mut dyn FnMut(&mut C, &str, &Value) -> Option<Result<(), CfgError>>,
+    extra: &mut Extra<'_, C>,
 ) -> Result<(), CfgError> {
     let Value::Object(m) = v else {
         return Err(CfgError::new(
@@ -363,7 +366,9 @@ pub fn limit_from_value(v: &Value) -> Result<LimitConfig, CfgError> {
         Value::String(name) => limit_from_parts(name, &Map::new()),
         Value::Object(m) => {
             let Some(Value::String(name)) = m.get("algorithm") else {
-                return Err(bad(format!("the limit has no \"algorithm\"; expected {EXPECTED}")));
+                return Err(bad(format!(
+                    "the limit has no \"algorithm\"; expected {EXPECTED}"
+                )));
             };
             let mut rest = m.clone();
             rest.remove("algorithm");
@@ -525,7 +530,10 @@ pub(crate) const FIELD_MARK: char = '\u{1}';
 
 fn serde_error<E: serde::de::Error>(e: CfgError) -> E {
     let tag = if e.unknown { 'U' } else { 'B' };
-    E::custom(format!("{FIELD_MARK}{tag}{}{FIELD_MARK}{}", e.field, e.message))
+    E::custom(format!(
+        "{FIELD_MARK}{tag}{}{FIELD_MARK}{}",
+        e.field, e.message
+    ))
 }
 
 /// `#[serde(with = "configs::one")]` for a [`Schematic`] config.
@@ -654,7 +662,9 @@ pub mod budgets {
     }
 
     /// Each budget through its mode's schema.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RetryBudgetConfig>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<RetryBudgetConfig>, D::Error> {
         d.deserialize_seq(Seq)
     }
 }
@@ -675,7 +685,10 @@ mod tests {
         assert_eq!(c.open_duration, Nanos::from_secs(5));
         assert_eq!(c.probe_timeout, Nanos::from_millis(100));
         // Everything else is the schema's default, which is core's.
-        assert_eq!(c.max_open_duration, CircuitBreakerConfig::default().max_open_duration);
+        assert_eq!(
+            c.max_open_duration,
+            CircuitBreakerConfig::default().max_open_duration
+        );
         let back: CircuitBreakerConfig = from_value(&to_value(&c)).unwrap();
         assert_eq!(back, c);
     }
@@ -697,16 +710,19 @@ mod tests {
         assert_eq!(e.field, "window_duration", "{e:?}");
         let e = from_value::<AdmissionConfig>(&json!({"limits": [80, 64, 90]})).unwrap_err();
         assert_eq!(e.field, "limits[2]", "{e:?}");
-        let e = from_value::<AdmissionConfig>(&json!({"limit": {"algorithm": "aimd", "backoff_ratio": 2.0}}))
-            .unwrap_err();
+        let e = from_value::<AdmissionConfig>(
+            &json!({"limit": {"algorithm": "aimd", "backoff_ratio": 2.0}}),
+        )
+        .unwrap_err();
         assert_eq!(e.field, "limit.backoff_ratio", "{e:?}");
     }
 
     #[test]
     fn limits_and_budgets_take_their_variant_by_name() {
-        let a: AdmissionConfig =
-            from_value(&json!({"limits": [80, 64], "limit": {"algorithm": "aimd", "max_limit": 100}}))
-                .unwrap();
+        let a: AdmissionConfig = from_value(
+            &json!({"limits": [80, 64], "limit": {"algorithm": "aimd", "max_limit": 100}}),
+        )
+        .unwrap();
         assert!(matches!(a.limit, LimitConfig::Aimd(c) if c.max_limit == 100));
         assert_eq!(a.limits[2], AdmissionConfig::default().limits[2]);
         assert_eq!(from_value::<AdmissionConfig>(&to_value(&a)).unwrap(), a);

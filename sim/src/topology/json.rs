@@ -107,10 +107,11 @@ mod priority {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Priority, D::Error> {
         let v = u64::deserialize(d)?;
-        u8::try_from(v)
-            .ok()
-            .and_then(Priority::new)
-            .ok_or_else(|| de::Error::custom(format!("{v} is not a priority level 0..=7 (0 most important)")))
+        u8::try_from(v).ok().and_then(Priority::new).ok_or_else(|| {
+            de::Error::custom(format!(
+                "{v} is not a priority level 0..=7 (0 most important)"
+            ))
+        })
     }
 
     pub mod opt {
@@ -401,7 +402,11 @@ fn error_at(root: &Value, e: serde_path_to_error::Error<serde_json::Error>) -> S
         };
     }
     SimError::BadValue {
-        key: if path.is_empty() { "topology".into() } else { path },
+        key: if path.is_empty() {
+            "topology".into()
+        } else {
+            path
+        },
         value: value_at(root, e.path()).unwrap_or_else(|| "?".into()),
         expected: msg,
     }
@@ -457,7 +462,12 @@ impl Topology {
         }
         let ops_of = |svc: usize| op_names.get(svc).map_or(&[][..], Vec::as_slice);
         let op_ref = |path: &str, svc: usize, r: &Option<Ref>| -> Result<usize, SimError> {
-            resolve(path, r.as_ref().unwrap_or(&Ref::Index(0)), ops_of(svc), "operation")
+            resolve(
+                path,
+                r.as_ref().unwrap_or(&Ref::Index(0)),
+                ops_of(svc),
+                "operation",
+            )
         };
 
         let mut services = Vec::with_capacity(w.services.len());
@@ -472,12 +482,9 @@ impl Topology {
                             time: *d,
                             commit: st.commit.unwrap_or(false),
                         }),
-                        (None, Some(r)) if st.commit.is_none() => Step::Call(resolve(
-                            &format!("{path}.call"),
-                            r,
-                            &edge_names,
-                            "edge",
-                        )?),
+                        (None, Some(r)) if st.commit.is_none() => {
+                            Step::Call(resolve(&format!("{path}.call"), r, &edge_names, "edge")?)
+                        }
                         _ => {
                             return Err(bad(
                                 &path,
@@ -727,7 +734,8 @@ impl Topology {
         };
         // Every value above serialises (no map with non-string keys, no NaN in a
         // validated config); a failure would be a bug, shown rather than hidden.
-        serde_json::to_value(&w).unwrap_or_else(|e| Value::String(format!("unserialisable topology: {e}")))
+        serde_json::to_value(&w)
+            .unwrap_or_else(|e| Value::String(format!("unserialisable topology: {e}")))
     }
 
     /// The topology as JSON text.
@@ -742,8 +750,14 @@ mod tests {
 
     #[test]
     fn pointers_follow_paths() {
-        assert_eq!(pointer("edges[3].policy.breaker"), "/edges/3/policy/breaker");
-        assert_eq!(pointer("services[0].admission.limits[2]"), "/services/0/admission/limits/2");
+        assert_eq!(
+            pointer("edges[3].policy.breaker"),
+            "/edges/3/policy/breaker"
+        );
+        assert_eq!(
+            pointer("services[0].admission.limits[2]"),
+            "/services/0/admission/limits/2"
+        );
     }
 
     #[test]
@@ -754,7 +768,8 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            t.to_string().contains("services[0].queue.discipline.capacity"),
+            t.to_string()
+                .contains("services[0].queue.discipline.capacity"),
             "{t}"
         );
     }
