@@ -68,7 +68,8 @@ def _parser() -> argparse.ArgumentParser:
         help="run (default), list the presets or keys, or the each-guard-alone table",
     )
     b.add_argument("--setting", metavar="NAME", help="preset name (default C8); see `presets`")
-    b.add_argument("--compare", nargs="+", metavar="NAME", help="compare these presets side by side")
+    b.add_argument("--compare", nargs="+", metavar="NAME",
+                   help="compare these presets (or topology .json files, with --until) side by side")
     b.add_argument("--seed", type=_seed, default=1, help="random seed (default 1)")
     b.add_argument("--until", metavar="HH:MM:SS", help="end of the run (default: the preset's)")
     b.add_argument(
