@@ -8,6 +8,8 @@
 //! - `recovered_at`: the first interval, from the disturbance's start (the run's start
 //!   without one), from which the full answers of all entries stay at or above 95 % of the
 //!   actions offered to the end of the run, or `null`;
+//! - `recovery_s`: seconds from the disturbance's end (the run's start without one) to
+//!   `recovered_at` (negative: recovered before it ended), or `null` (never);
 //! - `entries`: per entry, the whole run's `offered`, `full`, `degraded` (served without an
 //!   optional call, by a brownout fallback) and `failed` actions, and `goodput` (full ÷
 //!   offered) and `goodput_incl_degraded`;
@@ -43,6 +45,13 @@ pub fn recovered_at(r: &SimResult, good: &[f64], offered: &[f64], from: Nanos) -
         }
     }
     candidate.map(|i| r.time_of(i))
+}
+
+/// Seconds from `end` to `recovered` (`null`: never recovered).
+pub fn recovery_s(recovered: Option<Nanos>, end: Nanos) -> SummaryValue {
+    recovered.map_or(SummaryValue::Null, |t| {
+        SummaryValue::Number((t.as_u64() as f64 - end.as_u64() as f64) / 1e9)
+    })
 }
 
 /// The earliest start and latest end of the topology's slowdowns.
@@ -117,10 +126,14 @@ pub fn summary(r: &SimResult, topo: &Topology) -> Vec<(String, SummaryValue)> {
         }
     }
     let from = dist.map_or(r.start, |(a, _)| a);
+    let rec = recovered_at(r, &good, &offered, from);
     out.push((
         "recovered_at".to_string(),
-        recovered_at(r, &good, &offered, from)
-            .map_or(SummaryValue::Null, |t| SummaryValue::Text(clock::format(t))),
+        rec.map_or(SummaryValue::Null, |t| SummaryValue::Text(clock::format(t))),
+    ));
+    out.push((
+        "recovery_s".to_string(),
+        recovery_s(rec, dist.map_or(r.start, |(_, b)| b)),
     ));
     let mut entries = Vec::new();
     for e in &topo.entries {

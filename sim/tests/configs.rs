@@ -188,6 +188,12 @@ fn every_topology_gets_the_summary_with_its_disturbance_and_recovery() {
     let offered = r.column("entry.page.offered").unwrap();
     assert!((i..r.len()).all(|k| full[k] >= 0.95 * offered[k]));
     assert!(full[i - 1] < 0.95 * offered[i - 1]);
+    let secs = (t.as_u64() as f64 - clock::hms(12, 0, 8).as_u64() as f64) / 1e9;
+    assert_eq!(
+        get("recovery_s").and_then(|v| v.as_f64()),
+        Some(secs),
+        "seconds from the end of the slowdown"
+    );
     // Entry totals are the columns' sums.
     let n = |k: &str| get(k).and_then(|v| v.as_f64()).unwrap();
     assert_eq!(n("entries.page.offered"), sum(&r, "entry.page.offered"));

@@ -54,14 +54,10 @@ def _metric_name(m: MetricSpec) -> str:
 
 
 def _recovery_s(r: SimResult) -> float:
-    """Seconds from the end of the disturbance (Basketly: the hiccup; the run's start
-    without one) to recovery (``inf``: never recovered)."""
-    rec = r.summary.get("recovered_at")
-    if not isinstance(rec, str):
-        return math.inf
-    dist = r.summary.get("disturbance")
-    end = _args.clock_ns("disturbance", dist["end"]) if isinstance(dist, dict) else r.start_ns
-    return (_args.clock_ns("recovered_at", rec) - end) / 1e9
+    """The summary's ``recovery_s`` (computed by the simulator for any topology): seconds
+    from the end of the disturbance (Basketly: the hiccup) to recovery; ``inf`` if never."""
+    v = r.summary.get("recovery_s")
+    return math.inf if v is None else float(v)
 
 
 def _read(r: SimResult, m: MetricSpec) -> float:

@@ -339,6 +339,11 @@ fn add_summary(r: &mut SimResult, c: &Config) {
         "recovered_at".to_string(),
         rec.map_or(SummaryValue::Null, |t| SummaryValue::Text(clock::format(t))),
     ));
+    let end = if c.hiccup { c.hiccup_end } else { c.start };
+    s.push((
+        "recovery_s".to_string(),
+        crate::summary::recovery_s(rec, end),
+    ));
     // Stock-call latency as shop-api sees it: whole successful calls, retries and
     // hedges included, over the whole run.
     let mut lat: Vec<Nanos> = Vec::new();

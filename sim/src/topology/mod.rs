@@ -6,6 +6,13 @@
 //! a running model. The Basketly presets ([`crate::basketly`]) are one such description;
 //! the Python layer can build any other.
 //!
+//! The guards are guards-core's own configs, not a second vocabulary: an edge's retry
+//! policy is a `RetryPolicyConfig`, its breaker a `CircuitBreakerConfig`, a service's
+//! admission door an `AdmissionConfig` (with an optional adaptive limit), and so on. As
+//! JSON ([`json`]) they have the field names, units, defaults and validation of the Python
+//! API, read and written through guards-ffi's schemas ([`configs`]), with durations as
+//! `"40ms"` or seconds ([`units`]).
+//!
 //! Conventions: every duration and instant is a [`Nanos`]. Instants are times of day in
 //! virtual time (nanoseconds since midnight), so `20:00:00` is `Nanos::from_secs(72_000)`
 //! and clock labels in the output need no separate epoch. Identifiers are indices into the
