@@ -22,8 +22,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use guards_core::Nanos;
-use guards_sim::basketly::{Config, Run, GUARDS, KEYS, PRESETS, PRESET_INFO, SERIES};
-use guards_sim::result::quantile_sorted;
+use guards_sim::basketly::{keys, Config, Run, GUARDS, PRESETS, PRESET_INFO, SERIES};
 use guards_sim::topology::clock;
 use guards_sim::{Limits, Sim, SimError as CoreSimError, SimResult, Stop, SummaryValue, Topology};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -281,47 +280,6 @@ fn summary_value<'py>(py: Python<'py>, v: &SummaryValue) -> PyResult<Bound<'py, 
     })
 }
 
-/// The summary of a run of a generic topology: engine counts and, per edge that records
-/// latencies, the percentiles of whole successful calls in milliseconds.
-fn generic_summary(r: &mut SimResult) {
-    let mut edges = Vec::new();
-    for l in &r.latencies {
-        let mut lat: Vec<Nanos> = l.calls.iter().map(|(_, d)| *d).collect();
-        lat.sort_unstable();
-        let ms = |q: f64| {
-            quantile_sorted(&lat, q).map_or(SummaryValue::Null, |d| {
-                SummaryValue::Number(d.as_u64() as f64 / 1e6)
-            })
-        };
-        let mean = if lat.is_empty() {
-            SummaryValue::Null
-        } else {
-            SummaryValue::Number(
-                lat.iter().map(|d| d.as_u64() as f64).sum::<f64>() / lat.len() as f64 / 1e6,
-            )
-        };
-        edges.push((
-            l.edge.clone(),
-            SummaryValue::Map(vec![
-                ("p50".into(), ms(0.5)),
-                ("p95".into(), ms(0.95)),
-                ("p99".into(), ms(0.99)),
-                ("p999".into(), ms(0.999)),
-                ("mean".into(), mean),
-                ("count".into(), SummaryValue::Number(lat.len() as f64)),
-            ]),
-        ));
-    }
-    r.summary = vec![
-        ("latency_ms".into(), SummaryValue::Map(edges)),
-        ("events".into(), SummaryValue::Number(r.stats.events as f64)),
-        (
-            "peak_calls".into(),
-            SummaryValue::Number(r.stats.peak_calls as f64),
-        ),
-    ];
-}
-
 /// The Basketly settings a caller needs to read a result (windows, rates), as a dict.
 fn config_dict<'py>(py: Python<'py>, c: &Config) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
@@ -406,10 +364,11 @@ pub(crate) fn _sim_presets() -> Vec<&'static str> {
 }
 
 /// Every override key with a one-line description (`HOP.` stands for `app.`,
-/// `stock_call.` and `db_call.`).
+/// `stock_call.` and `db_call.`): the model's keys, and one per field of each guard's
+/// config, generated from guards-ffi's schemas.
 #[pyfunction]
-pub(crate) fn _sim_keys() -> Vec<(&'static str, &'static str)> {
-    KEYS.to_vec()
+pub(crate) fn _sim_keys() -> Vec<(String, String)> {
+    keys().to_vec()
 }
 
 /// Every Basketly preset with a one-line description.
@@ -890,9 +849,7 @@ impl PySimRun {
                         let _ = sim.reconfigure(topo);
                     }
                     sim.advance(until);
-                    let mut r = sim.result();
-                    generic_summary(&mut r);
-                    r
+                    sim.result()
                 }
             }))
         });

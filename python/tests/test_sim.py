@@ -173,7 +173,12 @@ def test_latencies_match_the_summary(c8: sim.SimResult) -> None:
 def test_presets_and_keys_are_listed() -> None:
     assert len(sim.PRESETS) == 36
     assert sim.PRESETS[:2] == ("healthy", "C0") and sim.PRESETS[-1] == "jitter-full"
-    assert "stock_call.idempotency_key" in sim.KEYS and "HOP.timeout_ms" in sim.KEYS
+    assert "stock_call.idempotency_key" in sim.KEYS and "HOP.attempt_timeout" in sim.KEYS
+    # A guard's keys are its config's fields, generated from the schema.
+    assert {"breaker.failure_rate_threshold", "breaker.window_size", "HOP.retry.max_attempts",
+            "HOP.retry.backoff.base", "budget.ratio", "hedge.delay_quantile",
+            "admission.limits[1]", "admission.limit", "bulkhead.max_concurrent"} <= set(sim.KEYS)
+    assert "breaker.failure_rate" not in sim.KEYS  # the old second vocabulary is gone
     assert all(isinstance(d, str) and d for d in sim.KEYS.values())
     assert sim.SERIES["goodput_cart"] == ("entry.cart.full",)
     assert set(ISSUE_SERIES) <= set(sim.SERIES)
@@ -196,13 +201,16 @@ def test_every_preset_runs(name: str) -> None:
 
 
 def test_overrides_by_keyword_mapping_and_strings_are_the_same() -> None:
-    kw = sim.basketly("C0", until="20:00:03", stock_call__timeout_ms=60, lb="round_robin")
+    kw = sim.basketly("C0", until="20:00:03", stock_call__attempt_timeout="60ms", lb="round_robin")
     mapping = sim.basketly(
-        "C0", until="20:00:03", overrides={"stock_call.timeout_ms": 60, "lb": "round_robin"}
+        "C0", until="20:00:03", overrides={"stock_call.attempt_timeout": 0.06, "lb": "round_robin"}
     )
     strings = sim.basketly(
-        "C0", until="20:00:03", overrides=["stock_call.timeout_ms=60", "lb=round_robin"]
+        "C0", until="20:00:03", overrides=["stock_call.attempt_timeout=60ms", "lb=round_robin"]
     )
+    delta = sim.basketly("C0", until="20:00:03", lb="round_robin",
+                         stock_call__attempt_timeout=datetime.timedelta(milliseconds=60))
+    assert delta.to_json() == kw.to_json()
     plain = sim.basketly("C0", until="20:00:03")
     assert kw.to_json() == mapping.to_json() == strings.to_json()
     assert kw.to_json() != plain.to_json()
@@ -220,8 +228,8 @@ def test_overrides_change_the_run() -> None:
         "C0",
         hiccup__start=datetime.time(20, 0, 1, 500_000),
         hiccup__factor=2.5,
-        stock_call__timeout_ms=None,
-        app__backoff_base_ms=datetime.timedelta(milliseconds=250),
+        stock_call__attempt_timeout=None,
+        app__retry__backoff__base=datetime.timedelta(milliseconds=250),
     )
     assert cfg["hiccup_start"] == "20:00:01.500" and cfg["hiccup_factor"] == 2.5
 
@@ -243,8 +251,16 @@ def test_unknown_key_and_bad_values_are_sim_errors_naming_the_key() -> None:
     assert (e.value.kind, e.value.key, e.value.value) == ("bad_value", "shopapi.threads", "-1")
     assert "integer" in (e.value.expected or "")
     with pytest.raises(SimError) as e:
-        sim.basketly("C8", breaker__failure_rate=1.5)
-    assert e.value.key == "breaker.failure_rate"
+        sim.basketly("C8", breaker__failure_rate_threshold=1.5)
+    assert e.value.key == "breaker.failure_rate_threshold"
+    assert "0.0 < x <= 1.0" in (e.value.expected or "")
+    with pytest.raises(SimError) as e:
+        sim.basketly("C8", breaker__window_sise=20)
+    assert (e.value.kind, e.value.key) == ("unknown_key", "breaker.window_sise")
+    # Core's check of the whole config names the key at fault.
+    with pytest.raises(SimError) as e:
+        sim.basketly("C8", breaker__window_kind="time", breaker__window_buckets=7)
+    assert (e.value.kind, e.value.key) == ("bad_value", "breaker.window_duration")
     with pytest.raises(SimError) as e:
         sim.basketly("C8", overrides=["hiccup"])
     assert e.value.kind == "bad_override"
@@ -324,8 +340,9 @@ def test_compare_puts_settings_side_by_side() -> None:
     header = text.splitlines()[1].split()
     assert header == ["C0", "C8"]
     rows = {m.key: v for m, v in cmp.rows()}
-    assert set(rows) == {m.key for m in sim.METRICS}
-    assert len(cmp.to_csv().splitlines()) == 1 + len(sim.METRICS)
+    assert set(rows) == {m.key for m in (*sim.GENERIC_METRICS, *sim.METRICS)}
+    assert rows["actions_full"] == [rows["goodput"][0], rows["goodput"][1]]
+    assert len(cmp.to_csv().splitlines()) == 1 + len(rows)
     d = json.loads(json.dumps(cmp.to_dict()))
     assert d["settings"] == ["C0", "C8"] and d["results"]["C8"]["setting"] == "C8"
     assert d["windows"]["C8"]["during_start"] == "20:00:02"
@@ -390,8 +407,8 @@ WEB_API = {
     ],
     "edges": [{"name": "web->api", "from": "web", "to": "api", "op": "get",
                "record_latency": True,
-               "policy": {"attempts": 2, "timeout": "100ms", "deadline": "attempt",
-                          "cancel": True, "backoff": {"base": "10ms", "cap": "1s"}}}],
+               "policy": {"attempt_timeout": "100ms", "deadline": "attempt", "cancel": True,
+                          "retry": {"max_attempts": 2, "backoff": {"base": "10ms", "cap": "1s"}}}}],
     "entries": [{"name": "page", "service": "web", "op": "page",
                  "arrivals": {"poisson": 300}}],
 }
@@ -419,7 +436,10 @@ def test_a_generic_topology_with_a_breaker_and_an_outage() -> None:
     # The example of python/README.md.
     topo = json.loads(json.dumps(WEB_API))
     topo["services"][1]["outages"] = [{"start": "12:00:10", "end": "12:00:20"}]
-    topo["edges"][0]["policy"]["breaker"] = {"window": 20, "open_for": "2s"}
+    # Pasted from a service: guards.CircuitBreaker(window_size=20, open_duration=2.0,
+    # probe_timeout=0.1) as its keyword arguments.
+    topo["edges"][0]["policy"]["breaker"] = {"window_size": 20, "open_duration": 2.0,
+                                             "probe_timeout": 0.1}
     r = sim.simulate(topo, seed=1, duration=30)
     rejected = r.column("edge.web->api.breaker_rejections")
     open_ = r.column("edge.web->api.breakers_open")
@@ -431,7 +451,10 @@ def test_a_generic_topology_with_a_breaker_and_an_outage() -> None:
 def test_check_topology_fills_in_the_defaults() -> None:
     full = sim.check_topology(WEB_API)
     assert full["interval"] == "1s"
-    assert full["edges"][0]["policy"]["retry_on_timeout"] in (True, False)
+    policy = full["edges"][0]["policy"]
+    assert policy["retry"]["retry_timeouts"] is True and policy["breaker"] is None
+    assert policy["retry"]["backoff"] == {"base": "10ms", "cap": "1s", "multiplier": 2.0,
+                                          "jitter": "full"}
     assert full["services"][1]["balance"] == "random"
     assert sim.check_topology(full) == full
     basketly = sim.basketly_topology("C8")
@@ -448,10 +471,21 @@ def test_bad_topologies_are_sim_errors_naming_the_path() -> None:
         sim.simulate(bad, duration=1)
     assert (e.value.kind, e.value.key) == ("unknown_key", "services[1].bogus")
     bad = json.loads(json.dumps(WEB_API))
-    bad["edges"][0]["policy"]["timeout"] = "soon"
+    bad["edges"][0]["policy"]["attempt_timeout"] = "soon"
     with pytest.raises(SimError) as e:
         sim.simulate(bad, duration=1)
-    assert (e.value.kind, e.value.key) == ("bad_value", "edges[0].policy.timeout")
+    assert (e.value.kind, e.value.key) == ("bad_value", "edges[0].policy.attempt_timeout")
+    bad = json.loads(json.dumps(WEB_API))
+    bad["edges"][0]["policy"]["breaker"] = {"window_size": 0}
+    with pytest.raises(SimError) as e:
+        sim.simulate(bad, duration=1)
+    assert (e.value.kind, e.value.key, e.value.value) == (
+        "bad_value", "edges[0].policy.breaker.window_size", "0")
+    bad = json.loads(json.dumps(WEB_API))
+    bad["edges"][0]["policy"]["retry"]["backoff"]["cap"] = "1ms"
+    with pytest.raises(SimError) as e:
+        sim.simulate(bad, duration=1)
+    assert e.value.key == "edges[0].policy.retry.backoff.cap"
     bad = json.loads(json.dumps(WEB_API))
     bad["edges"][0]["to"] = "nowhere"
     with pytest.raises(SimError, match="edges\\[0\\].to"):

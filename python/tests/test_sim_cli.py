@@ -45,7 +45,7 @@ def test_basketly_prints_a_per_second_table_and_a_summary(tmp_path: pathlib.Path
 def test_json_and_csv_files_hold_the_run(tmp_path: pathlib.Path) -> None:
     p = cli(
         "basketly", "--setting", "C2", "--seed", "3", "--until", "20:00:03",
-        "--set", "lb=round_robin", "--set", "stock_call.timeout_ms=80",
+        "--set", "lb=round_robin", "--set", "stock_call.attempt_timeout=80ms",
         "--json", "r.json", "--csv", "r.csv", "--quiet", cwd=tmp_path,
     )
     assert p.returncode == 0, p.stderr
@@ -53,7 +53,7 @@ def test_json_and_csv_files_hold_the_run(tmp_path: pathlib.Path) -> None:
     text = (tmp_path / "r.json").read_text().strip()
     api = sim.basketly(
         "C2", seed=3, until="20:00:03",
-        overrides={"lb": "round_robin", "stock_call.timeout_ms": 80},
+        overrides={"lb": "round_robin", "stock_call.attempt_timeout": "80ms"},
     )
     assert text == api.to_json()
     d = json.loads(text)

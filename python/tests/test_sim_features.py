@@ -46,7 +46,7 @@ def test_a_topology_changes_by_patch_during_the_run() -> None:
             {"name": "api", "servers": 4, "ops": [{"name": "get", "steps": [{"work": {"exp": "20ms"}}]}]},
         ],
         "edges": [{"name": "web->api", "from": "web", "to": "api", "op": "get",
-                   "policy": {"timeout": "500ms"}}],
+                   "policy": {"attempt_timeout": "500ms"}}],
         "entries": [{"name": "page", "service": "web", "op": "page", "arrivals": {"poisson": 100}}],
     }
     patch = {"services": {"api": {"servers": 1}}}

@@ -13,16 +13,16 @@ import pytest
 import guards.sim as sim
 from guards.sim.cli import main
 
-GRID = (["C6", "C8"], {"breaker.failure_rate": [0.3, 0.5]}, [1, 2, 3], ["goodput_checkout", "recovery_s"])
+GRID = (["C6", "C8"], {"breaker.failure_rate_threshold": [0.3, 0.5]}, [1, 2, 3], ["goodput_checkout", "recovery_s"])
 
 
 def test_a_cell_is_the_mean_and_spread_of_its_seeds() -> None:
     sw = sim.sweep(*GRID, until="20:00:22", jobs=2)
     assert [r["setting"] for r in sw.rows()] == ["C6", "C6", "C8", "C8"]
-    assert sw.params == ["breaker.failure_rate"]
+    assert sw.params == ["breaker.failure_rate_threshold"]
     for i, row in enumerate(sw.rows()):
         runs = [
-            sim.basketly(row["setting"], s, until="20:00:22", breaker__failure_rate=row["breaker.failure_rate"])
+            sim.basketly(row["setting"], s, until="20:00:22", breaker__failure_rate_threshold=row["breaker.failure_rate_threshold"])
             for s in sw.seeds
         ]
         values = [r.mean("goodput_checkout", "20:00:02", "20:00:20") for r in runs]
@@ -32,25 +32,25 @@ def test_a_cell_is_the_mean_and_spread_of_its_seeds() -> None:
         assert (row["goodput_checkout_min"], row["goodput_checkout_max"]) == (min(values), max(values))
     # The same sweep on one thread gives the same table.
     assert json.dumps(sim.sweep(*GRID, until="20:00:22", jobs=1).to_dict()) == json.dumps(sw.to_dict())
-    assert "mean ± sd" in sw.table() and sw.to_csv().startswith("setting,breaker.failure_rate,")
+    assert "mean ± sd" in sw.table() and sw.to_csv().startswith("setting,breaker.failure_rate_threshold,")
 
 
 def test_bad_sweeps_fail_before_any_run() -> None:
     with pytest.raises(sim.SimError):
         sim.sweep(["C9"], seeds=[1])
     with pytest.raises(sim.SimError):
-        sim.sweep(["C8"], {"breaker.failure_rate": [2.0]}, seeds=[1])
+        sim.sweep(["C8"], {"breaker.failure_rate_threshold": [2.0]}, seeds=[1])
     with pytest.raises(ValueError):
         sim.sweep(["C8"], seeds=[])
     with pytest.raises(ValueError):
         sim.sweep(["C8"], seeds=[1], backend="cluster")
     with pytest.raises(TypeError):
-        sim.sweep(["C8"], {"breaker.failure_rate": 0.5}, seeds=[1])
+        sim.sweep(["C8"], {"breaker.failure_rate_threshold": 0.5}, seeds=[1])
 
 
 def test_a_topology_sweep_patches_a_path() -> None:
     topo = sim.basketly_topology("C1", until="20:00:05")
-    sw = sim.sweep([("c1", topo)], {("edges", "shop-api->stock.view", "policy", "timeout"): ["20ms", "60ms"]},
+    sw = sim.sweep([("c1", topo)], {("edges", "shop-api->stock.view", "policy", "attempt_timeout"): ["20ms", "60ms"]},
                    seeds=[1], metrics=["edge.shop-api->stock.view.timeouts"], until="20:00:05")
     short, long = (r["edge.shop-api->stock.view.timeouts"] for r in sw.rows())
     assert short > long
@@ -76,7 +76,7 @@ def test_each_guard_alone_and_the_cli(tmp_path: Path, capsys: pytest.CaptureFixt
     assert math.isinf(row[("none", "-")]["recovery_s"])
     assert row[("timeouts", "from the start")]["recovery_s"] <= 2
     out = tmp_path / "sweep.csv"
-    status = main(["sweep", "--settings", "C6", "--param", "breaker.failure_rate=0.3,0.5", "--seeds", "2",
+    status = main(["sweep", "--settings", "C6", "--param", "breaker.failure_rate_threshold=0.3,0.5", "--seeds", "2",
                    "--metrics", "goodput_checkout", "--until", "20:00:22", "--csv", str(out), "--no-progress"])
     assert status == 0 and out.read_text().count("\n") == 3
     assert "goodput_checkout" in capsys.readouterr().out
@@ -85,9 +85,9 @@ def test_each_guard_alone_and_the_cli(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_a_sweep_plots_a_heatmap_a_line_or_bars(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    grid = sim.sweep(["C8"], {"breaker.failure_rate": [0.5, 0.7], "budget.deposit": [0.1, 0.2]}, seeds=[1],
+    grid = sim.sweep(["C8"], {"breaker.failure_rate_threshold": [0.5, 0.7], "budget.ratio": [0.1, 0.2]}, seeds=[1],
                      metrics=["goodput_checkout"], until="20:00:05")
-    line = sim.sweep(["C6", "C8"], {"breaker.failure_rate": [0.5, 0.7]}, seeds=[1, 2],
+    line = sim.sweep(["C6", "C8"], {"breaker.failure_rate_threshold": [0.5, 0.7]}, seeds=[1, 2],
                      metrics=["goodput_checkout"], until="20:00:05")
     bars = sim.sweep(["C6", "C8"], seeds=[1], metrics=["goodput_checkout"], until="20:00:05")
     for name, sw in (("heat", grid), ("line", line), ("bars", bars)):

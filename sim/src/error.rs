@@ -21,14 +21,16 @@ pub enum SimError {
         /// The valid names.
         known: Vec<&'static str>,
     },
-    /// No override has this key.
+    /// No override has this key (or a topology has a field of this path that its object
+    /// does not know).
     UnknownKey {
-        /// The key given.
+        /// The key or path given.
         key: String,
     },
-    /// The value does not parse or is out of range for the key.
+    /// The value does not parse or is out of range for the key (an override key, or the
+    /// JSON path of a topology's value, down to a guard config's field).
     BadValue {
-        /// The key.
+        /// The key or path.
         key: String,
         /// The value given.
         value: String,
@@ -77,6 +79,16 @@ impl SimError {
         }
     }
 
+    /// A guards-ffi failure (a config its schema or core refused) at `place`.
+    pub(crate) fn failure(place: impl Into<String>, f: &guards::error::Failure) -> Self {
+        match f.detail {
+            guards::error::Detail::Config(e) => SimError::guard(place, e),
+            _ => SimError::Topology {
+                what: format!("{}: {f}", place.into()),
+            },
+        }
+    }
+
     /// Stable snake_case name of the error kind, for bindings.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -96,12 +108,12 @@ impl fmt::Display for SimError {
             SimError::UnknownPreset { name, known } => {
                 write!(f, "unknown preset {name:?}; known: {}", known.join(", "))
             }
-            SimError::UnknownKey { key } => write!(f, "unknown override key {key:?}"),
+            SimError::UnknownKey { key } => write!(f, "{key}: unknown key"),
             SimError::BadValue {
                 key,
                 value,
                 expected,
-            } => write!(f, "bad value {value:?} for {key}: expected {expected}"),
+            } => write!(f, "{key}: bad value {value}: expected {expected}"),
             SimError::BadOverride { text } => {
                 write!(f, "override {text:?} is not of the form key=value")
             }

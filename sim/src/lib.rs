@@ -6,11 +6,15 @@
 //!
 //! - [`topology`]: a system as data (services with pools and queues, operations, call
 //!   edges with per-edge policies, open-loop callers, timed operator actions), also as
-//!   JSON ([`Topology::from_json`]) so any system can be described from Python.
+//!   JSON ([`Topology::from_json`]) so any system can be described from Python. Its
+//!   guards are guards-core's own configs ([`topology::configs`]), with the field names,
+//!   units, defaults and validation of the Python API, so a service's breaker, retry,
+//!   budget or limiter config can be pasted into a topology.
 //! - [`Sim`]: the engine. A virtual nanosecond clock, an event heap ordered by time and
 //!   insertion sequence, seeded random streams; no wall clock anywhere, so the same seed
 //!   gives the same output bit for bit.
-//! - [`SimResult`]: per-interval columns and a summary, as JSON or CSV.
+//! - [`SimResult`]: per-interval columns and a summary ([`summary`]: the same for any
+//!   topology), as JSON or CSV.
 //! - [`basketly`]: the Basketly incident of the seed (settings C0 to C8, side rows and
 //!   replays) as named presets with `key=value` overrides ([`basketly::basketly`], or
 //!   [`basketly::Run`] to advance in steps).
@@ -39,6 +43,7 @@ mod guards;
 pub mod limits;
 pub mod result;
 pub mod rng;
+pub mod summary;
 pub mod topology;
 pub mod trace;
 

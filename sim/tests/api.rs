@@ -1,11 +1,14 @@
 //! The public API: typed errors for bad input, every preset builds, the JSON shape the
 //! Python layer relies on, and a generic (non-Basketly) topology.
 
+use guards::schema::{self, Schema};
+use guards_core::retry_policy::RetryPolicyConfig;
 use guards_core::Nanos;
-use guards_sim::basketly::{basketly, Config, KEYS, PRESETS, SERIES};
+use guards_sim::basketly::{basketly, keys, Config, PRESETS, SERIES};
+use guards_sim::topology::configs::output;
 use guards_sim::topology::{
-    clock, Arrivals, Balance, CallPolicy, Dist, EdgeSpec, EntrySpec, OpSpec, QueueSpec,
-    ServiceSpec, Step, Topology, WorkSpec,
+    clock, Arrivals, CallPolicy, Dist, EdgeSpec, EntrySpec, OpSpec, ServiceSpec, Step, Topology,
+    WorkSpec,
 };
 use guards_sim::{Sim, SimError};
 
@@ -35,8 +38,11 @@ fn unknown_key_bad_value_and_bad_override_are_typed_errors() {
         "rate.cart=inf",
         "hiccup.start=20:61:00",
         "app.deadline=sometimes",
-        "breaker.failure_rate=1.5",
-        "stock_call.timeout_ms=0",
+        "breaker.failure_rate_threshold=1.5",
+        "stock_call.attempt_timeout=0",
+        "stock_call.attempt_timeout=soon",
+        "app.retry.max_attempts=0",
+        "app.retry.backoff.jitter=sometimes",
         "lb=closest",
         "until=soon",
     ] {
@@ -51,9 +57,67 @@ fn unknown_key_bad_value_and_bad_override_are_typed_errors() {
     assert!(matches!(e, SimError::BadValue { .. }), "{e:?}");
 }
 
+/// The default of field `field` of `schema` as override text.
+fn default_text<C: Copy>(schema: &Schema<C>, field: &str) -> Option<String> {
+    let f = schema.field(field)?;
+    Some(match output(f.unit, f.default) {
+        serde_json::Value::String(s) => s,
+        other => other.to_string(),
+    })
+}
+
 #[test]
 fn every_documented_key_is_accepted() {
-    let value = |k: &str| -> &str {
+    // Model keys get a plausible value; a guard config's keys (generated from the
+    // schemas) get their field's default, which the schema accepts by definition.
+    let value = |k: &str| -> String {
+        let guard = |prefix: &str| k.strip_prefix(prefix);
+        if let Some(f) = ["app.retry.", "stock_call.retry.", "db_call.retry."]
+            .iter()
+            .find_map(|p| guard(p))
+        {
+            return default_text(&schema::RETRY_POLICY, f).unwrap();
+        }
+        for (prefix, found) in [
+            (
+                "budget.",
+                guard("budget.").and_then(|f| default_text(&schema::TOKEN_BUDGET, f)),
+            ),
+            (
+                "codel.",
+                guard("codel.").and_then(|f| default_text(&schema::QUEUE_DISCIPLINE, f)),
+            ),
+            (
+                "breaker.",
+                guard("breaker.").and_then(|f| default_text(&schema::CIRCUIT_BREAKER, f)),
+            ),
+            (
+                "hedge.",
+                guard("hedge.").and_then(|f| default_text(&schema::HEDGING, f)),
+            ),
+            (
+                "bulkhead.",
+                guard("bulkhead.").and_then(|f| default_text(&schema::BULKHEAD, f)),
+            ),
+            (
+                "admission.",
+                guard("admission.").and_then(|f| default_text(&schema::ADMISSION, f)),
+            ),
+        ] {
+            if let Some(v) = found {
+                assert!(k.starts_with(prefix));
+                return v;
+            }
+        }
+        if k.ends_with(".limit") {
+            return "aimd".into();
+        }
+        if let Some(f) = k.split(".limit.").nth(1) {
+            return default_text(&schema::AIMD, f)
+                .or_else(|| default_text(&schema::VEGAS, f))
+                .or_else(|| default_text(&schema::GRADIENT, f))
+                .unwrap();
+        }
         match k {
             "start" => "19:59:50",
             "until" | "hiccup.start" | "hiccup.end" | "scale.at" | "ops.at" | "burst.at"
@@ -63,40 +127,112 @@ fn every_documented_key_is_accepted() {
             "shopapi.work_dist" => "exp",
             "ops.action" => "flush",
             "agents.offsets" => "stable",
-            k if k.ends_with(".backoff") => "full",
-            k if k.ends_with(".retry") => "no503",
+            k if k.ends_with(".attempt_timeout") => "60ms",
+            k if k.ends_with(".margin") => "1ms",
             k if k.ends_with(".deadline") && k != "db.deadline" => "attempt",
-            k if k.ends_with("_p") || k.ends_with("rate") || k == "hedge.percentile" => "0.5",
+            k if k.ends_with("_p") => "0.5",
             "hiccup" | "budget" | "admission" | "codel" | "breaker" | "bulkhead" | "brownout"
             | "hedge" | "scale" | "agents" | "burst" | "trace" => "on",
             k if k.ends_with("deadline_check")
                 || k.ends_with(".cancel")
                 || k.ends_with("idempotency_key")
                 || k.ends_with("reply_503")
-                || k.ends_with("count_503")
-                || k.starts_with("codel.") && !k.ends_with("_ms")
+                || k.ends_with("overloaded_is_transient")
+                || k.ends_with("breaker_ignores_overloaded")
                 || k == "db.deadline" =>
             {
                 "on"
             }
             _ => "3",
         }
+        .to_string()
     };
-    for (key, _) in KEYS {
-        let keys: Vec<String> = if let Some(rest) = key.strip_prefix("HOP.") {
+    for (key, _) in keys() {
+        let ks: Vec<String> = if let Some(rest) = key.strip_prefix("HOP.") {
             ["app", "stock_call", "db_call"]
                 .iter()
                 .map(|h| format!("{h}.{rest}"))
+                .filter(|k| {
+                    !(k.starts_with("app.") || k.starts_with("db_call."))
+                        || !["idempotency_key", "reply_503", "breaker_ignores_overloaded"]
+                            .iter()
+                            .any(|x| k.ends_with(x))
+                })
                 .collect()
         } else {
             vec![key.to_string()]
         };
-        for k in keys {
-            let mut c = Config::preset("C0").unwrap();
-            c.set(&k, value(&k))
+        for k in ks {
+            let mut c = Config::preset("C8").unwrap();
+            if let Some((head, _)) = k.split_once(".limit.") {
+                // A field of an adaptive limit needs that algorithm first.
+                let algo = if schema::AIMD.field(k.rsplit('.').next().unwrap()).is_some() {
+                    "aimd"
+                } else if schema::VEGAS.field(k.rsplit('.').next().unwrap()).is_some() {
+                    "vegas"
+                } else {
+                    "gradient"
+                };
+                c.set(&format!("{head}.limit"), algo).unwrap();
+            }
+            c.set(&k, &value(&k))
                 .unwrap_or_else(|e| panic!("{k}={}: {e}", value(&k)));
         }
     }
+    // Every field of every guard's schema has its key.
+    let names: Vec<&str> = keys().iter().map(|(k, _)| k.as_str()).collect();
+    for f in schema::CIRCUIT_BREAKER.fields {
+        assert!(
+            names.contains(&format!("breaker.{}", f.name).as_str()),
+            "{}",
+            f.name
+        );
+    }
+    for f in schema::RETRY_POLICY.fields {
+        assert!(
+            names.contains(&format!("HOP.retry.{}", f.name).as_str()),
+            "{}",
+            f.name
+        );
+    }
+}
+
+#[test]
+fn guard_keys_take_the_schemas_units_and_ranges() {
+    let mut c = Config::preset("C8").unwrap();
+    c.set("breaker.open_duration", "2.5").unwrap(); // seconds, as in Python
+    assert_eq!(c.breaker.open_duration, Nanos::from_millis(2500));
+    c.set("breaker.open_duration", "750ms").unwrap();
+    assert_eq!(c.breaker.open_duration, Nanos::from_millis(750));
+    c.set("stock_call.retry.backoff.jitter", "equal").unwrap();
+    let e = c.set("breaker.failure_rate_threshold", "1.5").unwrap_err();
+    assert!(
+        matches!(&e, SimError::BadValue { key, .. } if key == "breaker.failure_rate_threshold"),
+        "{e:?}"
+    );
+    let e = c.set("breaker.window_sise", "20").unwrap_err();
+    assert!(matches!(e, SimError::UnknownKey { .. }), "{e:?}");
+    let e = c.set("breaker.window_size", "twenty").unwrap_err();
+    assert!(e.to_string().contains("1..=65536"), "{e}");
+    // Core's whole-config check names the key at fault when the topology is built.
+    c.set("breaker.window_kind", "time").unwrap();
+    c.set("breaker.window_buckets", "7").unwrap();
+    let e = c.topology().unwrap_err();
+    assert!(
+        matches!(&e, SimError::BadValue { key, .. } if key == "breaker.window_duration"),
+        "{e:?}"
+    );
+    // An adaptive limit where a fixed one was: the bulkhead becomes a limiter.
+    let mut c = Config::preset("C8").unwrap();
+    c.set("bulkhead.limit", "aimd").unwrap();
+    c.set("bulkhead.limit.max_limit", "40").unwrap();
+    let t = c.topology().unwrap();
+    assert_eq!(t.services[1].limiters.len(), 1);
+    assert!(t.services[1].bulkheads.is_empty());
+    assert_eq!(t.edges[3].policy.limiter, Some(0));
+    let e = Config::with_overrides("C8", &["bulkhead.limit=12", "bulkhead.limit.max_limit=3"])
+        .unwrap_err();
+    assert!(matches!(e, SimError::BadValue { .. }), "{e:?}");
 }
 
 #[test]
@@ -161,24 +297,16 @@ fn replay_p_adds_reads_served() {
 fn mm2() -> Topology {
     // A client calling a two-server service with exponential 5 ms work at 200/s: an M/M/2
     // queue at 50 % utilisation.
-    let client = ServiceSpec {
-        name: "client".into(),
-        instances: 1,
-        servers: 1,
-        client: true,
-        queue: QueueSpec::default(),
-        admission: None,
-        enforce_deadline: false,
-        slowdowns: vec![],
-        outages: vec![],
-        budgets: vec![],
-        bulkheads: vec![],
-        balance: Balance::Random,
-        ops: vec![OpSpec {
+    let mut client = ServiceSpec::new(
+        "client",
+        1,
+        1,
+        vec![OpSpec {
             name: "go".into(),
             steps: vec![Step::Call(0)],
         }],
-    };
+    );
+    client.client = true;
     let server = ServiceSpec {
         name: "server".into(),
         client: false,
@@ -250,7 +378,13 @@ fn inconsistent_topologies_are_refused() {
     t.entries[0].arrivals = Arrivals::Poisson { rate: f64::NAN };
     assert!(matches!(Sim::new(t, 1), Err(SimError::Topology { .. })));
     let mut t = mm2();
-    t.edges[0].policy.attempts = 0;
+    t.edges[0].policy.retry = Some(RetryPolicyConfig {
+        max_attempts: 0,
+        ..RetryPolicyConfig::default()
+    });
+    assert!(matches!(Sim::new(t, 1), Err(SimError::Guard { .. })));
+    let mut t = mm2();
+    t.edges[0].policy.limiter = Some(0);
     assert!(matches!(Sim::new(t, 1), Err(SimError::Topology { .. })));
     let mut t = mm2();
     t.edges[0].policy.budget = Some(0);
@@ -273,7 +407,10 @@ fn inconsistent_topologies_are_refused() {
     assert!(matches!(Sim::new(t, 1), Err(SimError::Topology { .. })));
     // A guard setting guards-core refuses comes back as a typed guard error.
     let mut t = mm2();
-    t.edges[0].policy.attempts = 1000;
+    t.edges[0].policy.retry = Some(RetryPolicyConfig {
+        max_attempts: 1000,
+        ..RetryPolicyConfig::default()
+    });
     assert!(
         matches!(Sim::new(t, 1), Err(SimError::Guard { .. })),
         "attempts 1000"
@@ -305,10 +442,66 @@ fn json_topology_errors_name_the_path() {
         Topology::from_json("{\"services\": [{\"name\": \"a\", \"servers\": -1}]}").unwrap_err();
     assert!(e.to_string().contains("services[0].servers"), "{e}");
     let e = Topology::from_json("{\"bogus\": 1}").unwrap_err();
-    assert!(matches!(e, SimError::UnknownKey { .. }), "{e:?}");
-    let e =
-        Topology::from_json("{\"edges\": [{\"name\": \"x\", \"from\": \"nope\"}]}").unwrap_err();
+    assert_eq!(
+        e,
+        SimError::UnknownKey {
+            key: "bogus".into()
+        }
+    );
+    let e = Topology::from_json("{\"services\": [{\"name\": \"a\", \"bogus\": 1}]}").unwrap_err();
+    assert_eq!(
+        e,
+        SimError::UnknownKey {
+            key: "services[0].bogus".into()
+        }
+    );
+    let e = Topology::from_json(
+        "{\"services\": [{\"name\": \"a\"}], \"edges\": [{\"name\": \"x\", \"from\": \"nope\", \"to\": 0}]}",
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("edges[0].from"), "{e}");
+    // Down to a field of a guard's config, and its value.
+    let mut v = Config::preset("C8").unwrap().topology().unwrap().to_value();
+    v["edges"][3]["policy"]["breaker"]["window_size"] = serde_json::json!(0);
+    let e = Topology::from_value(&v).unwrap_err();
+    match &e {
+        SimError::BadValue { key, value, .. } => {
+            assert_eq!(key, "edges[3].policy.breaker.window_size");
+            assert_eq!(value, "0");
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut v = Config::preset("C8").unwrap().topology().unwrap().to_value();
+    v["edges"][3]["policy"]["retry"]["backoff"]["cap"] = serde_json::json!("1ms");
+    let e = Topology::from_value(&v).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("edges[3].policy.retry.backoff.cap: "),
+        "{e}"
+    );
+    let mut v = Config::preset("C8").unwrap().topology().unwrap().to_value();
+    v["services"][2]["admission"]["limits"][3] = serde_json::json!(100);
+    let e = Topology::from_value(&v).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("services[2].admission.limits[3]: "),
+        "{e}"
+    );
+    let mut v = Config::preset("C8").unwrap().topology().unwrap().to_value();
+    v["edges"][3]["policy"]["attempt_timeout"] = serde_json::json!("soon");
+    let e = Topology::from_value(&v).unwrap_err();
+    assert!(
+        matches!(&e, SimError::BadValue { key, .. } if key == "edges[3].policy.attempt_timeout"),
+        "{e:?}"
+    );
+    let mut v = Config::preset("C8").unwrap().topology().unwrap().to_value();
+    v["edges"][3]["policy"]["breaker"]["window_sise"] = serde_json::json!(20);
+    let e = Topology::from_value(&v).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("edges[3].policy.breaker.window_sise: "),
+        "{e}"
+    );
     let e = Topology::from_json("not json").unwrap_err();
     assert!(matches!(e, SimError::BadValue { .. }), "{e:?}");
 }

@@ -48,7 +48,11 @@ fn changing_to_what_is_already_in_force_changes_nothing() {
     let mut c = config("C8", "20:00:20");
     c.at(
         "20:00:05",
-        &["breaker=on", "stock_call.timeout_ms=60", "bulkhead.max=12"],
+        &[
+            "breaker=on",
+            "stock_call.attempt_timeout=60ms",
+            "bulkhead.max_concurrent=12",
+        ],
     )
     .unwrap();
     let same = run(&c, 3).unwrap();
@@ -92,7 +96,10 @@ fn a_timeline_run_is_deterministic() {
     let mut c = config("C0", "20:00:40");
     c.at(
         "20:00:25",
-        &["stock_call.timeout_ms=60", "stock_call.deadline=attempt"],
+        &[
+            "stock_call.attempt_timeout=60ms",
+            "stock_call.deadline=attempt",
+        ],
     )
     .unwrap();
     c.at(
@@ -106,7 +113,7 @@ fn a_timeline_run_is_deterministic() {
     assert_eq!(a.to_json(), b.to_json());
     // Changes at one instant apply in the order given, cumulatively.
     let s = c.settings_at(clock::hms(20, 0, 26));
-    assert!(s.shopapi_deadline_check && s.stock_call.timeout.is_some());
+    assert!(s.shopapi_deadline_check && s.stock_call.attempt_timeout.is_some());
     assert_eq!(s.rate_cart, 1200.0);
     assert_eq!(c.settings_at(clock::hms(20, 0, 31)).rate_cart, 600.0);
 }
@@ -157,7 +164,7 @@ fn the_shape_of_the_system_and_the_run_itself_cannot_change() {
         Err(SimError::UnknownKey { .. })
     ));
     assert!(matches!(
-        c.at("20:00:10", &["breaker.failure_rate=2"]),
+        c.at("20:00:10", &["breaker.failure_rate_threshold=2"]),
         Err(SimError::BadValue { .. })
     ));
     assert!(matches!(

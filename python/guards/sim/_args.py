@@ -70,6 +70,21 @@ def setting_name(value: object) -> str:
     return value
 
 
+_DURATION_KEYS: set[str] | None = None
+
+
+def takes_duration(key: str) -> bool:
+    """Whether Basketly override ``key`` is a duration (a field of a guard's config with
+    that unit, a hop's ``attempt_timeout`` or ``margin``), from the keys' descriptions."""
+    global _DURATION_KEYS
+    if _DURATION_KEYS is None:
+        _DURATION_KEYS = {k for k, d in _native._sim_keys() if "duration" in d}
+    head, _, rest = key.partition(".")
+    if head in ("app", "stock_call", "db_call"):
+        key = f"HOP.{rest}"
+    return key in _DURATION_KEYS
+
+
 def override_text(key: str, value: OverrideValue) -> str:
     """One ``key=value`` override; the value as the simulator's text."""
     if not isinstance(key, str):
@@ -89,14 +104,19 @@ def override_text(key: str, value: OverrideValue) -> str:
     elif isinstance(value, datetime.time):
         text = clock_text(key, value)
     elif isinstance(value, datetime.timedelta):
-        s = value.total_seconds()
         if key.endswith("_ms"):
-            text = repr(s * 1e3)
+            text = repr(value.total_seconds() * 1e3)
         elif key.endswith("_s"):
-            text = repr(s)
+            text = repr(value.total_seconds())
+        elif takes_duration(key):
+            # A duration field of a guard's config (or a hop's attempt_timeout/margin):
+            # exact, in nanoseconds.
+            if value < datetime.timedelta(0):
+                raise ValueError(f"override {key!r} must not be a negative duration, not {value!r}")
+            text = f"{(value // datetime.timedelta(microseconds=1)) * 1000}ns"
         else:
             raise TypeError(
-                f"override {key!r} does not take a timedelta (only keys ending in _ms or _s do)"
+                f"override {key!r} does not take a timedelta (durations do: see guards.sim.KEYS)"
             )
     else:
         raise TypeError(
@@ -113,8 +133,8 @@ def override_list(
     keywords: Mapping[str, OverrideValue],
 ) -> list[str]:
     """``key=value`` strings from ``overrides`` (a mapping, or ``"key=value"`` strings)
-    then the keyword overrides, whose ``__`` stands for ``.`` (``stock_call__timeout_ms``
-    is ``stock_call.timeout_ms``)."""
+    then the keyword overrides, whose ``__`` stands for ``.`` (``stock_call__attempt_timeout``
+    is ``stock_call.attempt_timeout``)."""
     out: list[str] = []
     if overrides is None:
         pass
@@ -124,7 +144,7 @@ def override_list(
     elif isinstance(overrides, (str, bytes)) or not isinstance(overrides, Sequence):
         raise TypeError(
             "`overrides` must be a mapping of key to value (e.g. "
-            "{'stock_call.timeout_ms': 60}) or a list of \"key=value\" strings, "
+            "{'stock_call.attempt_timeout': '60ms'}) or a list of \"key=value\" strings, "
             f"not {type(overrides).__name__}"
         )
     else:

@@ -35,7 +35,8 @@ PRESETS: tuple[str, ...] = tuple(_native._sim_presets())
 
 #: Every Basketly override key with a one-line description. ``HOP.`` stands for each of
 #: ``app.`` (app -> shop-api), ``stock_call.`` (shop-api -> stock) and ``db_call.``
-#: (stock -> database).
+#: (stock -> database). A guard's keys are generated from its config's schema: one per
+#: field, with the Python API's name (``breaker.window_size``, ``HOP.retry.max_attempts``).
 KEYS: dict[str, str] = dict(_native._sim_keys())
 
 #: The named Basketly series and the generic columns each one sums.
@@ -273,12 +274,15 @@ def basketly(
 
     ``until`` ends the run at a clock time (``"20:02:00"`` or a :class:`datetime.time`;
     default: the preset's end, 20:00:30 for C0-C8). Overrides are the keys of
-    :data:`KEYS`: pass them in ``overrides`` as a dict (``{"stock_call.timeout_ms": 60}``)
-    or as ``"key=value"`` strings, or as keywords where ``__`` stands for ``.``
-    (``stock_call__timeout_ms=60``, ``hiccup=False``, ``lb="round_robin"``). Values may be
-    ``str``, ``int``, ``float``, ``bool`` (on/off), ``None`` ("none"), a
-    :class:`datetime.time` for clock keys or a :class:`datetime.timedelta` for ``*_ms`` and
-    ``*_s`` keys. ``progress=True`` draws a bar on stderr; a callable gets the fraction
+    :data:`KEYS`: pass them in ``overrides`` as a dict
+    (``{"stock_call.attempt_timeout": "60ms"}``) or as ``"key=value"`` strings, or as
+    keywords where ``__`` stands for ``.`` (``stock_call__attempt_timeout="60ms"``,
+    ``breaker__failure_rate_threshold=0.3``, ``hiccup=False``, ``lb="round_robin"``). A
+    guard's keys are the fields of its config with the Python API's names and units
+    (``breaker.open_duration=2.5`` is 2.5 s, as in ``CircuitBreaker(open_duration=2.5)``;
+    ``"250ms"`` works too). Values may be ``str``, ``int``, ``float``, ``bool`` (on/off),
+    ``None`` ("none"), a :class:`datetime.time` for clock keys or a
+    :class:`datetime.timedelta` for durations. ``progress=True`` draws a bar on stderr; a callable gets the fraction
     done after every step.
 
     ``timeline`` changes settings during the run: ``[("20:00:10", {"breaker": "on"}),
@@ -345,7 +349,8 @@ def basketly_topology(
 
 def check_topology(topology: _Topology) -> dict[str, Any]:
     """Check a topology and return it with every default filled in; raises
-    :class:`SimError` naming the path of what is wrong (``edges[0].policy.timeout``)."""
+    :class:`SimError` naming the path of what is wrong
+    (``edges[0].policy.breaker.window_size``)."""
     text, _ = _native._sim_check_topology(_args.topology_text(topology))
     result: dict[str, Any] = json.loads(text)
     return result
@@ -368,8 +373,10 @@ def simulate(
 
     Give the end as a clock time ``until`` or as ``duration`` seconds after the
     topology's ``start``. The result has the generic columns ``entry.<name>.*``,
-    ``edge.<name>.*`` and ``svc.<name>.*`` and a summary with the engine's counts and the
-    latency percentiles of every edge with ``"record_latency": true``.
+    ``edge.<name>.*`` and ``svc.<name>.*`` and the summary the simulator computes for any
+    topology (:class:`SimResult`): the disturbance, ``recovered_at``, per-entry totals,
+    per-edge call counts and the latency percentiles of every edge with
+    ``"record_latency": true``.
 
     The format (durations ``"4ms"``/``"2s"`` or seconds; instants ``"HH:MM:SS[.fff]"`` or
     seconds since midnight; services, operations and edges referred to by name)::
@@ -385,27 +392,44 @@ def simulate(
           ],
           "edges": [{"name": "web->api", "from": "web", "to": "api", "op": "get",
                      "record_latency": true,
-                     "policy": {"attempts": 2, "timeout": "100ms", "deadline": "attempt",
-                                "cancel": true, "backoff": {"base": "10ms", "cap": "1s"}}}],
+                     "policy": {"attempt_timeout": "100ms", "deadline": "attempt", "cancel": true,
+                                "retry": {"max_attempts": 2,
+                                          "backoff": {"base": "10ms", "cap": "1s"}},
+                                "breaker": {"window_size": 20, "failure_rate_threshold": 0.5,
+                                            "open_duration": 5.0, "probe_timeout": 0.1}}}],
           "entries": [{"name": "page", "service": "web", "op": "page",
                        "arrivals": {"poisson": 300}}]
         }
 
-    Services take ``instances``, ``servers``, ``client``, ``queue`` (``deadline_check``,
-    ``discipline``), ``admission`` (``limits`` per priority), ``enforce_deadline``,
-    ``slowdowns`` / ``outages`` (time windows), ``budgets`` and ``bulkheads`` (referred to
-    by index from edge policies), ``balance`` and ``ops`` (steps: ``work`` with a ``const``
-    / ``exp`` / ``uniform`` / ``bernoulli`` time and optional ``commit``, or ``call`` over
-    an edge). Edge policies take ``attempts``, ``timeout``, ``backoff``, ``retry_on_*``,
-    ``deadline`` (``none``/``attempt``/``whole``), ``margin``, ``cancel``, ``idempotency``,
-    ``give_up_as_overloaded``, ``budget``, ``breaker``, ``bulkhead`` and ``hedge``; entries
-    take ``poisson``, ``burst`` or ``periodic`` arrivals; ``events`` scale, shed or flush a
+    The guards are guards-core's own configs, written with the Python API's field names,
+    units and defaults (a field left out keeps its default; durations are seconds or
+    ``"40ms"``), so a service's config can be pasted in: ``breaker`` takes the keywords of
+    :class:`guards.CircuitBreaker`, ``retry`` those of :class:`guards.RetryPolicy` (its
+    ``backoff`` a dict), ``hedge`` those of :class:`guards.Hedging`, a service's
+    ``admission`` those of :class:`guards.Admission` (``limits`` per priority and an
+    adaptive ``limit={"algorithm": "aimd", ...}``), ``queue.discipline`` those of
+    :class:`guards.QueueDiscipline`, ``budgets`` items those of
+    :class:`guards.RetryBudget` (``mode`` and its fields), ``bulkheads`` items those of
+    :class:`guards.Bulkhead` and ``limiters`` items those of :class:`guards.Limiter` (an
+    adaptive limit where a bulkhead's is fixed). Each is checked as those classes check
+    it; an error names the path, down to the field.
+
+    Services also take ``instances``, ``servers``, ``client``, ``queue.deadline_check``,
+    ``enforce_deadline``, ``slowdowns`` / ``outages`` (time windows), ``balance`` and
+    ``ops`` (steps: ``work`` with a ``const`` / ``exp`` / ``uniform`` / ``bernoulli`` time
+    and optional ``commit``, or ``call`` over an edge). Edge policies take ``retry`` (none:
+    one attempt), ``attempt_timeout``, ``deadline`` (``none``/``attempt``/``whole``: what
+    is sent), ``margin``, ``cancel``, ``idempotency`` (``idempotent``,
+    ``keyed_side_effect``, ``unkeyed_side_effect``), ``overloaded_is_transient``,
+    ``give_up_as_overloaded``, ``breaker``, ``breaker_ignores_overloaded``, ``hedge``, and
+    ``budget`` / ``bulkhead`` / ``limiter`` (indices into the caller's lists); entries take
+    ``poisson``, ``burst`` or ``periodic`` arrivals; ``events`` scale, shed or flush a
     service at a time. :func:`basketly_topology` shows every field in use.
 
     ``timeline`` changes the system during the run: ``[("12:00:30", patch), ...]``
     where a patch is merged into the topology in force (``services``, ``edges``,
-    ``entries`` and ``ops`` by name: ``{"edges": {"web->api": {"policy": {"timeout":
-    "50ms"}}}}``); only settings may change, not the shape. ``trace`` records single
+    ``entries`` and ``ops`` by name: ``{"edges": {"web->api": {"policy":
+    {"attempt_timeout": "50ms"}}}}``); only settings may change, not the shape. ``trace`` records single
     actions (``True``, a clock time, or ``{"at", "entry", "count"}``); ``max_memory_mb``
     (default 1024) and ``max_events`` stop the run early, keeping what it computed.
 

@@ -7,7 +7,7 @@
         [--json FILE] [--csv FILE] [--plot FILE.png]
     python -m guards.sim basketly --compare C0 C1 C2 C3 C4 C5 C6 C7 C8 [--plot FILE.png]
     python -m guards.sim basketly presets | keys | each-guard-alone [--seeds N]
-    python -m guards.sim sweep --settings C6 C8 --param breaker.failure_rate=0.3,0.5,0.7
+    python -m guards.sim sweep --settings C6 C8 --param breaker.failure_rate_threshold=0.3,0.5,0.7
         [--param KEY=V1,V2 ...] [--seeds 10] [--metrics A,B] [--backend local|ray]
     python -m guards.sim run TOPOLOGY.json (--until HH:MM:SS | --duration SECONDS)
     python -m guards.sim presets | keys
@@ -68,7 +68,8 @@ def _parser() -> argparse.ArgumentParser:
         help="run (default), list the presets or keys, or the each-guard-alone table",
     )
     b.add_argument("--setting", metavar="NAME", help="preset name (default C8); see `presets`")
-    b.add_argument("--compare", nargs="+", metavar="NAME", help="compare these presets side by side")
+    b.add_argument("--compare", nargs="+", metavar="NAME",
+                   help="compare these presets (or topology .json files, with --until) side by side")
     b.add_argument("--seed", type=_seed, default=1, help="random seed (default 1)")
     b.add_argument("--until", metavar="HH:MM:SS", help="end of the run (default: the preset's)")
     b.add_argument(
@@ -117,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--settings", nargs="+", default=["C8"], metavar="NAME",
                    help="Basketly presets (default C8)")
     w.add_argument("--topology", metavar="FILE.json",
-                   help="sweep this topology instead (parameters are paths: edges/NAME/policy/timeout)")
+                   help="sweep this topology instead (parameters are paths: edges/NAME/policy/attempt_timeout)")
     w.add_argument("--param", action="append", default=[], metavar="KEY=V1,V2,...",
                    help="a parameter and its values (repeatable; the grid is every combination)")
     w.add_argument("--seeds", type=_positive_int, default=10, metavar="N", help="seeds 1..N (default 10)")

@@ -1,4 +1,11 @@
-"""Basketly settings side by side: one row per metric, one column per setting."""
+"""Runs side by side: one row per metric, one column per run (Basketly presets or any
+topologies).
+
+The windows (during the disturbance, at its end, after it) come from each result's own
+summary, computed by the simulator for any topology (``disturbance``: its slowdowns).
+Rows read columns by name: the generic ones every topology has (``entry.*``, ``edge.*``,
+``svc.*``, the summary's ``recovered_at`` and ``latency_ms``) and, when the results have
+them, the Basketly series (``goodput``, ``stock_calls``, ...)."""
 
 from __future__ import annotations
 
@@ -16,7 +23,7 @@ from .api import Run, _Overrides
 from .progress import Progress, callback
 from .result import SimResult
 
-__all__ = ["Comparison", "Metric", "METRICS", "compare", "windows"]
+__all__ = ["Comparison", "Metric", "METRICS", "GENERIC_METRICS", "compare", "windows"]
 
 #: The C-line of the seed: as shipped, then one guard more per setting.
 C_LINE: tuple[str, ...] = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8")
@@ -28,14 +35,14 @@ Value = Union[float, str, None]
 class Windows:
     """The clock-time windows a comparison reads a result over."""
 
-    #: Mean over ``[during_start, during_end)``: the hiccup after its first 2 s (the whole
-    #: run when there is no hiccup).
+    #: Mean over ``[during_start, during_end)``: the disturbance (Basketly: the hiccup)
+    #: after its first 2 s (the whole run when there is none).
     during_start: str
     during_end: str
-    #: Gauges are read at this instant: the end of the hiccup (of the run without one).
+    #: Gauges are read at this instant: the end of the disturbance (of the run without one).
     gauge_at: str
-    #: Mean over ``[after_start, end)``: from 1 s after the hiccup to the end (``None``
-    #: without a hiccup or when the run ends first).
+    #: Mean over ``[after_start, end)``: from 1 s after the disturbance to the end
+    #: (``None`` without one or when the run ends first).
     after_start: Optional[str]
     end: str
 
@@ -50,13 +57,13 @@ def _clock(ns: int) -> str:
 
 
 def windows(result: SimResult) -> Windows:
-    """The windows of a Basketly result (from its ``config``)."""
-    cfg = result.config
-    if cfg is None:
-        raise ValueError("windows() needs a Basketly result (from guards.sim.basketly)")
-    start, end = _ns(cfg["start"]), _ns(cfg["until"])
-    if cfg["hiccup"]:
-        hs, he = _ns(cfg["hiccup_start"]), _ns(cfg["hiccup_end"])
+    """The windows of any result, from its summary's ``disturbance`` (the topology's
+    slowdowns; for Basketly, the hiccup) and its first and last intervals."""
+    start = result.start_ns
+    end = start + len(result) * result.interval_ns
+    dist = result.summary.get("disturbance")
+    if isinstance(dist, dict):
+        hs, he = _ns(dist["start"]), _ns(dist["end"])
         d0 = min(hs + 2_000_000_000, he)
         d1 = min(he, end)
         after = he + 1_000_000_000
@@ -122,6 +129,30 @@ def _p99(r: SimResult, _w: Windows) -> Optional[float]:
     return float(v) if isinstance(v, (int, float)) else None
 
 
+def _entries(r: SimResult) -> list[str]:
+    """The entry names of a result, in column order."""
+    return [n[len("entry."):-len(".offered")] for n in r.names
+            if n.startswith("entry.") and n.endswith(".offered")]
+
+
+def _total(kind: str) -> Callable[[SimResult, Windows], Value]:
+    """Mean per interval, over the "during" window, of ``entry.*.<kind>`` summed over
+    every entry."""
+    def read(r: SimResult, w: Windows) -> Value:
+        vals = [_mean(r, w, f"entry.{e}.{kind}") for e in _entries(r)]
+        vals = [v for v in vals if v is not None]
+        return sum(vals) if vals else None
+    return read
+
+
+def _total_after(kind: str) -> Callable[[SimResult, Windows], Value]:
+    def read(r: SimResult, w: Windows) -> Value:
+        vals = [_after(r, w, f"entry.{e}.{kind}") for e in _entries(r)]
+        vals = [v for v in vals if v is not None]
+        return sum(vals) if vals else None
+    return read
+
+
 def _recovered(r: SimResult, _w: Windows) -> Value:
     v = r.summary.get("recovered_at")
     return v if isinstance(v, str) else "never"
@@ -155,7 +186,16 @@ def _after_of(name: str) -> Callable[[SimResult, Windows], Value]:
     return lambda r, w: _after(r, w, name)
 
 
-#: The rows of a comparison, in order.
+#: The rows every topology has: its actions (all entries together).
+GENERIC_METRICS: tuple[Metric, ...] = (
+    _m("actions_offered", "actions offered (all entries)", "during", "rate", _total("offered")),
+    _m("actions_full", "full answers (all entries)", "during", "rate", _total("full")),
+    _m("actions_degraded", "degraded answers (fallbacks)", "during", "rate", _total("degraded")),
+    _m("actions_failed", "failed actions", "during", "rate", _total("failed")),
+    _m("actions_full_after", "full answers (all entries)", "after", "rate", _total_after("full")),
+)
+
+#: The rows of a Basketly comparison, in order (named series of the Basketly presets).
 METRICS: tuple[Metric, ...] = (
     _m("offered", "actions offered", "during", "rate", _during("offered")),
     _m("app_attempts", "app attempts to shop-api", "during", "rate", _during("app_attempts")),
@@ -201,9 +241,44 @@ def format_value(v: Value, unit: str) -> str:
     return f"{v:,.0f}"
 
 
+def _dynamic(results: Sequence[SimResult]) -> list[Metric]:
+    """Per-entry, per-service and per-edge rows for results without the Basketly series:
+    each entry's full and degraded answers, each service's queue at the end of the
+    disturbance, each recording edge's P99."""
+    out: list[Metric] = []
+    seen: set[str] = set()
+
+    def add(m: Metric) -> None:
+        if m.key not in seen:
+            seen.add(m.key)
+            out.append(m)
+
+    for r in results:
+        for e in _entries(r):
+            add(_m(f"entry.{e}.full", f"{e}: full answers", "during", "rate", _during(f"entry.{e}.full")))
+            add(_m(f"entry.{e}.degraded", f"{e}: degraded answers", "during", "rate",
+                   _during(f"entry.{e}.degraded")))
+    for r in results:
+        for n in r.names:
+            if n.startswith("svc.") and n.endswith(".queue"):
+                add(_m(n, f"queued in {n[4:-6]}", "gauge", "count", _gauge_of(n)))
+    for r in results:
+        lat = r.summary.get("latency_ms")
+        for edge in lat if isinstance(lat, dict) else {}:
+            def p99(rr: SimResult, _w: Windows, edge: str = edge) -> Value:
+                d = rr.summary.get("latency_ms")
+                v = d.get(edge, {}).get("p99") if isinstance(d, dict) else None
+                return float(v) if isinstance(v, (int, float)) else None
+            add(_m(f"latency.{edge}.p99", f"{edge} P99, ms", "run", "ms", p99))
+    return out
+
+
 class Comparison:
-    """Basketly settings side by side: ``results`` (setting -> :class:`SimResult`),
-    ``rows()``, ``table()``, ``to_dict()``, ``to_csv()`` and ``plot(path)``."""
+    """Runs side by side: ``results`` (label -> :class:`SimResult`), ``metrics`` (the
+    rows that apply), ``rows()``, ``table()``, ``to_dict()``, ``to_csv()`` and
+    ``plot(path)``. Any topologies compare: the rows are those their columns allow (the
+    Basketly series when every result has them, else per-entry, per-service and per-edge
+    rows), and a row no result has is left out."""
 
     __slots__ = ("results", "seed")
 
@@ -215,18 +290,32 @@ class Comparison:
     def settings(self) -> list[str]:
         return list(self.results)
 
+    @property
+    def metrics(self) -> list[Metric]:
+        """The candidate rows: the generic ones, then the Basketly series (when every
+        result has them) or the per-entry, per-service and per-edge rows."""
+        rs = list(self.results.values())
+        named = all("goodput" in r for r in rs)
+        return [*GENERIC_METRICS, *(METRICS if named else _dynamic(rs))]
+
     def value(self, metric: str, setting: str) -> Value:
-        """One cell: ``metric`` is a :data:`METRICS` key."""
-        for m in METRICS:
+        """One cell: ``metric`` is the key of one of :attr:`metrics`."""
+        for m in self.metrics:
             if m.key == metric:
                 r = self.results[setting]
                 return m.read(r, windows(r))
         raise KeyError(metric)
 
     def rows(self) -> list[tuple[Metric, list[Value]]]:
-        """Every metric with one value per setting (``None`` where it does not apply)."""
+        """Every metric that applies to at least one run, with one value per run
+        (``None`` where it does not apply)."""
         ws = {s: windows(r) for s, r in self.results.items()}
-        return [(m, [m.read(r, ws[s]) for s, r in self.results.items()]) for m in METRICS]
+        out = []
+        for m in self.metrics:
+            vals = [m.read(r, ws[s]) for s, r in self.results.items()]
+            if any(v is not None for v in vals):
+                out.append((m, vals))
+        return out
 
     def table(self) -> str:
         """The comparison as text, grouped by window."""
@@ -235,22 +324,25 @@ class Comparison:
         w0 = ws[0]
         same = all(w == w0 for w in ws)
         note = "" if same else " (first setting's window; others differ)"
-        hiccup = bool((self.results[self.settings[0]].config or {}).get("hiccup"))
+        first = self.results[self.settings[0]]
+        disturbed = isinstance(first.summary.get("disturbance"), dict)
+        # Basketly's disturbance is the database hiccup.
+        what = "the hiccup" if first.config is not None else "the disturbance"
         headers = {
             "during": (
-                f"During the hiccup, per second (mean over {w0.during_start}-{w0.during_end}){note}"
-                if hiccup
+                f"During {what}, per second (mean over {w0.during_start}-{w0.during_end}){note}"
+                if disturbed
                 else f"Per second (mean over {w0.during_start}-{w0.during_end}){note}"
             ),
             "gauge": (
-                f"At the end of the hiccup ({w0.gauge_at}){note}"
-                if hiccup
+                f"At the end of {what} ({w0.gauge_at}){note}"
+                if disturbed
                 else f"At the end ({w0.gauge_at}){note}"
             ),
             "after": (
-                f"After the hiccup, per second ({w0.after_start} to {w0.end}){note}"
+                f"After {what}, per second ({w0.after_start} to {w0.end}){note}"
                 if w0.after_start is not None
-                else "After the hiccup"
+                else f"After {what}"
             ),
             "run": "Whole run",
         }
@@ -259,12 +351,15 @@ class Comparison:
         widths = [
             max([len(s)] + [len(c[i]) for c in cells]) for i, s in enumerate(self.settings)
         ]
+        kind = "Basketly, " if all(r.config is not None for r in self.results.values()) else ""
         out = [
-            f"Basketly, seed {self.seed}: {', '.join(self.settings)} side by side",
+            f"{kind}seed {self.seed}: {', '.join(self.settings)} side by side",
             "".ljust(lw) + "".join("  " + s.rjust(w) for s, w in zip(self.settings, widths)),
         ]
+        order = ["during", "gauge", "after", "run"]
+        grouped = sorted(zip(rows, cells), key=lambda x: order.index(x[0][0].section))
         section = None
-        for (m, _), c in zip(rows, cells):
+        for (m, _), c in grouped:
             if m.section != section:
                 section = m.section
                 out.append(headers[section])
@@ -301,44 +396,71 @@ class Comparison:
             w.writerow([m.key, m.label, *["" if v is None else v for v in vals]])
         return buf.getvalue()
 
-    def plot(self, path: Union[str, "os.PathLike[str]"], *, title: Optional[str] = None) -> None:
-        """Goodput of every setting over time (and the calls reaching stock) with
-        matplotlib (``pip install 'guards[sim]'``)."""
+    def plot(self, path: Union[str, "os.PathLike[str]"], *, title: Optional[str] = None) -> Any:
+        """Full answers of every run over time (dashed: with degraded answers) and the
+        calls it makes, with matplotlib (``pip install 'guards[sim]'``); returns the
+        ``Figure``."""
         from . import plot as _plot
 
-        _plot.plot_comparison(self, path, title=title)
+        return _plot.plot_comparison(self, path, title=title)
 
 
 class _Stopped(Exception):
     """A sweep's run stopped because another one failed (or Ctrl-C)."""
 
 
+def _label_of(item: Any, i: int) -> str:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, tuple):
+        return str(item[0])
+    if isinstance(item, os.PathLike):
+        return os.path.splitext(os.path.basename(os.fspath(item)))[0]
+    return f"topology {i + 1}"
+
+
 def compare(
-    settings: Sequence[str] = C_LINE,
+    settings: Sequence[Any] = C_LINE,
     seed: int = 1,
     until: Optional[_args.ClockTime] = None,
     *,
+    duration: Optional[float] = None,
     overrides: _Overrides = None,
     progress: Progress = None,
     jobs: int = 1,
     **kw_overrides: _args.OverrideValue,
 ) -> Comparison:
-    """Run each Basketly preset in ``settings`` with the same seed, end and overrides,
-    ``jobs`` at a time (threads; each run releases the GIL), and put them side by side.
-    ``progress=True`` draws one bar for the whole sweep on stderr."""
+    """Run each item of ``settings`` with the same seed and end, ``jobs`` at a time
+    (threads; each run releases the GIL), and put them side by side.
+
+    An item is a Basketly preset name (with ``overrides`` applied), a topology (a dict,
+    JSON text or a path to a JSON file, as for :func:`guards.sim.simulate`), or a
+    ``(label, topology)`` pair. A topology run needs ``until`` (a clock time) or
+    ``duration`` (seconds). ``progress=True`` draws one bar for the whole comparison."""
     if isinstance(settings, str) or not isinstance(settings, Sequence):
-        raise TypeError("`settings` must be a list of preset names")
-    names = [_args.setting_name(s) for s in settings]
-    if not names:
-        raise ValueError("`settings` must name at least one preset")
+        raise TypeError("`settings` must be a list of preset names or topologies")
+    items = list(settings)
+    if not items:
+        raise ValueError("`settings` must name at least one preset or topology")
+    names = [_label_of(s, i) for i, s in enumerate(items)]
     if len(set(names)) != len(names):
-        raise ValueError(f"`settings` names a preset twice: {names}")
+        raise ValueError(f"`settings` names a run twice: {names}")
     if isinstance(jobs, bool) or not isinstance(jobs, int):
         raise TypeError(f"`jobs` must be an int, not {type(jobs).__name__}")
     if jobs < 1:
         raise ValueError(f"`jobs` must be at least 1, not {jobs}")
-    # Build every run first, so a bad name or override fails before any work is done.
-    runs = [Run.basketly(s, seed, until, overrides=overrides, **kw_overrides) for s in names]
+    # Build every run first, so a bad name, override or topology fails before any work.
+    runs = []
+    for label, item in zip(names, items):
+        if isinstance(item, str) and not _is_topology_text(item):
+            runs.append(Run.basketly(_args.setting_name(item), seed, until, overrides=overrides,
+                                     **kw_overrides))
+        else:
+            topo = item[1] if isinstance(item, tuple) else item
+            if until is None and duration is None:
+                raise TypeError(f"{label}: a topology needs `until` (a clock time) or `duration`")
+            runs.append(Run.topology(topo, seed, until, duration=None if until is not None else duration,
+                                     label=label))
     cb, bar = callback(progress, "compare")
     done = [0.0] * len(runs)
     lock = threading.Lock()
@@ -372,3 +494,10 @@ def compare(
         if bar is not None:
             bar.close()
     return Comparison(dict(zip(names, results)), seed)
+
+
+def _is_topology_text(s: str) -> bool:
+    """Whether a string item of ``compare`` is a topology (JSON text or a ``.json`` path)
+    rather than a preset name."""
+    t = s.lstrip()
+    return t.startswith("{") or s.endswith(".json")

@@ -52,12 +52,48 @@ def _clock_axis(ax: Any) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(fmt))
 
 
-def _shade_hiccup(ax: Any, config: Optional[dict[str, Any]], label: bool = True) -> None:
-    if not config or not config.get("hiccup"):
+def _shade_disturbance(ax: Any, result: "SimResult", label: bool = True) -> None:
+    """Shade the run's disturbance (its topology's slowdowns; Basketly's hiccup)."""
+    dist = result.summary.get("disturbance")
+    if not isinstance(dist, dict):
         return
-    a = _args.clock_ns("hiccup_start", config["hiccup_start"]) / 1e9
-    b = _args.clock_ns("hiccup_end", config["hiccup_end"]) / 1e9
-    ax.axvspan(a, b, color="0.9", zorder=0, label="hiccup" if label else None)
+    a = _args.clock_ns("disturbance", dist["start"]) / 1e9
+    b = _args.clock_ns("disturbance", dist["end"]) / 1e9
+    name = "hiccup" if result.config is not None else "slowdown"
+    ax.axvspan(a, b, color="0.9", zorder=0, label=name if label else None)
+
+
+def _sum_columns(result: "SimResult", names: Sequence[str]) -> list[float]:
+    """Per interval, the sum of the named columns (missing values count 0)."""
+    out = [0.0] * len(result)
+    for n in names:
+        for i, v in enumerate(result.column(n)):
+            out[i] += 0.0 if v is None else float(v)
+    return out
+
+
+def _entry_names(result: "SimResult") -> list[str]:
+    return [n[len("entry."):-len(".offered")] for n in result.names
+            if n.startswith("entry.") and n.endswith(".offered")]
+
+
+def _good(result: "SimResult") -> tuple[list[float], list[float], list[float]]:
+    """Offered, full answers and full + degraded answers per interval: the Basketly
+    series when the result has them, else summed over every entry."""
+    if "goodput" in result:
+        return (
+            [float(v or 0) for v in result.column("offered")],
+            [float(v or 0) for v in result.column("goodput")],
+            [float(v or 0) for v in result.column("goodput_incl_degraded")],
+        )
+    es = _entry_names(result)
+    full = _sum_columns(result, [f"entry.{e}.full" for e in es])
+    degraded = _sum_columns(result, [f"entry.{e}.degraded" for e in es])
+    return (
+        _sum_columns(result, [f"entry.{e}.offered" for e in es]),
+        full,
+        [f + d for f, d in zip(full, degraded)],
+    )
 
 
 def _mid(result: "SimResult") -> list[float]:
@@ -83,10 +119,11 @@ def plot_result(
     columns: Optional[Sequence[str]] = None,
     *,
     title: Optional[str] = None,
-) -> None:
+) -> Any:
     """One run: with ``columns``, those columns in one panel; else (Basketly) goodput and
-    load, the work reaching stock and the database, and the queues, in three panels; a
-    generic topology shows each entry's offered and full answers."""
+    load, the work reaching stock and the database, and the queues, in three panels; any
+    other topology shows each entry's offered, full and degraded answers and the queues.
+    Returns the matplotlib ``Figure``."""
     p = _check_path(path)
     Figure = _figure()
     x = _mid(result)
@@ -106,15 +143,19 @@ def plot_result(
             ("waiting (end of interval)", ["shopapi_queue", "inside_stock", "conn_wait"], True),
         ]
     else:
-        entries = [n for n in result.names if n.startswith("entry.") and n.endswith((".offered", ".full"))]
+        # Any topology: each entry's actions offered, answered in full and answered
+        # degraded (a brownout's fallback), then the queues.
+        entries = [n for n in result.names
+                   if n.startswith("entry.") and n.endswith((".offered", ".full", ".degraded"))
+                   and (not n.endswith(".degraded") or any(result.column(n)))]
         queues = [n for n in result.names if n.startswith("svc.") and n.endswith(".queue")]
-        panels = [("per interval", entries, False)]
+        panels = [("actions per interval", entries, False)]
         if queues:
             panels.append(("queued (end of interval)", queues, True))
     fig = Figure(figsize=(11, 2.8 * len(panels) + 0.6))
     axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
     for k, (ax, (ylabel, cols, log)) in enumerate(zip(axes, panels)):
-        _shade_hiccup(ax, result.config, label=k == 0)
+        _shade_disturbance(ax, result, label=k == 0)
         drawn = False
         for c in cols:
             if c not in result:
@@ -134,43 +175,45 @@ def plot_result(
     _clock_axis(axes[-1])
     fig.suptitle(title or f"{result.setting}, seed {result.seed}")
     _save(fig, p)
+    return fig
 
 
-def plot_comparison(cmp: "Comparison", path: _Path, *, title: Optional[str] = None) -> None:
-    """Goodput (full answers) of every setting over time, and the calls reaching stock."""
+def plot_comparison(cmp: "Comparison", path: _Path, *, title: Optional[str] = None) -> Any:
+    """Full answers of every run over time (dashed: with degraded answers, where there are
+    any), and the calls each run makes: calls to stock for Basketly, calls over every
+    edge for any other topology. Returns the matplotlib ``Figure``."""
     p = _check_path(path)
     Figure = _figure()
     fig = Figure(figsize=(11, 7.5))
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     first = next(iter(cmp.results.values()))
-    _shade_hiccup(top, first.config)
-    _shade_hiccup(bottom, first.config, label=False)
-    offered = first.column("offered") if "offered" in first else None
-    if offered is not None:
-        top.plot(_mid(first), offered, color="0.5", linestyle=":", linewidth=1.2, label="offered")
+    _shade_disturbance(top, first)
+    _shade_disturbance(bottom, first, label=False)
+    offered, _, _ = _good(first)
+    top.plot(_mid(first), offered, color="0.5", linestyle=":", linewidth=1.2, label="offered")
+    basketly = all("stock_calls" in r for r in cmp.results.values())
     for setting, r in cmp.results.items():
-        (line,) = top.plot(_mid(r), r.column("goodput"), linewidth=1.5, label=setting)
-        if any(r.column("degraded_cart")):
-            top.plot(
-                _mid(r),
-                r.column("goodput_incl_degraded"),
-                linewidth=1.0,
-                linestyle="--",
-                color=line.get_color(),
-                label=f"{setting} incl. degraded",
-            )
-        bottom.plot(_mid(r), r.column("stock_calls"), linewidth=1.2, color=line.get_color(), label=setting)
-    top.set_ylabel("goodput (full answers) per second")
+        _, full, with_degraded = _good(r)
+        (line,) = top.plot(_mid(r), full, linewidth=1.5, label=setting)
+        if any(d > f for d, f in zip(with_degraded, full)):
+            top.plot(_mid(r), with_degraded, linewidth=1.0, linestyle="--", color=line.get_color(),
+                     label=f"{setting} incl. degraded")
+        calls = (r.column("stock_calls") if basketly
+                 else _sum_columns(r, [n for n in r.names if n.startswith("edge.") and n.endswith(".calls")]))
+        bottom.plot(_mid(r), calls, linewidth=1.2, color=line.get_color(), label=setting)
+    top.set_ylabel("full answers per interval")
     top.set_ylim(bottom=0)
     top.grid(True, alpha=0.3)
     top.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
-    bottom.set_ylabel("calls to stock per second")
+    bottom.set_ylabel("calls to stock per interval" if basketly else "calls over all edges per interval")
     bottom.set_yscale("symlog", linthresh=100)
     bottom.set_ylim(bottom=0)
     bottom.grid(True, alpha=0.3)
     _clock_axis(bottom)
-    fig.suptitle(title or f"Basketly: goodput by setting (seed {cmp.seed}; grey band: the hiccup)")
+    what = "Basketly: goodput by setting" if basketly else "full answers by run"
+    fig.suptitle(title or f"{what} (seed {cmp.seed}; grey band: the disturbance)")
     _save(fig, p)
+    return fig
 
 
 def plot_sweep(sw: Any, path: _Path, metric: str, *, title: Optional[str] = None) -> None:

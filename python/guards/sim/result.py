@@ -134,10 +134,15 @@ class SimResult:
       columns). Counts are per interval; queues and ``inside`` are read at the interval's
       end; ``*busy`` is a time average. Integral values are ``int``.
     * ``t``: the clock labels; ``times``: the interval starts as seconds since midnight.
-    * ``summary``: a dict (Basketly: ``recovered_at``, ``stock_latency_ms`` with
-      ``p50``/``p95``/``p99``/``p999``/``mean``/``count``, ``stock_over_5ms``,
-      ``extra_load``, ``stock_calls_per_first_attempt``, ``events``; a generic topology:
-      ``latency_ms`` per edge that records latencies, ``events``, ``peak_calls``).
+    * ``summary``: a dict computed by the simulator for any topology: ``disturbance``
+      (``start``/``end`` of its slowdowns, or ``None``), ``recovered_at``, ``entries``
+      (per entry ``offered``, ``full``, ``degraded``, ``failed``, ``goodput``,
+      ``goodput_incl_degraded``), ``latency_ms`` (per recording edge ``p50``/``p95``/
+      ``p99``/``p999``/``mean``/``count``), ``edges`` (``calls``, ``first``,
+      ``calls_per_first_attempt``, ``extra_load``), ``events``, ``peak_calls``; Basketly
+      results put their own first: ``recovered_at`` over the three request types,
+      ``stock_latency_ms``, ``stock_over_5ms``, ``extra_load``,
+      ``stock_calls_per_first_attempt``.
     * ``to_json()``, ``to_csv()``, ``to_dict()`` (equal to ``json.loads(to_json())``),
       ``table()``, ``plot(path)``; ``mean``/``sum``/``at`` over clock-time windows.
     """
@@ -169,6 +174,16 @@ class SimResult:
     def interval_s(self) -> float:
         """Interval length in seconds."""
         return self._r.interval_s
+
+    @property
+    def start_ns(self) -> int:
+        """Start of the first interval, nanoseconds since midnight."""
+        return self._r.start_ns
+
+    @property
+    def interval_ns(self) -> int:
+        """Interval length in nanoseconds."""
+        return self._r.interval_ns
 
     @property
     def events(self) -> int:
@@ -393,10 +408,12 @@ class SimResult:
         columns: Sequence[str] | None = None,
         *,
         title: str | None = None,
-    ) -> None:
+    ) -> Any:
         """Plot the run to ``path`` (PNG, SVG, PDF: by extension) with matplotlib
-        (``pip install 'guards[sim]'``): goodput and load, the work reaching stock and the
-        database, and the queues; or just ``columns``."""
+        (``pip install 'guards[sim]'``) and return the ``Figure``: for Basketly goodput and
+        load, the work reaching stock and the database, and the queues; for any other
+        topology each entry's offered, full and degraded answers and the queues; or just
+        ``columns``. The disturbance (the topology's slowdowns) is shaded."""
         from . import plot as _plot
 
-        _plot.plot_result(self, path, columns=columns, title=title)
+        return _plot.plot_result(self, path, columns=columns, title=title)

@@ -21,14 +21,15 @@ from typing import Any, Optional, Union
 
 from . import _args
 from .api import GUARDS, Run
-from .compare import METRICS, windows
+from .compare import GENERIC_METRICS, METRICS, windows
 from .progress import Progress, callback
 from .result import SimResult
 
 __all__ = ["sweep", "Sweep", "Cell", "each_guard_alone", "MetricSpec", "DEFAULT_METRICS"]
 
-#: A metric: a :data:`guards.sim.METRICS` key (Basketly: read over the hiccup's windows),
-#: a column name (its mean over the run), a ``(column, start, end)`` window, or a
+#: A metric: a :data:`guards.sim.METRICS` or ``GENERIC_METRICS`` key (read over the
+#: disturbance's windows), a column name (its mean during the disturbance, or over the
+#: run without one), a ``(column, start, end)`` window, or a
 #: callable ``f(SimResult) -> float``.
 MetricSpec = Union[str, tuple, Callable[[SimResult], Optional[float]]]
 
@@ -41,7 +42,7 @@ DEFAULT_METRICS: tuple[str, ...] = (
     "recovery_s",
 )
 
-_METRIC_KEYS = {m.key: m for m in METRICS}
+_METRIC_KEYS = {m.key: m for m in (*GENERIC_METRICS, *METRICS)}
 
 
 def _metric_name(m: MetricSpec) -> str:
@@ -53,13 +54,10 @@ def _metric_name(m: MetricSpec) -> str:
 
 
 def _recovery_s(r: SimResult) -> float:
-    """Seconds from the end of the hiccup to recovery (``inf``: never recovered)."""
-    cfg = r.config or {}
-    rec = r.summary.get("recovered_at")
-    if not isinstance(rec, str):
-        return math.inf
-    end = _args.clock_ns("hiccup_end", cfg.get("hiccup_end", cfg.get("start", "00:00:00")))
-    return (_args.clock_ns("recovered_at", rec) - end) / 1e9
+    """The summary's ``recovery_s`` (computed by the simulator for any topology): seconds
+    from the end of the disturbance (Basketly: the hiccup) to recovery; ``inf`` if never."""
+    v = r.summary.get("recovery_s")
+    return math.inf if v is None else float(v)
 
 
 def _read(r: SimResult, m: MetricSpec) -> float:
@@ -71,11 +69,11 @@ def _read(r: SimResult, m: MetricSpec) -> float:
         v = r.mean(col, start, end)
     elif m == "recovery_s":
         v = _recovery_s(r)
-    elif m in _METRIC_KEYS and r.config is not None:
+    elif m in _METRIC_KEYS:
         v = _METRIC_KEYS[m].read(r, windows(r))
         if isinstance(v, str):
             v = math.nan
-    elif r.config is not None and m in r:
+    elif m in r and isinstance(r.summary.get("disturbance"), dict):
         w = windows(r)
         v = r.mean(m, w.during_start, w.during_end)
     elif m in r:
@@ -346,9 +344,9 @@ def sweep(
 
     ``settings`` are Basketly preset names, or topologies (dicts, or ``(label, dict)``
     pairs). ``params`` maps a parameter to the values to try: for presets an override key
-    (``{"breaker.failure_rate": [0.3, 0.5, 0.7], "budget.deposit": [0.05, 0.1, 0.2]}``),
+    (``{"breaker.failure_rate_threshold": [0.3, 0.5, 0.7], "budget.ratio": [0.05, 0.1, 0.2]}``),
     for topologies a path into the topology as a tuple of keys, names for services,
-    edges, entries and operations (``("edges", "web->api", "policy", "timeout")``). The
+    edges, entries and operations (``("edges", "web->api", "policy", "attempt_timeout")``). The
     grid is every combination, for every setting. ``metrics`` (default
     :data:`DEFAULT_METRICS` for Basketly) are metric keys of :func:`guards.sim.compare`,
     column names, ``(column, start, end)`` windows or callables; ``recovery_s`` is the

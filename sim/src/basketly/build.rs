@@ -10,14 +10,17 @@
 //! agents (client, Replay P) --> spare (reads at the database's spare capacity)
 //! ```
 
+use guards::schema;
+use guards_core::limiter::LimiterConfig;
+use guards_core::retry_budget::RetryBudgetConfig;
+use guards_core::retry_policy::Idempotency;
 use guards_core::{Nanos, Priority};
 
-use super::config::{Config, OpsAction};
+use super::config::{check, check_limit, Config, OpsAction};
 use crate::error::SimError;
 use crate::topology::{
-    Action, AdmissionSpec, Arrivals, BackoffSpec, Balance, BulkheadSpec, CallPolicy, Dist,
-    EdgeSpec, EntrySpec, Idempotency, OpSpec, Outage, QueueSpec, ServiceSpec, Slowdown, Step,
-    TimedEvent, Topology, WorkSpec,
+    Action, Arrivals, CallPolicy, Dist, EdgeSpec, EntrySpec, OpSpec, Outage, ServiceSpec, Slowdown,
+    Step, TimedEvent, Topology, WorkSpec,
 };
 
 /// Service indices.
@@ -43,21 +46,7 @@ pub(crate) const RESERVE: Priority = Priority::CRITICAL_PLUS;
 pub(crate) const VIEW: Priority = Priority::CRITICAL;
 
 fn service(name: &str, instances: u32, servers: u32, ops: Vec<OpSpec>) -> ServiceSpec {
-    ServiceSpec {
-        name: name.into(),
-        instances,
-        servers,
-        client: false,
-        queue: QueueSpec::default(),
-        admission: None,
-        enforce_deadline: false,
-        slowdowns: Vec::new(),
-        outages: Vec::new(),
-        budgets: Vec::new(),
-        bulkheads: Vec::new(),
-        balance: Balance::Random,
-        ops,
-    }
+    ServiceSpec::new(name, instances, servers, ops)
 }
 
 fn op(name: &str, steps: Vec<Step>) -> OpSpec {
@@ -76,16 +65,9 @@ fn work(time: Dist) -> Step {
 
 fn hop_policy(h: &super::config::Hop) -> CallPolicy {
     CallPolicy {
-        attempts: h.attempts,
-        timeout: h.timeout,
-        backoff: BackoffSpec {
-            jitter: h.jitter,
-            base: h.backoff_base,
-            cap: h.backoff_cap.max(h.backoff_base),
-        },
-        retry_on_timeout: h.retry_timeout,
-        retry_on_error: h.retry_error,
-        retry_on_overloaded: h.retry_overloaded,
+        retry: Some(h.retry),
+        overloaded_is_transient: h.overloaded_is_transient,
+        attempt_timeout: h.attempt_timeout,
         deadline: h.deadline,
         margin: h.margin,
         cancel: h.cancel,
@@ -103,6 +85,7 @@ impl Config {
                 "a time after start",
             ));
         }
+        self.check_guards()?;
         // Clients.
         let mut app = service(
             "app",
@@ -135,12 +118,17 @@ impl Config {
         shop.balance = self.balance;
         shop.queue.deadline_check = self.shopapi_deadline_check;
         if self.budget_on {
-            shop.budgets.push(self.budget);
+            shop.budgets
+                .push(RetryBudgetConfig::TokenBucket(self.budget));
         }
         if self.bulkhead_on {
-            shop.bulkheads.push(BulkheadSpec {
-                max_concurrent: self.bulkhead_max,
-            });
+            match self.bulkhead_limit {
+                Some(limit) => shop.limiters.push(LimiterConfig {
+                    limit,
+                    ..schema::LIMITER.defaults()
+                }),
+                None => shop.bulkheads.push(self.bulkhead),
+            }
         }
         if let Some(b) = self.burst {
             // Part 4: every cart view arriving at that instant fails at once.
@@ -170,10 +158,8 @@ impl Config {
         );
         stock.queue.deadline_check = self.stock_deadline_check;
         if self.admission_on {
-            // Index = priority level: reserves (0) use the reserve limit, the rest the view limit.
-            stock.admission = Some(AdmissionSpec {
-                limits: vec![self.admission_reserve, self.admission_view],
-            });
+            // Index = priority level: reserves are level 0, views level 1.
+            stock.admission = Some(self.admission);
         }
 
         // The database.
@@ -222,13 +208,15 @@ impl Config {
         let mut stock_policy = hop_policy(&self.stock_call);
         stock_policy.give_up_as_overloaded = self.reply_overloaded;
         stock_policy.budget = self.budget_on.then_some(0);
-        stock_policy.bulkhead = self.bulkhead_on.then_some(0);
+        stock_policy.bulkhead = (self.bulkhead_on && self.bulkhead_limit.is_none()).then_some(0);
+        stock_policy.limiter = (self.bulkhead_on && self.bulkhead_limit.is_some()).then_some(0);
         stock_policy.breaker = self.breaker_on.then_some(self.breaker);
+        stock_policy.breaker_ignores_overloaded = self.breaker_ignores_overloaded;
         let mut view_policy = stock_policy;
         view_policy.hedge = self.hedge_on.then_some(self.hedge);
         let mut reserve_policy = stock_policy;
         reserve_policy.idempotency = if self.idempotency_key {
-            Idempotency::Keyed
+            Idempotency::KeyedSideEffect
         } else {
             // As shipped, shop-api retries reserves as if they were safe to repeat.
             Idempotency::Idempotent
@@ -396,5 +384,40 @@ impl Config {
             entries,
             events,
         })
+    }
+
+    /// Core's check of every guard switched on, reported on the override key at fault
+    /// (`breaker.window_duration`, `stock_call.retry.backoff.cap`, ...).
+    fn check_guards(&self) -> Result<(), SimError> {
+        for (name, h) in [
+            ("app", &self.app),
+            ("stock_call", &self.stock_call),
+            ("db_call", &self.db_call),
+        ] {
+            check(&format!("{name}.retry"), &schema::RETRY_POLICY, &h.retry)?;
+        }
+        if self.budget_on {
+            check("budget", &schema::TOKEN_BUDGET, &self.budget)?;
+        }
+        if self.admission_on {
+            check_limit("admission", &self.admission.limit)?;
+            check("admission", &schema::ADMISSION, &self.admission)?;
+        }
+        if self.codel_on {
+            check("codel", &schema::QUEUE_DISCIPLINE, &self.codel)?;
+        }
+        if self.breaker_on {
+            check("breaker", &schema::CIRCUIT_BREAKER, &self.breaker)?;
+        }
+        if self.bulkhead_on {
+            match &self.bulkhead_limit {
+                Some(l) => check_limit("bulkhead", l)?,
+                None => check("bulkhead", &schema::BULKHEAD, &self.bulkhead)?,
+            }
+        }
+        if self.hedge_on {
+            check("hedge", &schema::HEDGING, &self.hedge)?;
+        }
+        Ok(())
     }
 }

@@ -1,64 +1,90 @@
 //! The Basketly settings as one flat, overridable [`Config`], and the named presets.
 //!
 //! Every number of the model (docs/basketly.md) is a field here; every field can be
-//! changed with a `key=value` override ([`Config::set`], [`Config::keys`]). The presets
-//! build the seed's settings cumulatively: C1 is C0 plus timeouts and deadlines, C2 adds
-//! one retry layer, and so on up to C8; side rows and replays are copies with the changes
-//! the seed lists.
+//! changed with a `key=value` override ([`Config::set`], [`keys`]). The guards are
+//! guards-core's own configs (a hop's `retry` is a `RetryPolicyConfig`, `breaker` a
+//! `CircuitBreakerConfig`, ...), and their override keys are generated from guards-ffi's
+//! schemas: `breaker.<field>` for every field of the breaker's schema, with the Python
+//! API's names, units (durations: `"60ms"`, `"5s"`, or seconds), ranges and messages. The
+//! presets build the seed's settings cumulatively: C1 is C0 plus timeouts and deadlines,
+//! C2 adds one retry layer, and so on up to C8; side rows and replays are copies with the
+//! changes the seed lists.
 
+use std::sync::LazyLock;
+
+use guards::schema::{self, DurationUnit, Input, Schema, Unit};
+use guards_core::admission::AdmissionConfig;
+use guards_core::backoff::{BackoffConfig, Jitter};
+use guards_core::bulkhead::BulkheadConfig;
+use guards_core::circuit_breaker::{CircuitBreakerConfig, WindowKind};
+use guards_core::hedging::HedgingConfig;
+use guards_core::limit::LimitConfig;
+use guards_core::queue_discipline::QueueDisciplineConfig;
+use guards_core::retry_budget::TokenBudgetConfig;
+use guards_core::retry_policy::RetryPolicyConfig;
 use guards_core::Nanos;
 
 use crate::error::SimError;
 use crate::limits::{Limits, MIN_INTERVAL};
-use crate::topology::{
-    clock, Balance, BreakerSpec, BreakerWindow, BudgetSpec, DeadlineMode, DisciplineSpec,
-    HedgeSpec, JitterKind, Offsets,
-};
+use crate::topology::configs::{describe, kind_text, limit_from_value, output};
+use crate::topology::units::{duration_from_secs, parse_duration};
+use crate::topology::{clock, Balance, DeadlineMode, Offsets};
 use crate::trace::{TraceSpec, MAX_TRACES};
+
+/// A backoff that retries at once: a fixed wait of 1 ns, the shortest core's backoff
+/// accepts (the as-shipped services retried immediately).
+pub const AT_ONCE: BackoffConfig = BackoffConfig {
+    base: Nanos(1),
+    cap: Nanos(1),
+    multiplier: 1.0,
+    jitter: Jitter::None,
+};
 
 /// One hop's calling policy (app → shop-api, shop-api → stock, stock → database).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Hop {
-    /// Attempts including the first.
-    pub attempts: u32,
-    /// Per-attempt timeout (`None`: wait as long as it takes).
-    pub timeout: Option<Nanos>,
-    /// Backoff jitter shape.
-    pub jitter: JitterKind,
-    /// Backoff base (0: retry at once).
-    pub backoff_base: Nanos,
-    /// Backoff cap.
-    pub backoff_cap: Nanos,
-    /// Retry after a timeout.
-    pub retry_timeout: bool,
-    /// Retry after an ordinary error.
-    pub retry_error: bool,
-    /// Retry after "overloaded, don't retry" (as shipped: yes, everything is retried).
-    pub retry_overloaded: bool,
-    /// Which deadline is sent.
+    /// `HOP.retry.<field>`: the hop's retry policy, guards-core's own (attempts, which
+    /// failures, backoff with jitter).
+    pub retry: RetryPolicyConfig,
+    /// `HOP.overloaded_is_transient`: the caller does not know the "overloaded, don't
+    /// retry" answer and retries a 503 like any transient error (as shipped).
+    pub overloaded_is_transient: bool,
+    /// `HOP.attempt_timeout`: per-attempt timeout (`none`: wait as long as it takes).
+    pub attempt_timeout: Option<Nanos>,
+    /// `HOP.deadline`: which deadline is sent.
     pub deadline: DeadlineMode,
-    /// Margin subtracted from the deadline sent.
+    /// `HOP.margin`: subtracted from the deadline sent.
     pub margin: Nanos,
-    /// Cancel abandoned attempts.
+    /// `HOP.cancel`: cancel abandoned attempts.
     pub cancel: bool,
 }
 
 impl Hop {
     /// The as-shipped hop: `attempts` attempts with `timeout`, retried at once on anything.
-    pub const fn as_shipped(attempts: u32, timeout: Nanos) -> Hop {
+    pub fn as_shipped(attempts: u32, timeout: Nanos) -> Hop {
         Hop {
-            attempts,
-            timeout: Some(timeout),
-            jitter: JitterKind::Full,
-            backoff_base: Nanos::ZERO,
-            backoff_cap: Nanos::ZERO,
-            retry_timeout: true,
-            retry_error: true,
-            retry_overloaded: true,
+            retry: RetryPolicyConfig {
+                max_attempts: attempts,
+                retry_timeouts: true,
+                retry_connection_errors: true,
+                retry_other_transient: true,
+                retry_throttled: true,
+                backoff: AT_ONCE,
+                ..RetryPolicyConfig::default()
+            },
+            overloaded_is_transient: true,
+            attempt_timeout: Some(timeout),
             deadline: DeadlineMode::None,
             margin: Nanos::ZERO,
             cancel: false,
         }
+    }
+
+    /// Retry ordinary errors (connection errors, other transient errors, throttling) or not.
+    pub fn retry_errors(&mut self, on: bool) {
+        self.retry.retry_connection_errors = on;
+        self.retry.retry_other_transient = on;
+        self.retry.retry_throttled = on;
     }
 }
 
@@ -132,37 +158,38 @@ pub struct Config {
     /// `stock_call.reply_503`: when shop-api gives up on stock it answers the app
     /// "overloaded, don't retry" (one retry layer).
     pub reply_overloaded: bool,
-    /// `budget`: on | off; `budget.capacity`, `budget.deposit`.
+    /// `stock_call.breaker_ignores_overloaded`: stock's 503s are not breaker failures.
+    pub breaker_ignores_overloaded: bool,
+    /// `budget`: on | off.
     pub budget_on: bool,
-    /// The retry budget per shop-api instance.
-    pub budget: BudgetSpec,
-    /// `admission`: on | off; `admission.view`, `admission.reserve`.
+    /// `budget.<field>`: the retry budget per shop-api instance (a token bucket).
+    pub budget: TokenBudgetConfig,
+    /// `admission`: on | off.
     pub admission_on: bool,
-    /// Admission limit for views (calls inside stock).
-    pub admission_view: u32,
-    /// Admission limit for reserves.
-    pub admission_reserve: u32,
-    /// `codel`: on | off; `codel.interval_ms`, `codel.target_ms`, `codel.lifo`,
-    /// `codel.priority`, `codel.age_limit`.
+    /// `admission.<field>`: stock's door (`limits[0]` reserves, `limits[1]` and below
+    /// views; `admission.limit` an adaptive limit on top).
+    pub admission: AdmissionConfig,
+    /// `codel`: on | off.
     pub codel_on: bool,
-    /// The connection queue's discipline.
-    pub codel: DisciplineSpec,
-    /// `breaker`: on | off; `breaker.window` (count), `breaker.time_window_s`,
-    /// `breaker.failure_rate`, `breaker.min_calls`, `breaker.open_s`, `breaker.probes`,
-    /// `breaker.probe_timeout_ms`, `breaker.count_503`.
+    /// `codel.<field>`: the database connection queue's discipline.
+    pub codel: QueueDisciplineConfig,
+    /// `breaker`: on | off.
     pub breaker_on: bool,
-    /// The breaker per shop-api instance and stock operation.
-    pub breaker: BreakerSpec,
-    /// `bulkhead`: on | off; `bulkhead.max`.
+    /// `breaker.<field>`: the breaker per shop-api instance and stock operation.
+    pub breaker: CircuitBreakerConfig,
+    /// `bulkhead`: on | off.
     pub bulkhead_on: bool,
-    /// The gate per shop-api instance, shared by both stock operations.
-    pub bulkhead_max: u32,
+    /// `bulkhead.<field>`: the gate per shop-api instance, shared by both stock operations.
+    pub bulkhead: BulkheadConfig,
+    /// `bulkhead.limit`: the gate is a limiter with this (adaptive) limit instead of the
+    /// bulkhead's fixed cap (`none`: the bulkhead).
+    pub bulkhead_limit: Option<LimitConfig>,
     /// `brownout`: on | off (cart views without stock badges when stock.view fails).
     pub brownout: bool,
-    /// `hedge`: on | off; `hedge.percentile`, `hedge.min_delay_ms`, `hedge.max`.
+    /// `hedge`: on | off.
     pub hedge_on: bool,
-    /// Hedging of stock views.
-    pub hedge: HedgeSpec,
+    /// `hedge.<field>`: hedging of stock views.
+    pub hedge: HedgingConfig,
     /// `scale.at`, `scale.instances`: scale shop-api at a time (Replay A). `scale=off` removes it.
     pub scale: Option<(Nanos, u32)>,
     /// `ops.action` (`none` | `shed` | `flush`), `ops.at`: an operator action on shop-api.
@@ -321,7 +348,7 @@ pub const GUARDS: &[(&str, &str, &[&str])] = &[
         &[
             "app.deadline=attempt",
             "app.cancel=on",
-            "stock_call.timeout_ms=60",
+            "stock_call.attempt_timeout=60ms",
             "stock_call.deadline=attempt",
             "stock_call.cancel=on",
             "db_call.deadline=attempt",
@@ -335,11 +362,14 @@ pub const GUARDS: &[(&str, &str, &[&str])] = &[
         "one-retry-layer",
         "C2: only shop-api retries stock (once), no retry of a 503, the app retries only a missing answer",
         &[
-            "app.attempts=2",
-            "app.retry=timeout",
-            "stock_call.attempts=2",
-            "stock_call.retry=no503",
-            "db_call.attempts=1",
+            "app.retry.max_attempts=2",
+            "app.retry.retry_connection_errors=off",
+            "app.retry.retry_other_transient=off",
+            "app.retry.retry_throttled=off",
+            "app.overloaded_is_transient=off",
+            "stock_call.retry.max_attempts=2",
+            "stock_call.overloaded_is_transient=off",
+            "db_call.retry.max_attempts=1",
             "stock_call.idempotency_key=on",
             "stock_call.reply_503=on",
         ],
@@ -348,12 +378,14 @@ pub const GUARDS: &[(&str, &str, &[&str])] = &[
         "jitter",
         "C3: full-jitter backoff, base 25 ms in shop-api and 1 s in the app",
         &[
-            "stock_call.backoff=full",
-            "stock_call.backoff_base_ms=25",
-            "stock_call.backoff_cap_ms=1000",
-            "app.backoff=full",
-            "app.backoff_base_ms=1000",
-            "app.backoff_cap_ms=20000",
+            "stock_call.retry.backoff.jitter=full",
+            "stock_call.retry.backoff.base=25ms",
+            "stock_call.retry.backoff.cap=1s",
+            "stock_call.retry.backoff.multiplier=2",
+            "app.retry.backoff.jitter=full",
+            "app.retry.backoff.base=1s",
+            "app.retry.backoff.cap=20s",
+            "app.retry.backoff.multiplier=2",
         ],
     ),
     (
@@ -383,8 +415,8 @@ pub const GUARDS: &[(&str, &str, &[&str])] = &[
     ),
 ];
 
-/// Every override key with a one-line description.
-pub const KEYS: &[(&str, &str)] = &[
+/// The override keys that are not fields of a guard's config, with a description.
+const MODEL_KEYS: &[(&str, &str)] = &[
     ("start", "first instant simulated, HH:MM:SS[.fff]"),
     ("until", "end of the run, HH:MM:SS[.fff]"),
     ("interval_ms", "output interval in ms (at least 1)"),
@@ -428,93 +460,35 @@ pub const KEYS: &[(&str, &str)] = &[
     ("hiccup.start", "HH:MM:SS[.fff]"),
     ("hiccup.end", "HH:MM:SS[.fff]"),
     ("hiccup.factor", "query time multiplier during the hiccup"),
+];
+
+/// The keys of each hop (`HOP.` is `app.`, `stock_call.` or `db_call.`) that are not
+/// fields of its retry policy.
+const HOP_KEYS: &[(&str, &str)] = &[
     (
-        "HOP.attempts",
-        "HOP is app, stock_call or db_call: attempts including the first",
-    ),
-    ("HOP.timeout_ms", "per-attempt timeout in ms, or none"),
-    (
-        "HOP.backoff",
-        "none | full | equal | decorrelated (jitter shape)",
-    ),
-    ("HOP.backoff_base_ms", "backoff base, ms (0: retry at once)"),
-    ("HOP.backoff_cap_ms", "backoff cap, ms"),
-    (
-        "HOP.retry",
-        "all | no503 | timeout: which failures are retried",
+        "HOP.attempt_timeout",
+        "HOP is app, stock_call or db_call: per-attempt timeout (duration: \"60ms\", seconds, or none)",
     ),
     ("HOP.deadline", "none | attempt | whole: the deadline sent"),
-    (
-        "HOP.margin_ms",
-        "margin subtracted from the deadline sent, ms",
-    ),
+    ("HOP.margin", "margin subtracted from the deadline sent (duration: \"1ms\" or seconds)"),
     ("HOP.cancel", "cancel abandoned attempts (bool)"),
     (
-        "stock_call.idempotency_key",
-        "reserves carry an idempotency key (bool)",
+        "HOP.overloaded_is_transient",
+        "the caller retries a 503 like any transient error (bool; as shipped: on)",
     ),
+    ("stock_call.idempotency_key", "reserves carry an idempotency key (bool)"),
     (
         "stock_call.reply_503",
         "shop-api answers 503 don't-retry when it gives up (bool)",
     ),
-    ("budget", "on | off: retry budget per shop-api instance"),
-    ("budget.capacity", "tokens"),
-    ("budget.deposit", "tokens per first attempt"),
-    ("admission", "on | off: stock admission limits"),
     (
-        "admission.view",
-        "calls inside stock at which views are refused",
+        "stock_call.breaker_ignores_overloaded",
+        "stock's 503s are not breaker failures (bool)",
     ),
-    (
-        "admission.reserve",
-        "calls inside stock at which reserves are refused",
-    ),
-    (
-        "codel",
-        "on | off: queue discipline at the connection queue",
-    ),
-    (
-        "codel.interval_ms",
-        "standing after this long non-empty, ms",
-    ),
-    ("codel.target_ms", "age limit while standing, ms"),
-    ("codel.age_limit", "apply the age limit (bool)"),
-    ("codel.lifo", "newest first while standing (bool)"),
-    ("codel.priority", "reserves before views (bool)"),
-    (
-        "breaker",
-        "on | off: breaker per shop-api instance and stock operation",
-    ),
-    ("breaker.window", "count window size"),
-    (
-        "breaker.time_window_s",
-        "time window in s (replaces the count window)",
-    ),
-    ("breaker.failure_rate", "open at this failure rate (0..1]"),
-    (
-        "breaker.min_calls",
-        "outcomes needed before the rate counts (0: default)",
-    ),
-    ("breaker.open_s", "open duration, s"),
-    ("breaker.probes", "probes while half-open"),
-    ("breaker.probe_timeout_ms", "probe timeout, ms"),
-    ("breaker.count_503", "stock's 503s count as failures (bool)"),
-    (
-        "bulkhead",
-        "on | off: gate per shop-api instance for stock calls",
-    ),
-    ("bulkhead.max", "gate size"),
-    (
-        "brownout",
-        "on | off: cart views without badges when stock.view fails",
-    ),
-    ("hedge", "on | off: hedge stock views"),
-    (
-        "hedge.percentile",
-        "hedge after this latency percentile (0..1)",
-    ),
-    ("hedge.min_delay_ms", "never hedge sooner, ms"),
-    ("hedge.max", "hedges per call"),
+];
+
+/// Keys for the parts of the run beside the model: operator actions, replays, traces.
+const RUN_KEYS: &[(&str, &str)] = &[
     ("scale", "off: no scaling event"),
     ("scale.at", "when shop-api scales, HH:MM:SS"),
     ("scale.instances", "shop-api instances after scaling"),
@@ -530,6 +504,8 @@ pub const KEYS: &[(&str, &str)] = &[
     ("agents.offsets", "aligned | stable"),
     ("agents.capacity", "spare reads per second"),
     ("burst", "on | off: Part 4's burst of failing cart views"),
+    ("burst.at", "HH:MM:SS[.fff]"),
+    ("burst.count", "number of cart views"),
     (
         "trace.at",
         "trace the actions that start at or after HH:MM:SS[.fff] (every event of each)",
@@ -540,9 +516,147 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     ("trace.count", "how many actions to trace (default 1)"),
     ("trace", "off: trace nothing"),
-    ("burst.at", "HH:MM:SS[.fff]"),
-    ("burst.count", "number of cart views"),
 ];
+
+/// The guards whose config is a schema's, with their key prefix and on/off switch.
+const GUARD_SWITCHES: &[(&str, &str)] = &[
+    ("budget", "on | off: retry budget per shop-api instance"),
+    ("admission", "on | off: stock's admission limits"),
+    (
+        "codel",
+        "on | off: queue discipline at the database connection queue",
+    ),
+    (
+        "breaker",
+        "on | off: breaker per shop-api instance and stock operation",
+    ),
+    (
+        "bulkhead",
+        "on | off: gate per shop-api instance for stock calls",
+    ),
+    (
+        "brownout",
+        "on | off: cart views without badges when stock.view fails",
+    ),
+    ("hedge", "on | off: hedge stock views"),
+];
+
+/// How a unit's values are written in an override.
+fn unit_text(unit: Unit) -> String {
+    match unit {
+        Unit::Duration => "duration: \"60ms\", \"5s\" or seconds".into(),
+        Unit::Count => "integer".into(),
+        Unit::Ratio => "number".into(),
+        Unit::Bool => "on | off".into(),
+        Unit::Enum(names) => names.join(" | "),
+        Unit::Flags(names) => format!("bits of {}", names.join(", ")),
+    }
+}
+
+fn schema_keys<C: Copy>(out: &mut Vec<(String, String)>, prefix: &str, schema: &Schema<C>) {
+    for f in schema.fields {
+        out.push((
+            format!("{prefix}.{}", f.name),
+            format!("{} ({}; {})", f.doc, unit_text(f.unit), f.expected),
+        ));
+    }
+}
+
+type FieldInfo = (&'static str, &'static str, Unit, &'static str);
+
+fn fields_of<C>(s: &'static Schema<C>) -> Vec<FieldInfo> {
+    s.fields
+        .iter()
+        .map(|f| (f.name, f.doc, f.unit, f.expected))
+        .collect()
+}
+
+/// The fields of the adaptive limits, each with the algorithms that have it.
+fn limit_keys(out: &mut Vec<(String, String)>, prefix: &str, what: &str) {
+    out.push((
+        prefix.to_string(),
+        format!(
+            "{what}: an integer (fixed), aimd | vegas | gradient (that algorithm's defaults), or none"
+        ),
+    ));
+    let mut seen: Vec<(&str, String, Vec<&str>)> = Vec::new();
+    let mut add = |algo: &'static str, fields: &[FieldInfo]| {
+        for (name, doc, unit, expected) in fields {
+            match seen.iter_mut().find(|(n, _, _)| n == name) {
+                Some((_, _, algos)) => algos.push(algo),
+                None => seen.push((
+                    name,
+                    format!("{doc} ({}; {expected})", unit_text(*unit)),
+                    vec![algo],
+                )),
+            }
+        }
+    };
+    add("aimd", &fields_of(&schema::AIMD));
+    add("vegas", &fields_of(&schema::VEGAS));
+    add("gradient", &fields_of(&schema::GRADIENT));
+    for (name, doc, algos) in seen {
+        out.push((
+            format!("{prefix}.{name}"),
+            format!("{} [{}]", doc, algos.join(", ")),
+        ));
+    }
+}
+
+static KEYS: LazyLock<Vec<(String, String)>> = LazyLock::new(|| {
+    let mut out: Vec<(String, String)> = MODEL_KEYS
+        .iter()
+        .map(|(k, d)| ((*k).to_string(), (*d).to_string()))
+        .collect();
+    schema_keys(&mut out, "HOP.retry", &schema::RETRY_POLICY);
+    if let Some(first) = out.iter_mut().find(|(k, _)| k.starts_with("HOP.retry.")) {
+        first.1 = format!("HOP is app, stock_call or db_call: {}", first.1);
+    }
+    out.extend(
+        HOP_KEYS
+            .iter()
+            .map(|(k, d)| ((*k).to_string(), (*d).to_string())),
+    );
+    for (name, doc) in GUARD_SWITCHES {
+        out.push(((*name).to_string(), (*doc).to_string()));
+        match *name {
+            "budget" => schema_keys(&mut out, name, &schema::TOKEN_BUDGET),
+            "admission" => {
+                schema_keys(&mut out, name, &schema::ADMISSION);
+                limit_keys(
+                    &mut out,
+                    "admission.limit",
+                    "an adaptive limit on the calls inside stock",
+                );
+            }
+            "codel" => schema_keys(&mut out, name, &schema::QUEUE_DISCIPLINE),
+            "breaker" => schema_keys(&mut out, name, &schema::CIRCUIT_BREAKER),
+            "bulkhead" => {
+                schema_keys(&mut out, name, &schema::BULKHEAD);
+                limit_keys(
+                    &mut out,
+                    "bulkhead.limit",
+                    "make the gate a limiter with this limit instead of the fixed cap",
+                );
+            }
+            "hedge" => schema_keys(&mut out, name, &schema::HEDGING),
+            _ => {}
+        }
+    }
+    out.extend(
+        RUN_KEYS
+            .iter()
+            .map(|(k, d)| ((*k).to_string(), (*d).to_string())),
+    );
+    out
+});
+
+/// Every override key with a one-line description: the model's own keys, and one key per
+/// field of each guard's config, generated from guards-ffi's schema (`breaker.window_size`,
+/// `HOP.retry.backoff.base`, ...). `HOP.` stands for `app.`, `stock_call.` and `db_call.`.
+pub fn keys() -> &'static [(String, String)] {
+    &KEYS
+}
 
 const fn ms(x: u64) -> Nanos {
     Nanos::from_millis(x)
@@ -577,23 +691,29 @@ impl Config {
             hiccup_factor: 10.0,
             app: Hop::as_shipped(3, Nanos::from_secs(2)),
             stock_call: Hop::as_shipped(3, Nanos::from_secs(1)),
-            db_call: Hop {
-                retry_error: false,
-                retry_overloaded: false,
-                ..Hop::as_shipped(3, Nanos::from_secs(5))
+            db_call: {
+                let mut h = Hop::as_shipped(3, Nanos::from_secs(5));
+                h.retry_errors(false);
+                h.overloaded_is_transient = false;
+                h
             },
             idempotency_key: false,
             reply_overloaded: false,
+            breaker_ignores_overloaded: false,
             budget_on: false,
-            budget: BudgetSpec {
-                capacity: 10.0,
-                deposit: 0.1,
-            },
+            // Seed C4: 10 tokens, +0.1 per first attempt (the schema's defaults).
+            budget: schema::TOKEN_BUDGET.defaults(),
             admission_on: false,
-            admission_view: 64,
-            admission_reserve: 80,
+            // Seed C5: reserves (level 0) refused at 80 calls inside, views at 64.
+            admission: AdmissionConfig {
+                limits: [80, 64, 64, 64, 64, 64, 64, 64],
+                ..schema::ADMISSION.defaults()
+            },
             codel_on: false,
-            codel: DisciplineSpec {
+            // Seed C5: standing after 100 ms, drop waits over 5 ms, newest first while
+            // standing, reserves first; room for 1,024 waiters.
+            codel: QueueDisciplineConfig {
+                capacity: 1024,
                 interval: ms(100),
                 target: ms(5),
                 codel: true,
@@ -601,23 +721,29 @@ impl Config {
                 priority: true,
             },
             breaker_on: false,
-            breaker: BreakerSpec {
-                window: BreakerWindow::Count(20),
-                failure_rate: 0.5,
-                min_calls: 0,
-                open_for: Nanos::from_secs(5),
-                probes: 3,
+            // Seed C6: the last 20 calls, open at 50 % failed for 5 s, 3 probes of 100 ms.
+            breaker: CircuitBreakerConfig {
+                window_kind: WindowKind::Count,
+                window_size: 20,
+                failure_rate_threshold: 0.5,
+                minimum_calls: 0,
+                open_duration: Nanos::from_secs(5),
+                half_open_probes: 3,
                 probe_timeout: ms(100),
-                count_overloaded: true,
+                ..schema::CIRCUIT_BREAKER.defaults()
             },
             bulkhead_on: false,
-            bulkhead_max: 12,
+            // Seed C7: 12 stock calls per shop-api instance.
+            bulkhead: BulkheadConfig { max_concurrent: 12 },
+            bulkhead_limit: None,
             brownout: false,
             hedge_on: false,
-            hedge: HedgeSpec {
-                percentile: 0.95,
+            // Replay H: hedge after the tracked P95, at most one hedge, never before 1 ms.
+            hedge: HedgingConfig {
+                delay_quantile: 0.95,
                 min_delay: ms(1),
                 max_hedges: 1,
+                ..schema::HEDGING.defaults()
             },
             scale: None,
             ops: None,
@@ -669,8 +795,10 @@ impl Config {
             }
             "15t" => {
                 let mut c = Self::c_line(6);
-                c.breaker.window = BreakerWindow::Time(Nanos::from_secs(10));
-                c.breaker.min_calls = 1;
+                c.breaker.window_kind = WindowKind::Time;
+                c.breaker.window_duration = Nanos::from_secs(10);
+                c.breaker.window_buckets = 10;
+                c.breaker.minimum_calls = 1;
                 c
             }
             "17x" => {
@@ -681,9 +809,9 @@ impl Config {
             }
             "17y" => {
                 let mut c = Config::c0();
-                c.app.attempts = 1;
-                c.stock_call.attempts = 1;
-                c.db_call.attempts = 1;
+                c.app.retry.max_attempts = 1;
+                c.stock_call.retry.max_attempts = 1;
+                c.db_call.retry.max_attempts = 1;
                 c.until = clock::hms(20, 1, 30);
                 c
             }
@@ -703,14 +831,11 @@ impl Config {
                 c.start = clock::hms(20, 0, 0);
                 c.until = clock::hms(20, 1, 0);
                 c.stock_stall_p = 0.01;
-                c.stock_call = Hop {
-                    attempts: 1,
-                    timeout: None,
-                    ..c.stock_call
-                };
+                c.stock_call.retry.max_attempts = 1;
+                c.stock_call.attempt_timeout = None;
                 if name == "H-retry" {
-                    c.stock_call.attempts = 2;
-                    c.stock_call.timeout = Some(ms(60));
+                    c.stock_call.retry.max_attempts = 2;
+                    c.stock_call.attempt_timeout = Some(ms(60));
                     c.stock_call.deadline = DeadlineMode::Attempt;
                     c.stock_call.cancel = true;
                     c.db_call.deadline = DeadlineMode::Attempt;
@@ -747,7 +872,7 @@ impl Config {
             "cap40" | "cap60" => {
                 let mut c = Config::c0();
                 c.bulkhead_on = true;
-                c.bulkhead_max = if name == "cap40" { 40 } else { 60 };
+                c.bulkhead.max_concurrent = if name == "cap40" { 40 } else { 60 };
                 c
             }
             "C5-cap12" => {
@@ -768,7 +893,7 @@ impl Config {
             "bvb-breaker-no503" => {
                 let mut c = Self::c_line(6);
                 c.brownout = true;
-                c.breaker.count_overloaded = false;
+                c.breaker_ignores_overloaded = true;
                 c
             }
             "bvb-bulkhead" => {
@@ -781,8 +906,7 @@ impl Config {
                 let mut c = Self::c_line(8);
                 c.stock_workers = 64;
                 if name == "AZ-halved" {
-                    c.admission_view = 32;
-                    c.admission_reserve = 40;
+                    c.admission.limits = [40, 32, 32, 32, 32, 32, 32, 32];
                 }
                 c
             }
@@ -806,13 +930,13 @@ impl Config {
                 c.start = clock::hms(20, 0, 19);
                 c.until = clock::hms(20, 0, 22);
                 c.interval = ms(10);
-                c.app.jitter = if name == "jitter-fixed" {
-                    JitterKind::None
+                c.app.retry.backoff.jitter = if name == "jitter-fixed" {
+                    Jitter::None
                 } else {
-                    JitterKind::Full
+                    Jitter::Full
                 };
-                c.app.backoff_cap = Nanos::from_secs(1);
-                c.app.retry_error = true;
+                c.app.retry.backoff.cap = Nanos::from_secs(1);
+                c.app.retry_errors(true);
                 c.burst = Some(Burst {
                     at: clock::hms(20, 0, 20),
                     count: 1200,
@@ -838,7 +962,7 @@ impl Config {
             // deadline checks at every queue, statement timeout at the database.
             c.app.deadline = DeadlineMode::Attempt;
             c.app.cancel = true;
-            c.stock_call.timeout = Some(ms(60));
+            c.stock_call.attempt_timeout = Some(ms(60));
             c.stock_call.deadline = DeadlineMode::Attempt;
             c.stock_call.cancel = true;
             c.db_call.deadline = DeadlineMode::Attempt;
@@ -850,21 +974,29 @@ impl Config {
         if n >= 2 {
             // Part 3: one retry layer (shop-api → stock), 503 means don't retry, the app
             // retries only when it got no answer, idempotency key on reserves.
-            c.app.attempts = 2;
-            c.app.retry_error = false;
-            c.app.retry_overloaded = false;
-            c.stock_call.attempts = 2;
-            c.stock_call.retry_overloaded = false;
-            c.db_call.attempts = 1;
+            c.app.retry.max_attempts = 2;
+            c.app.retry_errors(false);
+            c.app.overloaded_is_transient = false;
+            c.stock_call.retry.max_attempts = 2;
+            c.stock_call.overloaded_is_transient = false;
+            c.db_call.retry.max_attempts = 1;
             c.idempotency_key = true;
             c.reply_overloaded = true;
         }
         if n >= 3 {
             // Part 4: full jitter, base 25 ms in shop-api and 1 s in the app.
-            c.stock_call.backoff_base = ms(25);
-            c.stock_call.backoff_cap = ms(1000);
-            c.app.backoff_base = Nanos::from_secs(1);
-            c.app.backoff_cap = Nanos::from_secs(20);
+            c.stock_call.retry.backoff = BackoffConfig {
+                base: ms(25),
+                cap: ms(1000),
+                multiplier: 2.0,
+                jitter: Jitter::Full,
+            };
+            c.app.retry.backoff = BackoffConfig {
+                base: Nanos::from_secs(1),
+                cap: Nanos::from_secs(20),
+                multiplier: 2.0,
+                jitter: Jitter::Full,
+            };
         }
         if n >= 4 {
             c.budget_on = true;
@@ -898,7 +1030,7 @@ impl Config {
     /// c.set("until", "20:01:00").unwrap();
     /// // The outage has begun; at 20:00:25, after the hiccup, the operator turns on
     /// // C1's timeouts and deadlines.
-    /// c.at("20:00:25", &["stock_call.timeout_ms=60", "shopapi.deadline_check=on"]).unwrap();
+    /// c.at("20:00:25", &["stock_call.attempt_timeout=60ms", "shopapi.deadline_check=on"]).unwrap();
     /// assert!(c.at("20:00:30", &["until=20:02:00"]).is_err());
     /// let r = run(&c, 1).unwrap();
     /// assert_eq!(r.column("goodput").unwrap().len(), 75);
@@ -968,9 +1100,9 @@ impl Config {
         Ok(c)
     }
 
-    /// Every override key with a description.
-    pub fn keys() -> &'static [(&'static str, &'static str)] {
-        KEYS
+    /// Every override key with a description (see [`keys`]).
+    pub fn keys() -> &'static [(String, String)] {
+        keys()
     }
 
     /// Apply one override.
@@ -984,29 +1116,16 @@ impl Config {
                 _ => None,
             };
             if let Some(h) = h {
+                if let Some(f) = field.strip_prefix("retry.") {
+                    return set_field(&schema::RETRY_POLICY, &mut h.retry, key, f, value);
+                }
                 match field {
-                    "attempts" => h.attempts = v.count(1, 100)?,
-                    "timeout_ms" => {
-                        h.timeout = if value == "none" {
+                    "attempt_timeout" => {
+                        h.attempt_timeout = if value == "none" {
                             None
                         } else {
-                            Some(v.millis_positive()?)
+                            Some(v.duration_positive()?)
                         }
-                    }
-                    "backoff" => h.jitter = v.jitter()?,
-                    "backoff_base_ms" => h.backoff_base = v.millis()?,
-                    "backoff_cap_ms" => h.backoff_cap = v.millis()?,
-                    "retry" => {
-                        let (t, e, o) = match value {
-                            "all" => (true, true, true),
-                            "no503" => (true, true, false),
-                            "timeout" => (true, false, false),
-                            "none" => (false, false, false),
-                            _ => return Err(v.bad("all | no503 | timeout | none")),
-                        };
-                        h.retry_timeout = t;
-                        h.retry_error = e;
-                        h.retry_overloaded = o;
                     }
                     "deadline" => {
                         h.deadline = match value {
@@ -1016,13 +1135,67 @@ impl Config {
                             _ => return Err(v.bad("none | attempt | whole")),
                         }
                     }
-                    "margin_ms" => h.margin = v.millis()?,
+                    "margin" => h.margin = v.duration()?,
                     "cancel" => h.cancel = v.flag()?,
+                    "overloaded_is_transient" => h.overloaded_is_transient = v.flag()?,
                     "idempotency_key" if hop == "stock_call" => self.idempotency_key = v.flag()?,
                     "reply_503" if hop == "stock_call" => self.reply_overloaded = v.flag()?,
+                    "breaker_ignores_overloaded" if hop == "stock_call" => {
+                        self.breaker_ignores_overloaded = v.flag()?
+                    }
                     _ => return Err(unknown(key)),
                 }
                 return Ok(());
+            }
+            let limit_field = |k: &str| k.strip_prefix("limit.").map(str::to_string);
+            match hop {
+                "budget" => {
+                    return set_field(&schema::TOKEN_BUDGET, &mut self.budget, key, field, value)
+                }
+                "codel" => {
+                    return set_field(
+                        &schema::QUEUE_DISCIPLINE,
+                        &mut self.codel,
+                        key,
+                        field,
+                        value,
+                    )
+                }
+                "breaker" => {
+                    return set_field(
+                        &schema::CIRCUIT_BREAKER,
+                        &mut self.breaker,
+                        key,
+                        field,
+                        value,
+                    )
+                }
+                "hedge" => return set_field(&schema::HEDGING, &mut self.hedge, key, field, value),
+                "admission" => {
+                    if field == "limit" {
+                        self.admission.limit =
+                            parse_limit(key, value)?.unwrap_or(LimitConfig::Fixed(u64::MAX));
+                        return Ok(());
+                    }
+                    if let Some(f) = limit_field(field) {
+                        return set_limit_field(&mut self.admission.limit, key, &f, value);
+                    }
+                    return set_field(&schema::ADMISSION, &mut self.admission, key, field, value);
+                }
+                "bulkhead" => {
+                    if field == "limit" {
+                        self.bulkhead_limit = parse_limit(key, value)?;
+                        return Ok(());
+                    }
+                    if let Some(f) = limit_field(field) {
+                        let l = self
+                            .bulkhead_limit
+                            .get_or_insert(LimitConfig::Fixed(self.bulkhead.max_concurrent));
+                        return set_limit_field(l, key, &f, value);
+                    }
+                    return set_field(&schema::BULKHEAD, &mut self.bulkhead, key, field, value);
+                }
+                _ => {}
             }
         }
         match key {
@@ -1084,35 +1257,12 @@ impl Config {
             "hiccup.end" => self.hiccup_end = v.clock()?,
             "hiccup.factor" => self.hiccup_factor = v.float(0.0, 1e6)?,
             "budget" => self.budget_on = v.flag()?,
-            "budget.capacity" => self.budget.capacity = v.float(0.0, 1e9)?,
-            "budget.deposit" => self.budget.deposit = v.float(0.0, 1e9)?,
             "admission" => self.admission_on = v.flag()?,
-            "admission.view" => self.admission_view = v.count(0, 1_000_000)?,
-            "admission.reserve" => self.admission_reserve = v.count(0, 1_000_000)?,
             "codel" => self.codel_on = v.flag()?,
-            "codel.interval_ms" => self.codel.interval = v.millis()?,
-            "codel.target_ms" => self.codel.target = v.millis()?,
-            "codel.age_limit" => self.codel.codel = v.flag()?,
-            "codel.lifo" => self.codel.lifo = v.flag()?,
-            "codel.priority" => self.codel.priority = v.flag()?,
             "breaker" => self.breaker_on = v.flag()?,
-            "breaker.window" => self.breaker.window = BreakerWindow::Count(v.count(1, 1_000_000)?),
-            "breaker.time_window_s" => {
-                self.breaker.window = BreakerWindow::Time(v.seconds_positive()?)
-            }
-            "breaker.failure_rate" => self.breaker.failure_rate = v.fraction()?,
-            "breaker.min_calls" => self.breaker.min_calls = v.count(0, 1_000_000)?,
-            "breaker.open_s" => self.breaker.open_for = v.seconds_positive()?,
-            "breaker.probes" => self.breaker.probes = v.count(1, 1_000)?,
-            "breaker.probe_timeout_ms" => self.breaker.probe_timeout = v.millis_positive()?,
-            "breaker.count_503" => self.breaker.count_overloaded = v.flag()?,
             "bulkhead" => self.bulkhead_on = v.flag()?,
-            "bulkhead.max" => self.bulkhead_max = v.count(1, 1_000_000)?,
             "brownout" => self.brownout = v.flag()?,
             "hedge" => self.hedge_on = v.flag()?,
-            "hedge.percentile" => self.hedge.percentile = v.fraction()?,
-            "hedge.min_delay_ms" => self.hedge.min_delay = v.millis()?,
-            "hedge.max" => self.hedge.max_hedges = v.count(1, 10)?,
             "scale" => {
                 if v.flag()? {
                     self.scale.get_or_insert((clock::hms(20, 0, 10), 8));
@@ -1236,6 +1386,130 @@ impl Config {
     }
 }
 
+/// A duration override: text with a unit, or seconds.
+fn duration_text(text: &str) -> Option<Nanos> {
+    parse_duration(text).or_else(|| text.trim().parse::<f64>().ok().and_then(duration_from_secs))
+}
+
+/// An override's text as a value of a schema field of `unit`.
+fn schema_input(unit: Unit, text: &str) -> Option<Input<'_>> {
+    let t = text.trim();
+    Some(match unit {
+        Unit::Bool => Input::Bool(match t {
+            "1" | "true" | "on" | "yes" => true,
+            "0" | "false" | "off" | "no" => false,
+            _ => return None,
+        }),
+        Unit::Duration => match parse_duration(t) {
+            Some(d) => Input::Nanos(d.as_u64()),
+            None => Input::Float(t.parse().ok()?),
+        },
+        Unit::Enum(_) => Input::Str(t),
+        Unit::Count | Unit::Flags(_) => match t.parse::<i128>() {
+            Ok(i) => Input::Int(i),
+            Err(_) => Input::Float(t.parse().ok()?),
+        },
+        Unit::Ratio => Input::Float(t.parse().ok()?),
+    })
+}
+
+/// Set field `field` of a guard config `c` from override `key=value`, through the schema
+/// (the whole config is checked by core when the topology is built).
+fn set_field<C: Copy>(
+    schema: &'static Schema<C>,
+    c: &mut C,
+    key: &str,
+    field: &str,
+    value: &str,
+) -> Result<(), SimError> {
+    let f = schema.field(field).ok_or_else(|| unknown(key))?;
+    let expected = || format!("{} ({})", f.expected, unit_text(f.unit));
+    let input =
+        schema_input(f.unit, value).ok_or_else(|| SimError::bad_value(key, value, &expected()))?;
+    f.set(c, input, DurationUnit::Secs)
+        .map_err(|e| match e.detail {
+            guards::error::Detail::Config(e) => SimError::bad_value(
+                key,
+                value,
+                &format!(
+                    "{} ({}; {})",
+                    f.expected,
+                    unit_text(f.unit),
+                    kind_text(e.kind())
+                ),
+            ),
+            _ => SimError::bad_value(key, value, &expected()),
+        })
+}
+
+/// `admission.limit` / `bulkhead.limit`: an integer (a fixed limit), an algorithm name
+/// (its defaults) or `none`.
+fn parse_limit(key: &str, value: &str) -> Result<Option<LimitConfig>, SimError> {
+    let t = value.trim();
+    if t == "none" {
+        return Ok(None);
+    }
+    let v = match t.parse::<u64>() {
+        Ok(n) => serde_json::Value::from(n),
+        Err(_) => serde_json::Value::String(t.to_string()),
+    };
+    limit_from_value(&v)
+        .map(Some)
+        .map_err(|e| SimError::bad_value(key, value, &e.message))
+}
+
+/// `*.limit.<field>`: a field of the limit's algorithm.
+fn set_limit_field(
+    l: &mut LimitConfig,
+    key: &str,
+    field: &str,
+    value: &str,
+) -> Result<(), SimError> {
+    match l {
+        LimitConfig::Aimd(c) => set_field(&schema::AIMD, c, key, field, value),
+        LimitConfig::Vegas(c) => set_field(&schema::VEGAS, c, key, field, value),
+        LimitConfig::Gradient(c) => set_field(&schema::GRADIENT, c, key, field, value),
+        LimitConfig::Fixed(_) => Err(SimError::bad_value(
+            key,
+            value,
+            "a field of an adaptive limit: set the limit to aimd, vegas or gradient first",
+        )),
+    }
+}
+
+/// The config's own check by core, reported on the override key of the bad field.
+pub(super) fn check<C: Copy>(
+    prefix: &str,
+    schema: &'static Schema<C>,
+    c: &C,
+) -> Result<(), SimError> {
+    schema.validate(c).map_err(|f| {
+        let field = match f.detail {
+            guards::error::Detail::Config(e) => e.field(),
+            _ => "",
+        };
+        let value = schema
+            .field(field)
+            .map(|x| match output(x.unit, x.get(c)) {
+                serde_json::Value::String(s) => s,
+                other => other.to_string(),
+            })
+            .unwrap_or_default();
+        let why = match f.detail {
+            guards::error::Detail::Config(e) => describe(e),
+            _ => f.to_string(),
+        };
+        SimError::bad_value(&format!("{prefix}.{field}"), &value, &why)
+    })
+}
+
+/// The limit's own check, on `prefix.limit.<field>`.
+pub(super) fn check_limit(prefix: &str, l: &LimitConfig) -> Result<(), SimError> {
+    l.validate().map_err(|e| {
+        SimError::bad_value(&format!("{prefix}.limit.{}", e.field()), "", &describe(e))
+    })
+}
+
 fn unknown(key: &str) -> SimError {
     SimError::UnknownKey {
         key: key.to_string(),
@@ -1288,12 +1562,17 @@ impl Value<'_> {
         Nanos::from_secs_f64(x / 1e3).ok_or_else(|| self.bad("milliseconds"))
     }
 
-    fn millis_positive(&self) -> Result<Nanos, SimError> {
-        let d = self.millis()?;
-        if d.is_zero() {
-            return Err(self.bad("a positive number of milliseconds"));
+    /// A duration: `"60ms"`, `"1.5s"`, or a number of seconds.
+    fn duration(&self) -> Result<Nanos, SimError> {
+        duration_text(self.value)
+            .ok_or_else(|| self.bad("a duration: \"60ms\", \"1.5s\" or a number of seconds"))
+    }
+
+    fn duration_positive(&self) -> Result<Nanos, SimError> {
+        match self.duration()? {
+            d if d.is_zero() => Err(self.bad("a positive duration (\"60ms\", seconds), or none")),
+            d => Ok(d),
         }
-        Ok(d)
     }
 
     fn seconds_positive(&self) -> Result<Nanos, SimError> {
@@ -1306,15 +1585,5 @@ impl Value<'_> {
 
     fn clock(&self) -> Result<Nanos, SimError> {
         clock::parse(self.value).ok_or_else(|| self.bad("a clock time HH:MM:SS[.fff]"))
-    }
-
-    fn jitter(&self) -> Result<JitterKind, SimError> {
-        match self.value {
-            "none" | "fixed" => Ok(JitterKind::None),
-            "full" => Ok(JitterKind::Full),
-            "equal" => Ok(JitterKind::Equal),
-            "decorrelated" => Ok(JitterKind::Decorrelated),
-            _ => Err(self.bad("none | full | equal | decorrelated")),
-        }
     }
 }

@@ -23,14 +23,14 @@ mod build;
 mod config;
 
 pub use config::{
-    Agents, Burst, Change, Config, Hop, OpsAction, GUARDS, KEYS, PRESETS, PRESET_INFO,
+    keys, Agents, Burst, Change, Config, Hop, OpsAction, AT_ONCE, GUARDS, PRESETS, PRESET_INFO,
 };
 
 use guards_core::Nanos;
 
 use crate::engine::Sim;
 use crate::error::SimError;
-use crate::result::{quantile_sorted, Column, SimResult, SummaryValue};
+use crate::result::{Column, SimResult, SummaryValue};
 use crate::topology::clock;
 
 /// The per-interval series, each a sum of generic columns.
@@ -322,22 +322,10 @@ fn add_series(r: &mut SimResult) {
     r.columns = extra;
 }
 
-/// The first interval at or after the hiccup's start from which full goodput stays at or
-/// above 95 % of offered load to the end of the run.
+/// The first interval at or after `from` from which full goodput stays at or above 95 %
+/// of offered load to the end of the run.
 pub fn recovered_at(r: &SimResult, from: Nanos) -> Option<Nanos> {
-    let good = r.column("goodput")?;
-    let offered = r.column("offered")?;
-    let first = r.index_of(from).unwrap_or(0);
-    let mut candidate = None;
-    for i in (first..r.len()).rev() {
-        let (g, o) = (good.get(i)?, offered.get(i)?);
-        if *g >= 0.95 * *o {
-            candidate = Some(i);
-        } else {
-            break;
-        }
-    }
-    candidate.map(|i| r.time_of(i))
+    crate::summary::recovered_at(r, r.column("goodput")?, r.column("offered")?, from)
 }
 
 fn add_summary(r: &mut SimResult, c: &Config) {
@@ -351,6 +339,11 @@ fn add_summary(r: &mut SimResult, c: &Config) {
         "recovered_at".to_string(),
         rec.map_or(SummaryValue::Null, |t| SummaryValue::Text(clock::format(t))),
     ));
+    let end = if c.hiccup { c.hiccup_end } else { c.start };
+    s.push((
+        "recovery_s".to_string(),
+        crate::summary::recovery_s(rec, end),
+    ));
     // Stock-call latency as shop-api sees it: whole successful calls, retries and
     // hedges included, over the whole run.
     let mut lat: Vec<Nanos> = Vec::new();
@@ -360,29 +353,9 @@ fn add_summary(r: &mut SimResult, c: &Config) {
         }
     }
     lat.sort_unstable();
-    let ms = |q: f64| {
-        quantile_sorted(&lat, q).map_or(SummaryValue::Null, |d| {
-            SummaryValue::Number(d.as_u64() as f64 / 1e6)
-        })
-    };
     s.push((
         "stock_latency_ms".to_string(),
-        SummaryValue::Map(vec![
-            ("p50".into(), ms(0.5)),
-            ("p95".into(), ms(0.95)),
-            ("p99".into(), ms(0.99)),
-            ("p999".into(), ms(0.999)),
-            ("mean".into(), {
-                if lat.is_empty() {
-                    SummaryValue::Null
-                } else {
-                    SummaryValue::Number(
-                        lat.iter().map(|d| d.as_u64() as f64).sum::<f64>() / lat.len() as f64 / 1e6,
-                    )
-                }
-            }),
-            ("count".into(), SummaryValue::Number(lat.len() as f64)),
-        ]),
+        crate::summary::latency_map(lat.clone()),
     ));
     let over5 = lat.iter().filter(|d| **d > Nanos::from_millis(5)).count();
     s.push((
@@ -415,9 +388,12 @@ fn add_summary(r: &mut SimResult, c: &Config) {
             SummaryValue::Null
         },
     ));
-    s.push((
-        "events".to_string(),
-        SummaryValue::Number(r.stats.events as f64),
-    ));
+    // Then the summary every topology has (entries, edges, latencies, events), without
+    // the names given above.
+    for (k, v) in std::mem::take(&mut r.summary) {
+        if !s.iter().any(|(x, _)| *x == k) {
+            s.push((k, v));
+        }
+    }
     r.summary = s;
 }

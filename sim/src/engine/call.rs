@@ -7,7 +7,10 @@
 
 use guards_core::{Nanos, Priority};
 
-use crate::guards::{admission::DoorTicket, bulkhead::GateTicket, circuit_breaker::BreakerTicket};
+use crate::guards::{
+    admission::DoorTicket, bulkhead::GateTicket, circuit_breaker::BreakerTicket,
+    limiter::LimiterTicket,
+};
 
 /// A generation-checked reference to a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +92,7 @@ pub(crate) struct Attempt {
     pub token: u32,
     pub breaker: Option<Held<BreakerTicket>>,
     pub gate: Option<Held<GateTicket>>,
+    pub limiter: Option<Held<LimiterTicket>>,
 }
 
 /// A parent that is no parent (an action at a client).

@@ -16,7 +16,11 @@ use crate::guards::deadline::{attempt_budget, AttemptBudget};
 use crate::guards::hedging::HedgeDecision;
 use crate::guards::queue_discipline::Drop;
 use crate::guards::retry_policy::{Class, Decision, GiveUp};
-use crate::topology::{DeadlineMode, Dist, Idempotency, JitterKind, Step};
+use guards_core::backoff::Jitter;
+use guards_core::retry_policy::Idempotency;
+
+use crate::guards::limiter::LimiterTicket;
+use crate::topology::{DeadlineMode, Dist, Step};
 use crate::trace::{Ended, TraceWhat};
 
 use super::tracer::trace;
@@ -136,7 +140,7 @@ impl Sim {
         self.inside_change(svc, true);
         // A repeat of a keyed side effect that already committed gets the first result.
         if edge != NO_EDGE
-            && self.topo.edges[edge as usize].policy.idempotency == Idempotency::Keyed
+            && self.topo.edges[edge as usize].policy.idempotency == Idempotency::KeyedSideEffect
             && self.commits.contains_key(&root)
         {
             self.finish(r, Outcome::Ok);
@@ -447,7 +451,7 @@ impl Sim {
             }
         }
         let probe_timeout = bticket.as_ref().and_then(|t| t.ticket.probe_timeout);
-        let timeout = probe_timeout.or(policy.timeout);
+        let timeout = probe_timeout.or(policy.attempt_timeout);
         let (wait, send) = match attempt_budget(now, expires, timeout, policy.margin) {
             AttemptBudget::Expired => {
                 self.return_breaker(svc, inst, e, bticket, Report::NotSent);
@@ -472,6 +476,26 @@ impl Sim {
                     self.return_breaker(svc, inst, e, bticket, Report::NotSent);
                     self.metrics.edge[e].gate_rejections += 1;
                     trace!(self, r, self.not_sent(e, "bulkhead full"));
+                    self.attempt_failed(r, Outcome::GateFull);
+                    return;
+                }
+            }
+        }
+        let mut lticket: Option<Held<LimiterTicket>> = None;
+        if let Some(l) = policy.limiter {
+            let ins = &self.svcs[svc].instances[inst];
+            match ins.limiters[l].try_acquire(now, eprio.unwrap_or(cprio)) {
+                Some(t) => {
+                    lticket = Some(Held {
+                        epoch: ins.limiters_epoch,
+                        ticket: t,
+                    })
+                }
+                None => {
+                    self.return_gate(svc, inst, e, gticket);
+                    self.return_breaker(svc, inst, e, bticket, Report::NotSent);
+                    self.metrics.edge[e].limiter_rejections += 1;
+                    trace!(self, r, self.not_sent(e, "limiter full"));
                     self.attempt_failed(r, Outcome::GateFull);
                     return;
                 }
@@ -510,6 +534,7 @@ impl Sim {
             token,
             breaker: bticket,
             gate: gticket,
+            limiter: lticket,
         });
         let m = &mut self.metrics.edge[e];
         m.calls += 1;
@@ -572,10 +597,7 @@ impl Sim {
         let Some(Held { epoch, ticket: t }) = t else {
             return;
         };
-        let count_overloaded = self.topo.edges[e]
-            .policy
-            .breaker
-            .is_some_and(|b| b.count_overloaded);
+        let count_overloaded = !self.topo.edges[e].policy.breaker_ignores_overloaded;
         let now = self.now;
         let ins = &self.svcs[svc].instances[inst];
         // A breaker replaced mid-run (a timeline change) never sees the old one's permits.
@@ -615,6 +637,31 @@ impl Sim {
         if let Some(g) = self.topo.edges[e].policy.bulkhead {
             if let Some(gate) = ins.gates.get(g) {
                 gate.release(t);
+            }
+        }
+    }
+
+    /// Give a limiter slot back with how the attempt ended (a sample of its round trip,
+    /// a drop, or nothing: the call contract decides).
+    fn return_limiter(
+        &mut self,
+        svc: usize,
+        inst: usize,
+        e: usize,
+        t: Option<Held<LimiterTicket>>,
+        outcome: guards_core::Outcome,
+    ) {
+        let Some(Held { epoch, ticket: t }) = t else {
+            return;
+        };
+        let now = self.now;
+        let ins = &self.svcs[svc].instances[inst];
+        if epoch != ins.limiters_epoch {
+            return;
+        }
+        if let Some(l) = self.topo.edges[e].policy.limiter {
+            if let Some(gate) = ins.limiters.get(l) {
+                gate.report(t, outcome, now);
             }
         }
     }
@@ -692,9 +739,16 @@ impl Sim {
             child,
             breaker,
             gate,
+            limiter,
             ..
         } = a;
         self.return_gate(svc, inst, e, gate);
+        let lim = match report {
+            Report::Outcome(o) => crate::guards::outcome(o),
+            Report::NotSent => guards_core::Outcome::Rejected,
+            Report::Abandoned => guards_core::Outcome::Cancelled,
+        };
+        self.return_limiter(svc, inst, e, limiter, lim);
         self.return_breaker(svc, inst, e, breaker, report);
         if self.topo.edges[e].policy.cancel {
             self.cancel(child);
@@ -723,9 +777,11 @@ impl Sim {
             started,
             breaker,
             gate,
+            limiter,
             ..
         } = a;
         self.return_gate(svc, inst, e, gate);
+        self.return_limiter(svc, inst, e, limiter, crate::guards::outcome(outcome));
         self.return_breaker(svc, inst, e, breaker, Report::Outcome(outcome));
         let m = &mut self.metrics.edge[e];
         match outcome {
@@ -846,8 +902,9 @@ impl Sim {
                     self.attempt(r, false);
                 } else {
                     let tok = self.bump(r);
-                    let fixed =
-                        policy.backoff.base.is_zero() || policy.backoff.jitter == JitterKind::None;
+                    let fixed = policy
+                        .retry
+                        .is_none_or(|p| p.backoff.jitter == Jitter::None);
                     self.schedule(now.saturating_add(after), Kind::Backoff(r, tok), fixed);
                 }
             }

@@ -62,6 +62,8 @@ counters! {
         breaker_rejections => "breaker_rejections",
         /// Attempts the caller's bulkhead refused.
         gate_rejections => "bulkhead_rejections",
+        /// Attempts the caller's limiter refused.
+        limiter_rejections => "limiter_rejections",
         /// Retries the retry budget refused.
         budget_refusals => "budget_refusals",
         /// Attempts not started because no time was left.
@@ -125,6 +127,8 @@ pub(crate) struct ServiceGauges {
 pub(crate) struct EdgeGauges {
     pub open: u64,
     pub half_open: u64,
+    /// Mean limit of the callers' limiters on this edge (0 without one).
+    pub limit: f64,
 }
 
 /// All counters of the current interval and the history of closed ones.

@@ -20,7 +20,7 @@ use guards_core::{Nanos, Rng};
 use crate::error::SimError;
 use crate::guards::{
     admission::Door, brownout::Fallback, bulkhead::Gate, circuit_breaker::Breaker, hedging::Hedger,
-    queue_discipline::WaitQueue, retry_budget::Budget, retry_policy::Retry,
+    limiter::LimiterGate, queue_discipline::WaitQueue, retry_budget::Budget, retry_policy::Retry,
 };
 use crate::limits::{Limits, Stop, StopReason, MIN_INTERVAL};
 use crate::result::{Column, LatencySamples, RunStats, SimResult};
@@ -69,6 +69,7 @@ struct Instance {
     door: Option<Door>,
     budgets: Vec<Budget>,
     gates: Vec<Gate>,
+    limiters: Vec<LimiterGate>,
     /// Breakers by edge id (for the edges leaving this service).
     breakers: Vec<Option<Breaker>>,
     /// Hedgers by edge id.
@@ -77,6 +78,7 @@ struct Instance {
     /// change replaces them (see `call::Held`).
     door_epoch: u32,
     gates_epoch: u32,
+    limiters_epoch: u32,
     breaker_epochs: Vec<u32>,
     dispatching: bool,
 }
@@ -589,6 +591,17 @@ impl Sim {
             let mut eg = vec![EdgeGauges::default(); self.topo.edges.len()];
             for (e, g) in eg.iter_mut().enumerate() {
                 let from = self.topo.edges[e].from;
+                if let Some(l) = self.topo.edges[e].policy.limiter {
+                    let limits: Vec<f64> = self.svcs[from]
+                        .instances
+                        .iter()
+                        .filter(|i| i.active)
+                        .filter_map(|i| i.limiters.get(l).map(|g| g.limit() as f64))
+                        .collect();
+                    if !limits.is_empty() {
+                        g.limit = limits.iter().sum::<f64>() / limits.len() as f64;
+                    }
+                }
                 for inst in &self.svcs[from].instances {
                     if let Some(Some(b)) = inst.breakers.get(e) {
                         match b.state(t) {
@@ -625,6 +638,12 @@ impl Sim {
                 });
             }
             let g = &m.hist_edge_gauges[i];
+            if e.policy.limiter.is_some() || g.iter().any(|g| g.limit > 0.0) {
+                columns.push(Column {
+                    name: format!("{p}.limiter_limit"),
+                    values: g.iter().map(|g| g.limit).collect(),
+                });
+            }
             // A breaker switched on (or off) during the run still shows its states.
             if e.policy.breaker.is_some() || g.iter().any(|g| g.open + g.half_open > 0) {
                 columns.push(Column {
@@ -701,7 +720,7 @@ impl Sim {
                 attempts: st.attempt_latencies.clone(),
             })
             .collect();
-        SimResult {
+        let mut r = SimResult {
             setting: self.label.clone(),
             seed: self.seed,
             start: self.topo.start,
@@ -720,7 +739,9 @@ impl Sim {
                 .as_ref()
                 .map(|t| t.traces.clone())
                 .unwrap_or_default(),
-        }
+        };
+        r.summary = crate::summary::summary(&r, &self.topo);
+        r
     }
 }
 
@@ -766,6 +787,11 @@ fn build_instance(t: &Topology, svc: usize) -> Result<Instance, SimError> {
         .iter()
         .map(|b| Gate::new(b, &place))
         .collect::<Result<Vec<_>, _>>()?;
+    let limiters = s
+        .limiters
+        .iter()
+        .map(|l| LimiterGate::new(l, &place))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut breakers = Vec::with_capacity(t.edges.len());
     let mut hedgers = Vec::with_capacity(t.edges.len());
     for e in &t.edges {
@@ -791,11 +817,13 @@ fn build_instance(t: &Topology, svc: usize) -> Result<Instance, SimError> {
         door,
         budgets,
         gates,
+        limiters,
         breaker_epochs: vec![0; breakers.len()],
         breakers,
         hedgers,
         door_epoch: 0,
         gates_epoch: 0,
+        limiters_epoch: 0,
         dispatching: false,
     })
 }
@@ -894,11 +922,21 @@ fn validate(t: &Topology) -> Result<(), SimError> {
             )));
         }
         let from = &t.services[e.from];
-        if e.policy.attempts == 0 {
-            return Err(SimError::topology(format!(
-                "edge {}: attempts must be >= 1",
-                e.name
-            )));
+        if let Some(timeout) = e.policy.attempt_timeout {
+            guards_core::deadline::DeadlineConfig {
+                attempt_timeout: timeout,
+                margin: e.policy.margin,
+            }
+            .validate()
+            .map_err(|err| SimError::guard(format!("edge {}: deadline", e.name), err))?;
+        }
+        if let Some(l) = e.policy.limiter {
+            if l >= from.limiters.len() {
+                return Err(SimError::topology(format!(
+                    "edge {}: no limiter {l}",
+                    e.name
+                )));
+            }
         }
         if let Some(b) = e.policy.budget {
             if b >= from.budgets.len() {

@@ -3,7 +3,7 @@
 //!
 //! The shape (services, operations and their steps, edges, entries, timed actions, the
 //! start and the interval) stays; any setting may change: pool sizes, instances, queues
-//! and their discipline, admission limits, budgets, bulkheads, breakers, hedging, edge
+//! and their discipline, admission limits, budgets, bulkheads, limiters, breakers, hedging, edge
 //! policies (attempts, timeouts, backoff, deadlines, cancellation, fallbacks), work
 //! durations, slowdowns, outages and arrival rates.
 //!
@@ -27,7 +27,7 @@ use super::{validate, Kind, Sim};
 use crate::error::SimError;
 use crate::guards::{
     admission::Door, brownout::Fallback, bulkhead::Gate, circuit_breaker::Breaker, hedging::Hedger,
-    queue_discipline::WaitQueue, retry_budget::Budget, retry_policy::Retry,
+    limiter::LimiterGate, queue_discipline::WaitQueue, retry_budget::Budget, retry_policy::Retry,
 };
 use crate::topology::{Arrivals, Step, Topology};
 
@@ -38,6 +38,7 @@ struct Plan {
     doors: Vec<Option<Vec<Option<Door>>>>,
     budgets: Vec<Option<Vec<Vec<Budget>>>>,
     gates: Vec<Option<Vec<Vec<Gate>>>>,
+    limiters: Vec<Option<Vec<Vec<LimiterGate>>>>,
     queues: Vec<Option<Vec<WaitQueue>>>,
     /// Per edge.
     retries: Vec<Option<Retry>>,
@@ -126,6 +127,20 @@ impl Sim {
             } else {
                 None
             });
+            p.limiters.push(if o.limiters != n.limiters {
+                let mut v = Vec::with_capacity(count);
+                for _ in 0..count {
+                    v.push(
+                        n.limiters
+                            .iter()
+                            .map(|l| LimiterGate::new(l, &place))
+                            .collect::<Result<Vec<_>, _>>()?,
+                    );
+                }
+                Some(v)
+            } else {
+                None
+            });
             p.queues.push(if o.queue.discipline != n.queue.discipline {
                 let mut v = Vec::with_capacity(count);
                 for _ in 0..count {
@@ -187,6 +202,7 @@ impl Sim {
             doors,
             budgets,
             gates,
+            limiters,
             queues,
             retries,
             fallbacks,
@@ -220,10 +236,11 @@ impl Sim {
         }
         // Per-service guards, pools and queues.
         let mut moved: Vec<(usize, usize, Vec<u64>)> = Vec::new();
-        for (si, ((((d, b), g), q), (o, n))) in doors
+        for (si, (((((d, b), g), l), q), (o, n))) in doors
             .into_iter()
             .zip(budgets)
             .zip(gates)
+            .zip(limiters)
             .zip(queues)
             .zip(old.services.iter().zip(self.topo.services.clone()))
             .enumerate()
@@ -242,6 +259,11 @@ impl Sim {
                 let ins = &mut s.instances[inst];
                 ins.gates = gs;
                 ins.gates_epoch = ins.gates_epoch.wrapping_add(1);
+            }
+            for (inst, ls) in l.into_iter().flatten().enumerate() {
+                let ins = &mut s.instances[inst];
+                ins.limiters = ls;
+                ins.limiters_epoch = ins.limiters_epoch.wrapping_add(1);
             }
             for (inst, queue) in q.into_iter().flatten().enumerate() {
                 let ins = &mut s.instances[inst];

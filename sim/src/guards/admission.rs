@@ -1,15 +1,14 @@
 //! Admission control at a service instance's door: guards-core's
-//! [`Admission`](guards_core::admission::Admission) with fixed per-priority limits on one
-//! shared count of calls inside (seed C5: views refused at 64, reserves at 80). A ticket is
-//! taken at the door and given back when the call is answered or cancelled.
+//! [`Admission`](guards_core::admission::Admission) with per-priority limits on one shared
+//! count of calls inside (seed C5: views refused at 64, reserves at 80) and, if its config
+//! has one, an adaptive limit (AIMD, Vegas, Gradient2) learnt from the calls it lets in. A
+//! ticket is taken at the door and given back when the call is answered or cancelled.
 
 use guards_core::admission::{Admission, AdmissionConfig, AdmissionPermit};
-use guards_core::priority::MAX_PRIORITIES;
 use guards_core::{Nanos, Priority};
 
 use crate::engine::call::Outcome;
 use crate::error::SimError;
-use crate::topology::AdmissionSpec;
 
 /// The door.
 #[derive(Debug)]
@@ -21,17 +20,9 @@ pub(crate) struct Door {
 pub(crate) type DoorTicket = AdmissionPermit;
 
 impl Door {
-    pub(crate) fn new(spec: &AdmissionSpec, place: &str) -> Result<Self, SimError> {
-        let last = spec.limits.last().copied().unwrap_or(u32::MAX);
-        let mut limits = [u64::from(last); MAX_PRIORITIES];
-        for (l, v) in limits.iter_mut().zip(&spec.limits) {
-            *l = u64::from(*v);
-        }
-        let admission = Admission::new(AdmissionConfig {
-            limits,
-            ..AdmissionConfig::default()
-        })
-        .map_err(|e| SimError::guard(format!("{place}: admission"), e))?;
+    pub(crate) fn new(config: &AdmissionConfig, place: &str) -> Result<Self, SimError> {
+        let admission = Admission::new(*config)
+            .map_err(|e| SimError::guard(format!("{place}: admission"), e))?;
         Ok(Door { admission })
     }
 

@@ -6,7 +6,6 @@
 use guards_core::bulkhead::{Bulkhead, BulkheadConfig, BulkheadPermit};
 
 use crate::error::SimError;
-use crate::topology::BulkheadSpec;
 
 /// A gate.
 #[derive(Debug)]
@@ -18,11 +17,9 @@ pub(crate) struct Gate {
 pub(crate) type GateTicket = BulkheadPermit;
 
 impl Gate {
-    pub(crate) fn new(spec: &BulkheadSpec, place: &str) -> Result<Self, SimError> {
-        let bulkhead = Bulkhead::new(BulkheadConfig {
-            max_concurrent: u64::from(spec.max_concurrent),
-        })
-        .map_err(|e| SimError::guard(format!("{place}: bulkhead"), e))?;
+    pub(crate) fn new(config: &BulkheadConfig, place: &str) -> Result<Self, SimError> {
+        let bulkhead =
+            Bulkhead::new(*config).map_err(|e| SimError::guard(format!("{place}: bulkhead"), e))?;
         Ok(Gate { bulkhead })
     }
 

@@ -10,12 +10,11 @@
 //! generation) are ignored by the breaker itself.
 
 use guards_core::circuit_breaker::{
-    BreakerState, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerPermit, WindowKind,
+    BreakerState, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerPermit,
 };
 use guards_core::{Nanos, Outcome};
 
 use crate::error::SimError;
-use crate::topology::{BreakerSpec, BreakerWindow};
 
 /// Breaker state as the output reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,35 +38,9 @@ pub(crate) struct BreakerTicket {
     pub probe_timeout: Option<Nanos>,
 }
 
-/// Buckets of a time window.
-const TIME_BUCKETS: u64 = 10;
-
 impl Breaker {
-    pub(crate) fn new(spec: &BreakerSpec, place: &str) -> Result<Self, SimError> {
-        let mut config = CircuitBreakerConfig {
-            failure_rate_threshold: spec.failure_rate,
-            minimum_calls: u64::from(spec.min_calls),
-            open_duration: spec.open_for,
-            max_open_duration: spec
-                .open_for
-                .max(CircuitBreakerConfig::default().max_open_duration),
-            half_open_probes: u64::from(spec.probes),
-            probe_timeout: spec.probe_timeout,
-            ..CircuitBreakerConfig::default()
-        };
-        match spec.window {
-            BreakerWindow::Count(n) => {
-                config.window_kind = WindowKind::Count;
-                config.window_size = u64::from(n);
-            }
-            BreakerWindow::Time(d) => {
-                config.window_kind = WindowKind::Time;
-                config.window_buckets = TIME_BUCKETS;
-                // A whole multiple of the bucket count.
-                config.window_duration = Nanos::new(d.as_u64() / TIME_BUCKETS * TIME_BUCKETS);
-            }
-        }
-        let breaker = CircuitBreaker::new(config)
+    pub(crate) fn new(config: &CircuitBreakerConfig, place: &str) -> Result<Self, SimError> {
+        let breaker = CircuitBreaker::new(*config)
             .map_err(|e| SimError::guard(format!("{place}: circuit_breaker"), e))?;
         Ok(Breaker { breaker })
     }

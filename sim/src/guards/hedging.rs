@@ -7,7 +7,6 @@ use guards_core::retry_policy::RetryGate;
 use guards_core::{Nanos, Outcome};
 
 use crate::error::SimError;
-use crate::topology::HedgeSpec;
 
 /// What to do about a slow attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,15 +26,9 @@ pub(crate) struct Hedger {
 }
 
 impl Hedger {
-    pub(crate) fn new(spec: &HedgeSpec, place: &str) -> Result<Self, SimError> {
-        let config = HedgingConfig {
-            delay_quantile: spec.percentile,
-            min_delay: spec.min_delay,
-            max_hedges: spec.max_hedges,
-            ..HedgingConfig::default()
-        };
+    pub(crate) fn new(config: &HedgingConfig, place: &str) -> Result<Self, SimError> {
         let hedging =
-            Hedging::new(config).map_err(|e| SimError::guard(format!("{place}: hedging"), e))?;
+            Hedging::new(*config).map_err(|e| SimError::guard(format!("{place}: hedging"), e))?;
         Ok(Hedger {
             hedging: Box::new(hedging),
         })

@@ -1,7 +1,7 @@
 //! One small adapter per guards-core guard.
 //!
 //! The engine never decides anything a guard decides: each adapter builds the guards-core
-//! guard from the topology's plain settings, passes virtual time in, keeps the owned
+//! guard from the config the topology embeds (core's own config type), passes virtual time in, keeps the owned
 //! permits the guard hands out and gives them back exactly once. The adapters only
 //! translate between the engine's vocabulary (attempts, outcomes, call ids) and the
 //! guard's. How a finished call is reported to a guard is guards-core's call contract: the
@@ -14,6 +14,7 @@ pub(crate) mod bulkhead;
 pub(crate) mod circuit_breaker;
 pub(crate) mod deadline;
 pub(crate) mod hedging;
+pub(crate) mod limiter;
 pub(crate) mod queue_discipline;
 pub(crate) mod retry_budget;
 pub(crate) mod retry_policy;

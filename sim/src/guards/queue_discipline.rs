@@ -4,18 +4,17 @@
 //!
 //! The discipline decides who gets a freed server and whom to drop; the engine only
 //! answers the dropped callers (an age-limit drop is a fast "overloaded", a deadline drop a
-//! deadline answer).
+//! deadline answer). A push beyond the config's `capacity` is refused. The queue is built
+//! in place by guards-ffi's capacity dispatch ([`AnyQueue`]), the smallest slot count that
+//! holds the capacity.
 
 use std::collections::VecDeque;
 
-use guards_core::queue_discipline::{DropReason, QueueDiscipline, QueueDisciplineConfig};
+use guards::handle::AnyQueue;
+use guards_core::queue_discipline::{DropReason, QueueDisciplineConfig};
 use guards_core::{Nanos, Priority};
 
 use crate::error::SimError;
-use crate::topology::DisciplineSpec;
-
-/// Slots of a disciplined queue (its capacity): a push beyond this many waiters is refused.
-pub const DISCIPLINE_SLOTS: usize = 1024;
 
 /// Why the queue dropped a waiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,25 +31,20 @@ pub(crate) enum WaitQueue {
     /// First in, first out. Removal is lazy: the engine skips ids that are no longer waiting.
     Fifo(VecDeque<u64>),
     /// guards-core's queue discipline.
-    Discipline(Box<QueueDiscipline<DISCIPLINE_SLOTS>>),
+    Discipline(AnyQueue),
 }
 
 impl WaitQueue {
-    pub(crate) fn new(discipline: Option<&DisciplineSpec>, place: &str) -> Result<Self, SimError> {
+    pub(crate) fn new(
+        discipline: Option<&QueueDisciplineConfig>,
+        place: &str,
+    ) -> Result<Self, SimError> {
         match discipline {
             None => Ok(WaitQueue::Fifo(VecDeque::new())),
-            Some(d) => {
-                let config = QueueDisciplineConfig {
-                    capacity: DISCIPLINE_SLOTS as u32,
-                    interval: d.interval,
-                    target: d.target,
-                    lifo: d.lifo,
-                    codel: d.codel,
-                    priority: d.priority,
-                };
-                let q = QueueDiscipline::new(config)
-                    .map_err(|e| SimError::guard(format!("{place}: queue_discipline"), e))?;
-                Ok(WaitQueue::Discipline(Box::new(q)))
+            Some(config) => {
+                let q = AnyQueue::new(*config)
+                    .map_err(|f| SimError::failure(format!("{place}: queue_discipline"), &f))?;
+                Ok(WaitQueue::Discipline(q))
             }
         }
     }
@@ -64,7 +58,7 @@ impl WaitQueue {
             }
             WaitQueue::Discipline(q) => {
                 let d = (deadline != Nanos::MAX).then_some(deadline);
-                q.push(now, id, p, d).is_ok()
+                guards::with_queue!(q, g => g.push(now, id, p, d).is_ok())
             }
         }
     }
@@ -74,9 +68,9 @@ impl WaitQueue {
     pub(crate) fn pop(&mut self, now: Nanos, drops: &mut Vec<(u64, Drop)>) -> Option<u64> {
         match self {
             WaitQueue::Fifo(q) => q.pop_front(),
-            WaitQueue::Discipline(q) => {
-                let next = q.pop(now);
-                for d in q.dropped() {
+            WaitQueue::Discipline(q) => guards::with_queue!(q, g => {
+                let next = g.pop(now);
+                for d in g.dropped() {
                     let why = match d.reason {
                         DropReason::AgeLimit => Drop::Age,
                         DropReason::Deadline => Drop::Deadline,
@@ -84,7 +78,7 @@ impl WaitQueue {
                     drops.push((d.waiter.id, why));
                 }
                 next.map(|d| d.waiter.id)
-            }
+            }),
         }
     }
 
@@ -93,7 +87,7 @@ impl WaitQueue {
         match self {
             WaitQueue::Fifo(_) => {}
             WaitQueue::Discipline(q) => {
-                let _ = q.remove(id);
+                let _ = guards::with_queue!(q, g => g.remove(id));
             }
         }
     }
@@ -102,20 +96,20 @@ impl WaitQueue {
     pub(crate) fn drain(&mut self, now: Nanos) -> Vec<u64> {
         match self {
             WaitQueue::Fifo(q) => q.drain(..).collect(),
-            WaitQueue::Discipline(q) => {
+            WaitQueue::Discipline(q) => guards::with_queue!(q, g => {
                 let mut out = Vec::new();
-                while !q.is_empty() {
-                    match q.pop(now) {
+                while !g.is_empty() {
+                    match g.pop(now) {
                         Some(d) => out.push(d.waiter.id),
                         None => {
-                            out.extend(q.dropped().iter().map(|d| d.waiter.id));
+                            out.extend(g.dropped().iter().map(|d| d.waiter.id));
                             break;
                         }
                     }
-                    out.extend(q.dropped().iter().map(|d| d.waiter.id));
+                    out.extend(g.dropped().iter().map(|d| d.waiter.id));
                 }
                 out
-            }
+            }),
         }
     }
 }

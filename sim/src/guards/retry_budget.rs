@@ -1,13 +1,13 @@
 //! The retry budget per caller instance: guards-core's
-//! [`RetryBudget`](guards_core::retry_budget::RetryBudget) in token-bucket mode (seed C4:
-//! 10 tokens, +0.1 per first attempt, 1 per retry). Hedges are paid from the same bucket.
+//! [`RetryBudget`](guards_core::retry_budget::RetryBudget) in any of its modes (seed C4: a
+//! token bucket of 10 tokens, +0.1 per first attempt, 1 per retry). Hedges are paid from
+//! the same budget.
 
-use guards_core::retry_budget::{RetryBudget, RetryBudgetConfig, TokenBudgetConfig};
+use guards_core::retry_budget::{RetryBudget, RetryBudgetConfig};
 use guards_core::retry_policy::RetryGate;
 use guards_core::Nanos;
 
 use crate::error::SimError;
-use crate::topology::BudgetSpec;
 
 /// One token bucket.
 #[derive(Debug)]
@@ -16,12 +16,8 @@ pub(crate) struct Budget {
 }
 
 impl Budget {
-    pub(crate) fn new(spec: &BudgetSpec, place: &str) -> Result<Self, SimError> {
-        let config = RetryBudgetConfig::TokenBucket(TokenBudgetConfig {
-            capacity: spec.capacity,
-            ratio: spec.deposit,
-        });
-        let budget = RetryBudget::new(config)
+    pub(crate) fn new(config: &RetryBudgetConfig, place: &str) -> Result<Self, SimError> {
+        let budget = RetryBudget::new(*config)
             .map_err(|e| SimError::guard(format!("{place}: retry_budget"), e))?;
         Ok(Budget { budget })
     }

@@ -3,24 +3,24 @@
 //! idempotency, backoff with jitter from [`guards_core::backoff`], deadline fit, and the
 //! retry budget asked last through its [`RetryGate`]).
 //!
+//! The policy is the edge's own [`RetryPolicyConfig`] (an edge without one makes a
+//! single attempt, still through the policy, so every give-up has core's reason).
+//!
 //! Outcome mapping: no answer in time (the caller's timeout, the callee's deadline, no time
 //! left) is a `Timeout`; an ordinary error is `OtherTransient`; "overloaded, don't retry"
 //! (the callee's 503, or a local breaker or bulkhead refusal) is `Overloaded`, except on an
-//! edge whose caller does not know that answer (`retry_on_overloaded`, as shipped), which
-//! sees it as one more transient 5xx.
-//!
-//! "Retry at once" (backoff base 0) is a fixed wait of 1 ns, the shortest wait the backoff
-//! accepts.
+//! edge whose caller does not know that answer (`overloaded_is_transient`, as shipped),
+//! which sees it as one more transient 5xx. A wait of one nanosecond with no jitter is how
+//! a topology says "retry at once" (the shortest wait core's backoff accepts).
 
-use guards_core::backoff::{BackoffConfig, Jitter};
 use guards_core::retry_policy::{
-    GiveUpReason, Idempotency as CoreIdempotency, RetryContext, RetryDecision, RetryGate,
-    RetryPolicy, RetryPolicyConfig,
+    GiveUpReason, Idempotency, RetryContext, RetryDecision, RetryGate, RetryPolicy,
+    RetryPolicyConfig,
 };
 use guards_core::{Nanos, Outcome, Rng};
 
 use crate::error::SimError;
-use crate::topology::{CallPolicy, Idempotency, JitterKind};
+use crate::topology::CallPolicy;
 
 /// What kind of failure an attempt ended in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,45 +58,21 @@ pub(crate) struct Retry {
 
 impl Retry {
     pub(crate) fn new(p: &CallPolicy, place: &str) -> Result<Self, SimError> {
-        if p.retry_on_overloaded && !p.retry_on_error {
+        let config = p.retry.unwrap_or(RetryPolicyConfig {
+            max_attempts: 1,
+            ..RetryPolicyConfig::default()
+        });
+        if p.overloaded_is_transient && !config.retry_other_transient && p.retry.is_some() {
             return Err(SimError::topology(format!(
-                "{place}: retry_on_overloaded treats 503 as an ordinary error and needs retry_on_error"
+                "{place}: overloaded_is_transient treats a 503 as an ordinary error and needs \
+                 retry.retry_other_transient"
             )));
         }
-        let backoff = if p.backoff.base.is_zero() {
-            BackoffConfig {
-                base: Nanos::new(1),
-                cap: Nanos::new(1),
-                multiplier: 1.0,
-                jitter: Jitter::None,
-            }
-        } else {
-            BackoffConfig {
-                base: p.backoff.base,
-                cap: p.backoff.cap.max(p.backoff.base),
-                jitter: match p.backoff.jitter {
-                    JitterKind::None => Jitter::None,
-                    JitterKind::Full => Jitter::Full,
-                    JitterKind::Equal => Jitter::Equal,
-                    JitterKind::Decorrelated => Jitter::Decorrelated,
-                },
-                ..BackoffConfig::default()
-            }
-        };
-        let config = RetryPolicyConfig {
-            max_attempts: p.attempts,
-            retry_timeouts: p.retry_on_timeout,
-            retry_connection_errors: p.retry_on_error,
-            retry_other_transient: p.retry_on_error,
-            retry_throttled: p.retry_on_error,
-            backoff,
-            ..RetryPolicyConfig::default()
-        };
         let policy = RetryPolicy::new(config)
             .map_err(|e| SimError::guard(format!("{place}: retry_policy"), e))?;
         Ok(Retry {
             policy,
-            overloaded_is_transient: p.retry_on_overloaded,
+            overloaded_is_transient: p.overloaded_is_transient,
         })
     }
 
@@ -118,11 +94,6 @@ impl Retry {
             Class::Error => Outcome::OtherTransient,
             Class::Overloaded if self.overloaded_is_transient => Outcome::OtherTransient,
             Class::Overloaded => Outcome::Overloaded,
-        };
-        let idempotency = match idempotency {
-            Idempotency::Idempotent => CoreIdempotency::Idempotent,
-            Idempotency::Keyed => CoreIdempotency::KeyedSideEffect,
-            Idempotency::Unkeyed => CoreIdempotency::UnkeyedSideEffect,
         };
         let ctx = RetryContext::new(attempts_made, outcome)
             .with_idempotency(idempotency)

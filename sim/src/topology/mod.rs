@@ -6,14 +6,32 @@
 //! a running model. The Basketly presets ([`crate::basketly`]) are one such description;
 //! the Python layer can build any other.
 //!
+//! The guards are guards-core's own configs, not a second vocabulary: an edge's retry
+//! policy is a `RetryPolicyConfig`, its breaker a `CircuitBreakerConfig`, a service's
+//! admission door an `AdmissionConfig` (with an optional adaptive limit), and so on. As
+//! JSON ([`json`]) they have the field names, units, defaults and validation of the Python
+//! API, read and written through guards-ffi's schemas ([`configs`]), with durations as
+//! `"40ms"` or seconds ([`units`]).
+//!
 //! Conventions: every duration and instant is a [`Nanos`]. Instants are times of day in
 //! virtual time (nanoseconds since midnight), so `20:00:00` is `Nanos::from_secs(72_000)`
 //! and clock labels in the output need no separate epoch. Identifiers are indices into the
 //! topology's vectors.
 
+use guards_core::admission::AdmissionConfig;
+use guards_core::bulkhead::BulkheadConfig;
+use guards_core::circuit_breaker::CircuitBreakerConfig;
+use guards_core::hedging::HedgingConfig;
+use guards_core::limiter::LimiterConfig;
+use guards_core::queue_discipline::QueueDisciplineConfig;
+use guards_core::retry_budget::RetryBudgetConfig;
+use guards_core::retry_policy::{Idempotency, RetryPolicyConfig};
 use guards_core::{Nanos, Priority};
+use serde::{Deserialize, Serialize};
 
+pub mod configs;
 pub mod json;
+pub mod units;
 
 /// Index of a service in [`Topology::services`].
 pub type ServiceId = usize;
@@ -41,6 +59,11 @@ pub struct Topology {
 
 /// One tier: `instances` copies, each with `servers` threads (or workers, or connections)
 /// and one wait queue in front of them.
+///
+/// The guards of a service are guards-core's own configs: `admission` is an
+/// [`AdmissionConfig`], the queue's `discipline` a [`QueueDisciplineConfig`], each retry
+/// budget a [`RetryBudgetConfig`], each bulkhead a [`BulkheadConfig`] and each limiter a
+/// [`LimiterConfig`] (as JSON: the Python API's field names, see [`configs`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServiceSpec {
     /// Name used in output columns (`svc.<name>.<metric>`).
@@ -54,8 +77,9 @@ pub struct ServiceSpec {
     pub client: bool,
     /// The wait queue in front of the servers.
     pub queue: QueueSpec,
-    /// Refuse calls at the door by priority (admission control), if set.
-    pub admission: Option<AdmissionSpec>,
+    /// Refuse calls at the door by priority (admission control, fixed per-priority limits
+    /// and optionally an adaptive limit), if set.
+    pub admission: Option<AdmissionConfig>,
     /// Work steps stop at the call's deadline (a statement timeout) and fail.
     pub enforce_deadline: bool,
     /// Periods during which every work duration drawn is multiplied.
@@ -64,91 +88,89 @@ pub struct ServiceSpec {
     /// ordinary error at once.
     pub outages: Vec<Outage>,
     /// Retry budgets, one per instance each, shared by the edges that name them.
-    pub budgets: Vec<BudgetSpec>,
-    /// Bulkheads (concurrency gates), one per instance each, shared by the edges that name them.
-    pub bulkheads: Vec<BulkheadSpec>,
+    pub budgets: Vec<RetryBudgetConfig>,
+    /// Bulkheads (fixed concurrency caps), one per instance each, shared by the edges that
+    /// name them.
+    pub bulkheads: Vec<BulkheadConfig>,
+    /// Limiters (a fixed or adaptive concurrency limit: AIMD, Vegas, Gradient2), one per
+    /// instance each, shared by the edges that name them: where a bulkhead caps calls at a
+    /// fixed number, a limiter can adapt it.
+    pub limiters: Vec<LimiterConfig>,
     /// How callers spread calls over this service's instances.
     pub balance: Balance,
     /// The operations this service runs.
     pub ops: Vec<OpSpec>,
 }
 
+impl ServiceSpec {
+    /// A service with `instances` × `servers`, FIFO queue, no guards, and `ops`.
+    pub fn new(name: &str, instances: u32, servers: u32, ops: Vec<OpSpec>) -> ServiceSpec {
+        ServiceSpec {
+            name: name.into(),
+            instances,
+            servers,
+            client: false,
+            queue: QueueSpec::default(),
+            admission: None,
+            enforce_deadline: false,
+            slowdowns: Vec::new(),
+            outages: Vec::new(),
+            budgets: Vec::new(),
+            bulkheads: Vec::new(),
+            limiters: Vec::new(),
+            balance: Balance::Random,
+            ops,
+        }
+    }
+}
+
 /// How a caller picks one instance of the callee.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Balance {
     /// Uniformly at random among the active instances.
+    #[default]
     Random,
     /// In turn over the active instances.
     RoundRobin,
 }
 
 /// The wait queue in front of a service's servers.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct QueueSpec {
     /// Drop a call whose deadline has passed when it reaches the front, without running it.
     pub deadline_check: bool,
-    /// Use the guards-core queue discipline (CoDel age limit, adaptive LIFO, priority)
-    /// instead of a plain first-in-first-out queue.
-    pub discipline: Option<DisciplineSpec>,
-}
-
-/// Settings of the guards-core queue discipline (docs/basketly.md, C5).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DisciplineSpec {
-    /// The queue is standing once it has been non-empty this long (seed: 100 ms).
-    pub interval: Nanos,
-    /// While standing, waiters older than this are dropped with an overloaded reply (seed: 5 ms).
-    pub target: Nanos,
-    /// Apply the age limit.
-    pub codel: bool,
-    /// Serve newest first while standing.
-    pub lifo: bool,
-    /// Serve a more important waiter before any less important one.
-    pub priority: bool,
-}
-
-/// Admission control at the door of every instance: a call of priority `p` is refused with
-/// an overloaded reply when the calls inside the instance are at `limits[p]` or more.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AdmissionSpec {
-    /// Limit per priority level (index = [`Priority::level`]); missing levels use the last one.
-    pub limits: Vec<u32>,
+    /// Use guards-core's queue discipline (CoDel age limit, adaptive LIFO, priority, a
+    /// capacity beyond which arrivals are refused) instead of a plain unbounded FIFO.
+    #[serde(with = "configs::opt")]
+    pub discipline: Option<QueueDisciplineConfig>,
 }
 
 /// Multiply work durations that start inside `[start, end)` by `factor`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Slowdown {
     /// First instant of the slow period.
+    #[serde(with = "units::instant")]
     pub start: Nanos,
     /// First instant after it.
+    #[serde(with = "units::instant")]
     pub end: Nanos,
     /// Factor applied to every duration drawn in the period.
     pub factor: f64,
 }
 
 /// A period `[start, end)` during which a service is down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Outage {
     /// First instant of the outage.
+    #[serde(with = "units::instant")]
     pub start: Nanos,
     /// First instant after it.
+    #[serde(with = "units::instant")]
     pub end: Nanos,
-}
-
-/// A retry budget (token bucket) kept per caller instance.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BudgetSpec {
-    /// Bucket size and starting tokens (seed C4: 10).
-    pub capacity: f64,
-    /// Tokens earned per first attempt (seed C4: 0.1). A retry (or a hedge) costs one token.
-    pub deposit: f64,
-}
-
-/// A concurrency cap per caller instance (seed C7: 12).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BulkheadSpec {
-    /// Calls allowed in flight at once through this gate.
-    pub max_concurrent: u32,
 }
 
 /// An operation: steps run in order while the call holds one server.
@@ -179,20 +201,26 @@ pub struct WorkSpec {
     pub commit: bool,
 }
 
-/// A distribution of durations.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A distribution of durations. As JSON: `{"const": "4ms"}`, `{"exp": "4ms"}`,
+/// `{"uniform": ["1ms", "3ms"]}`, `{"bernoulli": {"p": 0.01, "value": "250ms"}}`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Dist {
     /// Always this long.
-    Const(Nanos),
+    Const(#[serde(with = "units::duration")] Nanos),
     /// Exponential with this mean.
-    Exp(Nanos),
+    Exp(#[serde(with = "units::duration")] Nanos),
     /// Uniform on `[lo, hi)`.
-    Uniform(Nanos, Nanos),
+    Uniform(
+        #[serde(with = "units::duration")] Nanos,
+        #[serde(with = "units::duration")] Nanos,
+    ),
     /// `value` with probability `p`, otherwise zero (e.g. a 1 % stall of 250 ms).
     Bernoulli {
         /// Probability of the non-zero value.
         p: f64,
         /// The value.
+        #[serde(with = "units::duration")]
         value: Nanos,
     },
 }
@@ -211,7 +239,8 @@ pub struct EdgeSpec {
     /// Priority of the calls made (`None`: inherit the caller's).
     pub priority: Option<Priority>,
     /// The call's result is optional: when the call fails for good, the brownout serves the
-    /// caller's operation without it (a degraded answer) instead of failing it.
+    /// caller's operation without it (a degraded answer) instead of failing it (guards-core's
+    /// `BrownoutConfig::optional`).
     pub optional: bool,
     /// Keep every successful call's latency for the summary percentiles.
     pub record_latency: bool,
@@ -220,122 +249,50 @@ pub struct EdgeSpec {
 }
 
 /// Which deadline a caller sends with each attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum DeadlineMode {
     /// None: the callee does not know when the caller gives up.
+    #[default]
     None,
     /// This attempt's own: `min(attempt timeout, time left) − margin`.
     Attempt,
     /// The whole time left on the caller's request, ignoring the attempt timeout.
+    #[serde(rename = "whole")]
     WholeLeft,
 }
 
-/// How the caller treats a side effect when deciding on a retry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Idempotency {
-    /// A read, or a write the caller (rightly or not) treats as safe to repeat.
-    Idempotent,
-    /// A write carrying an idempotency key: the callee returns the first result to a repeat.
-    Keyed,
-    /// A write without a key: the caller does not retry it.
-    Unkeyed,
-}
-
-/// The shape of the wait between attempts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JitterKind {
-    /// `min(cap, base × 2ⁿ)` exactly (a fixed wait when n = 0).
-    None,
-    /// Uniform on `[0, min(cap, base × 2ⁿ))`.
-    Full,
-    /// Half fixed, half uniform.
-    Equal,
-    /// Decorrelated: uniform between base and three times the previous wait.
-    Decorrelated,
-}
-
-/// Backoff between attempts.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BackoffSpec {
-    /// Jitter shape; with `base == 0` there is no wait at all.
-    pub jitter: JitterKind,
-    /// Base wait (the first retry uses n = 0).
-    pub base: Nanos,
-    /// Largest wait.
-    pub cap: Nanos,
-}
-
-impl BackoffSpec {
-    /// Retry at once.
-    pub const IMMEDIATE: BackoffSpec = BackoffSpec {
-        jitter: JitterKind::None,
-        base: Nanos::ZERO,
-        cap: Nanos::ZERO,
-    };
-}
-
-/// A circuit breaker per caller instance and edge.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BreakerSpec {
-    /// The window of outcomes the failure rate is computed over.
-    pub window: BreakerWindow,
-    /// Open when the failure rate is at least this (0..1].
-    pub failure_rate: f64,
-    /// Minimum outcomes in the window before the rate is evaluated (0: the window size
-    /// for a count window, one call for a time window).
-    pub min_calls: u32,
-    /// How long it stays open before letting probes through.
-    pub open_for: Nanos,
-    /// Probes allowed while half-open; all must pass to close.
-    pub probes: u32,
-    /// Attempt timeout of a probe.
-    pub probe_timeout: Nanos,
-    /// The callee's overloaded replies (503) count as failures.
-    pub count_overloaded: bool,
-}
-
-/// The breaker's window of recent outcomes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BreakerWindow {
-    /// The last N outcomes.
-    Count(u32),
-    /// The outcomes of the last span of time.
-    Time(Nanos),
-}
-
-/// Hedging: a second copy sent when the first is slower than a tracked percentile.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct HedgeSpec {
-    /// The percentile of recent latency after which to hedge (seed: 0.95).
-    pub percentile: f64,
-    /// Never hedge earlier than this.
-    pub min_delay: Nanos,
-    /// Most hedges per call.
-    pub max_hedges: u32,
-}
-
 /// What a caller does on one edge.
-#[derive(Debug, Clone, Copy, PartialEq)]
+///
+/// The guards are guards-core's own configs, with the Python API's field names in JSON
+/// (see [`configs`]): `retry` a [`RetryPolicyConfig`] (with its `backoff`), `breaker` a
+/// [`CircuitBreakerConfig`], `hedge` a [`HedgingConfig`]; `attempt_timeout` and `margin`
+/// are those of a `DeadlineConfig`. `budget`, `bulkhead` and `limiter` are indices into
+/// the calling service's lists.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct CallPolicy {
-    /// Attempts including the first (1 = no retry).
-    pub attempts: u32,
-    /// Per-attempt timeout (`None`: wait for the answer, bounded only by the caller's deadline).
-    pub timeout: Option<Nanos>,
-    /// Wait between attempts.
-    pub backoff: BackoffSpec,
-    /// Retry when the attempt timed out.
-    pub retry_on_timeout: bool,
-    /// Retry when the callee answered with an ordinary error.
-    pub retry_on_error: bool,
-    /// Retry when the callee (or a local guard) answered "overloaded, don't retry".
-    pub retry_on_overloaded: bool,
+    /// When and how often to retry (`None`: one attempt, never retried).
+    #[serde(with = "configs::opt")]
+    pub retry: Option<RetryPolicyConfig>,
+    /// The caller does not know the "overloaded, don't retry" answer: it treats a 503 (or
+    /// a local refusal) as one more transient error, retried if `retry_other_transient`
+    /// (as the Basketly services shipped).
+    pub overloaded_is_transient: bool,
+    /// Per-attempt timeout (`None`: wait for the answer, bounded only by the caller's
+    /// deadline).
+    #[serde(with = "units::opt_duration")]
+    pub attempt_timeout: Option<Nanos>,
     /// The deadline sent with each attempt.
     pub deadline: DeadlineMode,
     /// Subtracted from the attempt budget before it is sent.
+    #[serde(with = "units::duration")]
     pub margin: Nanos,
     /// Cancel an abandoned attempt, so the callee stops working on it.
     pub cancel: bool,
-    /// How the call is treated as a side effect.
+    /// How the call is treated as a side effect (`"idempotent"`, `"keyed_side_effect"`:
+    /// the callee returns the first result to a repeat, `"unkeyed_side_effect"`).
+    #[serde(with = "idempotency")]
     pub idempotency: Idempotency,
     /// When this step fails for good, the caller's operation answers "overloaded, don't
     /// retry" (the one-retry-layer rule) instead of an ordinary error.
@@ -343,23 +300,27 @@ pub struct CallPolicy {
     /// Index into the caller's [`ServiceSpec::budgets`].
     pub budget: Option<usize>,
     /// A breaker per caller instance on this edge.
-    pub breaker: Option<BreakerSpec>,
+    #[serde(with = "configs::opt")]
+    pub breaker: Option<CircuitBreakerConfig>,
+    /// The callee's overloaded answers (503) are not breaker failures (the breaker
+    /// ignores them).
+    pub breaker_ignores_overloaded: bool,
     /// Index into the caller's [`ServiceSpec::bulkheads`].
     pub bulkhead: Option<usize>,
+    /// Index into the caller's [`ServiceSpec::limiters`] (after the bulkhead, if both).
+    pub limiter: Option<usize>,
     /// Hedge slow attempts.
-    pub hedge: Option<HedgeSpec>,
+    #[serde(with = "configs::opt")]
+    pub hedge: Option<HedgingConfig>,
 }
 
 impl Default for CallPolicy {
     /// One attempt, no timeout, nothing else.
     fn default() -> Self {
         CallPolicy {
-            attempts: 1,
-            timeout: None,
-            backoff: BackoffSpec::IMMEDIATE,
-            retry_on_timeout: true,
-            retry_on_error: true,
-            retry_on_overloaded: false,
+            retry: None,
+            overloaded_is_transient: false,
+            attempt_timeout: None,
             deadline: DeadlineMode::None,
             margin: Nanos::ZERO,
             cancel: false,
@@ -367,9 +328,37 @@ impl Default for CallPolicy {
             give_up_as_overloaded: false,
             budget: None,
             breaker: None,
+            breaker_ignores_overloaded: false,
             bulkhead: None,
+            limiter: None,
             hedge: None,
         }
+    }
+}
+
+impl CallPolicy {
+    /// Attempts including the first (1 without a retry policy).
+    pub fn max_attempts(&self) -> u32 {
+        self.retry.map_or(1, |r| r.max_attempts)
+    }
+}
+
+/// Core's [`Idempotency`] by its name.
+mod idempotency {
+    use guards_core::retry_policy::Idempotency;
+    use serde::{de, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(i: &Idempotency, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(i.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Idempotency, D::Error> {
+        let s = String::deserialize(d)?;
+        Idempotency::from_name(&s).ok_or_else(|| {
+            de::Error::custom(format!(
+                "{s:?} is not an idempotency; expected \"idempotent\", \"keyed_side_effect\" or \"unkeyed_side_effect\""
+            ))
+        })
     }
 }
 
@@ -418,11 +407,13 @@ pub enum Arrivals {
 }
 
 /// Where periodic agents start within their period.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Offsets {
     /// All at the start of every period.
     Aligned,
     /// Each at a stable offset: a hash of its id modulo the period.
+    #[default]
     Stable,
 }
 
