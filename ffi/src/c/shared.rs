@@ -217,7 +217,7 @@ fn unsupported() -> Failure {
 }
 
 /// The generic get-or-create: `K` from core config `config`, as a handle.
-pub fn get_or_create<K: SharedGuard>(
+pub(crate) fn get_or_create<K: SharedGuard>(
     region: &Region,
     name: &str,
     config: K::Config,
@@ -231,7 +231,7 @@ pub fn get_or_create<K: SharedGuard>(
 ///
 /// # Safety
 /// As [`place::init_in`].
-pub unsafe fn init_in<K: SharedGuard>(
+pub(crate) unsafe fn init_in<K: SharedGuard>(
     mem: *mut c_void,
     len: usize,
     config: K::Config,
@@ -245,7 +245,7 @@ pub unsafe fn init_in<K: SharedGuard>(
 ///
 /// # Safety
 /// As [`place::attach`].
-pub unsafe fn attach(
+pub(crate) unsafe fn attach(
     mem: *mut c_void,
     len: usize,
     kind: GuardKind,

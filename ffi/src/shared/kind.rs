@@ -61,9 +61,8 @@ use guards_core::{ConfigError, ConfigErrorKind, Nanos, Outcome, Priority};
 
 use crate::shared::table::PermitWords;
 
-/// The kinds of guard a region holds. `#[repr(u32)]` with fixed numbers (they are stored
-/// in region files and passed through the C ABI); 0 is no kind.
-#[repr(u32)]
+/// The kinds of guard a region holds, with fixed numbers (stored in region files; C's
+/// `guards_kind` spells the same numbers); 0 is no kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GuardKind {
     /// `CircuitBreaker<CAP>`.
