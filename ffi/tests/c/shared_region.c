@@ -622,6 +622,8 @@ static void test_guards_in_caller_memory_across_fork(void) {
 }
 
 int main(void) {
+  /* Unbuffered: a child made by fork() must not print its parent's pending output. */
+  setvbuf(stdout, NULL, _IONBF, 0);
   run("options_and_bad_input", test_options_and_bad_input);
   run("permits_go_back_once", test_permits_go_back_once);
   run("mismatch_and_attach", test_mismatch_and_attach);
