@@ -213,6 +213,10 @@ const REGION_TOKEN: u64 = 1 << 63;
 #[derive(Debug)]
 struct Inner {
     map: Mapping,
+    /// Where the directory and the permit table are, and how long (from the checked
+    /// header, kept here so that the hot path does not read the header).
+    directory: (usize, usize),
+    permits: (usize, usize),
     path: PathBuf,
     /// Unique in this process: tokens of another region object are refused.
     id: u32,
@@ -337,8 +341,11 @@ impl Region {
     }
 
     fn with(map: Mapping, path: PathBuf, options: RegionOptions) -> Region {
+        let f = map.header().fixed;
         let region = Region {
             inner: Arc::new(Inner {
+                directory: (f.directory_offset as usize, f.max_guards as usize),
+                permits: (f.permits_offset as usize, f.permit_slots as usize),
                 map,
                 path,
                 id: NEXT_REGION.fetch_add(1, Ordering::Relaxed) & 0x7fff_ffff,
@@ -377,38 +384,22 @@ impl Region {
     }
 
     fn entries(&self) -> &[Entry] {
-        let f = &self.header().fixed;
-        // SAFETY: the header was checked: the directory lies inside the mapping, at a
-        // page-aligned offset, and holds `max_guards` entries of atomics (zero is a valid
-        // value of each).
-        unsafe {
-            std::slice::from_raw_parts(
-                self.inner
-                    .map
-                    .base()
-                    .add(f.directory_offset as usize)
-                    .cast::<Entry>(),
-                f.max_guards as usize,
-            )
-        }
+        let (offset, n) = self.inner.directory;
+        // SAFETY: from the checked header: the directory lies inside the mapping, at a
+        // page-aligned offset, and holds `n` entries of atomics (zero is a valid value of
+        // each).
+        unsafe { std::slice::from_raw_parts(self.inner.map.base().add(offset).cast::<Entry>(), n) }
     }
 
+    #[inline]
     fn records(&self) -> &[Record] {
-        let f = &self.header().fixed;
+        let (offset, n) = self.inner.permits;
         // SAFETY: as for `entries`: the permit table lies inside the mapping, page-aligned,
-        // `permit_slots` records of atomics.
-        unsafe {
-            std::slice::from_raw_parts(
-                self.inner
-                    .map
-                    .base()
-                    .add(f.permits_offset as usize)
-                    .cast::<Record>(),
-                f.permit_slots as usize,
-            )
-        }
+        // `n` records of atomics.
+        unsafe { std::slice::from_raw_parts(self.inner.map.base().add(offset).cast::<Record>(), n) }
     }
 
+    #[inline]
     fn table(&self) -> PermitTable<'_> {
         PermitTable::new(self.records())
     }

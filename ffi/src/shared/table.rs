@@ -223,7 +223,7 @@ impl<'a, W: Word> PermitTable<'a, W> {
         if n == 0 {
             return None;
         }
-        let mut i = from % n;
+        let mut i = if from < n { from } else { from % n };
         for _ in 0..n {
             if let Some(r) = self.records.get(i) {
                 let s = r.state.load(Ordering::Relaxed);
@@ -268,7 +268,6 @@ impl<'a, W: Word> PermitTable<'a, W> {
     pub fn abandon(&self, claim: Claim) {
         if let Some(r) = self.records.get(claim.slot as usize) {
             r.start.store(0, Ordering::Relaxed);
-            r.guard.store(0, Ordering::Relaxed);
             r.state
                 .store(pack(claim.generation, 0, FREE), Ordering::Release);
         }
@@ -318,7 +317,6 @@ impl<'a, W: Word> PermitTable<'a, W> {
             r.words[3].load(Ordering::Relaxed),
         ];
         r.start.store(0, Ordering::Relaxed);
-        r.guard.store(0, Ordering::Relaxed);
         r.state
             .store(pack(generation.wrapping_add(1), 0, FREE), Ordering::Release);
         words
