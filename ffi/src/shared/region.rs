@@ -707,8 +707,14 @@ impl Region {
         let table = self.table();
         let mut verdicts: std::collections::HashMap<Owner, bool> = std::collections::HashMap::new();
         let mut done = Reclaim::default();
+        let me = Owner::me();
         for slot in 0..table.len() as u32 {
             let taken = table.reclaim(slot, |o| {
+                if o.pid == me.pid {
+                    // This process: alive, unless the record is of an earlier process
+                    // that had our pid.
+                    return o.start != 0 && o.start != me.start;
+                }
                 *verdicts.entry(o).or_insert_with(|| !o.is_alive())
             });
             match taken {

@@ -410,12 +410,16 @@ static void test_one_workers_failures_open_the_breaker_for_all(void) {
 }
 
 /* A child takes every slot of the bulkhead and the breaker's only probe, says so, and
- * waits to be killed. */
-static void hold_everything(const char *path, atomic_int *ready) {
-  guards_region *r = open_region(path, 10 * MS);
-  guards_region_guard *g = bulkhead_in(r, "stock", CAP);
-  guards_region_guard *b = NULL;
-  CHECK_RC(guards_region_attach(r, "probe", &b), GUARDS_RESULT_OK);
+ * waits to be killed. With `g` and `b` NULL it opens the region itself; otherwise it uses
+ * the handles it inherited from its parent through fork() (and must record its own pid
+ * with the permits, not its parent's). */
+static void hold_everything(const char *path, atomic_int *ready, guards_region_guard *g,
+                            guards_region_guard *b) {
+  if (!g) {
+    guards_region *r = open_region(path, 10 * MS);
+    g = bulkhead_in(r, "stock", CAP);
+    CHECK_RC(guards_region_attach(r, "probe", &b), GUARDS_RESULT_OK);
+  }
   for (int i = 0; i < CAP; i++) {
     guards_permit p;
     CHECK_RC(guards_region_try_acquire(g, 0, 0, &p), GUARDS_RESULT_OK);
@@ -427,10 +431,11 @@ static void hold_everything(const char *path, atomic_int *ready) {
   for (;;) pause();
 }
 
-static pid_t start_holder(const char *path, atomic_int *ready) {
+static pid_t start_holder(const char *path, atomic_int *ready, guards_region_guard *g,
+                          guards_region_guard *b) {
   atomic_store(ready, 0);
   pid_t pid = fork();
-  if (pid == 0) hold_everything(path, ready);
+  if (pid == 0) hold_everything(path, ready, g, b);
   while (atomic_load(ready) == 0) {
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
@@ -470,7 +475,7 @@ static void test_kill_9_of_a_holder_then_reclaim(void) {
   if (!ready) return;
 
   /* Reclaimed on request. */
-  pid_t holder = start_holder(path, ready);
+  pid_t holder = start_holder(path, ready, NULL, NULL);
   guards_permit p;
   CHECK_RC(guards_region_try_acquire(g, 0, 0, &p), GUARDS_RESULT_BULKHEAD_FULL);
   CHECK_RC(guards_region_try_acquire(b, 0, guards_now_ns(), &p), GUARDS_RESULT_BREAKER_HALF_OPEN_FULL);
@@ -488,10 +493,11 @@ static void test_kill_9_of_a_holder_then_reclaim(void) {
   CHECK_RC(guards_region_circuit_breaker_get_stats(b, &bs), GUARDS_RESULT_OK);
   CHECK(bs.probe_failures == 1 && bs.half_open_to_open == 1); /* a cancelled probe fails */
 
-  /* Reclaimed by the next acquire that finds the bulkhead full. */
+  /* Reclaimed by the next acquire that finds the bulkhead full; this holder uses the
+   * handles it inherited through fork(). */
   struct timespec ts = {0, 3000000};
   nanosleep(&ts, NULL);
-  holder = start_holder(path, ready);
+  holder = start_holder(path, ready, g, b);
   kill(holder, SIGKILL);
   waitpid(holder, NULL, 0);
   CHECK_RC(guards_region_try_acquire(g, 0, 0, &p), GUARDS_RESULT_OK);
