@@ -23,10 +23,10 @@
 //!
 //! Guards of every kind can live in a region (see `docs/shared.md`); from C, this version
 //! creates and drives circuit breakers and bulkheads. The other kinds get their
-//! `guards_region_<guard>` and `_init_in` functions with their C configs (one generic
-//! function each: [`get_or_create`], [`init_in`], [`attach`]); until then C refuses them
-//! with `GUARDS_RESULT_INVALID_ARGUMENT`. cbindgen does not expand macros, so each
-//! exported function is written out, as a one-line call of the generic one.
+//! `guards_region_<guard>` and `_init_in` functions with their C configs (each a call of
+//! one generic function of this module: `get_or_create`, `init_in`, `attach`); until then
+//! C refuses them with `GUARDS_RESULT_INVALID_ARGUMENT`. cbindgen does not expand macros,
+//! so each exported function is written out, as a short call of the generic one.
 
 use std::ffi::{c_char, c_void, CStr};
 
