@@ -992,7 +992,9 @@ guards_result guards_region_guard_get_info(const struct guards_region_guard *g,
                                            struct guards_region_guard_info *out);
 
 /**
- * Ask the guard for a permit at `now_ns` (`arg`: 0 for a circuit breaker or a bulkhead).
+ * Ask the guard for a permit at `now_ns` (`key`: the key of a keyed breaker set, or the
+ * priority of a limiter or admission, when those kinds come to C; 0 for a circuit breaker
+ * or a bulkhead).
  * `GUARDS_RESULT_OK` with a permit in `*out`, recorded in the region with this process as
  * its owner (report it once with `guards_region_report`; a breaker probe has `is_probe`
  * set and must use `probe_timeout_ns`); or the guard's refusal
@@ -1005,7 +1007,7 @@ guards_result guards_region_guard_get_info(const struct guards_region_guard *g,
  * `g` must be NULL or a live handle; `out` NULL or valid for writes.
  */
 guards_result guards_region_try_acquire(const struct guards_region_guard *g,
-                                        uint64_t arg_,
+                                        uint64_t key,
                                         uint64_t now_ns,
                                         struct guards_permit *out);
 

@@ -306,7 +306,7 @@ fn no_arg(a: u64) -> Result<(), Failure> {
     } else {
         Err(Failure::argument(
             GuardsResult::InvalidArgument,
-            "arg",
+            "key",
             "0 for a circuit breaker or a bulkhead",
         ))
     }
@@ -616,7 +616,9 @@ pub unsafe extern "C" fn guards_region_guard_get_info(
     })
 }
 
-/// Ask the guard for a permit at `now_ns` (`arg`: 0 for a circuit breaker or a bulkhead).
+/// Ask the guard for a permit at `now_ns` (`key`: the key of a keyed breaker set, or the
+/// priority of a limiter or admission, when those kinds come to C; 0 for a circuit breaker
+/// or a bulkhead).
 /// `GUARDS_RESULT_OK` with a permit in `*out`, recorded in the region with this process as
 /// its owner (report it once with `guards_region_report`; a breaker probe has `is_probe`
 /// set and must use `probe_timeout_ns`); or the guard's refusal
@@ -630,7 +632,7 @@ pub unsafe extern "C" fn guards_region_guard_get_info(
 #[no_mangle]
 pub unsafe extern "C" fn guards_region_try_acquire(
     g: *const guards_region_guard,
-    arg_: u64,
+    key: u64,
     now_ns: u64,
     out: *mut guards_permit,
 ) -> GuardsResult {
@@ -638,7 +640,7 @@ pub unsafe extern "C" fn guards_region_try_acquire(
         // SAFETY: the caller's contract.
         let g = unsafe { arg(g, "guard") }?;
         let out = Out::new(out, "out")?;
-        no_arg(arg_)?;
+        no_arg(key)?;
         let p = breaker_or_bulkhead!(&g.guard,
             b => acquire(b, (), now_ns),
             h => acquire(h, (), now_ns))?;
