@@ -199,5 +199,5 @@ test-c-region: header-check ffi-lib
 bench-region: ffi-lib
 	$(CARGO) bench -p guards-ffi --bench shared -- --warm-up-time 1 --measurement-time 3
 	@mkdir -p $(C_TESTS)
-	$(CC) -std=c11 -O2 -Iinclude ffi/tests/c/shared_bench.c $(STATIC_LINK) -o $(C_TESTS)/shared_bench
+	$(CC) -std=c11 -O2 -Iinclude ffi/tests/c/shared_bench.c $(STATIC_LINK) -pthread -o $(C_TESTS)/shared_bench
 	$(C_TESTS)/shared_bench

@@ -2,12 +2,13 @@
  * One guarded no-op from C on a guard in a shared region beside the same on a private
  * guard, in one run (make bench-region). Rounds alternate between the two so that both see
  * the same machine; the best round of each is reported in ns per operation, and the ratio
- * region / private. A benchmark, not a test: it asserts nothing about speed.
+ * region / private; one thread, then two threads on one guard. A benchmark, not a test: it asserts nothing about speed.
  *
  * usage: shared_bench [operations per round] [rounds]
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,29 @@ static void in_region(guards_region_guard *g, long n) {
 static void bulkhead_region(guards_region_guard *g, long n) { in_region(g, n); }
 static void breaker_region(guards_region_guard *g, long n) { in_region(g, n); }
 
+/* Two threads on one guard: each runs `ops` operations; the time is the slower one's. */
+struct job {
+  int kind; /* 0 bulkhead private, 1 breaker private, 2 region guard */
+  void *guard;
+  long ops;
+};
+
+static void *work(void *arg) {
+  struct job *j = arg;
+  if (j->kind == 0) bulkhead_private(j->guard, j->ops);
+  if (j->kind == 1) breaker_private(j->guard, j->ops);
+  if (j->kind == 2) in_region(j->guard, j->ops);
+  return NULL;
+}
+
+static void two_threads(int kind, void *guard, long ops) {
+  struct job j = {kind, guard, ops};
+  pthread_t t;
+  pthread_create(&t, NULL, work, &j);
+  work(&j);
+  pthread_join(t, NULL);
+}
+
 #define ROUND(best, call)                                                         \
   do {                                                                            \
     uint64_t t0_ = now_ns();                                                      \
@@ -92,15 +116,23 @@ int main(int argc, char **argv) {
   bulkhead_private(hb, 1000);
   bulkhead_region(rb, 1000);
   double bp = 1e9, br = 1e9, cp = 1e9, cr = 1e9;
+  double bp2 = 1e9, br2 = 1e9, cp2 = 1e9, cr2 = 1e9;
   for (int k = 0; k < rounds; k++) {
     ROUND(bp, bulkhead_private(hb, ops));
     ROUND(br, bulkhead_region(rb, ops));
     ROUND(cp, breaker_private(hc, ops));
     ROUND(cr, breaker_region(rc, ops));
+    ROUND(bp2, two_threads(0, hb, ops));
+    ROUND(br2, two_threads(2, rb, ops));
+    ROUND(cp2, two_threads(1, hc, ops));
+    ROUND(cr2, two_threads(2, rc, ops));
   }
-  printf("C, one thread, best of %d rounds of %ld (ns per acquire + report):\n", rounds, ops);
-  printf("  bulkhead: private %.1f  region %.1f  ratio %.2f\n", bp, br, br / bp);
-  printf("  breaker:  private %.1f  region %.1f  ratio %.2f\n", cp, cr, cr / cp);
+  printf("C, best of %d alternating rounds of %ld (ns per acquire + report, per thread):\n",
+         rounds, ops);
+  printf("  bulkhead, 1 thread:  private %.1f  region %.1f  ratio %.2f\n", bp, br, br / bp);
+  printf("  breaker,  1 thread:  private %.1f  region %.1f  ratio %.2f\n", cp, cr, cr / cp);
+  printf("  bulkhead, 2 threads: private %.1f  region %.1f  ratio %.2f\n", bp2, br2, br2 / bp2);
+  printf("  breaker,  2 threads: private %.1f  region %.1f  ratio %.2f\n", cp2, cr2, cr2 / cp2);
   guards_region_guard_free(rb);
   guards_region_guard_free(rc);
   guards_bulkhead_free(hb);
