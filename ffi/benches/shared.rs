@@ -13,6 +13,9 @@
 //!   (the region's permit table, each permit recorded with its owner);
 //! - `breaker_c_private` vs `breaker_c_region`: the same for the breaker.
 //!
+//! - `reclaim_scan/4096`: one `Region::reclaim` of the default 4096-record permit table with
+//!   1000 permits held by this (live) process: the scan a full guard or an open costs.
+//!
 //! `/2t` is two threads on one guard (two processes on one region guard behave like two
 //! threads: same atomics, same cache-line traffic). The ratios are printed by
 //! `scripts/bench_report.py` (each against the atomic baseline) and, shared / private, in
@@ -210,6 +213,24 @@ fn benches(c: &mut Criterion) {
         breaker_c_private,
     );
     one_and_two(&mut g, "breaker_c_region", Arc::clone(&rc), region_op);
+    let held = region
+        .get_or_create::<Bulkhead>(
+            "held",
+            BulkheadConfig {
+                max_concurrent: 1000,
+            },
+        )
+        .unwrap();
+    let tokens: Vec<_> = (0..1000)
+        .map(|_| held.try_acquire((), Nanos(NOW)).unwrap().0)
+        .collect();
+    g.bench_function("reclaim_scan/4096", |bn| {
+        bn.iter(|| black_box(region.reclaim(Nanos(NOW))))
+    });
+    for t in tokens {
+        held.report(t, guards_core::Outcome::Success, Nanos(NOW))
+            .unwrap();
+    }
     g.finish();
 
     // SAFETY: handles from their constructors, freed once, the bench threads are done.
