@@ -14,9 +14,10 @@ use guards_core::{ConfigError, ConfigErrorKind};
 
 use crate::error::Failure;
 use crate::handle::AnyBreaker;
+use crate::shared::guard::Shared;
 use crate::shared::kind::{GuardKind, SharedGuard};
 use crate::shared::place;
-use crate::shared::region::{Region, Shared};
+use crate::shared::region::Region;
 
 fn unsupported_capacity() -> Failure {
     Failure::from(ConfigError::new(

@@ -54,6 +54,7 @@ use crate::error::GuardsResult;
 
 mod any;
 pub mod file;
+mod guard;
 pub mod kind;
 pub mod layout;
 pub mod owner;
@@ -62,9 +63,10 @@ mod region;
 pub mod table;
 
 pub use any::{breaker_capacity, AnyShared};
+pub use guard::{Refusal, Shared};
 pub use kind::{GuardKind, PermitView, SharedGuard, SharedPermits};
 pub use region::{
-    pause_while_creating, GuardInfo, Reclaim, Refusal, Region, RegionOptions, RegionStats, Shared,
+    pause_while_creating, GuardInfo, Reclaim, Region, RegionOptions, RegionStats,
     DEFAULT_DATA_BYTES, DEFAULT_MAX_GUARDS, DEFAULT_MODE, DEFAULT_PERMIT_SLOTS,
     DEFAULT_RECLAIM_INTERVAL, DEFAULT_WAIT_TIMEOUT,
 };

@@ -22,9 +22,9 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Detail, Failure, GuardsResult};
+use crate::shared::guard::Shared;
 use crate::shared::kind::{GuardKind, SharedGuard};
 use crate::shared::layout::{config_hash, type_hash, LINE};
-use crate::shared::region::Shared;
 
 /// The first eight bytes of a placed guard.
 pub const PLACE_MAGIC: [u8; 8] = *b"GUARDSPL";
