@@ -18,7 +18,8 @@ MATURIN_TARGET := $(TARGET)/maturin
 
 .PHONY: demo test fmt-check clippy test-rust test-loom test-nostd test-python python bench help \
 	ffi-lib header header-check test-c test-c-plain test-c-shared test-c-valgrind test-c-sanitize \
-	test-c-cxx test-c-install test-c-vectors install node node-deps node-dts-check test-node bench-node demo-node
+	test-c-cxx test-c-install test-c-vectors install node node-deps node-dts-check test-node bench-node demo-node \
+	test-c-region bench-region
 
 help:
 	@echo "make demo   - run the demo"
@@ -38,7 +39,7 @@ demo: $(VENV)/.tools
 	@echo
 	$(MAKE) -s demo-node
 
-test: fmt-check clippy test-rust test-loom test-nostd test-c test-python test-node
+test: fmt-check clippy test-rust test-loom test-nostd test-c test-c-region test-python test-node
 	@echo "make test: all passed"
 
 fmt-check:
@@ -233,3 +234,30 @@ bench-node: node
 
 demo-node: node
 	cd node && node examples/demo.js
+
+# ---- Host-wide guards (ffi/src/shared, ffi/src/c/shared.rs; docs/shared.md) ----
+# The C suite of the region API: processes made with fork() sharing a region's guards,
+# kill -9 of a holder, guards in caller memory. Plain, under valgrind (children included:
+# valgrind follows fork) and under ASan/UBSan. The Rust side (tests/shared_*.rs and the
+# loom model tests/loom_shared.rs) runs in test-rust and test-loom.
+test-c-region: header-check ffi-lib
+	@mkdir -p $(C_TESTS)
+	$(CC) $(C_WARN) -O2 -g -Iinclude ffi/tests/c/shared_region.c $(STATIC_LINK) \
+	  -o $(C_TESTS)/shared_region
+	$(C_TESTS)/shared_region
+	valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	  --show-leak-kinds=definite,indirect $(C_TESTS)/shared_region
+	$(CC) $(C_WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	  -fno-sanitize-recover=all -Iinclude ffi/tests/c/shared_region.c $(STATIC_LINK) \
+	  -o $(C_TESTS)/shared_region_asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  $(C_TESTS)/shared_region_asan
+	@echo "C region suite: plain, valgrind, ASan/UBSan: all passed"
+
+# One operation on a shared guard beside the same on a private one, in one run: criterion
+# (ffi/benches/shared.rs) and the C program ffi/tests/c/shared_bench.c.
+bench-region: ffi-lib
+	$(CARGO) bench -p guards-ffi --bench shared -- --warm-up-time 1 --measurement-time 3
+	@mkdir -p $(C_TESTS)
+	$(CC) -std=c11 -O2 -Iinclude ffi/tests/c/shared_bench.c $(STATIC_LINK) -pthread -o $(C_TESTS)/shared_bench
+	$(C_TESTS)/shared_bench

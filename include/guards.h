@@ -106,6 +106,36 @@ enum guards_result
    * Refused: the bulkhead is at its cap.
    */
   GUARDS_RESULT_BULKHEAD_FULL = 310,
+  /**
+   * A system call on a shared region's file failed (open, mmap, ...); the detail names
+   * the call and the OS error.
+   */
+  GUARDS_RESULT_REGION_IO = 400,
+  /**
+   * The file is not a guards region, or is damaged (bad magic, truncated, inconsistent).
+   */
+  GUARDS_RESULT_REGION_INVALID = 401,
+  /**
+   * The region was made by another layout version or build of guards, in another boot,
+   * or by a process of another pid namespace.
+   */
+  GUARDS_RESULT_REGION_INCOMPATIBLE = 402,
+  /**
+   * The region has no room left: every directory entry, or all its guard bytes, used.
+   */
+  GUARDS_RESULT_REGION_FULL = 403,
+  /**
+   * Another process did not finish creating a guard within the wait timeout.
+   */
+  GUARDS_RESULT_REGION_TIMEOUT = 404,
+  /**
+   * A guard of that name exists with another kind, capacity or config.
+   */
+  GUARDS_RESULT_GUARD_MISMATCH = 405,
+  /**
+   * No region or no guard of that name (when asked not to create one).
+   */
+  GUARDS_RESULT_GUARD_NOT_FOUND = 406,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -272,6 +302,63 @@ typedef uint32_t guards_window_kind;
 #endif // __cplusplus
 
 /**
+ * The kinds of guard a region holds (`guards_region_guard_info.kind`).
+ */
+enum guards_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * A circuit breaker.
+   */
+  GUARDS_KIND_CIRCUIT_BREAKER = 1,
+  /**
+   * A keyed breaker set.
+   */
+  GUARDS_KIND_KEYED_BREAKERS = 2,
+  /**
+   * A bulkhead.
+   */
+  GUARDS_KIND_BULKHEAD = 3,
+  /**
+   * A retry budget (any mode).
+   */
+  GUARDS_KIND_RETRY_BUDGET = 4,
+  /**
+   * A concurrency limiter.
+   */
+  GUARDS_KIND_LIMITER = 5,
+  /**
+   * Admission control.
+   */
+  GUARDS_KIND_ADMISSION = 6,
+  /**
+   * An adaptive throttle.
+   */
+  GUARDS_KIND_ADAPTIVE_THROTTLE = 7,
+  /**
+   * A latency tracker.
+   */
+  GUARDS_KIND_LATENCY_TRACKER = 8,
+  /**
+   * A hedging policy.
+   */
+  GUARDS_KIND_HEDGING = 9,
+  /**
+   * A brownout policy (one operation).
+   */
+  GUARDS_KIND_BROWNOUT = 10,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_kind guards_kind;
+#else
+typedef uint32_t guards_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A bulkhead (opaque). Thread-safe: share one handle between threads.
  */
 typedef struct guards_bulkhead guards_bulkhead;
@@ -280,6 +367,18 @@ typedef struct guards_bulkhead guards_bulkhead;
  * A circuit breaker (opaque). Thread-safe: share one handle between threads.
  */
 typedef struct guards_circuit_breaker guards_circuit_breaker;
+
+/**
+ * An open region (opaque). Thread-safe.
+ */
+typedef struct guards_region guards_region;
+
+/**
+ * A guard in a region, or in caller memory (opaque). Thread-safe: share one handle
+ * between threads. It keeps its region mapped until freed, even after
+ * `guards_region_close`.
+ */
+typedef struct guards_region_guard guards_region_guard;
 
 /**
  * A replay of vector files (opaque): see `guards_vectors_open`.
@@ -609,6 +708,115 @@ typedef struct guards_circuit_breaker_stats {
    */
   uint64_t half_open_to_open;
 } guards_circuit_breaker_stats;
+
+/**
+ * How to open (or create) a region. Start from `guards_region_options_default`. The
+ * capacities apply when this call creates the region; an existing one keeps its own.
+ */
+typedef struct guards_region_options {
+  /**
+   * Named guards it can hold (default 64; 1..=65536).
+   */
+  uint64_t max_guards;
+  /**
+   * Owner-recorded permits in flight at once, all guards and processes (default 4096;
+   * 1..=16777216).
+   */
+  uint64_t permit_slots;
+  /**
+   * Bytes for guard state (default 16 MiB; 4096..=2^40; a /dev/shm file only uses
+   * memory for the guards created).
+   */
+  uint64_t data_bytes;
+  /**
+   * How long to wait for another process creating a guard this call needs (default
+   * 5 s; at most 1 hour). Past it: `GUARDS_RESULT_REGION_TIMEOUT`.
+   */
+  uint64_t wait_timeout_ns;
+  /**
+   * Least time between two reclaim scans started by a full guard (default 10 ms; 0 =
+   * on every such refusal; at most 1 hour).
+   */
+  uint64_t reclaim_interval_ns;
+  /**
+   * Permission bits of a new region file, applied exactly (default 0600; at most 0777).
+   */
+  uint32_t mode;
+  /**
+   * 1 (default): create the region if there is none; 0: open an existing one only
+   * (`GUARDS_RESULT_GUARD_NOT_FOUND` otherwise).
+   */
+  uint32_t create;
+} guards_region_options;
+
+/**
+ * A region's counters and sizes (relaxed snapshots; `permits_held` is a scan).
+ */
+typedef struct guards_region_stats {
+  /**
+   * Guards created.
+   */
+  uint64_t guards;
+  /**
+   * Named guards it can hold.
+   */
+  uint64_t max_guards;
+  /**
+   * Bytes of guard state handed out.
+   */
+  uint64_t data_used;
+  /**
+   * Bytes for guard state in all.
+   */
+  uint64_t data_bytes;
+  /**
+   * Permit records.
+   */
+  uint64_t permit_slots;
+  /**
+   * Permits held now, all guards and processes.
+   */
+  uint64_t permits_held;
+  /**
+   * Permits of dead processes given back to their guards (as cancelled).
+   */
+  uint64_t reclaimed_permits;
+  /**
+   * Permit records of dead processes freed that were claimed but never published (the
+   * process died while asking its guard).
+   */
+  uint64_t reclaimed_claims;
+  /**
+   * Reclaim scans run.
+   */
+  uint64_t scans;
+  /**
+   * Guards whose creator died while creating them, finished by another process.
+   */
+  uint64_t takeovers;
+} guards_region_stats;
+
+/**
+ * What a region guard handle is.
+ */
+typedef struct guards_region_guard_info {
+  /**
+   * Its kind (a `guards_kind`).
+   */
+  uint32_t kind;
+  /**
+   * Always 0.
+   */
+  uint32_t reserved;
+  /**
+   * Its type's capacity (window cells of a breaker; 0 for kinds of one size).
+   */
+  uint64_t capacity;
+  /**
+   * Its permits held now, all processes (a scan).
+   */
+  uint64_t permits_held;
+} guards_region_guard_info;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1042,6 +1250,274 @@ guards_result guards_circuit_breaker_get_config(const struct guards_circuit_brea
  */
 guards_result guards_circuit_breaker_outstanding(const struct guards_circuit_breaker *b,
                                                  uint64_t *out);
+
+/**
+ * Write the default options to `out`.
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_region_options`.
+ */
+guards_result guards_region_options_default(struct guards_region_options *out);
+
+/**
+ * Open the region at `path` (a bare name, no `/`, means `/dev/shm/<name>`), creating it
+ * if there is none (unless `options->create` is 0); `options` may be NULL for the
+ * defaults. Opening reclaims the permits of dead processes (at `guards_now_ns()`).
+ * Errors: `NULL_ARGUMENT`, `INVALID_ARGUMENT` (path), `CONFIG_*` naming the option,
+ * `REGION_IO` (a system call failed: see `guards_last_error_detail`), `REGION_INVALID` (not
+ * a region, or damaged), `REGION_INCOMPATIBLE` (another layout version, build, boot or pid
+ * namespace), `GUARD_NOT_FOUND` (no region and `create` 0). Close with
+ * `guards_region_close`.
+ *
+ * # Safety
+ * `path` must be NULL or a NUL-terminated string; `options` NULL or a valid options
+ * struct; `out` NULL or valid for writes.
+ */
+guards_result guards_region_open(const char *path,
+                                 const struct guards_region_options *options,
+                                 struct guards_region **out);
+
+/**
+ * Close a region handle (NULL is a no-op). Guard handles from it stay usable (each keeps
+ * the region mapped) until freed.
+ *
+ * # Safety
+ * `r` must be NULL or a handle from `guards_region_open` not closed before, and no other
+ * thread may use it during or after this call.
+ */
+void guards_region_close(struct guards_region *r);
+
+/**
+ * Remove the region file at `path` (a bare name means `/dev/shm/<name>`). Processes that
+ * have it open keep using it; the next open creates a new one. Errors:
+ * `GUARD_NOT_FOUND`, `REGION_IO`.
+ *
+ * # Safety
+ * `path` must be NULL or a NUL-terminated string.
+ */
+guards_result guards_region_remove(const char *path);
+
+/**
+ * Scan the permit table now and give every permit of a dead process back to its guard,
+ * reported as cancelled at `now_ns` (a bulkhead slot is released, a limiter place freed,
+ * a half-open probe counted as failed); the number given back goes to `*reclaimed`.
+ *
+ * # Safety
+ * `r` must be NULL or a live handle; `reclaimed` NULL or valid for writes.
+ */
+guards_result guards_region_reclaim(const struct guards_region *r,
+                                    uint64_t now_ns,
+                                    uint64_t *reclaimed);
+
+/**
+ * The region's counters and sizes into `*out`.
+ *
+ * # Safety
+ * `r` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_get_stats(const struct guards_region *r,
+                                      struct guards_region_stats *out);
+
+/**
+ * The circuit breaker named `name` (1..=64 bytes of UTF-8), created from `config` if the
+ * region has none. A breaker of that name made with another config or capacity, or a
+ * guard of another kind, is refused with `GUARDS_RESULT_GUARD_MISMATCH` (the detail says
+ * what differs). Other errors: `CONFIG_*` naming the field, `INVALID_ARGUMENT` (name),
+ * `REGION_FULL`, `REGION_TIMEOUT`. Free the handle with `guards_region_guard_free`.
+ *
+ * # Safety
+ * `r` must be NULL or a live handle; `name` NULL or a NUL-terminated string; `config` NULL
+ * or a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_region_circuit_breaker(const struct guards_region *r,
+                                            const char *name,
+                                            const struct guards_circuit_breaker_config *config,
+                                            struct guards_region_guard **out);
+
+/**
+ * The bulkhead named `name`, created from `config` if the region has none (its cap is
+ * then the cap of every process together). Errors as `guards_region_circuit_breaker`.
+ *
+ * # Safety
+ * As `guards_region_circuit_breaker`.
+ */
+guards_result guards_region_bulkhead(const struct guards_region *r,
+                                     const char *name,
+                                     const struct guards_bulkhead_config *config,
+                                     struct guards_region_guard **out);
+
+/**
+ * The existing guard named `name`, whatever its config (of any kind; from C, circuit
+ * breakers and bulkheads can be driven). Errors: `GUARD_NOT_FOUND`.
+ *
+ * # Safety
+ * As `guards_region_circuit_breaker`.
+ */
+guards_result guards_region_attach(const struct guards_region *r,
+                                   const char *name,
+                                   struct guards_region_guard **out);
+
+/**
+ * Free a guard handle (NULL is a no-op). The guard stays in its region; permits taken
+ * through this handle and not reported stay held (by this process) until reported
+ * through another handle of the same guard, or reclaimed after this process dies.
+ *
+ * # Safety
+ * `g` must be NULL or a handle not freed before, and no other thread may use it during
+ * or after this call.
+ */
+void guards_region_guard_free(struct guards_region_guard *g);
+
+/**
+ * What the guard is, into `*out`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_guard_get_info(const struct guards_region_guard *g,
+                                           struct guards_region_guard_info *out);
+
+/**
+ * Ask the guard for a permit at `now_ns` (`key`: the key of a keyed breaker set, or the
+ * priority of a limiter or admission, when those kinds come to C; 0 for a circuit breaker
+ * or a bulkhead).
+ * `GUARDS_RESULT_OK` with a permit in `*out`, recorded in the region with this process as
+ * its owner (report it once with `guards_region_report`; a breaker probe has `is_probe`
+ * set and must use `probe_timeout_ns`); or the guard's refusal
+ * (`BREAKER_OPEN`, `BREAKER_HALF_OPEN_FULL`, `BULKHEAD_FULL`; `guards_last_rejection`
+ * says more), or `PERMIT_SLOTS_EXHAUSTED` when the region's permit table is full. A guard
+ * found full first gets the permits of dead processes back (at most once per
+ * `reclaim_interval_ns`) and is asked again.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_try_acquire(const struct guards_region_guard *g,
+                                        uint64_t key,
+                                        uint64_t now_ns,
+                                        struct guards_permit *out);
+
+/**
+ * Report how the call of `permit` ended (`outcome`: a `guards_outcome`) at `now_ns`,
+ * once: the call contract (docs/outcomes.md) decides what it does to the guard. Again, to
+ * another guard, or after the permit was reclaimed: refused (`PERMIT_ALREADY_REPORTED`,
+ * `PERMIT_WRONG_GUARD`, `PERMIT_UNKNOWN`), nothing counted; an invalid `outcome`
+ * (`INVALID_ENUM`) leaves the permit held.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle.
+ */
+guards_result guards_region_report(const struct guards_region_guard *g,
+                                   struct guards_permit permit,
+                                   uint32_t outcome,
+                                   uint64_t now_ns);
+
+/**
+ * A shared breaker's state at `now_ns` into `*out`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_circuit_breaker_state(const struct guards_region_guard *g,
+                                                  uint64_t now_ns,
+                                                  guards_breaker_state *out);
+
+/**
+ * A shared breaker's counters (all processes together) into `*out`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_circuit_breaker_get_stats(const struct guards_region_guard *g,
+                                                      struct guards_circuit_breaker_stats *out);
+
+/**
+ * A shared bulkhead's counters (all processes together) into `*out`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_bulkhead_get_stats(const struct guards_region_guard *g,
+                                               struct guards_bulkhead_stats *out);
+
+/**
+ * The bytes a circuit breaker of `config` needs in caller memory (`config->capacity`
+ * decides its type, as for `guards_circuit_breaker_new`), into `*out`.
+ *
+ * # Safety
+ * `config` must be NULL or a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_circuit_breaker_size(const struct guards_circuit_breaker_config *config,
+                                          size_t *out);
+
+/**
+ * The alignment caller memory for a circuit breaker needs (128 bytes on x86_64).
+ */
+size_t guards_circuit_breaker_align(void);
+
+/**
+ * Build a circuit breaker from `config` in the `len` bytes at `mem` (aligned to
+ * `guards_circuit_breaker_align()`, at least `guards_circuit_breaker_size(config)`
+ * bytes), e.g. an anonymous `MAP_SHARED` mapping made before `fork`. Then every process
+ * that maps the memory gets a handle with `guards_circuit_breaker_attach`. Build it once,
+ * before any process attaches. Such a guard has no reclaim: a process killed while
+ * holding a permit leaks it (use a region when that matters).
+ *
+ * # Safety
+ * `mem` must be valid for `len` bytes and used by nothing else during the call; `config`
+ * NULL or a valid config.
+ */
+guards_result guards_circuit_breaker_init_in(void *mem,
+                                             size_t len,
+                                             const struct guards_circuit_breaker_config *config);
+
+/**
+ * A handle on the circuit breaker that `guards_circuit_breaker_init_in` built at `mem`
+ * (in this process or another). Errors: `GUARD_NOT_FOUND` (nothing built there),
+ * `GUARD_MISMATCH` (another kind, or another build of guards). Free the handle with
+ * `guards_region_guard_free`; the memory must outlive it.
+ *
+ * # Safety
+ * `mem` must be valid for `len` bytes for as long as the handle lives; `out` NULL or
+ * valid for writes.
+ */
+guards_result guards_circuit_breaker_attach(void *mem,
+                                            size_t len,
+                                            struct guards_region_guard **out);
+
+/**
+ * The bytes a bulkhead needs in caller memory, into `*out` (`config` is checked; the size
+ * does not depend on it).
+ *
+ * # Safety
+ * `config` must be NULL or a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_bulkhead_size(const struct guards_bulkhead_config *config, size_t *out);
+
+/**
+ * The alignment caller memory for a bulkhead needs (128 bytes on x86_64).
+ */
+size_t guards_bulkhead_align(void);
+
+/**
+ * Build a bulkhead from `config` in the `len` bytes at `mem`; as
+ * `guards_circuit_breaker_init_in`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_init_in`.
+ */
+guards_result guards_bulkhead_init_in(void *mem,
+                                      size_t len,
+                                      const struct guards_bulkhead_config *config);
+
+/**
+ * A handle on the bulkhead that `guards_bulkhead_init_in` built at `mem`; as
+ * `guards_circuit_breaker_attach`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_attach`.
+ */
+guards_result guards_bulkhead_attach(void *mem, size_t len, struct guards_region_guard **out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -10,7 +10,8 @@
 //!
 //! Numbers are grouped: `1..=99` the call itself was wrong (NULL, panic, bad enum number),
 //! `100..=199` a config value was refused, `200..=299` a permit was refused, `300..=399`
-//! a guard refused the call (a decision, not a fault: [`GuardsResult::is_rejection`]).
+//! a guard refused the call (a decision, not a fault: [`GuardsResult::is_rejection`]),
+//! `400..=499` a shared region (see [`crate::shared`]) refused.
 //!
 //! # Examples
 //! ```
@@ -80,11 +81,27 @@ pub enum GuardsResult {
     BreakerHalfOpenFull = 301,
     /// Refused: the bulkhead is at its cap.
     BulkheadFull = 310,
+    /// A system call on a shared region's file failed (open, mmap, ...); the detail names
+    /// the call and the OS error.
+    RegionIo = 400,
+    /// The file is not a guards region, or is damaged (bad magic, truncated, inconsistent).
+    RegionInvalid = 401,
+    /// The region was made by another layout version or build of guards, in another boot,
+    /// or by a process of another pid namespace.
+    RegionIncompatible = 402,
+    /// The region has no room left: every directory entry, or all its guard bytes, used.
+    RegionFull = 403,
+    /// Another process did not finish creating a guard within the wait timeout.
+    RegionTimeout = 404,
+    /// A guard of that name exists with another kind, capacity or config.
+    GuardMismatch = 405,
+    /// No region or no guard of that name (when asked not to create one).
+    GuardNotFound = 406,
 }
 
 impl GuardsResult {
     /// Every code, in numeric order.
-    pub const ALL: [GuardsResult; 21] = [
+    pub const ALL: [GuardsResult; 28] = [
         GuardsResult::Ok,
         GuardsResult::NullArgument,
         GuardsResult::Panic,
@@ -106,6 +123,13 @@ impl GuardsResult {
         GuardsResult::BreakerOpen,
         GuardsResult::BreakerHalfOpenFull,
         GuardsResult::BulkheadFull,
+        GuardsResult::RegionIo,
+        GuardsResult::RegionInvalid,
+        GuardsResult::RegionIncompatible,
+        GuardsResult::RegionFull,
+        GuardsResult::RegionTimeout,
+        GuardsResult::GuardMismatch,
+        GuardsResult::GuardNotFound,
     ];
 
     /// The code numbered `n`, if there is one.
@@ -141,6 +165,19 @@ impl GuardsResult {
                 "refused: the circuit breaker is half-open and all probes are taken"
             }
             GuardsResult::BulkheadFull => "refused: the bulkhead is full",
+            GuardsResult::RegionIo => "shared region: a system call failed",
+            GuardsResult::RegionInvalid => "shared region: not a guards region, or damaged",
+            GuardsResult::RegionIncompatible => {
+                "shared region: made by another layout version, build, boot or pid namespace"
+            }
+            GuardsResult::RegionFull => "shared region: no room left",
+            GuardsResult::RegionTimeout => {
+                "shared region: another process did not finish creating the guard in time"
+            }
+            GuardsResult::GuardMismatch => {
+                "shared region: a guard of that name exists with another kind, capacity or config"
+            }
+            GuardsResult::GuardNotFound => "shared region: no such region or guard",
         }
     }
 
@@ -203,6 +240,23 @@ pub enum Detail {
     BreakerRejected(BreakerRejected),
     /// The bulkhead refused the call.
     BulkheadRejected(BulkheadRejected),
+    /// A shared region refused: what was wrong, and the OS error number if a system call
+    /// failed (0 otherwise).
+    Region {
+        /// What was wrong (or which system call failed).
+        what: &'static str,
+        /// The OS error number (`errno`), or 0.
+        errno: i32,
+    },
+    /// A guard of the name asked for exists with another kind, capacity or config.
+    GuardMismatch {
+        /// What differs: `"kind"`, `"capacity"` or `"config"`.
+        field: &'static str,
+        /// The existing guard's value (a kind number, a capacity, a config hash).
+        existing: u64,
+        /// The value asked for.
+        requested: u64,
+    },
 }
 
 /// A failure: its code and detail. `Display` gives the full message bindings show.
@@ -302,6 +356,41 @@ impl fmt::Display for Failure {
                 r.in_flight,
                 r.max_concurrent
             ),
+            Detail::Region { what, errno: 0 } => write!(f, "{}: {what}", self.code.message()),
+            Detail::Region { what, errno } => write!(
+                f,
+                "{}: {what}: {}",
+                self.code.message(),
+                std::io::Error::from_raw_os_error(errno)
+            ),
+            Detail::GuardMismatch {
+                field: "kind",
+                existing,
+                requested,
+            } => {
+                let name = |k: u64| {
+                    u32::try_from(k)
+                        .ok()
+                        .and_then(crate::shared::GuardKind::from_u32)
+                        .map_or("unknown", crate::shared::GuardKind::name)
+                };
+                write!(
+                    f,
+                    "{}: it is a {}, not a {}",
+                    self.code.message(),
+                    name(existing),
+                    name(requested)
+                )
+            }
+            Detail::GuardMismatch {
+                field,
+                existing,
+                requested,
+            } => write!(
+                f,
+                "{}: its {field} is {existing:#x}, not {requested:#x}",
+                self.code.message()
+            ),
         }
     }
 }
@@ -365,6 +454,13 @@ mod tests {
             (GuardsResult::BreakerOpen, 300),
             (GuardsResult::BreakerHalfOpenFull, 301),
             (GuardsResult::BulkheadFull, 310),
+            (GuardsResult::RegionIo, 400),
+            (GuardsResult::RegionInvalid, 401),
+            (GuardsResult::RegionIncompatible, 402),
+            (GuardsResult::RegionFull, 403),
+            (GuardsResult::RegionTimeout, 404),
+            (GuardsResult::GuardMismatch, 405),
+            (GuardsResult::GuardNotFound, 406),
         ];
         for (c, n) in fixed {
             assert_eq!(c as u32, n, "{c:?}");

@@ -14,7 +14,9 @@
 //! - [`permit`]: take-once permits: a lock-free slot table for C's plain-data permits and
 //!   an owning take-once cell for Python and Node;
 //! - [`schema`]: one schema per config (name, unit, default, range, doc) and a builder from
-//!   (name, value) pairs whose errors name the field.
+//!   (name, value) pairs whose errors name the field;
+//! - [`shared`]: host-wide guards: named guards in a file mapped by every process, with
+//!   owner-recorded permits reclaimed from dead processes.
 //!
 //! [`c`] is the C ABI over that layer; [`names`] is the one place core's type names come
 //! from.
@@ -43,6 +45,7 @@ pub mod handle;
 pub mod names;
 pub mod permit;
 pub mod schema;
+pub mod shared;
 pub(crate) mod sync;
 pub mod vectors;
 

@@ -21,6 +21,8 @@
 
 pub mod bulkhead;
 pub mod circuit_breaker;
+/// Host-wide guards: `guards_region_*` and guards in caller memory.
+pub mod shared;
 
 use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -257,6 +259,13 @@ fn message_cstr(code: u32) -> &'static std::ffi::CStr {
         BreakerOpen => c"refused: the circuit breaker is open",
         BreakerHalfOpenFull => c"refused: the circuit breaker is half-open and all probes are taken",
         BulkheadFull => c"refused: the bulkhead is full",
+        RegionIo => c"shared region: a system call failed",
+        RegionInvalid => c"shared region: not a guards region, or damaged",
+        RegionIncompatible => c"shared region: made by another layout version, build, boot or pid namespace",
+        RegionFull => c"shared region: no room left",
+        RegionTimeout => c"shared region: another process did not finish creating the guard in time",
+        GuardMismatch => c"shared region: a guard of that name exists with another kind, capacity or config",
+        GuardNotFound => c"shared region: no such region or guard",
     }
 }
 
