@@ -28,122 +28,144 @@ use std::cell::Cell;
 use std::fmt;
 
 use crate::names::{
-    BreakerRejectReason, BreakerRejected, BulkheadRejected, ConfigError, ConfigErrorKind,
+    AdmissionRejected, BulkheadRejected, CircuitBreakerRejectReason, CircuitBreakerRejected,
+    ConfigError, ConfigErrorKind, GrpcTimeoutError, KeyedBreakersRejectReason,
+    KeyedBreakersRejected, LimiterRejectReason, LimiterRejected, MillisError,
+    QueueDisciplineRejected, RetryBudgetMode, RetryCause, RetryDriverError,
 };
+use guards_core::admission::AdmissionRejectReason;
 
-/// What a call returned. `#[repr(u32)]` with fixed numbers: `GUARDS_RESULT_OK` is 0, and a
-/// number, once given, keeps its meaning forever (retired ones stay reserved).
-#[repr(u32)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum GuardsResult {
+/// Declares [`GuardsResult`] with its fixed numbers and static messages in one list, so a
+/// code, its number and its message cannot drift apart.
+macro_rules! results {
+    ($($(#[$doc:meta])* $name:ident = $n:literal => $msg:literal,)+) => {
+        /// What a call returned. `#[repr(u32)]` with fixed numbers: `GUARDS_RESULT_OK` is 0,
+        /// and a number, once given, keeps its meaning forever (retired ones stay reserved).
+        #[repr(u32)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum GuardsResult {
+            $($(#[$doc])* $name = $n,)+
+        }
+
+        impl GuardsResult {
+            /// Every code, in numeric order.
+            pub const ALL: &'static [GuardsResult] = &[$(GuardsResult::$name),+];
+
+            /// A static one-line message (what the code means, not which value caused it).
+            pub const fn message(self) -> &'static str {
+                match self {
+                    $(GuardsResult::$name => $msg,)+
+                }
+            }
+
+            /// The message as a NUL-terminated C string (the same text as
+            /// [`message`](Self::message)).
+            pub const fn message_cstr(self) -> &'static std::ffi::CStr {
+                match self {
+                    $(GuardsResult::$name => {
+                        match std::ffi::CStr::from_bytes_with_nul(concat!($msg, "\0").as_bytes()) {
+                            Ok(c) => c,
+                            Err(_) => c"internal error",
+                        }
+                    })+
+                }
+            }
+
+            /// The code numbered `n`, if there is one.
+            pub const fn from_u32(n: u32) -> Option<GuardsResult> {
+                match n {
+                    $($n => Some(GuardsResult::$name),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+results! {
     /// Success.
-    Ok = 0,
+    Ok = 0 => "ok",
     /// A required pointer argument (handle, config or output) was NULL.
-    NullArgument = 1,
+    NullArgument = 1 => "a required pointer argument was NULL",
     /// A Rust panic was caught at the API boundary (a bug in guards; please report it).
-    Panic = 2,
+    Panic = 2 => "internal error: a panic was caught at the API boundary",
     /// Memory for a guard could not be allocated.
-    OutOfMemory = 3,
+    OutOfMemory = 3 => "out of memory",
     /// An enum number (outcome, window kind, ...) is not one of the defined values.
-    InvalidEnum = 4,
-    /// An argument is outside its domain (e.g. a NaN where a number is expected).
-    InvalidArgument = 5,
+    InvalidEnum = 4 => "an enum argument is not one of its defined values",
+    /// An argument is outside its domain (a NaN quantile, a priority above 7, a misaligned
+    /// pointer, ...).
+    InvalidArgument = 5 => "an argument is outside its domain",
+    /// The call is not allowed in the object's current phase (a retry driver's `report`
+    /// with no attempt out, anything after it finished); nothing was changed.
+    WrongPhase = 6 => "the call is not allowed in the current phase",
+    /// An output buffer is too small for the value; nothing was written to it (the length
+    /// output, when there is one, says how many bytes are needed).
+    BufferTooSmall = 7 => "the output buffer is too small",
+    /// A header value could not be parsed (the detail names the rule it broke).
+    InvalidHeader = 8 => "a header value could not be parsed",
     /// A config value is NaN or infinite.
-    ConfigNotFinite = 100,
+    ConfigNotFinite = 100 => "invalid config: a value must be a finite number",
     /// A config value is negative where only non-negative values make sense.
-    ConfigNegative = 101,
+    ConfigNegative = 101 => "invalid config: a value must not be negative",
     /// A config value is zero where it must be positive.
-    ConfigZero = 102,
+    ConfigZero = 102 => "invalid config: a value must not be zero",
     /// A config value is outside its documented range.
-    ConfigOutOfRange = 103,
+    ConfigOutOfRange = 103 => "invalid config: a value is out of range",
     /// A config value contradicts another field.
-    ConfigInconsistent = 104,
+    ConfigInconsistent = 104 => "invalid config: a value contradicts another setting",
     /// A config field name is not one of the config's fields.
-    ConfigUnknownField = 105,
+    ConfigUnknownField = 105 => "invalid config: unknown field",
     /// A config value has the wrong type for its field (a string for a number, ...).
-    ConfigWrongType = 106,
+    ConfigWrongType = 106 => "invalid config: a value has the wrong type",
     /// A config value is invalid for a reason this version does not name.
-    ConfigInvalid = 107,
-    /// The permit was already reported (or released): nothing was counted again.
-    PermitAlreadyReported = 200,
-    /// The permit was issued by another guard: nothing was counted.
-    PermitWrongGuard = 201,
-    /// The permit was never issued by this guard (a zeroed or corrupted permit).
-    PermitUnknown = 202,
+    ConfigInvalid = 107 => "invalid config",
+    /// The permit (or receipt) was already reported (or released): nothing was counted
+    /// again.
+    PermitAlreadyReported = 200 => "the permit was already reported",
+    /// The permit (or receipt) was issued by another guard: nothing was counted.
+    PermitWrongGuard = 201 => "the permit belongs to another guard",
+    /// The permit (or receipt) was never issued by this guard (a zeroed or corrupted one).
+    PermitUnknown = 202 => "the permit was not issued by this guard",
     /// No permit slot could be allocated (over 2^31 permits in flight, or out of memory);
     /// the guard was left as if the call had not been made.
-    PermitSlotsExhausted = 203,
+    PermitSlotsExhausted = 203 => "no permit slot could be allocated",
     /// Refused: the circuit breaker is open.
-    BreakerOpen = 300,
+    BreakerOpen = 300 => "refused: the circuit breaker is open",
     /// Refused: the circuit breaker is half-open and every probe slot is taken.
-    BreakerHalfOpenFull = 301,
+    BreakerHalfOpenFull = 301 => "refused: the circuit breaker is half-open and all probes are taken",
+    /// Refused: the keyed breaker set has no breaker for the key and no free slot.
+    KeyedBreakersFull = 302 => "refused: the keyed breaker set is full",
     /// Refused: the bulkhead is at its cap.
-    BulkheadFull = 310,
+    BulkheadFull = 310 => "refused: the bulkhead is full",
+    /// Refused: the limiter's calls in flight reached its limit.
+    LimiterLimitReached = 320 => "refused: the limiter is at its limit",
+    /// Refused: the calls in flight reached the fixed cap of the call's priority.
+    LimiterPartitionCap = 321 => "refused: the priority's cap on calls in flight is reached",
+    /// Refused: the rest of the limit is reserved for more important priorities.
+    LimiterReserved = 322 => "refused: the rest of the limit is reserved for higher priorities",
+    /// Refused at the door: the calls inside reached this priority's fixed limit.
+    AdmissionLimitReached = 330 => "refused at the door: the priority's limit is reached",
+    /// Refused at the door: the calls inside reached the adaptive limit (or this
+    /// priority's share of it).
+    AdmissionOverloaded = 331 => "refused at the door: overloaded",
+    /// Refused: the wait queue holds `capacity` waiters.
+    QueueFull = 340 => "refused: the wait queue is full",
+    /// Refused: the retry budget has no tokens for this retry (or hedge).
+    RetryBudgetExhausted = 350 => "refused: the retry budget is exhausted",
+    /// Refused locally by the adaptive throttle (the backend accepts too little of what it
+    /// is sent).
+    Throttled = 360 => "refused: throttled locally",
+    /// Nothing to answer yet: too few latency samples.
+    NoData = 400 => "no data yet",
+    /// No such entry (a key never inserted, an id not queued).
+    NotFound = 401 => "not found",
+    /// Nothing to return: the queue is empty.
+    Empty = 402 => "empty",
 }
 
 impl GuardsResult {
-    /// Every code, in numeric order.
-    pub const ALL: [GuardsResult; 21] = [
-        GuardsResult::Ok,
-        GuardsResult::NullArgument,
-        GuardsResult::Panic,
-        GuardsResult::OutOfMemory,
-        GuardsResult::InvalidEnum,
-        GuardsResult::InvalidArgument,
-        GuardsResult::ConfigNotFinite,
-        GuardsResult::ConfigNegative,
-        GuardsResult::ConfigZero,
-        GuardsResult::ConfigOutOfRange,
-        GuardsResult::ConfigInconsistent,
-        GuardsResult::ConfigUnknownField,
-        GuardsResult::ConfigWrongType,
-        GuardsResult::ConfigInvalid,
-        GuardsResult::PermitAlreadyReported,
-        GuardsResult::PermitWrongGuard,
-        GuardsResult::PermitUnknown,
-        GuardsResult::PermitSlotsExhausted,
-        GuardsResult::BreakerOpen,
-        GuardsResult::BreakerHalfOpenFull,
-        GuardsResult::BulkheadFull,
-    ];
-
-    /// The code numbered `n`, if there is one.
-    pub fn from_u32(n: u32) -> Option<GuardsResult> {
-        GuardsResult::ALL.iter().copied().find(|c| *c as u32 == n)
-    }
-
-    /// A static one-line message (what the code means, not which value caused it).
-    pub const fn message(self) -> &'static str {
-        match self {
-            GuardsResult::Ok => "ok",
-            GuardsResult::NullArgument => "a required pointer argument was NULL",
-            GuardsResult::Panic => "internal error: a panic was caught at the API boundary",
-            GuardsResult::OutOfMemory => "out of memory",
-            GuardsResult::InvalidEnum => "an enum argument is not one of its defined values",
-            GuardsResult::InvalidArgument => "an argument is outside its domain",
-            GuardsResult::ConfigNotFinite => "invalid config: a value must be a finite number",
-            GuardsResult::ConfigNegative => "invalid config: a value must not be negative",
-            GuardsResult::ConfigZero => "invalid config: a value must not be zero",
-            GuardsResult::ConfigOutOfRange => "invalid config: a value is out of range",
-            GuardsResult::ConfigInconsistent => {
-                "invalid config: a value contradicts another setting"
-            }
-            GuardsResult::ConfigUnknownField => "invalid config: unknown field",
-            GuardsResult::ConfigWrongType => "invalid config: a value has the wrong type",
-            GuardsResult::ConfigInvalid => "invalid config",
-            GuardsResult::PermitAlreadyReported => "the permit was already reported",
-            GuardsResult::PermitWrongGuard => "the permit belongs to another guard",
-            GuardsResult::PermitUnknown => "the permit was not issued by this guard",
-            GuardsResult::PermitSlotsExhausted => "no permit slot could be allocated",
-            GuardsResult::BreakerOpen => "refused: the circuit breaker is open",
-            GuardsResult::BreakerHalfOpenFull => {
-                "refused: the circuit breaker is half-open and all probes are taken"
-            }
-            GuardsResult::BulkheadFull => "refused: the bulkhead is full",
-        }
-    }
-
     /// The message of the code numbered `n`, or `"unknown result code"`.
     pub fn message_of(n: u32) -> &'static str {
         GuardsResult::from_u32(n).map_or("unknown result code", GuardsResult::message)
@@ -183,7 +205,7 @@ pub enum Detail {
     None,
     /// Core refused a config value.
     Config(ConfigError),
-    /// A named argument was wrong (`what` says what it accepts).
+    /// A named argument was wrong (`expected` says what it accepts).
     Argument {
         /// The argument or field.
         name: &'static str,
@@ -200,9 +222,35 @@ pub enum Detail {
         valid: &'static str,
     },
     /// The circuit breaker refused the call.
-    BreakerRejected(BreakerRejected),
+    CircuitBreakerRejected(CircuitBreakerRejected),
+    /// The keyed breaker set refused the call.
+    KeyedBreakersRejected(KeyedBreakersRejected),
     /// The bulkhead refused the call.
     BulkheadRejected(BulkheadRejected),
+    /// The limiter refused the call.
+    LimiterRejected(LimiterRejected),
+    /// The admission door refused the call.
+    AdmissionRejected(AdmissionRejected),
+    /// The wait queue refused the waiter.
+    QueueRejected(QueueDisciplineRejected),
+    /// The retry budget refused a retry.
+    BudgetExhausted {
+        /// The budget's mode.
+        mode: RetryBudgetMode,
+        /// What the retry was for.
+        cause: RetryCause,
+    },
+    /// The adaptive throttle refused the request.
+    Throttled {
+        /// The rejection probability it drew against.
+        probability: f64,
+    },
+    /// A retry driver call in the wrong phase.
+    Phase(RetryDriverError),
+    /// A `grpc-timeout` value was refused.
+    GrpcTimeout(GrpcTimeoutError),
+    /// A milliseconds header value was refused.
+    Millis(MillisError),
 }
 
 /// A failure: its code and detail. `Display` gives the full message bindings show.
@@ -231,10 +279,18 @@ impl Failure {
         }
     }
 
+    /// A bad enum number for `name`, which accepts `expected`.
+    pub const fn bad_enum(name: &'static str, expected: &'static str) -> Self {
+        Failure::argument(GuardsResult::InvalidEnum, name, expected)
+    }
+
     /// When a refusal says when to retry: the instant (same clock as the call's `now`).
     pub fn retry_at(&self) -> Option<u64> {
         match self.detail {
-            Detail::BreakerRejected(r) => Some(r.retry_at.0),
+            Detail::CircuitBreakerRejected(r) => Some(r.retry_at.0),
+            Detail::KeyedBreakersRejected(r) => Some(r.retry_at.0),
+            Detail::LimiterRejected(r) => Some(r.retry_at.0),
+            Detail::AdmissionRejected(r) => Some(r.retry_at.0),
             _ => None,
         }
     }
@@ -249,19 +305,34 @@ impl From<ConfigError> for Failure {
     }
 }
 
-impl From<BreakerRejected> for Failure {
-    fn from(r: BreakerRejected) -> Self {
+impl From<CircuitBreakerRejected> for Failure {
+    #[inline]
+    fn from(r: CircuitBreakerRejected) -> Self {
         Failure {
             code: match r.reason {
-                BreakerRejectReason::Open => GuardsResult::BreakerOpen,
-                BreakerRejectReason::HalfOpenFull => GuardsResult::BreakerHalfOpenFull,
+                CircuitBreakerRejectReason::Open => GuardsResult::BreakerOpen,
+                CircuitBreakerRejectReason::HalfOpenFull => GuardsResult::BreakerHalfOpenFull,
             },
-            detail: Detail::BreakerRejected(r),
+            detail: Detail::CircuitBreakerRejected(r),
+        }
+    }
+}
+
+impl From<KeyedBreakersRejected> for Failure {
+    fn from(r: KeyedBreakersRejected) -> Self {
+        Failure {
+            code: match r.reason {
+                KeyedBreakersRejectReason::Open => GuardsResult::BreakerOpen,
+                KeyedBreakersRejectReason::HalfOpenFull => GuardsResult::BreakerHalfOpenFull,
+                KeyedBreakersRejectReason::SetFull => GuardsResult::KeyedBreakersFull,
+            },
+            detail: Detail::KeyedBreakersRejected(r),
         }
     }
 }
 
 impl From<BulkheadRejected> for Failure {
+    #[inline]
     fn from(r: BulkheadRejected) -> Self {
         Failure {
             code: GuardsResult::BulkheadFull,
@@ -270,13 +341,75 @@ impl From<BulkheadRejected> for Failure {
     }
 }
 
+impl From<LimiterRejected> for Failure {
+    fn from(r: LimiterRejected) -> Self {
+        Failure {
+            code: match r.reason {
+                LimiterRejectReason::LimitReached => GuardsResult::LimiterLimitReached,
+                LimiterRejectReason::PartitionCap => GuardsResult::LimiterPartitionCap,
+                LimiterRejectReason::ReservedForHigherPriority => GuardsResult::LimiterReserved,
+            },
+            detail: Detail::LimiterRejected(r),
+        }
+    }
+}
+
+impl From<AdmissionRejected> for Failure {
+    fn from(r: AdmissionRejected) -> Self {
+        Failure {
+            code: match r.reason {
+                AdmissionRejectReason::LimitReached => GuardsResult::AdmissionLimitReached,
+                AdmissionRejectReason::Overloaded => GuardsResult::AdmissionOverloaded,
+            },
+            detail: Detail::AdmissionRejected(r),
+        }
+    }
+}
+
+impl From<QueueDisciplineRejected> for Failure {
+    fn from(r: QueueDisciplineRejected) -> Self {
+        Failure {
+            code: GuardsResult::QueueFull,
+            detail: Detail::QueueRejected(r),
+        }
+    }
+}
+
+impl From<RetryDriverError> for Failure {
+    fn from(e: RetryDriverError) -> Self {
+        Failure {
+            code: GuardsResult::WrongPhase,
+            detail: Detail::Phase(e),
+        }
+    }
+}
+
+impl From<GrpcTimeoutError> for Failure {
+    fn from(e: GrpcTimeoutError) -> Self {
+        Failure {
+            code: GuardsResult::InvalidHeader,
+            detail: Detail::GrpcTimeout(e),
+        }
+    }
+}
+
+impl From<MillisError> for Failure {
+    fn from(e: MillisError) -> Self {
+        Failure {
+            code: GuardsResult::InvalidHeader,
+            detail: Detail::Millis(e),
+        }
+    }
+}
+
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.code.message();
         match self.detail {
-            Detail::None => f.write_str(self.code.message()),
+            Detail::None => f.write_str(m),
             Detail::Config(e) => write!(f, "{e}"),
             Detail::Argument { name, expected } => {
-                write!(f, "{}: `{name}` (expected {expected})", self.code.message())
+                write!(f, "{m}: `{name}` (expected {expected})")
             }
             Detail::UnknownField {
                 config,
@@ -284,24 +417,57 @@ impl fmt::Display for Failure {
                 valid,
             } => write!(
                 f,
-                "{}: {config} has no field `{}` (valid fields: {valid})",
-                self.code.message(),
+                "{m}: {config} has no field `{}` (valid fields: {valid})",
                 given.as_str()
             ),
-            Detail::BreakerRejected(r) => write!(
+            Detail::CircuitBreakerRejected(r) => {
+                write!(f, "{m} ({}, retry at {} ns)", r.reason.name(), r.retry_at.0)
+            }
+            Detail::KeyedBreakersRejected(r) => write!(
                 f,
-                "{} ({}, retry at {} ns)",
-                self.code.message(),
+                "{m} (key {:#018x}: {}, retry at {} ns)",
+                r.key,
                 r.reason.name(),
                 r.retry_at.0
             ),
-            Detail::BulkheadRejected(r) => write!(
+            Detail::BulkheadRejected(r) => {
+                write!(f, "{m} ({} of {} in flight)", r.in_flight, r.max_concurrent)
+            }
+            Detail::LimiterRejected(r) => write!(
                 f,
-                "{} ({} of {} in flight)",
-                self.code.message(),
+                "{m} ({}: {} in flight, threshold {} for priority {}, retry at {} ns)",
+                r.reason.name(),
                 r.in_flight,
-                r.max_concurrent
+                r.threshold,
+                r.priority.level(),
+                r.retry_at.0
             ),
+            Detail::AdmissionRejected(r) => write!(
+                f,
+                "{m} ({}: {} inside, threshold {} for priority {}, retry at {} ns)",
+                r.reason.name(),
+                r.in_flight,
+                r.threshold,
+                r.priority.level(),
+                r.retry_at.0
+            ),
+            Detail::QueueRejected(r) => {
+                write!(f, "{m} ({} waiters; waiter {} refused)", r.capacity, r.id)
+            }
+            Detail::BudgetExhausted { mode, cause } => {
+                write!(
+                    f,
+                    "{m} ({} budget, retry after {})",
+                    mode.name(),
+                    cause.name()
+                )
+            }
+            Detail::Throttled { probability } => {
+                write!(f, "{m} (rejection probability {probability:.4})")
+            }
+            Detail::Phase(e) => write!(f, "{m}: {e}"),
+            Detail::GrpcTimeout(e) => write!(f, "{m}: {e} ({})", e.name()),
+            Detail::Millis(e) => write!(f, "{m}: {e} ({})", e.name()),
         }
     }
 }
@@ -337,7 +503,7 @@ mod tests {
     #[test]
     fn numbers_are_fixed_and_unique() {
         let mut seen = std::collections::BTreeMap::new();
-        for c in GuardsResult::ALL {
+        for &c in GuardsResult::ALL {
             if let Some(prev) = seen.insert(c as u32, c) {
                 assert_eq!(prev, c, "two codes share {}", c as u32);
             }
@@ -350,6 +516,9 @@ mod tests {
             (GuardsResult::OutOfMemory, 3),
             (GuardsResult::InvalidEnum, 4),
             (GuardsResult::InvalidArgument, 5),
+            (GuardsResult::WrongPhase, 6),
+            (GuardsResult::BufferTooSmall, 7),
+            (GuardsResult::InvalidHeader, 8),
             (GuardsResult::ConfigNotFinite, 100),
             (GuardsResult::ConfigNegative, 101),
             (GuardsResult::ConfigZero, 102),
@@ -364,15 +533,34 @@ mod tests {
             (GuardsResult::PermitSlotsExhausted, 203),
             (GuardsResult::BreakerOpen, 300),
             (GuardsResult::BreakerHalfOpenFull, 301),
+            (GuardsResult::KeyedBreakersFull, 302),
             (GuardsResult::BulkheadFull, 310),
+            (GuardsResult::LimiterLimitReached, 320),
+            (GuardsResult::LimiterPartitionCap, 321),
+            (GuardsResult::LimiterReserved, 322),
+            (GuardsResult::AdmissionLimitReached, 330),
+            (GuardsResult::AdmissionOverloaded, 331),
+            (GuardsResult::QueueFull, 340),
+            (GuardsResult::RetryBudgetExhausted, 350),
+            (GuardsResult::Throttled, 360),
+            (GuardsResult::NoData, 400),
+            (GuardsResult::NotFound, 401),
+            (GuardsResult::Empty, 402),
         ];
         for (c, n) in fixed {
             assert_eq!(c as u32, n, "{c:?}");
             assert_eq!(GuardsResult::from_u32(n), Some(c));
         }
         assert_eq!(seen.len(), fixed.len());
-        assert_eq!(GuardsResult::from_u32(6), None);
+        assert_eq!(GuardsResult::from_u32(9), None);
         assert_eq!(GuardsResult::message_of(9999), "unknown result code");
+    }
+
+    #[test]
+    fn c_messages_are_the_messages() {
+        for &c in GuardsResult::ALL {
+            assert_eq!(c.message_cstr().to_str().unwrap(), c.message(), "{c:?}");
+        }
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! - [`permit`]: take-once permits: a lock-free slot table for C's plain-data permits and
 //!   an owning take-once cell for Python and Node;
 //! - [`schema`]: one schema per config (name, unit, default, range, doc) and a builder from
-//!   (name, value) pairs whose errors name the field.
+//!   (name, value) pairs whose errors name the field;
+//! - [`seed`]: a fresh random seed for a binding's jitter generator.
 //!
 //! [`c`] is the C ABI over that layer; [`names`] is the one place core's type names come
 //! from.
@@ -39,10 +40,12 @@
 
 pub mod clock;
 pub mod error;
+#[macro_use]
 pub mod handle;
 pub mod names;
 pub mod permit;
 pub mod schema;
+pub mod seed;
 pub(crate) mod sync;
 
 pub mod c;

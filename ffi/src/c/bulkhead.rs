@@ -14,7 +14,7 @@
 //! guards_bulkhead_free(h);
 //! ```
 
-use super::{arg, boundary, guards_permit, Out};
+use super::{call, call_out, config_default, free_handle, guards_permit, new_handle, read};
 use crate::error::{Failure, GuardsResult};
 use crate::handle::InPlace;
 use crate::names::{Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadStats};
@@ -26,6 +26,22 @@ use crate::permit::PermitSlots;
 pub struct guards_bulkhead_config {
     /// How many calls may be in flight at once (default 12; 1..=4294967295).
     pub max_concurrent: u64,
+}
+
+impl guards_bulkhead_config {
+    /// Core's config (validated by core when the bulkhead is built).
+    pub fn to_core(&self) -> BulkheadConfig {
+        BulkheadConfig {
+            max_concurrent: self.max_concurrent,
+        }
+    }
+
+    /// The C form of core's config.
+    pub fn of_core(c: &BulkheadConfig) -> Self {
+        guards_bulkhead_config {
+            max_concurrent: c.max_concurrent,
+        }
+    }
 }
 
 /// A bulkhead's counters (relaxed snapshots, readable while traffic flows).
@@ -63,14 +79,12 @@ pub struct guards_bulkhead {
 impl guards_bulkhead {
     /// Build from a C config.
     pub fn new(cfg: &guards_bulkhead_config) -> Result<Self, Failure> {
-        let config = BulkheadConfig {
-            max_concurrent: cfg.max_concurrent,
-        };
-        config.validate()?;
+        let config = cfg.to_core();
+        let bulkhead = InPlace::<Bulkhead>::new(config)?;
         // No more permits than the cap can ever be out at once.
-        let limit = u32::try_from(cfg.max_concurrent).unwrap_or(u32::MAX);
+        let limit = u32::try_from(config.max_concurrent).unwrap_or(u32::MAX);
         Ok(guards_bulkhead {
-            bulkhead: InPlace::new(config)?,
+            bulkhead,
             permits: PermitSlots::with_limit(limit),
         })
     }
@@ -86,6 +100,16 @@ impl guards_bulkhead {
                 Err(Failure::code(code))
             }
         }
+    }
+
+    /// Give `permit` back with `outcome` (core's `report`: a bulkhead releases the slot
+    /// whatever the outcome), once.
+    #[inline]
+    pub fn report(&self, permit: &guards_permit, outcome: u32) -> Result<(), Failure> {
+        let outcome = super::outcome(outcome)?;
+        let p = self.permits.take(permit.token()).map_err(Failure::code)?;
+        self.bulkhead.report(p, outcome);
+        Ok(())
     }
 
     /// Release `permit`, once.
@@ -115,17 +139,12 @@ impl guards_bulkhead {
 pub unsafe extern "C" fn guards_bulkhead_config_default(
     out: *mut guards_bulkhead_config,
 ) -> GuardsResult {
-    boundary(|| {
-        let out = Out::new(out, "out")?;
-        let c = crate::schema::bulkhead_defaults();
-        // SAFETY: valid for writes (caller's contract).
-        unsafe {
-            out.set(guards_bulkhead_config {
-                max_concurrent: c.max_concurrent,
-            })
-        };
-        Ok(())
-    })
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        config_default(out, || {
+            guards_bulkhead_config::of_core(&crate::schema::bulkhead_defaults())
+        })
+    }
 }
 
 /// Build a bulkhead from `config` into `*out`. Errors: `NULL_ARGUMENT`, `CONFIG_*` naming
@@ -138,36 +157,24 @@ pub unsafe extern "C" fn guards_bulkhead_new(
     config: *const guards_bulkhead_config,
     out: *mut *mut guards_bulkhead,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let config = unsafe { arg(config, "config") }?;
-        let out = Out::new(out, "out")?;
-        let h = Box::new(guards_bulkhead::new(config)?);
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(Box::into_raw(h)) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract, passed on.
+    unsafe { new_handle(config, out, guards_bulkhead::new) }
 }
 
-/// Free a bulkhead (NULL is a no-op).
+/// Free a bulkhead (NULL is a no-op). Its outstanding permits become invalid.
 ///
 /// # Safety
 /// `h` must be NULL or a handle from `guards_bulkhead_new` not freed before, and no other
 /// thread may use it during or after this call.
 #[no_mangle]
 pub unsafe extern "C" fn guards_bulkhead_free(h: *mut guards_bulkhead) {
-    if h.is_null() {
-        return;
-    }
-    let _ = boundary(|| {
-        // SAFETY: from `Box::into_raw` in `guards_bulkhead_new`, freed once.
-        drop(unsafe { Box::from_raw(h) });
-        Ok(())
-    });
+    // SAFETY: the caller's contract, passed on.
+    unsafe { free_handle(h) }
 }
 
 /// Take a slot: `GUARDS_RESULT_OK` with a permit in `*out` (give it back once with
-/// `guards_bulkhead_release`), or `GUARDS_RESULT_BULKHEAD_FULL`.
+/// `guards_bulkhead_release` or `guards_bulkhead_report`), or
+/// `GUARDS_RESULT_BULKHEAD_FULL`.
 ///
 /// # Safety
 /// `h` must be NULL or a live handle; `out` NULL or valid for writes.
@@ -176,15 +183,8 @@ pub unsafe extern "C" fn guards_bulkhead_try_acquire(
     h: *mut guards_bulkhead,
     out: *mut guards_permit,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let h = unsafe { arg(h.cast_const(), "bulkhead") }?;
-        let out = Out::new(out, "out")?;
-        let p = h.try_acquire()?;
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(p) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract, passed on.
+    unsafe { call_out(h, "bulkhead", out, guards_bulkhead::try_acquire) }
 }
 
 /// Give the slot of `permit` back, once: again, or to another guard, is refused
@@ -197,11 +197,25 @@ pub unsafe extern "C" fn guards_bulkhead_release(
     h: *mut guards_bulkhead,
     permit: guards_permit,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let h = unsafe { arg(h.cast_const(), "bulkhead") }?;
-        h.release(&permit)
-    })
+    // SAFETY: the caller's contract, passed on.
+    unsafe { call(h, "bulkhead", |h| h.release(&permit)) }
+}
+
+/// Give the slot of `permit` back with how the call ended (`outcome`: a `guards_outcome`;
+/// the call contract releases the slot whatever the outcome, so this is
+/// `guards_bulkhead_release` with the outcome checked). Once, as for `_release`; an
+/// invalid `outcome` (`INVALID_ENUM`) leaves the permit outstanding.
+///
+/// # Safety
+/// `h` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn guards_bulkhead_report(
+    h: *mut guards_bulkhead,
+    permit: guards_permit,
+    outcome: u32,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { call(h, "bulkhead", |h| h.report(&permit, outcome)) }
 }
 
 /// The counters into `*out`; safe to call while other threads use the bulkhead.
@@ -213,12 +227,23 @@ pub unsafe extern "C" fn guards_bulkhead_get_stats(
     h: *const guards_bulkhead,
     out: *mut guards_bulkhead_stats,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let h = unsafe { arg(h, "bulkhead") }?;
-        let out = Out::new(out, "out")?;
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(h.bulkhead.stats().into()) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract, passed on.
+    unsafe { read(h, "bulkhead", out, |h| h.bulkhead.stats().into()) }
+}
+
+/// The config the bulkhead was built with.
+///
+/// # Safety
+/// `h` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_bulkhead_get_config(
+    h: *const guards_bulkhead,
+    out: *mut guards_bulkhead_config,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        read(h, "bulkhead", out, |h| {
+            guards_bulkhead_config::of_core(h.bulkhead.config())
+        })
+    }
 }
