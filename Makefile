@@ -118,16 +118,19 @@ header-check: header
 test-c: header-check test-c-plain test-c-shared test-c-valgrind test-c-sanitize test-c-cxx test-c-install
 	@echo "C suite: plain, shared, valgrind, ASan/UBSan, C++ header, installed with pkg-config: all passed"
 
-$(C_TESTS)/test_guards: ffi/tests/c/test_guards.c include/guards.h ffi-lib
+# The C suite: one file per guard plus main.c (ffi/tests/c/test.h).
+C_SUITE := $(sort $(wildcard ffi/tests/c/*.c))
+
+$(C_TESTS)/test_guards: $(C_SUITE) ffi/tests/c/test.h include/guards.h ffi-lib
 	@mkdir -p $(C_TESTS)
-	$(CC) $(C_WARN) -O2 -g -Iinclude $< $(STATIC_LINK) -pthread -o $@
+	$(CC) $(C_WARN) -O2 -g -Iinclude -Iffi/tests/c $(C_SUITE) $(STATIC_LINK) -pthread -lm -o $@
 
 test-c-plain: $(C_TESTS)/test_guards
 	$(C_TESTS)/test_guards
 
 test-c-shared: ffi-lib
 	@mkdir -p $(C_TESTS)
-	$(CC) $(C_WARN) -O2 -g -Iinclude ffi/tests/c/test_guards.c -L$(FFI_OUT) -lguards \
+	$(CC) $(C_WARN) -O2 -g -Iinclude $(C_SUITE) -L$(FFI_OUT) -lguards \
 	  -Wl,-rpath,$(FFI_OUT) -pthread -lm -o $(C_TESTS)/test_guards_shared
 	$(C_TESTS)/test_guards_shared
 
@@ -138,7 +141,7 @@ test-c-valgrind: $(C_TESTS)/test_guards
 test-c-sanitize: ffi-lib
 	@mkdir -p $(C_TESTS)
 	$(CC) $(C_WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-	  -fno-sanitize-recover=all -Iinclude ffi/tests/c/test_guards.c $(STATIC_LINK) -pthread \
+	  -fno-sanitize-recover=all -Iinclude $(C_SUITE) $(STATIC_LINK) -pthread -lm \
 	  -o $(C_TESTS)/test_guards_asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  $(C_TESTS)/test_guards_asan
@@ -156,10 +159,10 @@ test-c-install: ffi-lib
 	rm -rf $(INSTALL_TEST)
 	$(MAKE) -s install PREFIX=$(INSTALL_TEST)
 	PKG_CONFIG_PATH=$(INSTALL_TEST)/lib/pkgconfig; export PKG_CONFIG_PATH; \
-	$(CC) $(C_WARN) -O2 ffi/tests/c/test_guards.c $$(pkg-config --cflags --libs guards) \
+	$(CC) $(C_WARN) -O2 $(C_SUITE) $$(pkg-config --cflags --libs guards) \
 	  -Wl,-rpath,$(INSTALL_TEST)/lib -pthread -lm -o $(C_TESTS)/test_guards_pc_shared && \
 	$(C_TESTS)/test_guards_pc_shared && \
-	$(CC) $(C_WARN) -O2 ffi/tests/c/test_guards.c $$(pkg-config --cflags guards) \
+	$(CC) $(C_WARN) -O2 $(C_SUITE) $$(pkg-config --cflags guards) \
 	  $(INSTALL_TEST)/lib/libguards.a $$(pkg-config --libs-only-l --static guards | sed 's/-lguards//') \
 	  -pthread -o $(C_TESTS)/test_guards_pc_static && \
 	$(C_TESTS)/test_guards_pc_static

@@ -42,6 +42,175 @@
 #define GUARDS_HTTP_DATE_MAX 30
 
 /**
+ * What a call returned. `#[repr(u32)]` with fixed numbers: `GUARDS_RESULT_OK` is 0, and a
+ * number, once given, keeps its meaning forever (retired ones stay reserved).
+ */
+enum guards_result
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Success.
+   */
+  GUARDS_RESULT_OK = 0,
+  /**
+   * A required pointer argument (handle, config or output) was NULL.
+   */
+  GUARDS_RESULT_NULL_ARGUMENT = 1,
+  /**
+   * A Rust panic was caught at the API boundary (a bug in guards; please report it).
+   */
+  GUARDS_RESULT_PANIC = 2,
+  /**
+   * Memory for a guard could not be allocated.
+   */
+  GUARDS_RESULT_OUT_OF_MEMORY = 3,
+  /**
+   * An enum number (outcome, window kind, ...) is not one of the defined values.
+   */
+  GUARDS_RESULT_INVALID_ENUM = 4,
+  /**
+   * An argument is outside its domain (a NaN quantile, a priority above 7, a misaligned
+   * pointer, ...).
+   */
+  GUARDS_RESULT_INVALID_ARGUMENT = 5,
+  /**
+   * The call is not allowed in the object's current phase (a retry driver's `report`
+   * with no attempt out, anything after it finished); nothing was changed.
+   */
+  GUARDS_RESULT_WRONG_PHASE = 6,
+  /**
+   * An output buffer is too small for the value; nothing was written to it (the length
+   * output, when there is one, says how many bytes are needed).
+   */
+  GUARDS_RESULT_BUFFER_TOO_SMALL = 7,
+  /**
+   * A header value could not be parsed (the detail names the rule it broke).
+   */
+  GUARDS_RESULT_INVALID_HEADER = 8,
+  /**
+   * A config value is NaN or infinite.
+   */
+  GUARDS_RESULT_CONFIG_NOT_FINITE = 100,
+  /**
+   * A config value is negative where only non-negative values make sense.
+   */
+  GUARDS_RESULT_CONFIG_NEGATIVE = 101,
+  /**
+   * A config value is zero where it must be positive.
+   */
+  GUARDS_RESULT_CONFIG_ZERO = 102,
+  /**
+   * A config value is outside its documented range.
+   */
+  GUARDS_RESULT_CONFIG_OUT_OF_RANGE = 103,
+  /**
+   * A config value contradicts another field.
+   */
+  GUARDS_RESULT_CONFIG_INCONSISTENT = 104,
+  /**
+   * A config field name is not one of the config's fields.
+   */
+  GUARDS_RESULT_CONFIG_UNKNOWN_FIELD = 105,
+  /**
+   * A config value has the wrong type for its field (a string for a number, ...).
+   */
+  GUARDS_RESULT_CONFIG_WRONG_TYPE = 106,
+  /**
+   * A config value is invalid for a reason this version does not name.
+   */
+  GUARDS_RESULT_CONFIG_INVALID = 107,
+  /**
+   * The permit (or receipt) was already reported (or released): nothing was counted
+   * again.
+   */
+  GUARDS_RESULT_PERMIT_ALREADY_REPORTED = 200,
+  /**
+   * The permit (or receipt) was issued by another guard: nothing was counted.
+   */
+  GUARDS_RESULT_PERMIT_WRONG_GUARD = 201,
+  /**
+   * The permit (or receipt) was never issued by this guard (a zeroed or corrupted one).
+   */
+  GUARDS_RESULT_PERMIT_UNKNOWN = 202,
+  /**
+   * No permit slot could be allocated (over 2^31 permits in flight, or out of memory);
+   * the guard was left as if the call had not been made.
+   */
+  GUARDS_RESULT_PERMIT_SLOTS_EXHAUSTED = 203,
+  /**
+   * Refused: the circuit breaker is open.
+   */
+  GUARDS_RESULT_BREAKER_OPEN = 300,
+  /**
+   * Refused: the circuit breaker is half-open and every probe slot is taken.
+   */
+  GUARDS_RESULT_BREAKER_HALF_OPEN_FULL = 301,
+  /**
+   * Refused: the keyed breaker set has no breaker for the key and no free slot.
+   */
+  GUARDS_RESULT_KEYED_BREAKERS_FULL = 302,
+  /**
+   * Refused: the bulkhead is at its cap.
+   */
+  GUARDS_RESULT_BULKHEAD_FULL = 310,
+  /**
+   * Refused: the limiter's calls in flight reached its limit.
+   */
+  GUARDS_RESULT_LIMITER_LIMIT_REACHED = 320,
+  /**
+   * Refused: the calls in flight reached the fixed cap of the call's priority.
+   */
+  GUARDS_RESULT_LIMITER_PARTITION_CAP = 321,
+  /**
+   * Refused: the rest of the limit is reserved for more important priorities.
+   */
+  GUARDS_RESULT_LIMITER_RESERVED = 322,
+  /**
+   * Refused at the door: the calls inside reached this priority's fixed limit.
+   */
+  GUARDS_RESULT_ADMISSION_LIMIT_REACHED = 330,
+  /**
+   * Refused at the door: the calls inside reached the adaptive limit (or this
+   * priority's share of it).
+   */
+  GUARDS_RESULT_ADMISSION_OVERLOADED = 331,
+  /**
+   * Refused: the wait queue holds `capacity` waiters.
+   */
+  GUARDS_RESULT_QUEUE_FULL = 340,
+  /**
+   * Refused: the retry budget has no tokens for this retry (or hedge).
+   */
+  GUARDS_RESULT_RETRY_BUDGET_EXHAUSTED = 350,
+  /**
+   * Refused locally by the adaptive throttle (the backend accepts too little of what it
+   * is sent).
+   */
+  GUARDS_RESULT_THROTTLED = 360,
+  /**
+   * Nothing to answer yet: too few latency samples.
+   */
+  GUARDS_RESULT_NO_DATA = 400,
+  /**
+   * No such entry (a key never inserted, an id not queued).
+   */
+  GUARDS_RESULT_NOT_FOUND = 401,
+  /**
+   * Nothing to return: the queue is empty.
+   */
+  GUARDS_RESULT_EMPTY = 402,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_result guards_result;
+#else
+typedef uint32_t guards_result;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A breaker's state (`guards_circuit_breaker_state`).
  */
 enum guards_breaker_state

@@ -35,134 +35,237 @@ use crate::names::{
 };
 use guards_core::admission::AdmissionRejectReason;
 
-/// Declares [`GuardsResult`] with its fixed numbers and static messages in one list, so a
-/// code, its number and its message cannot drift apart.
-macro_rules! results {
-    ($($(#[$doc:meta])* $name:ident = $n:literal => $msg:literal,)+) => {
-        /// What a call returned. `#[repr(u32)]` with fixed numbers: `GUARDS_RESULT_OK` is 0,
-        /// and a number, once given, keeps its meaning forever (retired ones stay reserved).
-        #[repr(u32)]
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        #[non_exhaustive]
-        pub enum GuardsResult {
-            $($(#[$doc])* $name = $n,)+
-        }
-
-        impl GuardsResult {
-            /// Every code, in numeric order.
-            pub const ALL: &'static [GuardsResult] = &[$(GuardsResult::$name),+];
-
-            /// A static one-line message (what the code means, not which value caused it).
-            pub const fn message(self) -> &'static str {
-                match self {
-                    $(GuardsResult::$name => $msg,)+
-                }
-            }
-
-            /// The message as a NUL-terminated C string (the same text as
-            /// [`message`](Self::message)).
-            pub const fn message_cstr(self) -> &'static std::ffi::CStr {
-                match self {
-                    $(GuardsResult::$name => {
-                        match std::ffi::CStr::from_bytes_with_nul(concat!($msg, "\0").as_bytes()) {
-                            Ok(c) => c,
-                            Err(_) => c"internal error",
-                        }
-                    })+
-                }
-            }
-
-            /// The code numbered `n`, if there is one.
-            pub const fn from_u32(n: u32) -> Option<GuardsResult> {
-                match n {
-                    $($n => Some(GuardsResult::$name),)+
-                    _ => None,
-                }
-            }
-        }
-    };
-}
-
-results! {
+/// What a call returned. `#[repr(u32)]` with fixed numbers: `GUARDS_RESULT_OK` is 0, and a
+/// number, once given, keeps its meaning forever (retired ones stay reserved).
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum GuardsResult {
     /// Success.
-    Ok = 0 => "ok",
+    Ok = 0,
     /// A required pointer argument (handle, config or output) was NULL.
-    NullArgument = 1 => "a required pointer argument was NULL",
+    NullArgument = 1,
     /// A Rust panic was caught at the API boundary (a bug in guards; please report it).
-    Panic = 2 => "internal error: a panic was caught at the API boundary",
+    Panic = 2,
     /// Memory for a guard could not be allocated.
-    OutOfMemory = 3 => "out of memory",
+    OutOfMemory = 3,
     /// An enum number (outcome, window kind, ...) is not one of the defined values.
-    InvalidEnum = 4 => "an enum argument is not one of its defined values",
+    InvalidEnum = 4,
     /// An argument is outside its domain (a NaN quantile, a priority above 7, a misaligned
     /// pointer, ...).
-    InvalidArgument = 5 => "an argument is outside its domain",
+    InvalidArgument = 5,
     /// The call is not allowed in the object's current phase (a retry driver's `report`
     /// with no attempt out, anything after it finished); nothing was changed.
-    WrongPhase = 6 => "the call is not allowed in the current phase",
+    WrongPhase = 6,
     /// An output buffer is too small for the value; nothing was written to it (the length
     /// output, when there is one, says how many bytes are needed).
-    BufferTooSmall = 7 => "the output buffer is too small",
+    BufferTooSmall = 7,
     /// A header value could not be parsed (the detail names the rule it broke).
-    InvalidHeader = 8 => "a header value could not be parsed",
+    InvalidHeader = 8,
     /// A config value is NaN or infinite.
-    ConfigNotFinite = 100 => "invalid config: a value must be a finite number",
+    ConfigNotFinite = 100,
     /// A config value is negative where only non-negative values make sense.
-    ConfigNegative = 101 => "invalid config: a value must not be negative",
+    ConfigNegative = 101,
     /// A config value is zero where it must be positive.
-    ConfigZero = 102 => "invalid config: a value must not be zero",
+    ConfigZero = 102,
     /// A config value is outside its documented range.
-    ConfigOutOfRange = 103 => "invalid config: a value is out of range",
+    ConfigOutOfRange = 103,
     /// A config value contradicts another field.
-    ConfigInconsistent = 104 => "invalid config: a value contradicts another setting",
+    ConfigInconsistent = 104,
     /// A config field name is not one of the config's fields.
-    ConfigUnknownField = 105 => "invalid config: unknown field",
+    ConfigUnknownField = 105,
     /// A config value has the wrong type for its field (a string for a number, ...).
-    ConfigWrongType = 106 => "invalid config: a value has the wrong type",
+    ConfigWrongType = 106,
     /// A config value is invalid for a reason this version does not name.
-    ConfigInvalid = 107 => "invalid config",
+    ConfigInvalid = 107,
     /// The permit (or receipt) was already reported (or released): nothing was counted
     /// again.
-    PermitAlreadyReported = 200 => "the permit was already reported",
+    PermitAlreadyReported = 200,
     /// The permit (or receipt) was issued by another guard: nothing was counted.
-    PermitWrongGuard = 201 => "the permit belongs to another guard",
+    PermitWrongGuard = 201,
     /// The permit (or receipt) was never issued by this guard (a zeroed or corrupted one).
-    PermitUnknown = 202 => "the permit was not issued by this guard",
+    PermitUnknown = 202,
     /// No permit slot could be allocated (over 2^31 permits in flight, or out of memory);
     /// the guard was left as if the call had not been made.
-    PermitSlotsExhausted = 203 => "no permit slot could be allocated",
+    PermitSlotsExhausted = 203,
     /// Refused: the circuit breaker is open.
-    BreakerOpen = 300 => "refused: the circuit breaker is open",
+    BreakerOpen = 300,
     /// Refused: the circuit breaker is half-open and every probe slot is taken.
-    BreakerHalfOpenFull = 301 => "refused: the circuit breaker is half-open and all probes are taken",
+    BreakerHalfOpenFull = 301,
     /// Refused: the keyed breaker set has no breaker for the key and no free slot.
-    KeyedBreakersFull = 302 => "refused: the keyed breaker set is full",
+    KeyedBreakersFull = 302,
     /// Refused: the bulkhead is at its cap.
-    BulkheadFull = 310 => "refused: the bulkhead is full",
+    BulkheadFull = 310,
     /// Refused: the limiter's calls in flight reached its limit.
-    LimiterLimitReached = 320 => "refused: the limiter is at its limit",
+    LimiterLimitReached = 320,
     /// Refused: the calls in flight reached the fixed cap of the call's priority.
-    LimiterPartitionCap = 321 => "refused: the priority's cap on calls in flight is reached",
+    LimiterPartitionCap = 321,
     /// Refused: the rest of the limit is reserved for more important priorities.
-    LimiterReserved = 322 => "refused: the rest of the limit is reserved for higher priorities",
+    LimiterReserved = 322,
     /// Refused at the door: the calls inside reached this priority's fixed limit.
-    AdmissionLimitReached = 330 => "refused at the door: the priority's limit is reached",
+    AdmissionLimitReached = 330,
     /// Refused at the door: the calls inside reached the adaptive limit (or this
     /// priority's share of it).
-    AdmissionOverloaded = 331 => "refused at the door: overloaded",
+    AdmissionOverloaded = 331,
     /// Refused: the wait queue holds `capacity` waiters.
-    QueueFull = 340 => "refused: the wait queue is full",
+    QueueFull = 340,
     /// Refused: the retry budget has no tokens for this retry (or hedge).
-    RetryBudgetExhausted = 350 => "refused: the retry budget is exhausted",
+    RetryBudgetExhausted = 350,
     /// Refused locally by the adaptive throttle (the backend accepts too little of what it
     /// is sent).
-    Throttled = 360 => "refused: throttled locally",
+    Throttled = 360,
     /// Nothing to answer yet: too few latency samples.
-    NoData = 400 => "no data yet",
+    NoData = 400,
     /// No such entry (a key never inserted, an id not queued).
-    NotFound = 401 => "not found",
+    NotFound = 401,
     /// Nothing to return: the queue is empty.
-    Empty = 402 => "empty",
+    Empty = 402,
+}
+
+impl GuardsResult {
+    /// Every code, in numeric order.
+    pub const ALL: &'static [GuardsResult] = &[
+        GuardsResult::Ok,
+        GuardsResult::NullArgument,
+        GuardsResult::Panic,
+        GuardsResult::OutOfMemory,
+        GuardsResult::InvalidEnum,
+        GuardsResult::InvalidArgument,
+        GuardsResult::WrongPhase,
+        GuardsResult::BufferTooSmall,
+        GuardsResult::InvalidHeader,
+        GuardsResult::ConfigNotFinite,
+        GuardsResult::ConfigNegative,
+        GuardsResult::ConfigZero,
+        GuardsResult::ConfigOutOfRange,
+        GuardsResult::ConfigInconsistent,
+        GuardsResult::ConfigUnknownField,
+        GuardsResult::ConfigWrongType,
+        GuardsResult::ConfigInvalid,
+        GuardsResult::PermitAlreadyReported,
+        GuardsResult::PermitWrongGuard,
+        GuardsResult::PermitUnknown,
+        GuardsResult::PermitSlotsExhausted,
+        GuardsResult::BreakerOpen,
+        GuardsResult::BreakerHalfOpenFull,
+        GuardsResult::KeyedBreakersFull,
+        GuardsResult::BulkheadFull,
+        GuardsResult::LimiterLimitReached,
+        GuardsResult::LimiterPartitionCap,
+        GuardsResult::LimiterReserved,
+        GuardsResult::AdmissionLimitReached,
+        GuardsResult::AdmissionOverloaded,
+        GuardsResult::QueueFull,
+        GuardsResult::RetryBudgetExhausted,
+        GuardsResult::Throttled,
+        GuardsResult::NoData,
+        GuardsResult::NotFound,
+        GuardsResult::Empty,
+    ];
+
+    /// The code numbered `n`, if there is one.
+    pub const fn from_u32(n: u32) -> Option<GuardsResult> {
+        Some(match n {
+            0 => GuardsResult::Ok,
+            1 => GuardsResult::NullArgument,
+            2 => GuardsResult::Panic,
+            3 => GuardsResult::OutOfMemory,
+            4 => GuardsResult::InvalidEnum,
+            5 => GuardsResult::InvalidArgument,
+            6 => GuardsResult::WrongPhase,
+            7 => GuardsResult::BufferTooSmall,
+            8 => GuardsResult::InvalidHeader,
+            100 => GuardsResult::ConfigNotFinite,
+            101 => GuardsResult::ConfigNegative,
+            102 => GuardsResult::ConfigZero,
+            103 => GuardsResult::ConfigOutOfRange,
+            104 => GuardsResult::ConfigInconsistent,
+            105 => GuardsResult::ConfigUnknownField,
+            106 => GuardsResult::ConfigWrongType,
+            107 => GuardsResult::ConfigInvalid,
+            200 => GuardsResult::PermitAlreadyReported,
+            201 => GuardsResult::PermitWrongGuard,
+            202 => GuardsResult::PermitUnknown,
+            203 => GuardsResult::PermitSlotsExhausted,
+            300 => GuardsResult::BreakerOpen,
+            301 => GuardsResult::BreakerHalfOpenFull,
+            302 => GuardsResult::KeyedBreakersFull,
+            310 => GuardsResult::BulkheadFull,
+            320 => GuardsResult::LimiterLimitReached,
+            321 => GuardsResult::LimiterPartitionCap,
+            322 => GuardsResult::LimiterReserved,
+            330 => GuardsResult::AdmissionLimitReached,
+            331 => GuardsResult::AdmissionOverloaded,
+            340 => GuardsResult::QueueFull,
+            350 => GuardsResult::RetryBudgetExhausted,
+            360 => GuardsResult::Throttled,
+            400 => GuardsResult::NoData,
+            401 => GuardsResult::NotFound,
+            402 => GuardsResult::Empty,
+            _ => return None,
+        })
+    }
+
+    /// The static one-line message (what the code means, not which value caused it) as a
+    /// NUL-terminated C string: the one place the messages are written.
+    pub const fn message_cstr(self) -> &'static std::ffi::CStr {
+        match self {
+            GuardsResult::Ok => c"ok",
+            GuardsResult::NullArgument => c"a required pointer argument was NULL",
+            GuardsResult::Panic => c"internal error: a panic was caught at the API boundary",
+            GuardsResult::OutOfMemory => c"out of memory",
+            GuardsResult::InvalidEnum => c"an enum argument is not one of its defined values",
+            GuardsResult::InvalidArgument => c"an argument is outside its domain",
+            GuardsResult::WrongPhase => c"the call is not allowed in the current phase",
+            GuardsResult::BufferTooSmall => c"the output buffer is too small",
+            GuardsResult::InvalidHeader => c"a header value could not be parsed",
+            GuardsResult::ConfigNotFinite => c"invalid config: a value must be a finite number",
+            GuardsResult::ConfigNegative => c"invalid config: a value must not be negative",
+            GuardsResult::ConfigZero => c"invalid config: a value must not be zero",
+            GuardsResult::ConfigOutOfRange => c"invalid config: a value is out of range",
+            GuardsResult::ConfigInconsistent => {
+                c"invalid config: a value contradicts another setting"
+            }
+            GuardsResult::ConfigUnknownField => c"invalid config: unknown field",
+            GuardsResult::ConfigWrongType => c"invalid config: a value has the wrong type",
+            GuardsResult::ConfigInvalid => c"invalid config",
+            GuardsResult::PermitAlreadyReported => c"the permit was already reported",
+            GuardsResult::PermitWrongGuard => c"the permit belongs to another guard",
+            GuardsResult::PermitUnknown => c"the permit was not issued by this guard",
+            GuardsResult::PermitSlotsExhausted => c"no permit slot could be allocated",
+            GuardsResult::BreakerOpen => c"refused: the circuit breaker is open",
+            GuardsResult::BreakerHalfOpenFull => {
+                c"refused: the circuit breaker is half-open and all probes are taken"
+            }
+            GuardsResult::KeyedBreakersFull => c"refused: the keyed breaker set is full",
+            GuardsResult::BulkheadFull => c"refused: the bulkhead is full",
+            GuardsResult::LimiterLimitReached => c"refused: the limiter is at its limit",
+            GuardsResult::LimiterPartitionCap => {
+                c"refused: the priority's cap on calls in flight is reached"
+            }
+            GuardsResult::LimiterReserved => {
+                c"refused: the rest of the limit is reserved for higher priorities"
+            }
+            GuardsResult::AdmissionLimitReached => {
+                c"refused at the door: the priority's limit is reached"
+            }
+            GuardsResult::AdmissionOverloaded => c"refused at the door: overloaded",
+            GuardsResult::QueueFull => c"refused: the wait queue is full",
+            GuardsResult::RetryBudgetExhausted => c"refused: the retry budget is exhausted",
+            GuardsResult::Throttled => c"refused: throttled locally",
+            GuardsResult::NoData => c"no data yet",
+            GuardsResult::NotFound => c"not found",
+            GuardsResult::Empty => c"empty",
+        }
+    }
+
+    /// The static one-line message (what the code means, not which value caused it).
+    pub const fn message(self) -> &'static str {
+        match self.message_cstr().to_str() {
+            Ok(s) => s,
+            Err(_) => "",
+        }
+    }
 }
 
 impl GuardsResult {
