@@ -929,4 +929,98 @@ mod tests {
         }
         assert!(priority(7).is_ok() && priority(8).is_err() && priority(u32::MAX).is_err());
     }
+
+    /// Every C enum whose values are written with `as u32` from core's enum has core's
+    /// numbers, in core's order.
+    #[test]
+    fn c_enums_of_submodules_are_cores_numbers() {
+        use crate::names::*;
+        use guards_core::hedging::HedgeRefusal;
+        fn same<C: Copy, R: Copy>(c: &[C], r: &[R], cn: impl Fn(C) -> u32, rn: impl Fn(R) -> u32) {
+            assert_eq!(c.len(), r.len());
+            for (a, b) in c.iter().zip(r) {
+                assert_eq!(cn(*a), rn(*b));
+            }
+        }
+        use super::brownout::guards_brownout_decision as BD;
+        same(
+            &[BD::ServeFallback, BD::FailFast, BD::Proceed],
+            &BrownoutDecision::ALL,
+            |c| c as u32,
+            |r| r as u32,
+        );
+        use super::circuit_breaker::{guards_breaker_state as BS, guards_window_kind as WK};
+        same(
+            &[BS::Closed, BS::Open, BS::HalfOpen],
+            &BreakerState::ALL,
+            |c| c as u32,
+            |r| r as u32,
+        );
+        same(
+            &[WK::Count, WK::Time],
+            &WindowKind::ALL,
+            |c| c as u32,
+            |r| r as u32,
+        );
+        use super::backoff::guards_jitter as J;
+        same(
+            &[J::None, J::Full, J::Equal, J::Decorrelated],
+            &Jitter::ALL,
+            |c| c as u32,
+            |r| r as u32,
+        );
+        use super::retry_policy::guards_unkeyed_side_effects as U;
+        same(
+            &[U::Never, U::RetryThrottled],
+            &UnkeyedSideEffects::ALL,
+            |c| c as u32,
+            |r| r as u32,
+        );
+        use super::retry_budget::guards_retry_budget_mode as M;
+        same(
+            &[M::TokenBucket, M::Grpc, M::Aws, M::Windowed],
+            &RetryBudgetMode::ALL,
+            |c| c as u32,
+            |r| r as u32,
+        );
+        use super::retry_driver::guards_retry_phase as P;
+        same(
+            &[P::Idle, P::Attempting, P::Waiting, P::Succeeded, P::GaveUp],
+            &RetryPhase::ALL,
+            |c| c as u32,
+            |r| r as u32,
+        );
+        use super::limiter::guards_limit_algorithm as L;
+        same(
+            &[L::Fixed, L::Aimd, L::Vegas, L::Gradient],
+            &LimitAlgorithm::ALL,
+            |c| c as u32,
+            |r| r as u32,
+        );
+        use super::queue_discipline::{guards_drop_reason as D, guards_serve_order as O};
+        same(
+            &[O::Fifo, O::Lifo],
+            &ServeOrder::ALL,
+            |c| c as u32,
+            |r| r as u32,
+        );
+        same(
+            &[D::AgeLimit, D::Deadline],
+            &DropReason::ALL,
+            |c| c as u32,
+            |r| r as u32,
+        );
+        use super::hedging::guards_hedge_refusal as H;
+        same(
+            &[
+                H::NotIdempotent,
+                H::LimitReached,
+                H::NoLatencyData,
+                H::BudgetExhausted,
+            ],
+            &HedgeRefusal::ALL,
+            |c| c as u32,
+            |r| r as u32,
+        );
+    }
 }
