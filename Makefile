@@ -18,7 +18,7 @@ MATURIN_TARGET := $(TARGET)/maturin
 
 .PHONY: demo test fmt-check clippy test-rust test-loom test-nostd test-python python bench help \
 	ffi-lib header header-check test-c test-c-plain test-c-shared test-c-valgrind test-c-sanitize \
-	test-c-cxx test-c-install install
+	test-c-cxx test-c-install test-c-example install
 
 help:
 	@echo "make demo   - run the demo"
@@ -115,8 +115,9 @@ header-check: header
 	@git diff --exit-code -- include/guards.h \
 	  || (echo "include/guards.h is out of date: run 'make header' and commit it" && false)
 
-test-c: header-check test-c-plain test-c-shared test-c-valgrind test-c-sanitize test-c-cxx test-c-install
-	@echo "C suite: plain, shared, valgrind, ASan/UBSan, C++ header, installed with pkg-config: all passed"
+test-c: header-check test-c-plain test-c-shared test-c-valgrind test-c-sanitize test-c-cxx test-c-install \
+	test-c-example
+	@echo "C suite: plain, shared, valgrind, ASan/UBSan, C++ header, installed with pkg-config, example server: all passed"
 
 # The C suite: one file per guard plus main.c (ffi/tests/c/test.h).
 C_SUITE := $(sort $(wildcard ffi/tests/c/*.c))
@@ -166,6 +167,14 @@ test-c-install: ffi-lib
 	  $(INSTALL_TEST)/lib/libguards.a $$(pkg-config --libs-only-l --static guards | sed 's/-lguards//') \
 	  -pthread -o $(C_TESTS)/test_guards_pc_static && \
 	$(C_TESTS)/test_guards_pc_static
+
+# examples/c: the HTTP server built the way its README says (against the installed
+# library, with pkg-config), with ASan/LeakSanitizer, driven on loopback by test_server.py.
+test-c-example: test-c-install
+	PKG_CONFIG_PATH=$(INSTALL_TEST)/lib/pkgconfig $(MAKE) -s -C examples/c SANITIZE=1 \
+	  OUT=$(C_TESTS)/guards-server-asan
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  $(PYTHON) examples/c/test_server.py $(C_TESTS)/guards-server-asan
 
 # Install the header, both libraries and guards.pc under $(PREFIX) (DESTDIR honoured).
 install: ffi-lib
