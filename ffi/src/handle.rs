@@ -361,13 +361,13 @@ impl AnyBreaker {
     }
 
     /// Core's `try_acquire`.
-    #[inline]
+    #[inline(always)]
     pub fn try_acquire(&self, now: Nanos) -> Result<CircuitBreakerPermit, CircuitBreakerRejected> {
         with_breaker!(self, b => b.try_acquire(now))
     }
 
     /// Core's `report`: the call contract decides what `outcome` does to the permit.
-    #[inline]
+    #[inline(always)]
     pub fn report(&self, p: CircuitBreakerPermit, outcome: Outcome, now: Nanos) -> OutcomeEffect {
         with_breaker!(self, b => b.report(p, outcome, now))
     }

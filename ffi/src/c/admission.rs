@@ -20,7 +20,8 @@
 
 use super::limiter::guards_limit_config;
 use super::{
-    call, call_out, config_default, free_handle, guards_permit, new_handle, priority, read,
+    config_default, fail_arg, fail_code, fail_with, free_handle, guards_permit, hot, hot_out_ok,
+    hot_outcome, hot_priority, hot_ref, new_handle, read,
 };
 use crate::error::{Failure, GuardsResult};
 use crate::handle::InPlace;
@@ -140,27 +141,45 @@ impl guards_admission {
         })
     }
 
-    #[inline]
-    fn try_acquire(&self, now: u64, prio: u32) -> Result<guards_permit, Failure> {
-        let p = self.door.try_acquire(Nanos(now), priority(prio)?)?;
-        match self.permits.insert(p) {
-            Ok(t) => Ok(guards_permit {
-                acquired_at_ns: now,
-                ..guards_permit::of_token(t)
-            }),
-            Err((p, code)) => {
-                self.door.on_ignore(p);
-                Err(Failure::code(code))
+    #[inline(always)]
+    fn acquire_into(&self, now: u64, prio: u32, out: *mut guards_permit) -> GuardsResult {
+        let prio = match hot_priority(prio) {
+            Ok(p) => p,
+            Err(code) => return code,
+        };
+        let p = match self.door.try_acquire(Nanos(now), prio) {
+            Ok(p) => p,
+            Err(r) => return fail_with(r),
+        };
+        match self.permits.insert_or(p, |p| self.door.on_ignore(p)) {
+            Ok(t) => {
+                // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
+                unsafe {
+                    guards_permit {
+                        acquired_at_ns: now,
+                        ..guards_permit::of_token(t)
+                    }
+                    .write_to(out)
+                };
+                GuardsResult::Ok
             }
+            Err(code) => fail_code(code),
         }
     }
 
-    #[inline]
-    fn report(&self, permit: &guards_permit, outcome: u32, now: u64) -> Result<(), Failure> {
-        let outcome = super::outcome(outcome)?;
-        let p = self.permits.take(permit.token()).map_err(Failure::code)?;
-        self.door.report(p, outcome, Nanos(now));
-        Ok(())
+    #[inline(always)]
+    fn report_code(&self, permit: &guards_permit, outcome: u32, now: u64) -> GuardsResult {
+        let outcome = match hot_outcome(outcome) {
+            Ok(o) => o,
+            Err(code) => return code,
+        };
+        match self.permits.take(permit.token()) {
+            Ok(p) => {
+                self.door.report(p, outcome, Nanos(now));
+                GuardsResult::Ok
+            }
+            Err(code) => fail_code(code),
+        }
     }
 }
 
@@ -218,8 +237,16 @@ pub unsafe extern "C" fn guards_admission_try_acquire(
     priority: u32,
     out: *mut guards_permit,
 ) -> GuardsResult {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { call_out(a, "admission", out, |a| a.try_acquire(now_ns, priority)) }
+    hot(|| {
+        // SAFETY: the caller's contract.
+        let Some(h) = (unsafe { hot_ref(a.cast_const()) }) else {
+            return fail_arg(a.is_null(), "admission");
+        };
+        if !hot_out_ok(out) {
+            return fail_arg(out.is_null(), "out");
+        }
+        h.acquire_into(now_ns, priority, out)
+    })
 }
 
 /// Release `permit` with how the call ended (`outcome`: a `guards_outcome`) at `now_ns`: as
@@ -234,8 +261,13 @@ pub unsafe extern "C" fn guards_admission_report(
     outcome: u32,
     now_ns: u64,
 ) -> GuardsResult {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { call(a, "admission", |a| a.report(&permit, outcome, now_ns)) }
+    hot(|| {
+        // SAFETY: the caller's contract.
+        let Some(h) = (unsafe { hot_ref(a.cast_const()) }) else {
+            return fail_arg(a.is_null(), "admission");
+        };
+        h.report_code(&permit, outcome, now_ns)
+    })
 }
 
 /// The counters and gauges into `*out`; safe while other threads use the door.

@@ -14,7 +14,10 @@
 //! guards_bulkhead_free(h);
 //! ```
 
-use super::{call, call_out, config_default, free_handle, guards_permit, new_handle, read};
+use super::{
+    code_to_result, config_default, fail_arg, fail_code, fail_with, free_handle, guards_permit,
+    hot, hot_out_ok, hot_outcome, hot_ref, new_handle, read,
+};
 use crate::error::{Failure, GuardsResult};
 use crate::handle::InPlace;
 use crate::names::{Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadStats};
@@ -79,45 +82,65 @@ pub struct guards_bulkhead {
 impl guards_bulkhead {
     /// Build from a C config.
     pub fn new(cfg: &guards_bulkhead_config) -> Result<Self, Failure> {
-        let config = cfg.to_core();
-        let bulkhead = InPlace::<Bulkhead>::new(config)?;
-        // No more permits than the cap can ever be out at once.
-        let limit = u32::try_from(config.max_concurrent).unwrap_or(u32::MAX);
+        // The permit table is not limited to the cap: besides the permits out (at most the
+        // cap) it holds the slots threads keep reserved for their next permit.
         Ok(guards_bulkhead {
-            bulkhead,
-            permits: PermitSlots::with_limit(limit),
+            bulkhead: InPlace::<Bulkhead>::new(cfg.to_core())?,
+            permits: PermitSlots::new(),
         })
     }
 
     /// A permit, or the refusal.
-    #[inline]
     pub fn try_acquire(&self) -> Result<guards_permit, Failure> {
-        let p = self.bulkhead.try_acquire()?;
-        match self.permits.insert(p) {
-            Ok(t) => Ok(guards_permit::of_token(t)),
-            Err((p, code)) => {
-                self.bulkhead.release(p);
-                Err(Failure::code(code))
-            }
-        }
-    }
-
-    /// Give `permit` back with `outcome` (core's `report`: a bulkhead releases the slot
-    /// whatever the outcome), once.
-    #[inline]
-    pub fn report(&self, permit: &guards_permit, outcome: u32) -> Result<(), Failure> {
-        let outcome = super::outcome(outcome)?;
-        let p = self.permits.take(permit.token()).map_err(Failure::code)?;
-        self.bulkhead.report(p, outcome);
-        Ok(())
+        let mut p = guards_permit::default();
+        code_to_result(self.acquire_into(&mut p)).map(|()| p)
     }
 
     /// Release `permit`, once.
-    #[inline]
     pub fn release(&self, permit: &guards_permit) -> Result<(), Failure> {
-        let p = self.permits.take(permit.token()).map_err(Failure::code)?;
-        self.bulkhead.release(p);
-        Ok(())
+        code_to_result(self.release_code(permit))
+    }
+
+    #[inline(always)]
+    fn acquire_into(&self, out: *mut guards_permit) -> GuardsResult {
+        let p = match self.bulkhead.try_acquire() {
+            Ok(p) => p,
+            Err(r) => return fail_with(r),
+        };
+        match self.permits.insert_or(p, |p| self.bulkhead.release(p)) {
+            Ok(t) => {
+                // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
+                unsafe { guards_permit::of_token(t).write_to(out) };
+                GuardsResult::Ok
+            }
+            Err(code) => fail_code(code),
+        }
+    }
+
+    #[inline(always)]
+    fn report_code(&self, permit: &guards_permit, outcome: u32) -> GuardsResult {
+        let outcome = match hot_outcome(outcome) {
+            Ok(o) => o,
+            Err(code) => return code,
+        };
+        match self.permits.take(permit.token()) {
+            Ok(p) => {
+                self.bulkhead.report(p, outcome);
+                GuardsResult::Ok
+            }
+            Err(code) => fail_code(code),
+        }
+    }
+
+    #[inline(always)]
+    fn release_code(&self, permit: &guards_permit) -> GuardsResult {
+        match self.permits.take(permit.token()) {
+            Ok(p) => {
+                self.bulkhead.release(p);
+                GuardsResult::Ok
+            }
+            Err(code) => fail_code(code),
+        }
     }
 
     /// The bulkhead.
@@ -183,8 +206,16 @@ pub unsafe extern "C" fn guards_bulkhead_try_acquire(
     h: *mut guards_bulkhead,
     out: *mut guards_permit,
 ) -> GuardsResult {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { call_out(h, "bulkhead", out, guards_bulkhead::try_acquire) }
+    hot(|| {
+        // SAFETY: the caller's contract.
+        let Some(h) = (unsafe { hot_ref(h.cast_const()) }) else {
+            return fail_arg(h.is_null(), "bulkhead");
+        };
+        if !hot_out_ok(out) {
+            return fail_arg(out.is_null(), "out");
+        }
+        h.acquire_into(out)
+    })
 }
 
 /// Give the slot of `permit` back, once: again, or to another guard, is refused
@@ -197,8 +228,13 @@ pub unsafe extern "C" fn guards_bulkhead_release(
     h: *mut guards_bulkhead,
     permit: guards_permit,
 ) -> GuardsResult {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { call(h, "bulkhead", |h| h.release(&permit)) }
+    hot(|| {
+        // SAFETY: the caller's contract.
+        let Some(h) = (unsafe { hot_ref(h.cast_const()) }) else {
+            return fail_arg(h.is_null(), "bulkhead");
+        };
+        h.release_code(&permit)
+    })
 }
 
 /// Give the slot of `permit` back with how the call ended (`outcome`: a `guards_outcome`;
@@ -214,8 +250,13 @@ pub unsafe extern "C" fn guards_bulkhead_report(
     permit: guards_permit,
     outcome: u32,
 ) -> GuardsResult {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { call(h, "bulkhead", |h| h.report(&permit, outcome)) }
+    hot(|| {
+        // SAFETY: the caller's contract.
+        let Some(h) = (unsafe { hot_ref(h.cast_const()) }) else {
+            return fail_arg(h.is_null(), "bulkhead");
+        };
+        h.report_code(&permit, outcome)
+    })
 }
 
 /// The counters into `*out`; safe to call while other threads use the bulkhead.

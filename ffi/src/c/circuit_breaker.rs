@@ -15,7 +15,10 @@
 //! guards_circuit_breaker_free(b);
 //! ```
 
-use super::{call, call_out, config_default, free_handle, guards_permit, new_handle, read};
+use super::{
+    code_to_result, config_default, fail_arg, fail_code, fail_with, free_handle, guards_permit,
+    hot, hot_out_ok, hot_outcome, hot_ref, new_handle, read,
+};
 use crate::error::{Failure, GuardsResult};
 use crate::handle::AnyBreaker;
 use crate::names::{
@@ -244,33 +247,57 @@ impl guards_circuit_breaker {
     }
 
     /// `try_acquire` at `now`: a permit, or the refusal.
-    #[inline]
     pub fn try_acquire(&self, now: u64) -> Result<guards_permit, Failure> {
-        let p = self.breaker.try_acquire(Nanos(now))?;
-        let issued = c_permit(&p, PermitToken::default());
-        match self.permits.insert(p) {
-            Ok(t) => Ok(guards_permit {
-                guard: t.guard,
-                slot: t.slot,
-                generation: t.generation,
-                ..issued
-            }),
-            Err((p, code)) => {
-                // Leave the breaker as if the call had not been made.
-                self.breaker.on_ignore(p);
-                Err(Failure::code(code))
-            }
-        }
+        let mut p = guards_permit::default();
+        code_to_result(self.acquire_into(now, &mut p)).map(|()| p)
     }
 
     /// Report `permit` with `outcome` (a `guards_outcome` number) at `now`, once, through
     /// core's `report`: the call contract decides what the outcome does.
-    #[inline]
     pub fn report(&self, permit: &guards_permit, outcome: u32, now: u64) -> Result<(), Failure> {
-        let outcome = super::outcome(outcome)?;
-        let p = self.permits.take(permit.token()).map_err(Failure::code)?;
-        self.breaker.report(p, outcome, Nanos(now));
-        Ok(())
+        code_to_result(self.report_code(permit, outcome, now))
+    }
+
+    /// The acquire, its permit written to `out` on success; a failure is recorded.
+    #[inline(always)]
+    fn acquire_into(&self, now: u64, out: *mut guards_permit) -> GuardsResult {
+        let p = match self.breaker.try_acquire(Nanos(now)) {
+            Ok(p) => p,
+            Err(r) => return fail_with(r),
+        };
+        let head = c_permit(&p, PermitToken::default());
+        match self.permits.insert_or(p, |p| self.breaker.on_ignore(p)) {
+            Ok(t) => {
+                // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
+                unsafe {
+                    guards_permit {
+                        guard: t.guard,
+                        slot: t.slot,
+                        generation: t.generation,
+                        ..head
+                    }
+                    .write_to(out)
+                };
+                GuardsResult::Ok
+            }
+            Err(code) => fail_code(code),
+        }
+    }
+
+    /// The report; a failure is recorded.
+    #[inline(always)]
+    fn report_code(&self, permit: &guards_permit, outcome: u32, now: u64) -> GuardsResult {
+        let outcome = match hot_outcome(outcome) {
+            Ok(o) => o,
+            Err(code) => return code,
+        };
+        match self.permits.take(permit.token()) {
+            Ok(p) => {
+                self.breaker.report(p, outcome, Nanos(now));
+                GuardsResult::Ok
+            }
+            Err(code) => fail_code(code),
+        }
     }
 
     /// The breaker.
@@ -335,8 +362,16 @@ pub unsafe extern "C" fn guards_circuit_breaker_try_acquire(
     now_ns: u64,
     out: *mut guards_permit,
 ) -> GuardsResult {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { call_out(b, "breaker", out, |b| b.try_acquire(now_ns)) }
+    hot(|| {
+        // SAFETY: the caller's contract.
+        let Some(b) = (unsafe { hot_ref(b.cast_const()) }) else {
+            return fail_arg(b.is_null(), "breaker");
+        };
+        if !hot_out_ok(out) {
+            return fail_arg(out.is_null(), "out");
+        }
+        b.acquire_into(now_ns, out)
+    })
 }
 
 /// Report how the call of `permit` ended (`outcome`: a `guards_outcome`) at `now_ns`. What
@@ -357,8 +392,13 @@ pub unsafe extern "C" fn guards_circuit_breaker_report(
     outcome: u32,
     now_ns: u64,
 ) -> GuardsResult {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { call(b, "breaker", |b| b.report(&permit, outcome, now_ns)) }
+    hot(|| {
+        // SAFETY: the caller's contract.
+        let Some(b) = (unsafe { hot_ref(b.cast_const()) }) else {
+            return fail_arg(b.is_null(), "breaker");
+        };
+        b.report_code(&permit, outcome, now_ns)
+    })
 }
 
 /// The state at `now_ns` into `*out` (an open breaker whose open period has ended reads

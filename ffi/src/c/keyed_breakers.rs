@@ -23,8 +23,8 @@ use super::circuit_breaker::{
     c_permit, guards_breaker_state, guards_circuit_breaker_config, guards_circuit_breaker_stats,
 };
 use super::{
-    boundary, bytes, call, call_out, config_default, free_handle, guards_permit, new_handle, read,
-    Out,
+    boundary, bytes, call_out, code_to_result, config_default, fail_arg, fail_code, fail_with,
+    free_handle, guards_permit, hot, hot_out_ok, hot_outcome, hot_ref, new_handle, read, Out,
 };
 use crate::error::{Failure, GuardsResult};
 use crate::handle::AnyKeyedBreakers;
@@ -95,31 +95,57 @@ impl guards_keyed_breakers {
     }
 
     /// A permit for `key` at `now`, or the refusal.
-    #[inline]
     pub fn try_acquire(&self, key: u64, now: u64) -> Result<guards_permit, Failure> {
-        let p = with_keyed_breakers!(&self.set, s => s.try_acquire(key, Nanos(now)))?;
-        let issued = c_permit(p.permit(), crate::permit::PermitToken::default());
-        match self.permits.insert(p) {
-            Ok(t) => Ok(guards_permit {
-                guard: t.guard,
-                slot: t.slot,
-                generation: t.generation,
-                ..issued
-            }),
-            Err((p, code)) => {
-                with_keyed_breakers!(&self.set, s => s.on_ignore(p));
-                Err(Failure::code(code))
-            }
-        }
+        let mut p = guards_permit::default();
+        code_to_result(self.acquire_into(key, now, &mut p)).map(|()| p)
     }
 
     /// Report `permit` with `outcome` at `now`, once, through core's `report`.
-    #[inline]
     pub fn report(&self, permit: &guards_permit, outcome: u32, now: u64) -> Result<(), Failure> {
-        let outcome = super::outcome(outcome)?;
-        let p = self.permits.take(permit.token()).map_err(Failure::code)?;
-        with_keyed_breakers!(&self.set, s => s.report(p, outcome, Nanos(now)));
-        Ok(())
+        code_to_result(self.report_code(permit, outcome, now))
+    }
+
+    #[inline(always)]
+    fn acquire_into(&self, key: u64, now: u64, out: *mut guards_permit) -> GuardsResult {
+        let p = match with_keyed_breakers!(&self.set, s => s.try_acquire(key, Nanos(now))) {
+            Ok(p) => p,
+            Err(r) => return fail_with(r),
+        };
+        let head = c_permit(p.permit(), crate::permit::PermitToken::default());
+        match self
+            .permits
+            .insert_or(p, |p| with_keyed_breakers!(&self.set, s => s.on_ignore(p)))
+        {
+            Ok(t) => {
+                // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
+                unsafe {
+                    guards_permit {
+                        guard: t.guard,
+                        slot: t.slot,
+                        generation: t.generation,
+                        ..head
+                    }
+                    .write_to(out)
+                };
+                GuardsResult::Ok
+            }
+            Err(code) => fail_code(code),
+        }
+    }
+
+    #[inline(always)]
+    fn report_code(&self, permit: &guards_permit, outcome: u32, now: u64) -> GuardsResult {
+        let outcome = match hot_outcome(outcome) {
+            Ok(o) => o,
+            Err(code) => return code,
+        };
+        match self.permits.take(permit.token()) {
+            Ok(p) => {
+                with_keyed_breakers!(&self.set, s => s.report(p, outcome, Nanos(now)));
+                GuardsResult::Ok
+            }
+            Err(code) => fail_code(code),
+        }
     }
 
     fn not_found() -> Failure {
@@ -206,8 +232,16 @@ pub unsafe extern "C" fn guards_keyed_breakers_try_acquire(
     now_ns: u64,
     out: *mut guards_permit,
 ) -> GuardsResult {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { call_out(k, "keyed_breakers", out, |k| k.try_acquire(key, now_ns)) }
+    hot(|| {
+        // SAFETY: the caller's contract.
+        let Some(h) = (unsafe { hot_ref(k.cast_const()) }) else {
+            return fail_arg(k.is_null(), "keyed_breakers");
+        };
+        if !hot_out_ok(out) {
+            return fail_arg(out.is_null(), "out");
+        }
+        h.acquire_into(key, now_ns, out)
+    })
 }
 
 /// Report how the call of `permit` ended (`outcome`: a `guards_outcome`) at `now_ns`, to
@@ -222,8 +256,13 @@ pub unsafe extern "C" fn guards_keyed_breakers_report(
     outcome: u32,
     now_ns: u64,
 ) -> GuardsResult {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { call(k, "keyed_breakers", |k| k.report(&permit, outcome, now_ns)) }
+    hot(|| {
+        // SAFETY: the caller's contract.
+        let Some(h) = (unsafe { hot_ref(k.cast_const()) }) else {
+            return fail_arg(k.is_null(), "keyed_breakers");
+        };
+        h.report_code(&permit, outcome, now_ns)
+    })
 }
 
 /// The state of the breaker of `key` at `now_ns` into `*out`; `GUARDS_RESULT_NOT_FOUND`

@@ -16,7 +16,8 @@
 //! ```
 
 use super::{
-    call, call_out, config_default, free_handle, guards_permit, new_handle, priority, read,
+    config_default, fail_arg, fail_code, fail_with, free_handle, guards_permit, hot, hot_out_ok,
+    hot_outcome, hot_priority, hot_ref, new_handle, read,
 };
 use crate::error::{Failure, GuardsResult};
 use crate::handle::InPlace;
@@ -366,27 +367,45 @@ impl guards_limiter {
         })
     }
 
-    #[inline]
-    fn try_acquire(&self, now: u64, prio: u32) -> Result<guards_permit, Failure> {
-        let p = self.limiter.try_acquire(Nanos(now), priority(prio)?)?;
-        match self.permits.insert(p) {
-            Ok(t) => Ok(guards_permit {
-                acquired_at_ns: now,
-                ..guards_permit::of_token(t)
-            }),
-            Err((p, code)) => {
-                self.limiter.on_ignore(p);
-                Err(Failure::code(code))
+    #[inline(always)]
+    fn acquire_into(&self, now: u64, prio: u32, out: *mut guards_permit) -> GuardsResult {
+        let prio = match hot_priority(prio) {
+            Ok(p) => p,
+            Err(code) => return code,
+        };
+        let p = match self.limiter.try_acquire(Nanos(now), prio) {
+            Ok(p) => p,
+            Err(r) => return fail_with(r),
+        };
+        match self.permits.insert_or(p, |p| self.limiter.on_ignore(p)) {
+            Ok(t) => {
+                // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
+                unsafe {
+                    guards_permit {
+                        acquired_at_ns: now,
+                        ..guards_permit::of_token(t)
+                    }
+                    .write_to(out)
+                };
+                GuardsResult::Ok
             }
+            Err(code) => fail_code(code),
         }
     }
 
-    #[inline]
-    fn report(&self, permit: &guards_permit, outcome: u32, now: u64) -> Result<(), Failure> {
-        let outcome = super::outcome(outcome)?;
-        let p = self.permits.take(permit.token()).map_err(Failure::code)?;
-        self.limiter.report(p, outcome, Nanos(now));
-        Ok(())
+    #[inline(always)]
+    fn report_code(&self, permit: &guards_permit, outcome: u32, now: u64) -> GuardsResult {
+        let outcome = match hot_outcome(outcome) {
+            Ok(o) => o,
+            Err(code) => return code,
+        };
+        match self.permits.take(permit.token()) {
+            Ok(p) => {
+                self.limiter.report(p, outcome, Nanos(now));
+                GuardsResult::Ok
+            }
+            Err(code) => fail_code(code),
+        }
     }
 }
 
@@ -444,8 +463,16 @@ pub unsafe extern "C" fn guards_limiter_try_acquire(
     priority: u32,
     out: *mut guards_permit,
 ) -> GuardsResult {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { call_out(l, "limiter", out, |l| l.try_acquire(now_ns, priority)) }
+    hot(|| {
+        // SAFETY: the caller's contract.
+        let Some(h) = (unsafe { hot_ref(l.cast_const()) }) else {
+            return fail_arg(l.is_null(), "limiter");
+        };
+        if !hot_out_ok(out) {
+            return fail_arg(out.is_null(), "out");
+        }
+        h.acquire_into(now_ns, priority, out)
+    })
 }
 
 /// Give `permit` back with how the call ended (`outcome`: a `guards_outcome`) at `now_ns`,
@@ -463,8 +490,13 @@ pub unsafe extern "C" fn guards_limiter_report(
     outcome: u32,
     now_ns: u64,
 ) -> GuardsResult {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { call(l, "limiter", |l| l.report(&permit, outcome, now_ns)) }
+    hot(|| {
+        // SAFETY: the caller's contract.
+        let Some(h) = (unsafe { hot_ref(l.cast_const()) }) else {
+            return fail_arg(l.is_null(), "limiter");
+        };
+        h.report_code(&permit, outcome, now_ns)
+    })
 }
 
 /// The counters and gauges (limit, in flight) into `*out`; safe while other threads use the

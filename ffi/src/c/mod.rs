@@ -269,6 +269,71 @@ pub struct guards_permit {
 }
 
 impl guards_permit {
+    /// Write `self` to `out` in wide stores (16 + 16 + 8 bytes). A C caller passes the
+    /// permit back by value, which copies it 8 or 16 bytes at a time right after this call
+    /// returns: written field by field, each such load would wait for the narrower stores
+    /// to reach the cache instead of taking its value from the store buffer (a
+    /// store-forwarding stall of about 15 cycles, measured in `docs/benchmarks.md`).
+    ///
+    /// # Safety
+    /// `out` must be non-null, aligned and valid for writes of a `guards_permit`.
+    #[inline(always)]
+    pub(crate) unsafe fn write_to(self, out: *mut guards_permit) {
+        fn join(lo: [u8; 8], hi: [u8; 8]) -> u128 {
+            let mut b = [0u8; 16];
+            let (l, h) = b.split_at_mut(8);
+            l.copy_from_slice(&lo);
+            h.copy_from_slice(&hi);
+            u128::from_ne_bytes(b)
+        }
+        let pair = |lo: u32, hi: u32| {
+            let mut b = [0u8; 8];
+            let (l, h) = b.split_at_mut(4);
+            l.copy_from_slice(&lo.to_ne_bytes());
+            h.copy_from_slice(&hi.to_ne_bytes());
+            b
+        };
+        let first = join(self.guard.to_ne_bytes(), pair(self.slot, self.generation));
+        let second = join(
+            self.acquired_at_ns.to_ne_bytes(),
+            self.probe_timeout_ns.to_ne_bytes(),
+        );
+        let last = u64::from_ne_bytes(pair(self.is_probe, self.reserved));
+        let base = out.cast::<u8>();
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `guards_permit` is `#[repr(C)]` with these fields in this order and no
+        // padding (40 bytes: the assertion below), so bytes 0..16, 16..32 and 32..40 hold
+        // exactly the values written; `out` is valid for writes of all 40 (caller's
+        // contract); unaligned stores need no alignment. SSE2 is part of x86_64. The
+        // 16-byte halves are written as vectors so that the compiler cannot split them.
+        unsafe {
+            use std::arch::x86_64::_mm_set_epi64x;
+            let halves = |v: u128| (((v >> 64) as u64) as i64, (v as u64) as i64);
+            let (ah, al) = halves(first);
+            let (bh, bl) = halves(second);
+            let a = _mm_set_epi64x(ah, al);
+            let b = _mm_set_epi64x(bh, bl);
+            // `asm!` so that the optimiser cannot turn a vector store back into two
+            // 8-byte ones (it does for the intrinsic).
+            std::arch::asm!(
+                "movups xmmword ptr [{p}], {a}",
+                "movups xmmword ptr [{p} + 16], {b}",
+                p = in(reg) base,
+                a = in(xmm_reg) a,
+                b = in(xmm_reg) b,
+                options(nostack, preserves_flags),
+            );
+            base.add(32).cast::<u64>().write_unaligned(last);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        // SAFETY: as above.
+        unsafe {
+            base.cast::<u128>().write_unaligned(first);
+            base.add(16).cast::<u128>().write_unaligned(second);
+            base.add(32).cast::<u64>().write_unaligned(last);
+        }
+    }
+
     #[inline]
     pub(crate) fn token(&self) -> PermitToken {
         PermitToken {
@@ -288,6 +353,10 @@ impl guards_permit {
         }
     }
 }
+
+const _: () = assert!(
+    std::mem::size_of::<guards_permit>() == 40 && std::mem::align_of::<guards_permit>() == 8
+);
 
 /// Why and until when the last refused call on this thread was refused.
 #[repr(C)]
@@ -659,6 +728,110 @@ pub(crate) unsafe fn call_mut_out<H, T>(
         unsafe { out.set(v) };
         Ok(())
     })
+}
+
+// ---- the hot paths: acquire and report ----
+//
+// An acquire or a report must cost little more than core's own call, so these paths move
+// nothing bigger than a word around: each step returns a `GuardsResult` (a register), and
+// a failure builds its `Failure` detail, and records it, out of line (`#[cold]`).
+
+/// [`boundary`] for a hot call whose body returns the code itself (having recorded any
+/// failure with one of the `fail_*` functions).
+#[inline(always)]
+pub(crate) fn hot(f: impl FnOnce() -> GuardsResult) -> GuardsResult {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(code) => code,
+        Err(_) => failed(Failure::code(GuardsResult::Panic)),
+    }
+}
+
+/// A NULL (`null`) or misaligned pointer argument `name`: recorded, its code returned.
+#[cold]
+#[inline(never)]
+pub(crate) fn fail_arg(null: bool, name: &'static str) -> GuardsResult {
+    failed(null_or_misaligned(null, name))
+}
+
+/// A guard's refusal (or any failure): recorded, its code returned.
+#[cold]
+#[inline(never)]
+pub(crate) fn fail_with<F: Into<Failure>>(f: F) -> GuardsResult {
+    failed(f.into())
+}
+
+/// A code without detail (a permit refused by its slot table): recorded and returned.
+#[cold]
+#[inline(never)]
+pub(crate) fn fail_code(code: GuardsResult) -> GuardsResult {
+    failed(Failure::code(code))
+}
+
+#[cold]
+#[inline(never)]
+fn fail_outcome() -> GuardsResult {
+    failed(Failure::bad_enum(
+        "outcome",
+        "a guards_outcome value, 0..=9",
+    ))
+}
+
+#[cold]
+#[inline(never)]
+fn fail_priority() -> GuardsResult {
+    failed(Failure::argument(
+        GuardsResult::InvalidArgument,
+        "priority",
+        "a priority class 0..=7 (0 most important)",
+    ))
+}
+
+/// The handle (or argument) at `p`, or `None` when it is NULL or misaligned.
+///
+/// # Safety
+/// A non-null, aligned `p` must point to a valid `T` for the returned lifetime.
+#[inline(always)]
+pub(crate) unsafe fn hot_ref<'a, T>(p: *const T) -> Option<&'a T> {
+    if p.is_null() || !p.is_aligned() {
+        return None;
+    }
+    // SAFETY: non-null and aligned; validity is the caller's contract.
+    Some(unsafe { &*p })
+}
+
+/// Whether an output pointer is usable (non-NULL and aligned).
+#[inline(always)]
+pub(crate) fn hot_out_ok<T>(p: *mut T) -> bool {
+    !p.is_null() && p.is_aligned()
+}
+
+/// Core's outcome numbered `n`, or the recorded `INVALID_ENUM`.
+#[inline(always)]
+pub(crate) fn hot_outcome(n: u32) -> Result<Outcome, GuardsResult> {
+    match u8::try_from(n).ok().and_then(|b| Outcome::try_from(b).ok()) {
+        Some(o) => Ok(o),
+        None => Err(fail_outcome()),
+    }
+}
+
+/// The priority class `n`, or the recorded `INVALID_ARGUMENT`.
+#[inline(always)]
+pub(crate) fn hot_priority(n: u32) -> Result<Priority, GuardsResult> {
+    match u8::try_from(n).ok().and_then(Priority::new) {
+        Some(p) => Ok(p),
+        None => Err(fail_priority()),
+    }
+}
+
+/// The code a hot call returned as a `Result`, with the recorded failure (for the Rust API
+/// of the handles, which returns `Failure`s).
+pub(crate) fn code_to_result(code: GuardsResult) -> Result<(), Failure> {
+    if code == GuardsResult::Ok {
+        return Ok(());
+    }
+    Err(error::last()
+        .filter(|f| f.code == code)
+        .unwrap_or(Failure::code(code)))
 }
 
 // ---- messages, errors, names, clock ----
