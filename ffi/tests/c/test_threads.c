@@ -438,6 +438,44 @@ static void test_queue_behind_a_mutex(void) {
   pthread_mutex_destroy(&run.m);
 }
 
+/* ---- short-lived threads: each keeps a slot reserved and abandons it when it exits ---- */
+
+struct churn_run {
+  guards_bulkhead *h;
+  atomic_long granted, refused, errors;
+};
+
+static void *churn_worker(void *arg) {
+  struct churn_run *run = arg;
+  for (int i = 0; i < 100; i++) {
+    guards_permit p;
+    guards_result rc = guards_bulkhead_try_acquire(run->h, &p);
+    if (rc == GUARDS_RESULT_OK) {
+      atomic_fetch_add(&run->granted, 1);
+      if (guards_bulkhead_release(run->h, p) != GUARDS_RESULT_OK) atomic_fetch_add(&run->errors, 1);
+    } else if (rc == GUARDS_RESULT_BULKHEAD_FULL) {
+      atomic_fetch_add(&run->refused, 1);
+    } else {
+      atomic_fetch_add(&run->errors, 1); /* e.g. PERMIT_SLOTS_EXHAUSTED: must never happen */
+    }
+  }
+  return NULL;
+}
+
+static void test_short_lived_threads(void) {
+  /* A thread-per-connection server: 100 rounds of 4 fresh threads on one bulkhead of 2. */
+  guards_bulkhead_config c = {.max_concurrent = 2};
+  struct churn_run run = {0};
+  CHECK_RC(guards_bulkhead_new(&c, &run.h), GUARDS_RESULT_OK);
+  for (int round = 0; round < 100; round++) on_threads(churn_worker, &run);
+  guards_bulkhead_stats s;
+  CHECK_RC(guards_bulkhead_get_stats(run.h, &s), GUARDS_RESULT_OK);
+  CHECK(atomic_load(&run.errors) == 0);
+  CHECK(s.in_flight == 0 && s.acquired == (uint64_t)atomic_load(&run.granted));
+  CHECK(s.acquired + s.rejected == 100ull * THREADS * 100);
+  guards_bulkhead_free(run.h);
+}
+
 void thread_tests(void) {
   run("threads_share_a_bulkhead", test_bulkhead);
   run("threads_share_a_breaker", test_breaker);
@@ -446,4 +484,5 @@ void thread_tests(void) {
   run("threads_share_retry_budgets", test_budgets);
   run("threads_share_trackers_throttles_tables_policies", test_counters_add_up);
   run("threads_share_a_queue_behind_a_mutex", test_queue_behind_a_mutex);
+  run("short_lived_threads_share_a_bulkhead", test_short_lived_threads);
 }
