@@ -19,7 +19,7 @@ MATURIN_TARGET := $(TARGET)/maturin
 .PHONY: demo test fmt-check clippy test-rust test-loom test-nostd test-python python bench help \
 	ffi-lib header header-check test-c test-c-plain test-c-shared test-c-valgrind test-c-sanitize \
 	test-c-cxx test-c-install test-c-vectors install node node-deps node-dts-check test-node bench-node demo-node \
-	test-c-region bench-region
+	test-c-region bench-region test-c-example
 
 help:
 	@echo "make demo   - run the demo"
@@ -120,19 +120,22 @@ header-check: header
 	  || (echo "include/guards.h is out of date: run 'make header' and commit it" && false)
 
 test-c: header-check test-c-plain test-c-shared test-c-valgrind test-c-sanitize test-c-cxx test-c-install \
-	test-c-vectors
-	@echo "C suite: plain, shared, valgrind, ASan/UBSan, C++ header, installed with pkg-config, vectors: all passed"
+	test-c-vectors test-c-example
+	@echo "C suite: plain, shared, valgrind, ASan/UBSan, C++ header, installed with pkg-config, vectors, example server: all passed"
 
-$(C_TESTS)/test_guards: ffi/tests/c/test_guards.c include/guards.h ffi-lib
+# The C suite: one file per guard plus main.c (ffi/tests/c/test.h).
+C_SUITE := ffi/tests/c/main.c $(sort $(wildcard ffi/tests/c/test_*.c))
+
+$(C_TESTS)/test_guards: $(C_SUITE) ffi/tests/c/test.h include/guards.h ffi-lib
 	@mkdir -p $(C_TESTS)
-	$(CC) $(C_WARN) -O2 -g -Iinclude $< $(STATIC_LINK) -pthread -o $@
+	$(CC) $(C_WARN) -O2 -g -Iinclude -Iffi/tests/c $(C_SUITE) $(STATIC_LINK) -pthread -lm -o $@
 
 test-c-plain: $(C_TESTS)/test_guards
 	$(C_TESTS)/test_guards
 
 test-c-shared: ffi-lib
 	@mkdir -p $(C_TESTS)
-	$(CC) $(C_WARN) -O2 -g -Iinclude ffi/tests/c/test_guards.c -L$(FFI_OUT) -lguards \
+	$(CC) $(C_WARN) -O2 -g -Iinclude $(C_SUITE) -L$(FFI_OUT) -lguards \
 	  -Wl,-rpath,$(FFI_OUT) -pthread -lm -o $(C_TESTS)/test_guards_shared
 	$(C_TESTS)/test_guards_shared
 
@@ -143,7 +146,7 @@ test-c-valgrind: $(C_TESTS)/test_guards
 test-c-sanitize: ffi-lib
 	@mkdir -p $(C_TESTS)
 	$(CC) $(C_WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-	  -fno-sanitize-recover=all -Iinclude ffi/tests/c/test_guards.c $(STATIC_LINK) -pthread \
+	  -fno-sanitize-recover=all -Iinclude $(C_SUITE) $(STATIC_LINK) -pthread -lm \
 	  -o $(C_TESTS)/test_guards_asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  $(C_TESTS)/test_guards_asan
@@ -184,13 +187,21 @@ test-c-install: ffi-lib
 	rm -rf $(INSTALL_TEST)
 	$(MAKE) -s install PREFIX=$(INSTALL_TEST)
 	PKG_CONFIG_PATH=$(INSTALL_TEST)/lib/pkgconfig; export PKG_CONFIG_PATH; \
-	$(CC) $(C_WARN) -O2 ffi/tests/c/test_guards.c $$(pkg-config --cflags --libs guards) \
+	$(CC) $(C_WARN) -O2 $(C_SUITE) $$(pkg-config --cflags --libs guards) \
 	  -Wl,-rpath,$(INSTALL_TEST)/lib -pthread -lm -o $(C_TESTS)/test_guards_pc_shared && \
 	$(C_TESTS)/test_guards_pc_shared && \
-	$(CC) $(C_WARN) -O2 ffi/tests/c/test_guards.c $$(pkg-config --cflags guards) \
+	$(CC) $(C_WARN) -O2 $(C_SUITE) $$(pkg-config --cflags guards) \
 	  $(INSTALL_TEST)/lib/libguards.a $$(pkg-config --libs-only-l --static guards | sed 's/-lguards//') \
 	  -pthread -o $(C_TESTS)/test_guards_pc_static && \
 	$(C_TESTS)/test_guards_pc_static
+
+# examples/c: the HTTP server built the way its README says (against the installed
+# library, with pkg-config), with ASan/LeakSanitizer, driven on loopback by test_server.py.
+test-c-example: test-c-install
+	PKG_CONFIG_PATH=$(INSTALL_TEST)/lib/pkgconfig $(MAKE) -s -C examples/c SANITIZE=1 \
+	  OUT=$(C_TESTS)/guards-server-asan
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  $(PYTHON) examples/c/test_server.py $(C_TESTS)/guards-server-asan
 
 # Install the header, both libraries and guards.pc under $(PREFIX) (DESTDIR honoured).
 install: ffi-lib

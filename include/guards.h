@@ -13,6 +13,107 @@
 #include <stdint.h>
 
 /**
+ * The version of this layout.
+ */
+#define LAYOUT_VERSION 1
+
+/**
+ * Sections start on page boundaries.
+ */
+#define PAGE 4096
+
+/**
+ * Guards are aligned and padded to whole lines of this size.
+ */
+#define LINE 128
+
+/**
+ * The longest guard name, in bytes.
+ */
+#define NAME_MAX 64
+
+/**
+ * The most directory entries a region may have.
+ */
+#define MAX_GUARDS_LIMIT 65536
+
+/**
+ * The most permit records a region may have (2^24).
+ */
+#define PERMIT_SLOTS_LIMIT (1 << 24)
+
+/**
+ * The most data bytes a region may have (1 TiB).
+ */
+#define DATA_BYTES_LIMIT (1 << 40)
+
+/**
+ * Entry statuses (low byte of the state word).
+ */
+#define EMPTY 0
+
+/**
+ * Being created by the pid in the state word.
+ */
+#define NAMING 1
+
+/**
+ * Usable.
+ */
+#define READY 2
+
+/**
+ * Default [`RegionOptions::max_guards`]: 64 named guards.
+ */
+#define DEFAULT_MAX_GUARDS 64
+
+/**
+ * Default [`RegionOptions::permit_slots`]: 4096 permits in flight at once, all guards
+ * and processes together (256 KiB of records).
+ */
+#define DEFAULT_PERMIT_SLOTS 4096
+
+/**
+ * Default [`RegionOptions::data_bytes`]: 16 MiB for guard state (memory is only used as
+ * guards are created: a `/dev/shm` file is sparse).
+ */
+#define DEFAULT_DATA_BYTES (16 << 20)
+
+/**
+ * Default [`RegionOptions::mode`]: `0o600`, the owner only.
+ */
+#define DEFAULT_MODE 384
+
+/**
+ * "No deadline" wherever a deadline instant (`..._deadline_ns`) or a time left
+ * (`time_left_ns`) is passed: `UINT64_MAX`, the instant that never comes.
+ */
+#define GUARDS_NO_DEADLINE UINT64_MAX
+
+/**
+ * "No Retry-After" wherever a server's Retry-After duration (`retry_after_ns`) is passed
+ * or returned. A Retry-After too long to represent is returned as `UINT64_MAX - 1` (584
+ * years): every retry policy gives up on it exactly as on the unrepresentable value.
+ */
+#define GUARDS_NO_RETRY_AFTER UINT64_MAX
+
+/**
+ * The most operations a table holds.
+ */
+#define GUARDS_BROWNOUT_TABLE_MAX 1024
+
+/**
+ * Room for any formatted header value of this API, its NUL included (a `grpc-timeout`
+ * value is at most 9 bytes, a milliseconds value at most 20 digits).
+ */
+#define GUARDS_HEADER_VALUE_MAX 25
+
+/**
+ * Room for an IMF-fixdate (`"Sun, 06 Nov 1994 08:49:37 GMT"`) and its NUL.
+ */
+#define GUARDS_HTTP_DATE_MAX 30
+
+/**
  * What a call returned. `#[repr(u32)]` with fixed numbers: `GUARDS_RESULT_OK` is 0, and a
  * number, once given, keeps its meaning forever (retired ones stay reserved).
  */
@@ -42,9 +143,24 @@ enum guards_result
    */
   GUARDS_RESULT_INVALID_ENUM = 4,
   /**
-   * An argument is outside its domain (e.g. a NaN where a number is expected).
+   * An argument is outside its domain (a NaN quantile, a priority above 7, a misaligned
+   * pointer, ...).
    */
   GUARDS_RESULT_INVALID_ARGUMENT = 5,
+  /**
+   * The call is not allowed in the object's current phase (a retry driver's `report`
+   * with no attempt out, anything after it finished); nothing was changed.
+   */
+  GUARDS_RESULT_WRONG_PHASE = 6,
+  /**
+   * An output buffer is too small for the value; nothing was written to it (the length
+   * output, when there is one, says how many bytes are needed).
+   */
+  GUARDS_RESULT_BUFFER_TOO_SMALL = 7,
+  /**
+   * A header value could not be parsed (the detail names the rule it broke).
+   */
+  GUARDS_RESULT_INVALID_HEADER = 8,
   /**
    * A config value is NaN or infinite.
    */
@@ -78,15 +194,16 @@ enum guards_result
    */
   GUARDS_RESULT_CONFIG_INVALID = 107,
   /**
-   * The permit was already reported (or released): nothing was counted again.
+   * The permit (or receipt) was already reported (or released): nothing was counted
+   * again.
    */
   GUARDS_RESULT_PERMIT_ALREADY_REPORTED = 200,
   /**
-   * The permit was issued by another guard: nothing was counted.
+   * The permit (or receipt) was issued by another guard: nothing was counted.
    */
   GUARDS_RESULT_PERMIT_WRONG_GUARD = 201,
   /**
-   * The permit was never issued by this guard (a zeroed or corrupted permit).
+   * The permit (or receipt) was never issued by this guard (a zeroed or corrupted one).
    */
   GUARDS_RESULT_PERMIT_UNKNOWN = 202,
   /**
@@ -103,39 +220,89 @@ enum guards_result
    */
   GUARDS_RESULT_BREAKER_HALF_OPEN_FULL = 301,
   /**
+   * Refused: the keyed breaker set has no breaker for the key and no free slot.
+   */
+  GUARDS_RESULT_KEYED_BREAKERS_FULL = 302,
+  /**
    * Refused: the bulkhead is at its cap.
    */
   GUARDS_RESULT_BULKHEAD_FULL = 310,
   /**
+   * Refused: the limiter's calls in flight reached its limit.
+   */
+  GUARDS_RESULT_LIMITER_LIMIT_REACHED = 320,
+  /**
+   * Refused: the calls in flight reached the fixed cap of the call's priority.
+   */
+  GUARDS_RESULT_LIMITER_PARTITION_CAP = 321,
+  /**
+   * Refused: the rest of the limit is reserved for more important priorities.
+   */
+  GUARDS_RESULT_LIMITER_RESERVED = 322,
+  /**
+   * Refused at the door: the calls inside reached this priority's fixed limit.
+   */
+  GUARDS_RESULT_ADMISSION_LIMIT_REACHED = 330,
+  /**
+   * Refused at the door: the calls inside reached the adaptive limit (or this
+   * priority's share of it).
+   */
+  GUARDS_RESULT_ADMISSION_OVERLOADED = 331,
+  /**
+   * Refused: the wait queue holds `capacity` waiters.
+   */
+  GUARDS_RESULT_QUEUE_FULL = 340,
+  /**
+   * Refused: the retry budget has no tokens for this retry (or hedge).
+   */
+  GUARDS_RESULT_RETRY_BUDGET_EXHAUSTED = 350,
+  /**
+   * Refused locally by the adaptive throttle (the backend accepts too little of what it
+   * is sent).
+   */
+  GUARDS_RESULT_THROTTLED = 360,
+  /**
+   * Nothing to answer yet: too few latency samples.
+   */
+  GUARDS_RESULT_NO_DATA = 400,
+  /**
+   * No such entry (a key never inserted, an id not queued).
+   */
+  GUARDS_RESULT_NOT_FOUND = 401,
+  /**
+   * Nothing to return: the queue is empty.
+   */
+  GUARDS_RESULT_EMPTY = 402,
+  /**
    * A system call on a shared region's file failed (open, mmap, ...); the detail names
    * the call and the OS error.
    */
-  GUARDS_RESULT_REGION_IO = 400,
+  GUARDS_RESULT_REGION_IO = 500,
   /**
    * The file is not a guards region, or is damaged (bad magic, truncated, inconsistent).
    */
-  GUARDS_RESULT_REGION_INVALID = 401,
+  GUARDS_RESULT_REGION_INVALID = 501,
   /**
    * The region was made by another layout version or build of guards, in another boot,
    * or by a process of another pid namespace.
    */
-  GUARDS_RESULT_REGION_INCOMPATIBLE = 402,
+  GUARDS_RESULT_REGION_INCOMPATIBLE = 502,
   /**
    * The region has no room left: every directory entry, or all its guard bytes, used.
    */
-  GUARDS_RESULT_REGION_FULL = 403,
+  GUARDS_RESULT_REGION_FULL = 503,
   /**
    * Another process did not finish creating a guard within the wait timeout.
    */
-  GUARDS_RESULT_REGION_TIMEOUT = 404,
+  GUARDS_RESULT_REGION_TIMEOUT = 504,
   /**
    * A guard of that name exists with another kind, capacity or config.
    */
-  GUARDS_RESULT_GUARD_MISMATCH = 405,
+  GUARDS_RESULT_GUARD_MISMATCH = 505,
   /**
    * No region or no guard of that name (when asked not to create one).
    */
-  GUARDS_RESULT_GUARD_NOT_FOUND = 406,
+  GUARDS_RESULT_GUARD_NOT_FOUND = 506,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -220,7 +387,9 @@ typedef uint32_t guards_breaker_state;
 #endif // __cplusplus
 
 /**
- * How a call ended, for `guards_<guard>_report`: pass one of these numbers.
+ * How a call ended, for every `guards_<guard>_report`: pass one of these numbers. They
+ * are core's `Outcome` discriminants and its names are `guards_outcome_name`'s; what
+ * each outcome does to each guard is the table in `docs/outcomes.md`.
  */
 enum guards_outcome
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -228,43 +397,43 @@ enum guards_outcome
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
   /**
-   * The call succeeded.
+   * Answered, and the answer is fine (`"success"`).
    */
   GUARDS_OUTCOME_SUCCESS = 0,
   /**
-   * No answer within the call's timeout.
+   * No answer within the attempt's budget (`"timeout"`).
    */
   GUARDS_OUTCOME_TIMEOUT = 1,
   /**
-   * The connection could not be made or broke.
+   * The connection could not be made or broke; may go away (`"connection_error"`).
    */
   GUARDS_OUTCOME_CONNECTION_ERROR = 2,
   /**
-   * Another error that may go away on its own (e.g. HTTP 500, 502, 504).
+   * Another failure that may go away: a 500, 502, 504 (`"other_transient"`).
    */
   GUARDS_OUTCOME_OTHER_TRANSIENT = 3,
   /**
-   * The callee throttled the caller (e.g. HTTP 429).
+   * The callee said "slow down": a 429, or a 503 with Retry-After (`"throttled"`).
    */
   GUARDS_OUTCOME_THROTTLED = 4,
   /**
-   * The callee said it is overloaded (e.g. HTTP 503).
+   * The callee refused and said "don't retry" (`"overloaded"`).
    */
   GUARDS_OUTCOME_OVERLOADED = 5,
   /**
-   * An error a retry cannot fix (bad request, not found, denied).
+   * Answered with an error no retry can fix (a 4xx) (`"permanent"`).
    */
   GUARDS_OUTCOME_PERMANENT = 6,
   /**
-   * Another guard refused the call before it reached the callee.
+   * A guard of this process refused: the call never left (`"rejected"`).
    */
   GUARDS_OUTCOME_REJECTED = 7,
   /**
-   * The result says nothing about the callee.
+   * Says nothing about the dependency: the caller's own bug (`"ignored"`).
    */
   GUARDS_OUTCOME_IGNORED = 8,
   /**
-   * The caller gave up on the call (cancelled, abandoned).
+   * The caller abandoned the call (`"cancelled"`).
    */
   GUARDS_OUTCOME_CANCELLED = 9,
 };
@@ -298,6 +467,578 @@ enum guards_window_kind
 typedef enum guards_window_kind guards_window_kind;
 #else
 typedef uint32_t guards_window_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Whether repeating a call is safe (`idempotency` arguments and fields).
+ */
+enum guards_idempotency
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * A read, or a write with the same effect however often it runs.
+   */
+  GUARDS_IDEMPOTENCY_IDEMPOTENT = 0,
+  /**
+   * A side effect sent with the same idempotency key on every attempt.
+   */
+  GUARDS_IDEMPOTENCY_KEYED_SIDE_EFFECT = 1,
+  /**
+   * A side effect without a key: never repeated after an unknown outcome.
+   */
+  GUARDS_IDEMPOTENCY_UNKEYED_SIDE_EFFECT = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_idempotency guards_idempotency;
+#else
+typedef uint32_t guards_idempotency;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Why a retry (or hedge) is wanted, for `guards_retry_budget_withdraw` (the AWS quota
+ * prices retries by cause).
+ */
+enum guards_retry_cause
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The attempt timed out.
+   */
+  GUARDS_RETRY_CAUSE_TIMEOUT = 0,
+  /**
+   * A transient error other than a timeout.
+   */
+  GUARDS_RETRY_CAUSE_TRANSIENT = 1,
+  /**
+   * The callee throttled the caller.
+   */
+  GUARDS_RETRY_CAUSE_THROTTLED = 2,
+  /**
+   * A hedge.
+   */
+  GUARDS_RETRY_CAUSE_HEDGE = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_retry_cause guards_retry_cause;
+#else
+typedef uint32_t guards_retry_cause;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Why a call did not produce a full answer, for the brownout.
+ */
+enum guards_refusal_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The breaker was open (a local refusal).
+   */
+  GUARDS_REFUSAL_KIND_BREAKER_OPEN = 0,
+  /**
+   * The bulkhead or a wait queue was full (a local refusal).
+   */
+  GUARDS_REFUSAL_KIND_BULKHEAD_FULL = 1,
+  /**
+   * The retry budget refused (a local refusal).
+   */
+  GUARDS_REFUSAL_KIND_BUDGET_EXHAUSTED = 2,
+  /**
+   * An admission check or throttle refused (a local refusal).
+   */
+  GUARDS_REFUSAL_KIND_THROTTLED = 3,
+  /**
+   * The call timed out.
+   */
+  GUARDS_REFUSAL_KIND_TIMEOUT = 4,
+  /**
+   * The callee said it is overloaded.
+   */
+  GUARDS_REFUSAL_KIND_OVERLOADED = 5,
+  /**
+   * The call failed otherwise.
+   */
+  GUARDS_REFUSAL_KIND_FAILED = 6,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_refusal_kind guards_refusal_kind;
+#else
+typedef uint32_t guards_refusal_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Why a retry policy (or the retry driver) gave up. Core's `GiveUpReason` numbers;
+ * `guards_give_up_reason_name` gives the name.
+ */
+enum guards_give_up_reason
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The attempt succeeded: nothing to retry.
+   */
+  GUARDS_GIVE_UP_REASON_SUCCEEDED = 0,
+  /**
+   * A permanent error.
+   */
+  GUARDS_GIVE_UP_REASON_PERMANENT = 1,
+  /**
+   * The callee said it is overloaded.
+   */
+  GUARDS_GIVE_UP_REASON_OVERLOADED = 2,
+  /**
+   * A class this policy does not retry.
+   */
+  GUARDS_GIVE_UP_REASON_NOT_RETRYABLE = 3,
+  /**
+   * `max_attempts` attempts were made.
+   */
+  GUARDS_GIVE_UP_REASON_ATTEMPTS_EXHAUSTED = 4,
+  /**
+   * A side effect without an idempotency key.
+   */
+  GUARDS_GIVE_UP_REASON_NOT_IDEMPOTENT = 5,
+  /**
+   * The server's Retry-After is longer than `max_retry_after`.
+   */
+  GUARDS_GIVE_UP_REASON_RETRY_AFTER_TOO_LONG = 6,
+  /**
+   * The wait plus a minimal attempt does not fit in the time left.
+   */
+  GUARDS_GIVE_UP_REASON_DEADLINE_EXCEEDED = 7,
+  /**
+   * The retry budget refused.
+   */
+  GUARDS_GIVE_UP_REASON_BUDGET_EXHAUSTED = 8,
+  /**
+   * A guard of this process refused the attempt.
+   */
+  GUARDS_GIVE_UP_REASON_REJECTED = 9,
+  /**
+   * The outcome says nothing about the dependency.
+   */
+  GUARDS_GIVE_UP_REASON_IGNORED = 10,
+  /**
+   * The caller abandoned the request.
+   */
+  GUARDS_GIVE_UP_REASON_CANCELLED = 11,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_give_up_reason guards_give_up_reason;
+#else
+typedef uint32_t guards_give_up_reason;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Which budget a `guards_retry_budget` runs (`mode`).
+ */
+enum guards_retry_budget_mode
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * A token bucket filled by first attempts (seed C4): `token_bucket`.
+   */
+  GUARDS_RETRY_BUDGET_MODE_TOKEN_BUCKET = 0,
+  /**
+   * gRPC retry throttling: `grpc`.
+   */
+  GUARDS_RETRY_BUDGET_MODE_GRPC = 1,
+  /**
+   * The AWS SDK retry quota, with refunds: `aws`.
+   */
+  GUARDS_RETRY_BUDGET_MODE_AWS = 2,
+  /**
+   * Retries as a share of recent requests: `windowed`.
+   */
+  GUARDS_RETRY_BUDGET_MODE_WINDOWED = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_retry_budget_mode guards_retry_budget_mode;
+#else
+typedef uint32_t guards_retry_budget_mode;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * How a backoff's waits are randomised (`jitter`).
+ */
+enum guards_jitter
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * No jitter: the ceiling `min(cap, base · multiplier^n)` itself.
+   */
+  GUARDS_JITTER_NONE = 0,
+  /**
+   * Uniform in `0..=ceiling` (the default).
+   */
+  GUARDS_JITTER_FULL = 1,
+  /**
+   * Uniform in `ceiling/2..=ceiling`.
+   */
+  GUARDS_JITTER_EQUAL = 2,
+  /**
+   * Uniform in `base..=3 · previous wait`, capped.
+   */
+  GUARDS_JITTER_DECORRELATED = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_jitter guards_jitter;
+#else
+typedef uint32_t guards_jitter;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What a policy does with a side effect that has no idempotency key
+ * (`unkeyed_side_effects`).
+ */
+enum guards_unkeyed_side_effects
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Never retry it (the default).
+   */
+  GUARDS_UNKEYED_SIDE_EFFECTS_NEVER = 0,
+  /**
+   * Retry it only after a throttle (requires `retry_throttled`).
+   */
+  GUARDS_UNKEYED_SIDE_EFFECTS_RETRY_THROTTLED = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_unkeyed_side_effects guards_unkeyed_side_effects;
+#else
+typedef uint32_t guards_unkeyed_side_effects;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * A retry decision's kind.
+ */
+enum guards_retry_decision_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Retry after waiting `after_ns`.
+   */
+  GUARDS_RETRY_DECISION_KIND_RETRY = 0,
+  /**
+   * Don't retry, for `give_up_reason`.
+   */
+  GUARDS_RETRY_DECISION_KIND_GIVE_UP = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_retry_decision_kind guards_retry_decision_kind;
+#else
+typedef uint32_t guards_retry_decision_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Whether to start an attempt (`kind`).
+ */
+enum guards_attempt_budget_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Start it with `budget_ns`.
+   */
+  GUARDS_ATTEMPT_BUDGET_KIND_START = 0,
+  /**
+   * Don't start: the deadline has passed.
+   */
+  GUARDS_ATTEMPT_BUDGET_KIND_EXPIRED = 1,
+  /**
+   * Don't start: no more than the margin is left (`left_ns`).
+   */
+  GUARDS_ATTEMPT_BUDGET_KIND_TOO_LITTLE_LEFT = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_attempt_budget_kind guards_attempt_budget_kind;
+#else
+typedef uint32_t guards_attempt_budget_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What the caller does next (`kind`).
+ */
+enum guards_retry_step_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Make attempt number `attempt` now, with `budget_ns` (it expires at `expires_at_ns`),
+   * then `guards_retry_driver_report` how it ended.
+   */
+  GUARDS_RETRY_STEP_KIND_ATTEMPT = 0,
+  /**
+   * Sleep until `retry_at_ns` (`retry_after_ns` from now), then
+   * `guards_retry_driver_resume`.
+   */
+  GUARDS_RETRY_STEP_KIND_WAIT = 1,
+  /**
+   * Done: the last attempt succeeded.
+   */
+  GUARDS_RETRY_STEP_KIND_SUCCEEDED = 2,
+  /**
+   * Done: give up, for `give_up_reason` (`guards_give_up_should_propagate_as_overloaded`
+   * says what to tell the caller's own caller).
+   */
+  GUARDS_RETRY_STEP_KIND_GIVE_UP = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_retry_step_kind guards_retry_step_kind;
+#else
+typedef uint32_t guards_retry_step_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Where a driver is (`phase` of `guards_retry_driver_state`).
+ */
+enum guards_retry_phase
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Built, not started (`start` next).
+   */
+  GUARDS_RETRY_PHASE_IDLE = 0,
+  /**
+   * An attempt is out (`report` next).
+   */
+  GUARDS_RETRY_PHASE_ATTEMPTING = 1,
+  /**
+   * Waiting before the next attempt (`resume` next).
+   */
+  GUARDS_RETRY_PHASE_WAITING = 2,
+  /**
+   * Finished: an attempt succeeded.
+   */
+  GUARDS_RETRY_PHASE_SUCCEEDED = 3,
+  /**
+   * Finished: gave up.
+   */
+  GUARDS_RETRY_PHASE_GAVE_UP = 4,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_retry_phase guards_retry_phase;
+#else
+typedef uint32_t guards_retry_phase;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Which limit a `guards_limit_config` runs (`algorithm`).
+ */
+enum guards_limit_algorithm
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * A fixed number: `fixed`.
+   */
+  GUARDS_LIMIT_ALGORITHM_FIXED = 0,
+  /**
+   * Additive increase, multiplicative decrease: `aimd`.
+   */
+  GUARDS_LIMIT_ALGORITHM_AIMD = 1,
+  /**
+   * Queue estimation from the RTT above its minimum: `vegas`.
+   */
+  GUARDS_LIMIT_ALGORITHM_VEGAS = 2,
+  /**
+   * Gradient of a long-term RTT average over the current RTT: `gradient`.
+   */
+  GUARDS_LIMIT_ALGORITHM_GRADIENT = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_limit_algorithm guards_limit_algorithm;
+#else
+typedef uint32_t guards_limit_algorithm;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * From which end of its class a waiter was served (`order`).
+ */
+enum guards_serve_order
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Oldest first (the queue was not standing, or LIFO is off).
+   */
+  GUARDS_SERVE_ORDER_FIFO = 0,
+  /**
+   * Newest first (standing, LIFO on).
+   */
+  GUARDS_SERVE_ORDER_LIFO = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_serve_order guards_serve_order;
+#else
+typedef uint32_t guards_serve_order;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Why a waiter was dropped (`reason`): its caller should get a fast refusal.
+ */
+enum guards_drop_reason
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * It waited longer than `target` while the queue was standing.
+   */
+  GUARDS_DROP_REASON_AGE_LIMIT = 0,
+  /**
+   * Its deadline had passed.
+   */
+  GUARDS_DROP_REASON_DEADLINE = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_drop_reason guards_drop_reason;
+#else
+typedef uint32_t guards_drop_reason;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What to do about a request that has not answered yet (`kind`).
+ */
+enum guards_hedge_decision_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Send a hedge now (the budget has been charged).
+   */
+  GUARDS_HEDGE_DECISION_KIND_HEDGE_NOW = 0,
+  /**
+   * Not yet: ask again at `wait_until_ns` if there is still no answer.
+   */
+  GUARDS_HEDGE_DECISION_KIND_WAIT_UNTIL = 1,
+  /**
+   * Don't hedge this request (any more), for `refusal`.
+   */
+  GUARDS_HEDGE_DECISION_KIND_NEVER = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_hedge_decision_kind guards_hedge_decision_kind;
+#else
+typedef uint32_t guards_hedge_decision_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Why a request must not be hedged (`refusal`).
+ */
+enum guards_hedge_refusal
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The call is not idempotent.
+   */
+  GUARDS_HEDGE_REFUSAL_NOT_IDEMPOTENT = 0,
+  /**
+   * The request already has `max_hedges` hedges.
+   */
+  GUARDS_HEDGE_REFUSAL_LIMIT_REACHED = 1,
+  /**
+   * Fewer than `min_samples` latencies are tracked.
+   */
+  GUARDS_HEDGE_REFUSAL_NO_LATENCY_DATA = 2,
+  /**
+   * The retry budget refused the hedge.
+   */
+  GUARDS_HEDGE_REFUSAL_BUDGET_EXHAUSTED = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_hedge_refusal guards_hedge_refusal;
+#else
+typedef uint32_t guards_hedge_refusal;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What to answer for a refused or failed call (`decision` outputs).
+ */
+enum guards_brownout_decision
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Serve the operation's fallback (a degraded answer).
+   */
+  GUARDS_BROWNOUT_DECISION_SERVE_FALLBACK = 0,
+  /**
+   * Fail fast with an honest error.
+   */
+  GUARDS_BROWNOUT_DECISION_FAIL_FAST = 1,
+  /**
+   * Exempt: make the call anyway.
+   */
+  GUARDS_BROWNOUT_DECISION_PROCEED = 2,
+  /**
+   * No decision: a full answer (success), or an error passed on as it is (permanent,
+   * ignored, cancelled).
+   */
+  GUARDS_BROWNOUT_DECISION_NONE = 255,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_brownout_decision guards_brownout_decision;
+#else
+typedef uint32_t guards_brownout_decision;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -359,6 +1100,32 @@ typedef uint32_t guards_kind;
 #endif // __cplusplus
 
 /**
+ * An adaptive throttle (opaque). Thread-safe and lock-free.
+ */
+typedef struct guards_adaptive_throttle guards_adaptive_throttle;
+
+/**
+ * An admission door (opaque). Thread-safe and lock-free: share one handle.
+ */
+typedef struct guards_admission guards_admission;
+
+/**
+ * A backoff and its generator (opaque). Thread-safe: every draw is one atomic add.
+ */
+typedef struct guards_backoff guards_backoff;
+
+/**
+ * One operation's brownout policy and counters (opaque). Thread-safe and wait-free.
+ */
+typedef struct guards_brownout guards_brownout;
+
+/**
+ * Brownout policies of up to 1024 operations, fixed at construction (opaque). Thread-safe
+ * and wait-free: share one handle.
+ */
+typedef struct guards_brownout_table guards_brownout_table;
+
+/**
  * A bulkhead (opaque). Thread-safe: share one handle between threads.
  */
 typedef struct guards_bulkhead guards_bulkhead;
@@ -367,6 +1134,32 @@ typedef struct guards_bulkhead guards_bulkhead;
  * A circuit breaker (opaque). Thread-safe: share one handle between threads.
  */
 typedef struct guards_circuit_breaker guards_circuit_breaker;
+
+/**
+ * A hedging policy with its own latency tracker (opaque). Thread-safe and lock-free.
+ */
+typedef struct guards_hedging guards_hedging;
+
+/**
+ * A set of circuit breakers by key (opaque). Thread-safe: share one handle between
+ * threads.
+ */
+typedef struct guards_keyed_breakers guards_keyed_breakers;
+
+/**
+ * A latency tracker (opaque). Thread-safe and lock-free: share one handle.
+ */
+typedef struct guards_latency_tracker guards_latency_tracker;
+
+/**
+ * A concurrency limiter (opaque). Thread-safe and lock-free: share one handle.
+ */
+typedef struct guards_limiter guards_limiter;
+
+/**
+ * A wait queue (opaque). Single owner: every call must be serialised by the caller.
+ */
+typedef struct guards_queue_discipline guards_queue_discipline;
 
 /**
  * An open region (opaque). Thread-safe.
@@ -379,6 +1172,24 @@ typedef struct guards_region guards_region;
  * `guards_region_close`.
  */
 typedef struct guards_region_guard guards_region_guard;
+
+/**
+ * A retry budget (opaque). Thread-safe: share one handle between threads (every
+ * operation is lock-free).
+ */
+typedef struct guards_retry_budget guards_retry_budget;
+
+/**
+ * The retry loop of one request (opaque). One owner: not to be used from two threads at
+ * once.
+ */
+typedef struct guards_retry_driver guards_retry_driver;
+
+/**
+ * A retry policy and its jitter generator (opaque). Thread-safe: share one handle between
+ * every request of a client.
+ */
+typedef struct guards_retry_policy guards_retry_policy;
 
 /**
  * A replay of vector files (opaque): see `guards_vectors_open`.
@@ -499,28 +1310,284 @@ typedef struct guards_rejection {
    */
   uint32_t has_retry_at;
   /**
-   * The earliest instant at which trying again could help (same clock as `now_ns`).
+   * The earliest instant at which trying again could help (same clock as `now_ns`;
+   * `guards_retry_after_secs` turns it into an HTTP Retry-After).
    */
   uint64_t retry_at_ns;
   /**
-   * For a bulkhead: the calls in flight when it refused; else 0.
+   * Bulkhead, limiter, admission: the calls in flight when it refused; else 0.
    */
   uint64_t in_flight;
   /**
-   * For a bulkhead: its cap; else 0.
+   * Bulkhead: its cap; limiter and admission: the threshold the priority was held to;
+   * wait queue: its capacity; else 0.
    */
-  uint64_t max_concurrent;
+  uint64_t limit;
+  /**
+   * Keyed breakers: the key; wait queue: the refused waiter's id; else 0.
+   */
+  uint64_t key;
+  /**
+   * Limiter and admission: the refused priority; else 0.
+   */
+  uint32_t priority;
+  /**
+   * Always 0 (room for later use).
+   */
+  uint32_t reserved;
 } guards_rejection;
 
 /**
- * A bulkhead's settings. Start from `guards_bulkhead_config_default`.
+ * An adaptive throttle's settings. Start from `guards_adaptive_throttle_config_default`.
  */
-typedef struct guards_bulkhead_config {
+typedef struct guards_adaptive_throttle_config {
   /**
-   * How many calls may be in flight at once (default 12; 1..=4294967295).
+   * How far back requests and accepts count (default 120 s; 1 s..=1 h).
    */
-  uint64_t max_concurrent;
-} guards_bulkhead_config;
+  uint64_t window_ns;
+  /**
+   * Rejecting starts when requests > k × accepts (default 2; 1..=1000).
+   */
+  double k;
+  /**
+   * The probability is raised to 1/aggression (default 1; 1..=100).
+   */
+  double aggression;
+  /**
+   * Cap on the rejection probability (default 1; 0..=1).
+   */
+  double max_reject_probability;
+  /**
+   * With fewer requests in the window nothing is rejected (default 0; 0..=10^12).
+   */
+  uint64_t min_requests;
+  /**
+   * Count locally rejected requests as requests (default true: the SRE book's rule).
+   */
+  bool count_rejected;
+  /**
+   * Seed of the throttle's own generator (default 0).
+   */
+  uint64_t seed;
+} guards_adaptive_throttle_config;
+
+/**
+ * Requests and accepts counted in the window.
+ */
+typedef struct guards_throttle_window {
+  /**
+   * Requests attempted (admitted, plus rejected ones if `count_rejected`).
+   */
+  uint64_t requests;
+  /**
+   * Requests the backend accepted.
+   */
+  uint64_t accepts;
+} guards_throttle_window;
+
+/**
+ * An adaptive throttle's counters.
+ */
+typedef struct guards_adaptive_throttle_stats {
+  /**
+   * Requests let through.
+   */
+  uint64_t admitted;
+  /**
+   * Requests rejected locally.
+   */
+  uint64_t throttled;
+  /**
+   * Backend accepts reported.
+   */
+  uint64_t accepted;
+  /**
+   * Backend refusals (and timeouts) reported.
+   */
+  uint64_t rejected_by_backend;
+  /**
+   * Counts dropped because their bucket had been reused (a lagging `now_ns`).
+   */
+  uint64_t stale;
+} guards_adaptive_throttle_stats;
+
+/**
+ * AIMD: +1 per healthy interval, × `backoff_ratio` on a drop (at most once an interval).
+ */
+typedef struct guards_aimd_config {
+  /**
+   * The limit before any sample (default 10; within min_limit..=max_limit).
+   */
+  uint64_t initial_limit;
+  /**
+   * The limit never goes below (default 1; 1..=1000000).
+   */
+  uint64_t min_limit;
+  /**
+   * The limit never goes above (default 1000; min_limit..=1000000).
+   */
+  uint64_t max_limit;
+  /**
+   * The limit is multiplied by this on a drop (default 0.5; 0 < x < 1).
+   */
+  double backoff_ratio;
+  /**
+   * At most one change per interval (default 100 ms; 1 ns..=1 day).
+   */
+  uint64_t interval_ns;
+  /**
+   * An RTT above this counts as a drop (default `UINT64_MAX`: no target).
+   */
+  uint64_t latency_target_ns;
+} guards_aimd_config;
+
+/**
+ * Vegas: the limit from the queue estimated from RTT above its minimum.
+ */
+typedef struct guards_vegas_config {
+  /**
+   * The limit before any sample (default 20).
+   */
+  uint64_t initial_limit;
+  /**
+   * The limit never goes below (default 1).
+   */
+  uint64_t min_limit;
+  /**
+   * The limit never goes above (default 1000).
+   */
+  uint64_t max_limit;
+  /**
+   * Weight of a new estimate (default 1.0; 0 < x <= 1).
+   */
+  double smoothing;
+  /**
+   * Grow while the queue is below this (default 3; 0..=1000).
+   */
+  double alpha;
+  /**
+   * Shrink while the queue is above this (default 6; alpha..=1000).
+   */
+  double beta;
+  /**
+   * Grow fast below this (default 1; 0..=alpha).
+   */
+  double threshold;
+  /**
+   * Re-probe the minimum RTT every this × limit samples (default 30; 1..=1000000).
+   */
+  uint64_t probe_multiplier;
+  /**
+   * Random share taken off the probe interval (default 0.5; 0 <= x < 1).
+   */
+  double probe_jitter;
+  /**
+   * Seed of the probe jitter (default 0).
+   */
+  uint64_t probe_seed;
+} guards_vegas_config;
+
+/**
+ * Gradient2: the limit from the gradient of a long-term RTT average over the current RTT.
+ */
+typedef struct guards_gradient_config {
+  /**
+   * The limit before any sample (default 20).
+   */
+  uint64_t initial_limit;
+  /**
+   * The limit never goes below (default 1).
+   */
+  uint64_t min_limit;
+  /**
+   * The limit never goes above (default 200).
+   */
+  uint64_t max_limit;
+  /**
+   * Weight of a new estimate (default 0.2; 0 < x <= 1).
+   */
+  double smoothing;
+  /**
+   * Queue allowed above the estimate (default 4; 0..=1000000).
+   */
+  double queue_size;
+  /**
+   * Samples in the long-term RTT average (default 600; 1..=1e9).
+   */
+  uint64_t long_window;
+  /**
+   * Samples before the limit moves (default 10; 1..=1e9).
+   */
+  uint64_t warmup_samples;
+} guards_gradient_config;
+
+/**
+ * A limit: `algorithm` chooses `fixed` or one of the three sub-configs (the others are
+ * ignored).
+ */
+typedef struct guards_limit_config {
+  /**
+   * A `guards_limit_algorithm`.
+   */
+  uint32_t algorithm;
+  /**
+   * Always 0 (room for later use).
+   */
+  uint32_t reserved;
+  /**
+   * `FIXED`: the limit (1..=UINT64_MAX; UINT64_MAX: no limit; default UINT64_MAX).
+   */
+  uint64_t fixed;
+  /**
+   * Used when `algorithm` is `AIMD`.
+   */
+  struct guards_aimd_config aimd;
+  /**
+   * Used when `algorithm` is `VEGAS`.
+   */
+  struct guards_vegas_config vegas;
+  /**
+   * Used when `algorithm` is `GRADIENT`.
+   */
+  struct guards_gradient_config gradient;
+} guards_limit_config;
+
+/**
+ * An admission door's settings. Start from `guards_admission_config_default`.
+ */
+typedef struct guards_admission_config {
+  /**
+   * Per priority level 0..=7: refuse once this many calls (of any priority) are inside
+   * (default 80 for 0, 64 for the others; 1..=UINT64_MAX, at most a more important
+   * level's).
+   */
+  uint64_t limits[8];
+  /**
+   * An adaptive limit on the calls inside, or a fixed total (default: fixed, no limit).
+   */
+  struct guards_limit_config limit;
+  /**
+   * Per priority level: the share of the adaptive limit it may fill (default 1.0;
+   * 0 < x <= 1, at most a more important level's).
+   */
+  double shares[8];
+  /**
+   * Sampling window of the adaptive limit (default 100 ms; 1 ns..=1 day).
+   */
+  uint64_t window_ns;
+  /**
+   * Samples per window (default 10; 1..=1000000).
+   */
+  uint64_t min_window_samples;
+  /**
+   * Lower bound of the Retry-After (default 1 s; 0..=1 day).
+   */
+  uint64_t min_retry_after_ns;
+  /**
+   * Upper bound of the Retry-After (default 60 s; min_retry_after..=1 day).
+   */
+  uint64_t max_retry_after_ns;
+} guards_admission_config;
 
 /**
  * A permit: plain data the caller copies and hands back exactly once. Only `guard`,
@@ -556,6 +1623,136 @@ typedef struct guards_permit {
    */
   uint32_t reserved;
 } guards_permit;
+
+/**
+ * An admission door's counters and gauges (relaxed snapshots, readable while traffic
+ * flows).
+ */
+typedef struct guards_admission_stats {
+  /**
+   * Calls admitted.
+   */
+  uint64_t admitted;
+  /**
+   * Refusals at a priority's fixed limit.
+   */
+  uint64_t refused_limit_reached;
+  /**
+   * Refusals at the adaptive limit or a priority's share of it.
+   */
+  uint64_t refused_overloaded;
+  /**
+   * Refusals (either reason) by priority level.
+   */
+  uint64_t refused_by_priority[8];
+  /**
+   * Permits released as successes.
+   */
+  uint64_t succeeded;
+  /**
+   * Permits released as drops.
+   */
+  uint64_t dropped;
+  /**
+   * Permits released without a sample.
+   */
+  uint64_t ignored;
+  /**
+   * Calls inside now.
+   */
+  uint64_t in_flight;
+  /**
+   * The current adaptive (or fixed total) limit.
+   */
+  uint64_t limit;
+} guards_admission_stats;
+
+/**
+ * A backoff's settings. Start from `guards_backoff_config_default`.
+ */
+typedef struct guards_backoff_config {
+  /**
+   * The first delay before jitter (default 25 ms; 1 ns..=86400 s).
+   */
+  uint64_t base_ns;
+  /**
+   * The largest delay before jitter (default 20 s; base..=86400 s).
+   */
+  uint64_t cap_ns;
+  /**
+   * Growth per retry (default 2.0; 1.0..=100.0).
+   */
+  double multiplier;
+  /**
+   * A `guards_jitter` (default `GUARDS_JITTER_FULL`).
+   */
+  uint32_t jitter;
+} guards_backoff_config;
+
+/**
+ * One operation's brownout policy. Start from `guards_brownout_config_default`.
+ */
+typedef struct guards_brownout_config {
+  /**
+   * The operation is optional: a fallback may be served (default false: required).
+   */
+  bool optional;
+  /**
+   * Never shed: local refusals answer "proceed" (default false).
+   */
+  bool exempt;
+  /**
+   * Which failure kinds may fall back, one bit per `guards_refusal_kind` (`1u <<
+   * GUARDS_REFUSAL_KIND_...`; default 0x7F, all seven; not empty when `optional`).
+   */
+  uint32_t fallback_on;
+} guards_brownout_config;
+
+/**
+ * A brownout's counters: how much of the product is browned out.
+ */
+typedef struct guards_brownout_stats {
+  /**
+   * Full answers.
+   */
+  uint64_t full;
+  /**
+   * Degraded answers (fallbacks served).
+   */
+  uint64_t degraded;
+  /**
+   * Errors (failed fast).
+   */
+  uint64_t errors;
+  /**
+   * Exempt calls made despite a local refusal.
+   */
+  uint64_t proceeded;
+} guards_brownout_stats;
+
+/**
+ * One operation of a brownout table: its key (`guards_key_of` of its name) and policy.
+ */
+typedef struct guards_brownout_operation {
+  /**
+   * The operation's key.
+   */
+  uint64_t key;
+  /**
+   * Its policy.
+   */
+  struct guards_brownout_config config;
+} guards_brownout_operation;
+
+/**
+ * A bulkhead's settings. Start from `guards_bulkhead_config_default`.
+ */
+typedef struct guards_bulkhead_config {
+  /**
+   * How many calls may be in flight at once (default 12; 1..=4294967295).
+   */
+  uint64_t max_concurrent;
+} guards_bulkhead_config;
 
 /**
  * A bulkhead's counters (relaxed snapshots, readable while traffic flows).
@@ -710,6 +1907,910 @@ typedef struct guards_circuit_breaker_stats {
 } guards_circuit_breaker_stats;
 
 /**
+ * Per-attempt deadline settings: `budget = min(attempt_timeout, time left) − margin`.
+ */
+typedef struct guards_deadline_config {
+  /**
+   * The longest one attempt may take (default 60 ms; 1 ns..=86400 s).
+   */
+  uint64_t attempt_timeout_ns;
+  /**
+   * Kept back from every budget, for the answer to travel (default 1 ms;
+   * 0..attempt_timeout).
+   */
+  uint64_t margin_ns;
+} guards_deadline_config;
+
+/**
+ * The budget of an attempt about to be made.
+ */
+typedef struct guards_attempt_budget {
+  /**
+   * A `guards_attempt_budget_kind`.
+   */
+  uint32_t kind;
+  /**
+   * Always 0 (room for later use).
+   */
+  uint32_t reserved;
+  /**
+   * `START`: how long to wait for the attempt (and what to tell the callee); else 0.
+   */
+  uint64_t budget_ns;
+  /**
+   * `TOO_LITTLE_LEFT`: the time that was left; else 0.
+   */
+  uint64_t left_ns;
+} guards_attempt_budget;
+
+/**
+ * A latency tracker's settings. Start from `guards_latency_tracker_config_default`.
+ */
+typedef struct guards_latency_tracker_config {
+  /**
+   * Length of one window of the ring; reads merge the last 6 (default 10 s; 1 s..=1 day).
+   */
+  uint64_t window_ns;
+  /**
+   * The quantile a proposed timeout starts from (default 0.999; 0 < q <= 1).
+   */
+  double timeout_quantile;
+  /**
+   * Proposed timeout = this × that quantile (default 2.0; 1..=100).
+   */
+  double timeout_factor;
+  /**
+   * Samples needed before a timeout is proposed (default 1000; 1..=10^12).
+   */
+  uint64_t min_samples;
+} guards_latency_tracker_config;
+
+/**
+ * A hedging policy's settings. Start from `guards_hedging_config_default`.
+ */
+typedef struct guards_hedging_config {
+  /**
+   * Hedge a call slower than this quantile (default 0.95; 0 < q <= 1).
+   */
+  double delay_quantile;
+  /**
+   * Floor on the hedge delay (default 1 ms; 0..=1 h).
+   */
+  uint64_t min_delay_ns;
+  /**
+   * Ceiling on the hedge delay (default 10 s; min_delay..=1 h).
+   */
+  uint64_t max_delay_ns;
+  /**
+   * Most hedges per request (default 1; 0..=16, 0: off).
+   */
+  uint32_t max_hedges;
+  /**
+   * Always 0 (room for later use).
+   */
+  uint32_t reserved;
+  /**
+   * Samples needed before any hedge (default 100; 1..=10^9).
+   */
+  uint64_t min_samples;
+  /**
+   * How often the cached delay is recomputed (default 100 ms; 0..=1 min).
+   */
+  uint64_t refresh_interval_ns;
+  /**
+   * The policy's own latency tracker (errors name `tracker.<field>`).
+   */
+  struct guards_latency_tracker_config tracker;
+} guards_hedging_config;
+
+/**
+ * A hedging decision.
+ */
+typedef struct guards_hedge_decision {
+  /**
+   * A `guards_hedge_decision_kind`.
+   */
+  uint32_t kind;
+  /**
+   * `NEVER`: a `guards_hedge_refusal`; else 0.
+   */
+  uint32_t refusal;
+  /**
+   * `WAIT_UNTIL`: the instant to ask again; else 0.
+   */
+  uint64_t wait_until_ns;
+} guards_hedge_decision;
+
+/**
+ * A hedging policy's counters.
+ */
+typedef struct guards_hedging_stats {
+  /**
+   * Hedges allowed.
+   */
+  uint64_t hedges;
+  /**
+   * Decisions that said wait.
+   */
+  uint64_t deferred;
+  /**
+   * Refused: not idempotent.
+   */
+  uint64_t not_idempotent;
+  /**
+   * Refused: the per-request limit.
+   */
+  uint64_t limit_reached;
+  /**
+   * Refused: too few latency samples.
+   */
+  uint64_t no_latency_data;
+  /**
+   * Refused: the budget said no.
+   */
+  uint64_t budget_exhausted;
+} guards_hedging_stats;
+
+/**
+ * A keyed breaker set's settings. Start from `guards_keyed_breakers_config_default`.
+ */
+typedef struct guards_keyed_breakers_config {
+  /**
+   * Every key's breaker. Its window must fit 128 cells (a count window of at most 128
+   * calls, or a time window of at most 42 buckets); `capacity` must be 0 or at most 128.
+   */
+  struct guards_circuit_breaker_config breaker;
+  /**
+   * How many keys the set holds (default 16; 1..=256, rounded up to 4, 16, 64 or 256).
+   * Entries are never removed: size it for every key it will see.
+   */
+  uint64_t slots;
+} guards_keyed_breakers_config;
+
+/**
+ * A keyed set's own counters (each key's breaker has its own, see
+ * `guards_keyed_breakers_get_stats`).
+ */
+typedef struct guards_keyed_breakers_set_stats {
+  /**
+   * Keys inserted.
+   */
+  uint64_t entries;
+  /**
+   * Calls refused because the set was full.
+   */
+  uint64_t full;
+  /**
+   * Slots allocated (the configured `slots` rounded up).
+   */
+  uint64_t slots;
+} guards_keyed_breakers_set_stats;
+
+/**
+ * Several quantiles read in one pass; all zero when `count` is 0.
+ */
+typedef struct guards_latency_summary {
+  /**
+   * Samples in the merged windows.
+   */
+  uint64_t count;
+  /**
+   * Median.
+   */
+  uint64_t p50_ns;
+  /**
+   * 95th percentile.
+   */
+  uint64_t p95_ns;
+  /**
+   * 99th percentile.
+   */
+  uint64_t p99_ns;
+  /**
+   * 99.9th percentile.
+   */
+  uint64_t p999_ns;
+  /**
+   * Largest sample (its bucket's midpoint).
+   */
+  uint64_t max_ns;
+} guards_latency_summary;
+
+/**
+ * A latency tracker's counters.
+ */
+typedef struct guards_latency_tracker_stats {
+  /**
+   * Samples added (saturated ones included).
+   */
+  uint64_t recorded;
+  /**
+   * Samples above the largest trackable value, clamped into the last bucket.
+   */
+  uint64_t saturated;
+  /**
+   * Samples dropped because their window had already been reused (a `now_ns` a whole
+   * ring behind).
+   */
+  uint64_t stale;
+} guards_latency_tracker_stats;
+
+/**
+ * How one priority level shares the limit: admitted while the calls in flight (all
+ * priorities) are below `min(max_in_flight, share == 1 ? limit : max(1, floor(limit ×
+ * share)))`.
+ */
+typedef struct guards_partition_config {
+  /**
+   * Fraction of the limit this level may fill (default 1.0; 0 < x <= 1, at most the
+   * share of a more important level).
+   */
+  double share;
+  /**
+   * A fixed cap for this level (default UINT64_MAX: none; at most a more important
+   * level's).
+   */
+  uint64_t max_in_flight;
+} guards_partition_config;
+
+/**
+ * A limiter's settings. Start from `guards_limiter_config_default`.
+ */
+typedef struct guards_limiter_config {
+  /**
+   * The limit (default Vegas).
+   */
+  struct guards_limit_config limit;
+  /**
+   * Minimum length of a sampling window (default 100 ms; 1 ns..=1 day).
+   */
+  uint64_t window_ns;
+  /**
+   * Samples before a window is folded into the algorithm (default 10; 1..=1000000).
+   */
+  uint64_t min_window_samples;
+  /**
+   * Per priority level 0..=7 (0 most important).
+   */
+  struct guards_partition_config partitions[8];
+  /**
+   * Lower bound of a refusal's retry-after hint (default 1 ms; 0..=1 day).
+   */
+  uint64_t min_retry_after_ns;
+  /**
+   * Upper bound of the hint (default 1 s; min_retry_after..=1 day).
+   */
+  uint64_t max_retry_after_ns;
+} guards_limiter_config;
+
+/**
+ * A limiter's counters and gauges (relaxed snapshots, readable while traffic flows).
+ */
+typedef struct guards_limiter_stats {
+  /**
+   * Calls admitted.
+   */
+  uint64_t acquired;
+  /**
+   * Refusals because the limit was reached.
+   */
+  uint64_t rejected_limit_reached;
+  /**
+   * Refusals because a priority's fixed cap was reached.
+   */
+  uint64_t rejected_partition_cap;
+  /**
+   * Refusals because the rest of the limit is reserved for higher priorities.
+   */
+  uint64_t rejected_reserved;
+  /**
+   * Refusals (any reason) by priority level.
+   */
+  uint64_t rejected_by_priority[8];
+  /**
+   * Permits given back as successes (RTT samples).
+   */
+  uint64_t succeeded;
+  /**
+   * Permits given back as drops (overload samples).
+   */
+  uint64_t dropped;
+  /**
+   * Permits given back without a sample.
+   */
+  uint64_t ignored;
+  /**
+   * Windows folded into the algorithm.
+   */
+  uint64_t windows;
+  /**
+   * Folds that changed the limit.
+   */
+  uint64_t limit_changes;
+  /**
+   * Due windows left to a thread already folding.
+   */
+  uint64_t folds_skipped;
+  /**
+   * The current limit.
+   */
+  uint64_t limit;
+  /**
+   * Calls in flight now.
+   */
+  uint64_t in_flight;
+} guards_limiter_stats;
+
+/**
+ * A wait queue's settings. Start from `guards_queue_discipline_config_default`.
+ */
+typedef struct guards_queue_discipline_config {
+  /**
+   * Waiters that may wait at once (default 128; 1..=65536).
+   */
+  uint32_t capacity;
+  /**
+   * Always 0 (room for later use).
+   */
+  uint32_t reserved;
+  /**
+   * Non-empty this long = standing (default 100 ms; 0..=3600 s).
+   */
+  uint64_t interval_ns;
+  /**
+   * The age limit while standing (default 5 ms; 0..=interval).
+   */
+  uint64_t target_ns;
+  /**
+   * Serve the newest waiter while standing (default true).
+   */
+  bool lifo;
+  /**
+   * Drop waiters older than the age limit while standing (default true).
+   */
+  bool codel;
+  /**
+   * Serve more important classes first (default true).
+   */
+  bool priority;
+} guards_queue_discipline_config;
+
+/**
+ * One waiting request, as pushed (and as returned when served, dropped or removed).
+ */
+typedef struct guards_waiter {
+  /**
+   * The caller's handle for the request.
+   */
+  uint64_t id;
+  /**
+   * When it was queued (the queue's clock at push).
+   */
+  uint64_t enqueued_at_ns;
+  /**
+   * When its caller gives up (`GUARDS_NO_DEADLINE`: never).
+   */
+  uint64_t deadline_ns;
+  /**
+   * Its priority class (0..=7).
+   */
+  uint32_t priority;
+  /**
+   * Always 0 (room for later use).
+   */
+  uint32_t reserved;
+} guards_waiter;
+
+/**
+ * The waiter that gets the freed server.
+ */
+typedef struct guards_dequeued {
+  /**
+   * Who is served.
+   */
+  struct guards_waiter waiter;
+  /**
+   * A `guards_serve_order`.
+   */
+  uint32_t order;
+  /**
+   * Always 0 (room for later use).
+   */
+  uint32_t reserved;
+} guards_dequeued;
+
+/**
+ * A waiter the queue dropped, and why.
+ */
+typedef struct guards_dropped {
+  /**
+   * The dropped waiter.
+   */
+  struct guards_waiter waiter;
+  /**
+   * A `guards_drop_reason`.
+   */
+  uint32_t reason;
+  /**
+   * Always 0 (room for later use).
+   */
+  uint32_t reserved;
+} guards_dropped;
+
+/**
+ * A wait queue's state at an instant.
+ */
+typedef struct guards_queue_discipline_state {
+  /**
+   * Waiters now.
+   */
+  uint32_t len;
+  /**
+   * 1 when the queue is standing (non-empty for at least `interval`), else 0.
+   */
+  uint32_t standing;
+  /**
+   * Waiters now by priority class.
+   */
+  uint32_t len_by_priority[8];
+  /**
+   * How long the oldest waiter has waited (0 when empty): alarm on this.
+   */
+  uint64_t oldest_age_ns;
+} guards_queue_discipline_state;
+
+/**
+ * A wait queue's counters. Every accepted waiter ends in exactly one of served, dropped,
+ * cancelled, or still queued: `enqueued == served_fifo + served_lifo + dropped_age_limit +
+ * dropped_deadline + cancelled + len`.
+ */
+typedef struct guards_queue_discipline_stats {
+  /**
+   * Waiters accepted by push.
+   */
+  uint64_t enqueued;
+  /**
+   * Waiters served from the oldest end.
+   */
+  uint64_t served_fifo;
+  /**
+   * Waiters served from the newest end.
+   */
+  uint64_t served_lifo;
+  /**
+   * Waiters dropped by the age limit.
+   */
+  uint64_t dropped_age_limit;
+  /**
+   * Waiters dropped because their deadline had passed.
+   */
+  uint64_t dropped_deadline;
+  /**
+   * Waiters taken out by `_remove`.
+   */
+  uint64_t cancelled;
+  /**
+   * Pushes refused because the queue was full.
+   */
+  uint64_t rejected_full;
+} guards_queue_discipline_stats;
+
+/**
+ * The token bucket: `ratio` tokens per first attempt, 1 per retry, at most `capacity`.
+ */
+typedef struct guards_token_budget_config {
+  /**
+   * The burst of retries allowed at once (default 10; 1..=1e9 tokens).
+   */
+  double capacity;
+  /**
+   * Tokens earned per first attempt (default 0.1; 0, or 0.000001..=1000).
+   */
+  double ratio;
+} guards_token_budget_config;
+
+/**
+ * gRPC retry throttling: −1 token per failure, +`token_ratio` per success, retries only
+ * above `max_tokens / 2`.
+ */
+typedef struct guards_grpc_throttle_config {
+  /**
+   * Tokens held (default 10; 0.001..=1000, three decimals).
+   */
+  double max_tokens;
+  /**
+   * Tokens added per success (default 0.1; 0.001..=1000, three decimals).
+   */
+  double token_ratio;
+} guards_grpc_throttle_config;
+
+/**
+ * The AWS retry quota: a retry costs by cause, a successful retry refunds its cost.
+ */
+typedef struct guards_aws_retry_quota_config {
+  /**
+   * Size of the bucket (default 500; 1..=1e9 tokens).
+   */
+  uint64_t capacity;
+  /**
+   * Cost of a retry after a transient error (default 5; 0..=capacity).
+   */
+  uint64_t transient_cost;
+  /**
+   * Cost of a retry after a timeout (default 10; 0..=capacity).
+   */
+  uint64_t timeout_cost;
+  /**
+   * Cost of a retry after throttling (default 5; 0..=capacity).
+   */
+  uint64_t throttled_cost;
+  /**
+   * Cost of a hedge (default 5; 0..=capacity).
+   */
+  uint64_t hedge_cost;
+  /**
+   * Tokens added when a call succeeds first time (default 1; 0..=capacity).
+   */
+  uint64_t success_increment;
+} guards_aws_retry_quota_config;
+
+/**
+ * The windowed budget: retries as a share of the requests of the last `ttl`.
+ */
+typedef struct guards_windowed_budget_config {
+  /**
+   * How long deposits and withdrawals count (default 10 s; 1 ms..=60 s).
+   */
+  uint64_t ttl_ns;
+  /**
+   * Retries a second allowed with no requests (default 10; 0..=1e6).
+   */
+  double min_retries_per_sec;
+  /**
+   * Retries allowed per request deposited (default 0.2; 0, or 0.000001..=1000).
+   */
+  double percent_can_retry;
+} guards_windowed_budget_config;
+
+/**
+ * A retry budget's settings: `mode` chooses which of the four sub-configs is used (the
+ * others are ignored). Start from `guards_retry_budget_config_default`.
+ */
+typedef struct guards_retry_budget_config {
+  /**
+   * A `guards_retry_budget_mode` (default `GUARDS_RETRY_BUDGET_MODE_TOKEN_BUCKET`).
+   */
+  uint32_t mode;
+  /**
+   * Used when `mode` is `TOKEN_BUCKET`.
+   */
+  struct guards_token_budget_config token_bucket;
+  /**
+   * Used when `mode` is `GRPC`.
+   */
+  struct guards_grpc_throttle_config grpc;
+  /**
+   * Used when `mode` is `AWS`.
+   */
+  struct guards_aws_retry_quota_config aws;
+  /**
+   * Used when `mode` is `WINDOWED`.
+   */
+  struct guards_windowed_budget_config windowed;
+} guards_retry_budget_config;
+
+/**
+ * Proof that a retry was allowed, and what it cost: a take-once token. Plain data the
+ * caller copies; hand it back once with `guards_retry_budget_report`.
+ */
+typedef struct guards_retry_receipt {
+  /**
+   * The issuing budget's id (0 is never issued).
+   */
+  uint64_t guard;
+  /**
+   * The receipt's slot in the budget.
+   */
+  uint32_t slot;
+  /**
+   * The slot's generation when the receipt was issued.
+   */
+  uint32_t generation;
+  /**
+   * What the retry cost, in micro-tokens (10^6 per token; 0 in the gRPC mode).
+   */
+  uint64_t cost_micros;
+} guards_retry_receipt;
+
+/**
+ * A retry budget's counters (every mode; relaxed snapshots, readable while traffic
+ * flows).
+ */
+typedef struct guards_retry_budget_stats {
+  /**
+   * Credits recorded: first attempts (token bucket, windowed), successes (gRPC),
+   * successes without a retry (AWS).
+   */
+  uint64_t deposits;
+  /**
+   * Retries allowed.
+   */
+  uint64_t withdrawals;
+  /**
+   * Retries refused.
+   */
+  uint64_t refusals;
+  /**
+   * Receipts refunded (AWS; 0 elsewhere).
+   */
+  uint64_t refunds;
+  /**
+   * Failures reported (gRPC; 0 elsewhere).
+   */
+  uint64_t failures;
+} guards_retry_budget_stats;
+
+/**
+ * A retry driver's settings: one request's deadline and idempotency, and the per-attempt
+ * budget rule. Start from `guards_retry_driver_config_default`.
+ */
+typedef struct guards_retry_driver_config {
+  /**
+   * The request's deadline, an instant (`GUARDS_NO_DEADLINE`, the default: none).
+   */
+  uint64_t deadline_ns;
+  /**
+   * Whether the call may be repeated: a `guards_idempotency` (default idempotent).
+   */
+  uint32_t idempotency;
+  /**
+   * Always 0 (room for later use).
+   */
+  uint32_t reserved;
+  /**
+   * Each attempt's budget: `min(attempt_timeout, time left) − margin`.
+   */
+  struct guards_deadline_config attempt;
+} guards_retry_driver_config;
+
+/**
+ * The retry driver's answer: what to do next.
+ */
+typedef struct guards_retry_step {
+  /**
+   * A `guards_retry_step_kind`.
+   */
+  uint32_t kind;
+  /**
+   * `GIVE_UP`: a `guards_give_up_reason`; else 0.
+   */
+  uint32_t give_up_reason;
+  /**
+   * `ATTEMPT`: its number (1 = the first attempt); else 0.
+   */
+  uint32_t attempt;
+  /**
+   * Always 0 (room for later use).
+   */
+  uint32_t reserved;
+  /**
+   * `ATTEMPT`: how long to wait for it (and what to tell the callee); else 0.
+   */
+  uint64_t budget_ns;
+  /**
+   * `ATTEMPT`: when its budget runs out; else 0.
+   */
+  uint64_t expires_at_ns;
+  /**
+   * `WAIT`: when to resume; else 0.
+   */
+  uint64_t retry_at_ns;
+  /**
+   * `WAIT`: the same wait as a duration from the call's `now_ns`; else 0.
+   */
+  uint64_t retry_after_ns;
+} guards_retry_step;
+
+/**
+ * A driver's progress.
+ */
+typedef struct guards_retry_driver_state {
+  /**
+   * A `guards_retry_phase`.
+   */
+  uint32_t phase;
+  /**
+   * Attempts started so far (the one out included).
+   */
+  uint32_t attempts;
+  /**
+   * Retries decided so far (waits handed out).
+   */
+  uint32_t retries;
+  /**
+   * `GAVE_UP`: a `guards_give_up_reason`; else 0.
+   */
+  uint32_t give_up_reason;
+  /**
+   * 1 when `last_outcome` holds the outcome of the last attempt reported (or
+   * cancelled), else 0.
+   */
+  uint32_t has_last_outcome;
+  /**
+   * A `guards_outcome` when `has_last_outcome`.
+   */
+  uint32_t last_outcome;
+  /**
+   * When the request started (`start`'s `now_ns`).
+   */
+  uint64_t started_at_ns;
+  /**
+   * When the attempt out (or the last one) started.
+   */
+  uint64_t attempt_started_at_ns;
+} guards_retry_driver_state;
+
+/**
+ * A retry policy's settings. Start from `guards_retry_policy_config_default`.
+ */
+typedef struct guards_retry_policy_config {
+  /**
+   * Attempts per request, the first included (default 3; 1..=100).
+   */
+  uint32_t max_attempts;
+  /**
+   * Retry after a timeout (default true).
+   */
+  bool retry_timeouts;
+  /**
+   * Retry after a connection error (default true).
+   */
+  bool retry_connection_errors;
+  /**
+   * Retry after another transient error (default true).
+   */
+  bool retry_other_transient;
+  /**
+   * Retry after being throttled (default true).
+   */
+  bool retry_throttled;
+  /**
+   * Wait at least the server's Retry-After, and give up when it is longer than
+   * `max_retry_after_ns` (default true).
+   */
+  bool honor_retry_after;
+  /**
+   * The longest Retry-After waited for (default 20 s; 0..=86400 s).
+   */
+  uint64_t max_retry_after_ns;
+  /**
+   * Do not start an attempt with less time left than this (default 1 ms; 0..=86400 s).
+   */
+  uint64_t min_attempt_time_ns;
+  /**
+   * A `guards_unkeyed_side_effects` (default `NEVER`).
+   */
+  uint32_t unkeyed_side_effects;
+  /**
+   * The backoff between attempts (errors name `backoff.<field>`).
+   */
+  struct guards_backoff_config backoff;
+} guards_retry_policy_config;
+
+/**
+ * What a decision needs to know about the request. Start from
+ * `guards_retry_context_default` (a zeroed context means "Retry-After 0" and "no time
+ * left", not "none").
+ */
+typedef struct guards_retry_context {
+  /**
+   * Attempts made so far, counting the one whose outcome this is (0 is read as 1).
+   */
+  uint32_t attempts_made;
+  /**
+   * What happened to that attempt: a `guards_outcome`.
+   */
+  uint32_t outcome;
+  /**
+   * Whether the call may be repeated: a `guards_idempotency`.
+   */
+  uint32_t idempotency;
+  /**
+   * Always 0 (room for later use).
+   */
+  uint32_t reserved;
+  /**
+   * The server's Retry-After that came with the outcome, a duration
+   * (`GUARDS_NO_RETRY_AFTER`: none; see `guards_http_outcome`).
+   */
+  uint64_t retry_after_ns;
+  /**
+   * Time left on the request's deadline (`GUARDS_NO_DEADLINE`: no deadline).
+   */
+  uint64_t time_left_ns;
+  /**
+   * The wait before the previous retry of this request (0 before the first).
+   */
+  uint64_t prev_delay_ns;
+} guards_retry_context;
+
+/**
+ * A retry policy's answer.
+ */
+typedef struct guards_retry_decision {
+  /**
+   * A `guards_retry_decision_kind`.
+   */
+  uint32_t kind;
+  /**
+   * `GIVE_UP`: a `guards_give_up_reason`; else 0.
+   */
+  uint32_t give_up_reason;
+  /**
+   * `RETRY`: how long to wait (pass it back as the next `prev_delay_ns`); else 0.
+   */
+  uint64_t after_ns;
+} guards_retry_decision;
+
+/**
+ * A retry policy's counters: one decision bumps exactly one of them.
+ */
+typedef struct guards_retry_policy_stats {
+  /**
+   * Decisions to retry.
+   */
+  uint64_t retries;
+  /**
+   * Give-ups because the attempt succeeded.
+   */
+  uint64_t succeeded;
+  /**
+   * Give-ups on permanent errors.
+   */
+  uint64_t permanent;
+  /**
+   * Give-ups on "overloaded, don't retry".
+   */
+  uint64_t overloaded;
+  /**
+   * Give-ups on classes this config does not retry.
+   */
+  uint64_t not_retryable;
+  /**
+   * Give-ups at the attempt cap.
+   */
+  uint64_t attempts_exhausted;
+  /**
+   * Give-ups on side effects without a key.
+   */
+  uint64_t not_idempotent;
+  /**
+   * Give-ups on a too-long Retry-After.
+   */
+  uint64_t retry_after_too_long;
+  /**
+   * Give-ups because the deadline had no room for another attempt.
+   */
+  uint64_t deadline_exceeded;
+  /**
+   * Give-ups because the budget refused.
+   */
+  uint64_t budget_exhausted;
+  /**
+   * Give-ups because a guard of this process refused the attempt.
+   */
+  uint64_t rejected;
+  /**
+   * Give-ups on outcomes that say nothing about the dependency.
+   */
+  uint64_t ignored;
+  /**
+   * Give-ups because the caller abandoned the request.
+   */
+  uint64_t cancelled;
+} guards_retry_policy_stats;
+
+/**
  * How to open (or create) a region. Start from `guards_region_options_default`. The
  * capacities apply when this call creates the region; an existing one keeps its own.
  */
@@ -817,6 +2918,8 @@ typedef struct guards_region_guard_info {
    */
   uint64_t permits_held;
 } guards_region_guard_info;
+
+
 
 #ifdef __cplusplus
 extern "C" {
@@ -1091,6 +3194,12 @@ guards_result guards_last_error_code(void);
 guards_result guards_last_rejection(struct guards_rejection *out);
 
 /**
+ * Whole seconds from `now_ns` until `retry_at_ns`, rounded up (0 if it has passed): the
+ * value of an HTTP `Retry-After` header for a refusal's `retry_at_ns`.
+ */
+uint64_t guards_retry_after_secs(uint64_t retry_at_ns, uint64_t now_ns);
+
+/**
  * The default clock: monotonic nanoseconds on CLOCK_MONOTONIC's timeline, the same values
  * as `clock_gettime(CLOCK_MONOTONIC)`.
  */
@@ -1100,6 +3209,481 @@ uint64_t guards_now_ns(void);
  * The library's version, e.g. `"0.1.0"` (static, NUL-terminated).
  */
 const char *guards_version(void);
+
+/**
+ * The name of outcome `outcome` (`"success"`, `"timeout"`, ...: what the conformance
+ * vectors and every binding spell), static and NUL-terminated; NULL for a number that is
+ * not an outcome.
+ */
+const char *guards_outcome_name(uint32_t outcome);
+
+/**
+ * The outcome named `name` (`len` bytes, no NUL needed) into `*out`. Errors:
+ * `NULL_ARGUMENT`, `INVALID_ENUM` (no outcome has that name).
+ *
+ * # Safety
+ * `name` must be NULL or valid for reads of `len` bytes; `out` NULL or valid for writes.
+ */
+guards_result guards_outcome_from_name(const char *name, size_t len, uint32_t *out);
+
+/**
+ * The name of give-up reason `reason` (`"attempts_exhausted"`, ...), static and
+ * NUL-terminated; NULL for a number that is not a reason.
+ */
+const char *guards_give_up_reason_name(uint32_t reason);
+
+/**
+ * Whether a request that gave up for `reason` should answer its own caller "overloaded,
+ * don't retry" (retry in one layer only): true for every reason but succeeded,
+ * permanent, ignored and cancelled, and for no number that is not a reason.
+ */
+bool guards_give_up_should_propagate_as_overloaded(uint32_t reason);
+
+/**
+ * Write the default config to `out` (k = 2 over 120 s, linear, no cap, counting local
+ * rejections: the SRE book's throttle).
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_adaptive_throttle_config`.
+ */
+guards_result guards_adaptive_throttle_config_default(struct guards_adaptive_throttle_config *out);
+
+/**
+ * Build an adaptive throttle from `config` into `*out`. Errors: `NULL_ARGUMENT`,
+ * `CONFIG_*` naming the field, `OUT_OF_MEMORY`.
+ *
+ * # Safety
+ * `config` must be NULL or point to a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_adaptive_throttle_new(const struct guards_adaptive_throttle_config *config,
+                                           struct guards_adaptive_throttle **out);
+
+/**
+ * Free an adaptive throttle (NULL is a no-op).
+ *
+ * # Safety
+ * `t` must be NULL or a handle from `guards_adaptive_throttle_new` not freed before, and no
+ * other thread may use it during or after this call.
+ */
+void guards_adaptive_throttle_free(struct guards_adaptive_throttle *t);
+
+/**
+ * Decide a request at `now_ns`: `GUARDS_RESULT_OK` (send it, then report how it ended) or
+ * `GUARDS_RESULT_THROTTLED` (reject it locally; the detail gives the probability). The
+ * request is counted (a rejected one only with `count_rejected`).
+ *
+ * # Safety
+ * `t` must be NULL or a live handle.
+ */
+guards_result guards_adaptive_throttle_try_acquire(struct guards_adaptive_throttle *t,
+                                                   uint64_t now_ns);
+
+/**
+ * How a request the throttle let through ended, at `now_ns` (`outcome`: a
+ * `guards_outcome`), by the call contract: success, permanent and other transient are
+ * accepts of the backend; timeout, connection error, throttled and overloaded are
+ * refusals; rejected, ignored and cancelled change nothing.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle.
+ */
+guards_result guards_adaptive_throttle_report(struct guards_adaptive_throttle *t,
+                                              uint64_t now_ns,
+                                              uint32_t outcome);
+
+/**
+ * The probability with which a request at `now_ns` would be rejected, into `*out`.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_adaptive_throttle_reject_probability(const struct guards_adaptive_throttle *t,
+                                                          uint64_t now_ns,
+                                                          double *out);
+
+/**
+ * Requests and accepts in the window at `now_ns`, into `*out`.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_adaptive_throttle_window(const struct guards_adaptive_throttle *t,
+                                              uint64_t now_ns,
+                                              struct guards_throttle_window *out);
+
+/**
+ * The counters into `*out`; safe while other threads use the throttle.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_adaptive_throttle_get_stats(const struct guards_adaptive_throttle *t,
+                                                 struct guards_adaptive_throttle_stats *out);
+
+/**
+ * The config the throttle was built with.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_adaptive_throttle_get_config(const struct guards_adaptive_throttle *t,
+                                                  struct guards_adaptive_throttle_config *out);
+
+/**
+ * Write the default config to `out` (seed C5: 80 calls inside for priority 0, 64 for the
+ * others, no adaptive limit, Retry-After 1..60 s).
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_admission_config`.
+ */
+guards_result guards_admission_config_default(struct guards_admission_config *out);
+
+/**
+ * Build an admission door from `config` into `*out`. Errors: `NULL_ARGUMENT`,
+ * `INVALID_ENUM` (`limit.algorithm`), `CONFIG_*` naming the field (`limits[i]`,
+ * `shares[i]`, ...), `OUT_OF_MEMORY`.
+ *
+ * # Safety
+ * `config` must be NULL or point to a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_admission_new(const struct guards_admission_config *config,
+                                   struct guards_admission **out);
+
+/**
+ * Free an admission door (NULL is a no-op). Its outstanding permits become invalid.
+ *
+ * # Safety
+ * `a` must be NULL or a handle from `guards_admission_new` not freed before, and no other
+ * thread may use it during or after this call.
+ */
+void guards_admission_free(struct guards_admission *a);
+
+/**
+ * Admit a call of `priority` (0..=7) at `now_ns`: `GUARDS_RESULT_OK` with a permit in
+ * `*out`, or a refusal (`GUARDS_RESULT_ADMISSION_LIMIT_REACHED`,
+ * `_ADMISSION_OVERLOADED`): answer 503 with `Retry-After:
+ * guards_retry_after_secs(r.retry_at_ns, now_ns)` from `guards_last_rejection(&r)`.
+ * Errors: `INVALID_ARGUMENT` (priority).
+ *
+ * # Safety
+ * `a` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_admission_try_acquire(struct guards_admission *a,
+                                           uint64_t now_ns,
+                                           uint32_t priority,
+                                           struct guards_permit *out);
+
+/**
+ * Release `permit` with how the call ended (`outcome`: a `guards_outcome`) at `now_ns`: as
+ * `guards_limiter_report`. Once; an invalid `outcome` leaves the permit outstanding.
+ *
+ * # Safety
+ * `a` must be NULL or a live handle.
+ */
+guards_result guards_admission_report(struct guards_admission *a,
+                                      struct guards_permit permit,
+                                      uint32_t outcome,
+                                      uint64_t now_ns);
+
+/**
+ * The counters and gauges into `*out`; safe while other threads use the door.
+ *
+ * # Safety
+ * `a` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_admission_get_stats(const struct guards_admission *a,
+                                         struct guards_admission_stats *out);
+
+/**
+ * The config the door was built with.
+ *
+ * # Safety
+ * `a` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_admission_get_config(const struct guards_admission *a,
+                                          struct guards_admission_config *out);
+
+/**
+ * Permits issued and not yet reported, into `*out` (a scan; for tests and diagnostics).
+ *
+ * # Safety
+ * `a` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_admission_outstanding(const struct guards_admission *a, uint64_t *out);
+
+/**
+ * Write the default config to `out` (25 ms base, 20 s cap, ×2, full jitter).
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_backoff_config`.
+ */
+guards_result guards_backoff_config_default(struct guards_backoff_config *out);
+
+/**
+ * Build a backoff from `config` into `*out`, its generator seeded at random (call
+ * `guards_backoff_reseed` for a reproducible sequence). Errors: `NULL_ARGUMENT`,
+ * `INVALID_ENUM` (jitter), `CONFIG_*` naming the field, `OUT_OF_MEMORY`.
+ *
+ * # Safety
+ * `config` must be NULL or point to a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_backoff_new(const struct guards_backoff_config *config,
+                                 struct guards_backoff **out);
+
+/**
+ * Free a backoff (NULL is a no-op).
+ *
+ * # Safety
+ * `b` must be NULL or a handle from `guards_backoff_new` not freed before, and no other
+ * thread may use it during or after this call.
+ */
+void guards_backoff_free(struct guards_backoff *b);
+
+/**
+ * Restart the backoff's generator from `seed`: the same seed gives the same waits in
+ * every language.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle.
+ */
+guards_result guards_backoff_reseed(struct guards_backoff *b, uint64_t seed);
+
+/**
+ * The wait before retry `retry` (0 = the first retry) into `*out`, drawing once from the
+ * backoff's generator (not at all without jitter). `prev_ns` is the previous wait of the
+ * same request (0 before the first); only decorrelated jitter uses it.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_backoff_delay(struct guards_backoff *b,
+                                   uint32_t retry,
+                                   uint64_t prev_ns,
+                                   uint64_t *out);
+
+/**
+ * The wait before retry `retry` for the random word `bits` (what `guards_backoff_delay`
+ * does after drawing; pure: replays a wait from a recorded word) into `*out`.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_backoff_delay_from_bits(const struct guards_backoff *b,
+                                             uint32_t retry,
+                                             uint64_t prev_ns,
+                                             uint64_t bits,
+                                             uint64_t *out);
+
+/**
+ * The un-jittered wait before retry `retry`, `min(cap, base · multiplier^retry)`, into
+ * `*out`.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_backoff_ceiling(const struct guards_backoff *b, uint32_t retry, uint64_t *out);
+
+/**
+ * The largest wait `guards_backoff_delay` can return for retry `retry` (to check that
+ * attempts and waits fit a deadline) into `*out`.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_backoff_max_delay(const struct guards_backoff *b,
+                                       uint32_t retry,
+                                       uint64_t *out);
+
+/**
+ * The config the backoff was built with.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_backoff_get_config(const struct guards_backoff *b,
+                                        struct guards_backoff_config *out);
+
+/**
+ * The stable start offset of periodic work named `id` (`len` bytes): `fnv1a64(id) mod
+ * period_ns`, the same in every process and language (0 for a zero period), into `*out`.
+ *
+ * # Safety
+ * `id` must be NULL (with `len` 0) or valid for reads of `len` bytes; `out` NULL or valid
+ * for writes.
+ */
+guards_result guards_stable_offset(const char *id, size_t len, uint64_t period_ns, uint64_t *out);
+
+/**
+ * The first instant at or after `now_ns` that is the stable offset of `id` past a
+ * multiple of `period_ns` (saturating; `now_ns` for a zero period), into `*out`.
+ *
+ * # Safety
+ * As `guards_stable_offset`.
+ */
+guards_result guards_next_stable_run(const char *id,
+                                     size_t len,
+                                     uint64_t period_ns,
+                                     uint64_t now_ns,
+                                     uint64_t *out);
+
+/**
+ * Write the default config to `out` (required, not exempt, every kind may fall back once
+ * made optional).
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_brownout_config`.
+ */
+guards_result guards_brownout_config_default(struct guards_brownout_config *out);
+
+/**
+ * Build one operation's brownout from `config` into `*out`. Errors: `NULL_ARGUMENT`,
+ * `CONFIG_*` naming the field, `OUT_OF_MEMORY`.
+ *
+ * # Safety
+ * `config` must be NULL or point to a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_brownout_new(const struct guards_brownout_config *config,
+                                  struct guards_brownout **out);
+
+/**
+ * Free a brownout (NULL is a no-op).
+ *
+ * # Safety
+ * `b` must be NULL or a handle from `guards_brownout_new` not freed before, and no other
+ * thread may use it during or after this call.
+ */
+void guards_brownout_free(struct guards_brownout *b);
+
+/**
+ * A guard refused the call, or it failed, with `kind` (a `guards_refusal_kind`): the
+ * decision (a `guards_brownout_decision`) into `*out`, counted.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_brownout_on_refusal(struct guards_brownout *b, uint32_t kind, uint32_t *out);
+
+/**
+ * How the call ended (`outcome`: a `guards_outcome`), by the call contract: a success is
+ * counted as a full answer (decision `NONE`); timeout, failures and overload answers are
+ * decided and counted (for a local refusal prefer `_on_refusal` with the refusing
+ * guard's own kind); permanent, ignored and cancelled get no fallback (`NONE`, nothing
+ * counted). The decision goes to `*out`.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_brownout_report(struct guards_brownout *b, uint32_t outcome, uint32_t *out);
+
+/**
+ * A full answer was served.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle.
+ */
+guards_result guards_brownout_on_full(struct guards_brownout *b);
+
+/**
+ * The counters into `*out`; safe while other threads use the brownout.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_brownout_get_stats(const struct guards_brownout *b,
+                                        struct guards_brownout_stats *out);
+
+/**
+ * The config the brownout was built with.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_brownout_get_config(const struct guards_brownout *b,
+                                         struct guards_brownout_config *out);
+
+/**
+ * Build a table of the `n` operations at `ops` (keys distinct; `ops` may be NULL when `n`
+ * is 0) into `*out`. Errors: `NULL_ARGUMENT`, `CONFIG_OUT_OF_RANGE` (`n` above 1024, or a
+ * config's `fallback_on`), `CONFIG_INCONSISTENT` (a key twice, `ops[].key`; an optional
+ * operation with no fallback kind), `OUT_OF_MEMORY`.
+ *
+ * # Safety
+ * `ops` must be NULL (with `n` 0) or valid for reads of `n` operations; `out` NULL or
+ * valid for writes.
+ */
+guards_result guards_brownout_table_new(const struct guards_brownout_operation *ops,
+                                        size_t n,
+                                        struct guards_brownout_table **out);
+
+/**
+ * Free a table (NULL is a no-op).
+ *
+ * # Safety
+ * `t` must be NULL or a handle from `guards_brownout_table_new` not freed before, and no
+ * other thread may use it during or after this call.
+ */
+void guards_brownout_table_free(struct guards_brownout_table *t);
+
+/**
+ * The decision for operation `key` refused or failed with `kind`, into `*out`, counted. An
+ * unknown key is treated as a required operation (`FAIL_FAST`) and counted as unknown.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_brownout_table_on_refusal(struct guards_brownout_table *t,
+                                               uint64_t key,
+                                               uint32_t kind,
+                                               uint32_t *out);
+
+/**
+ * `guards_brownout_report` for operation `key` (an unknown key: counted as unknown, and
+ * `FAIL_FAST` for an outcome that has a refusal kind).
+ *
+ * # Safety
+ * `t` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_brownout_table_report(struct guards_brownout_table *t,
+                                           uint64_t key,
+                                           uint32_t outcome,
+                                           uint32_t *out);
+
+/**
+ * A full answer was served for `key`; `GUARDS_RESULT_NOT_FOUND` (counted as unknown) for
+ * an unknown key.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle.
+ */
+guards_result guards_brownout_table_on_full(struct guards_brownout_table *t, uint64_t key);
+
+/**
+ * The counters of operation `key` into `*out`; `GUARDS_RESULT_NOT_FOUND` for an unknown
+ * key.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_brownout_table_get_stats(const struct guards_brownout_table *t,
+                                              uint64_t key,
+                                              struct guards_brownout_stats *out);
+
+/**
+ * The counters of every operation, summed, into `*out`.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_brownout_table_totals(const struct guards_brownout_table *t,
+                                           struct guards_brownout_stats *out);
+
+/**
+ * Decisions and full answers asked for unknown keys, into `*out`.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_brownout_table_unknown(const struct guards_brownout_table *t, uint64_t *out);
 
 /**
  * Write the default config to `out`.
@@ -1120,7 +3704,7 @@ guards_result guards_bulkhead_new(const struct guards_bulkhead_config *config,
                                   struct guards_bulkhead **out);
 
 /**
- * Free a bulkhead (NULL is a no-op).
+ * Free a bulkhead (NULL is a no-op). Its outstanding permits become invalid.
  *
  * # Safety
  * `h` must be NULL or a handle from `guards_bulkhead_new` not freed before, and no other
@@ -1130,7 +3714,8 @@ void guards_bulkhead_free(struct guards_bulkhead *h);
 
 /**
  * Take a slot: `GUARDS_RESULT_OK` with a permit in `*out` (give it back once with
- * `guards_bulkhead_release`), or `GUARDS_RESULT_BULKHEAD_FULL`.
+ * `guards_bulkhead_release` or `guards_bulkhead_report`), or
+ * `GUARDS_RESULT_BULKHEAD_FULL`.
  *
  * # Safety
  * `h` must be NULL or a live handle; `out` NULL or valid for writes.
@@ -1147,6 +3732,19 @@ guards_result guards_bulkhead_try_acquire(struct guards_bulkhead *h, struct guar
 guards_result guards_bulkhead_release(struct guards_bulkhead *h, struct guards_permit permit);
 
 /**
+ * Give the slot of `permit` back with how the call ended (`outcome`: a `guards_outcome`;
+ * the call contract releases the slot whatever the outcome, so this is
+ * `guards_bulkhead_release` with the outcome checked). Once, as for `_release`; an
+ * invalid `outcome` (`INVALID_ENUM`) leaves the permit outstanding.
+ *
+ * # Safety
+ * `h` must be NULL or a live handle.
+ */
+guards_result guards_bulkhead_report(struct guards_bulkhead *h,
+                                     struct guards_permit permit,
+                                     uint32_t outcome);
+
+/**
  * The counters into `*out`; safe to call while other threads use the bulkhead.
  *
  * # Safety
@@ -1156,7 +3754,16 @@ guards_result guards_bulkhead_get_stats(const struct guards_bulkhead *h,
                                         struct guards_bulkhead_stats *out);
 
 /**
- * Write the default config (every field at core's default, `capacity` 0) to `out`.
+ * The config the bulkhead was built with.
+ *
+ * # Safety
+ * `h` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_bulkhead_get_config(const struct guards_bulkhead *h,
+                                         struct guards_bulkhead_config *out);
+
+/**
+ * Write the default config (every field at its schema default, `capacity` 0) to `out`.
  *
  * # Safety
  * `out` must be NULL or valid for writes of a `guards_circuit_breaker_config`.
@@ -1197,13 +3804,14 @@ guards_result guards_circuit_breaker_try_acquire(struct guards_circuit_breaker *
                                                  struct guards_permit *out);
 
 /**
- * Report how the call of `permit` ended (`outcome`: a `guards_outcome`) at `now_ns`.
- * Success counts as a success; timeout, connection error, other transient, throttled,
- * overloaded and permanent as failures; rejected and ignored record nothing; cancelled
- * records nothing for a call and a failure for a probe. A permit is reported once:
- * again, or to another guard, is refused (`PERMIT_ALREADY_REPORTED`,
- * `PERMIT_WRONG_GUARD`, `PERMIT_UNKNOWN`) and nothing is counted; an invalid `outcome`
- * (`INVALID_ENUM`) leaves the permit outstanding.
+ * Report how the call of `permit` ended (`outcome`: a `guards_outcome`) at `now_ns`. What
+ * the outcome does is the call contract's (`docs/outcomes.md`): success and permanent
+ * count as successes (a slow one as slow too); timeout, connection error, other
+ * transient, throttled and overloaded as failures; rejected and ignored hand the permit
+ * back without a verdict; cancelled does too for an ordinary call but is a failure for a
+ * half-open probe. A permit is reported once: again, or to another guard, is refused
+ * (`PERMIT_ALREADY_REPORTED`, `PERMIT_WRONG_GUARD`, `PERMIT_UNKNOWN`) and nothing is
+ * counted; an invalid `outcome` (`INVALID_ENUM`) leaves the permit outstanding.
  *
  * # Safety
  * `b` must be NULL or a live handle.
@@ -1250,6 +3858,1010 @@ guards_result guards_circuit_breaker_get_config(const struct guards_circuit_brea
  */
 guards_result guards_circuit_breaker_outstanding(const struct guards_circuit_breaker *b,
                                                  uint64_t *out);
+
+/**
+ * Write the default config to `out` (60 ms per attempt, 1 ms margin).
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_deadline_config`.
+ */
+guards_result guards_deadline_config_default(struct guards_deadline_config *out);
+
+/**
+ * The deadline `timeout_ns` after `now_ns` (saturating: past `UINT64_MAX` it is
+ * `GUARDS_NO_DEADLINE`).
+ */
+uint64_t guards_deadline_after(uint64_t now_ns, uint64_t timeout_ns);
+
+/**
+ * Time left at `now_ns` before `deadline_ns`: 0 once passed, `GUARDS_NO_DEADLINE` for no
+ * deadline.
+ */
+uint64_t guards_deadline_time_left(uint64_t deadline_ns, uint64_t now_ns);
+
+/**
+ * The budget of an attempt starting at `now_ns` under `deadline_ns` (`GUARDS_NO_DEADLINE`:
+ * none) with `config`, into `*out`: `min(attempt_timeout, time left) − margin`, or don't
+ * start (expired, or too little left). Errors: `NULL_ARGUMENT`, `CONFIG_*` naming the
+ * field of `config`.
+ *
+ * # Safety
+ * `config` must be NULL or valid for reads; `out` NULL or valid for writes.
+ */
+guards_result guards_deadline_attempt_budget(const struct guards_deadline_config *config,
+                                             uint64_t deadline_ns,
+                                             uint64_t now_ns,
+                                             struct guards_attempt_budget *out);
+
+/**
+ * Format `timeout_ns` as a `grpc-timeout` value (the finest unit whose value fits 8
+ * digits, rounded down: `"59000000n"`, `"2000m"`) into `buf` (`len` bytes), with a NUL;
+ * its length without the NUL goes to `*written` (NULL: not wanted).
+ * `GUARDS_RESULT_BUFFER_TOO_SMALL` when it does not fit (`*written` = the length needed,
+ * `buf` untouched); `GUARDS_HEADER_VALUE_MAX` bytes always suffice.
+ *
+ * # Safety
+ * `buf` must be NULL or valid for writes of `len` bytes; `written` NULL or valid for a
+ * write.
+ */
+guards_result guards_grpc_timeout_format(uint64_t timeout_ns,
+                                         char *buf,
+                                         size_t len,
+                                         size_t *written);
+
+/**
+ * Parse a `grpc-timeout` value (`len` bytes, no NUL needed: 1 to 8 digits and a unit
+ * among `H M S m u n`) into a duration in `*timeout_ns`. `GUARDS_RESULT_INVALID_HEADER`
+ * for anything else, the detail naming the rule broken (`empty`, `missing_unit`,
+ * `unknown_unit`, `no_digits`, `invalid_character`, `too_many_digits`, `overflow`).
+ *
+ * # Safety
+ * `value` must be NULL (with `len` 0) or valid for reads of `len` bytes; `timeout_ns`
+ * NULL or valid for writes.
+ */
+guards_result guards_grpc_timeout_parse(const char *value, size_t len, uint64_t *timeout_ns);
+
+/**
+ * Format `timeout_ns` as whole milliseconds, rounded down (`"59"`, `"0"`), into `buf`:
+ * as `guards_grpc_timeout_format`.
+ *
+ * # Safety
+ * As `guards_grpc_timeout_format`.
+ */
+guards_result guards_millis_format(uint64_t timeout_ns, char *buf, size_t len, size_t *written);
+
+/**
+ * Parse an integer-milliseconds header value (`len` bytes of ASCII digits) into a
+ * duration in `*timeout_ns`. `GUARDS_RESULT_INVALID_HEADER` (`empty`,
+ * `invalid_character`, `overflow`) for anything else.
+ *
+ * # Safety
+ * As `guards_grpc_timeout_parse`.
+ */
+guards_result guards_millis_parse(const char *value, size_t len, uint64_t *timeout_ns);
+
+/**
+ * The deadline a received `grpc-timeout` value sets, counted from `now_ns` (the local
+ * arrival time), into `*deadline_ns`. Errors as `guards_grpc_timeout_parse`.
+ *
+ * # Safety
+ * As `guards_grpc_timeout_parse`.
+ */
+guards_result guards_deadline_from_grpc_timeout(uint64_t now_ns,
+                                                const char *value,
+                                                size_t len,
+                                                uint64_t *deadline_ns);
+
+/**
+ * The deadline a received milliseconds header sets, counted from `now_ns`, into
+ * `*deadline_ns`. Errors as `guards_millis_parse`.
+ *
+ * # Safety
+ * As `guards_millis_parse`.
+ */
+guards_result guards_deadline_from_millis(uint64_t now_ns,
+                                          const char *value,
+                                          size_t len,
+                                          uint64_t *deadline_ns);
+
+/**
+ * Write the default config to `out` (hedge after the P95, at most one hedge, after 100
+ * samples).
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_hedging_config`.
+ */
+guards_result guards_hedging_config_default(struct guards_hedging_config *out);
+
+/**
+ * Build a hedging policy from `config` into `*out`. Errors: `NULL_ARGUMENT`, `CONFIG_*`
+ * naming the field, `OUT_OF_MEMORY`.
+ *
+ * # Safety
+ * `config` must be NULL or point to a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_hedging_new(const struct guards_hedging_config *config,
+                                 struct guards_hedging **out);
+
+/**
+ * Free a hedging policy (NULL is a no-op).
+ *
+ * # Safety
+ * `h` must be NULL or a handle from `guards_hedging_new` not freed before, and no other
+ * thread may use it during or after this call.
+ */
+void guards_hedging_free(struct guards_hedging *h);
+
+/**
+ * Should a request that started at `request_started_ns`, has sent `hedges_sent` hedges and
+ * has no answer at `now_ns` be hedged? Checks idempotent, the per-request limit, enough
+ * samples, whether hedge number `hedges_sent + 1` is due, and last `budget` (NULL: none),
+ * charged only for a hedge that goes. The decision goes to `*out`.
+ *
+ * # Safety
+ * `h` must be NULL or a live handle; `budget` NULL or a live budget; `out` NULL or valid
+ * for writes.
+ */
+guards_result guards_hedging_should_hedge(struct guards_hedging *h,
+                                          uint64_t now_ns,
+                                          uint64_t request_started_ns,
+                                          uint32_t hedges_sent,
+                                          bool idempotent,
+                                          struct guards_retry_budget *budget,
+                                          struct guards_hedge_decision *out);
+
+/**
+ * Record how an attempt (original or hedge) that started at `started_at_ns` ended at
+ * `now_ns` (`outcome`: a `guards_outcome`), into the policy's tracker by the call
+ * contract (as `guards_latency_tracker_report`).
+ *
+ * # Safety
+ * `h` must be NULL or a live handle.
+ */
+guards_result guards_hedging_report(struct guards_hedging *h,
+                                    uint64_t now_ns,
+                                    uint64_t started_at_ns,
+                                    uint32_t outcome);
+
+/**
+ * Record the latency of a completed attempt.
+ *
+ * # Safety
+ * `h` must be NULL or a live handle.
+ */
+guards_result guards_hedging_record_latency(struct guards_hedging *h,
+                                            uint64_t now_ns,
+                                            uint64_t latency_ns);
+
+/**
+ * The current hedge delay at `now_ns` into `*out`; `GUARDS_RESULT_NO_DATA` below
+ * `min_samples`.
+ *
+ * # Safety
+ * `h` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_hedging_hedge_delay(struct guards_hedging *h, uint64_t now_ns, uint64_t *out);
+
+/**
+ * The counters into `*out`; safe while other threads use the policy.
+ *
+ * # Safety
+ * `h` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_hedging_get_stats(const struct guards_hedging *h,
+                                       struct guards_hedging_stats *out);
+
+/**
+ * The config the policy was built with.
+ *
+ * # Safety
+ * `h` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_hedging_get_config(const struct guards_hedging *h,
+                                        struct guards_hedging_config *out);
+
+/**
+ * Classify an HTTP answer: its `status` and its raw `Retry-After` header value
+ * (`retry_after`, `len` bytes, no NUL needed; NULL with `len` 0 when the header is
+ * absent), with the caller's wall clock `unix_now_s` (seconds since 1970, to read a date).
+ * The outcome goes to `*outcome` (a `guards_outcome`: 1xx-3xx success, 408 timeout, 429
+ * throttled, 503 with a readable Retry-After throttled, other 5xx and malformed statuses
+ * other transient, other 4xx permanent) and the delay to `*retry_after_ns`, kept only
+ * with a throttled outcome (`GUARDS_NO_RETRY_AFTER` otherwise). A garbage header is no
+ * Retry-After, never an error: an answer is never lost to its header. Errors:
+ * `NULL_ARGUMENT` only.
+ *
+ * # Safety
+ * `retry_after` must be NULL (with `len` 0) or valid for reads of `len` bytes; `outcome`
+ * and `retry_after_ns` NULL or valid for writes.
+ */
+guards_result guards_http_outcome(uint32_t status,
+                                  const char *retry_after,
+                                  size_t len,
+                                  uint64_t unix_now_s,
+                                  uint32_t *outcome,
+                                  uint64_t *retry_after_ns);
+
+/**
+ * Read a `Retry-After` value (`len` bytes: delay-seconds or an HTTP-date in any of its
+ * three forms) into a delay from `unix_now_s` in `*retry_after_ns`: 0 for a date in the
+ * past, `GUARDS_NO_RETRY_AFTER` for garbage (never an error), `UINT64_MAX - 1` when it
+ * does not fit.
+ *
+ * # Safety
+ * `value` must be NULL (with `len` 0) or valid for reads of `len` bytes; `retry_after_ns`
+ * NULL or valid for writes.
+ */
+guards_result guards_http_retry_after_parse(const char *value,
+                                            size_t len,
+                                            uint64_t unix_now_s,
+                                            uint64_t *retry_after_ns);
+
+/**
+ * Format `unix_s` (seconds since 1970) as an IMF-fixdate (`"Sun, 06 Nov 1994 08:49:37
+ * GMT"`, 29 bytes) into `buf` with a NUL, its length to `*written` (NULL: not wanted).
+ * `GUARDS_RESULT_INVALID_ARGUMENT` after the year 9999; `BUFFER_TOO_SMALL` below
+ * `GUARDS_HTTP_DATE_MAX` bytes.
+ *
+ * # Safety
+ * `buf` must be NULL or valid for writes of `len` bytes; `written` NULL or valid for a
+ * write.
+ */
+guards_result guards_http_date_format(uint64_t unix_s, char *buf, size_t len, size_t *written);
+
+/**
+ * The 64-bit key of a name (`len` bytes, no NUL needed): FNV-1a 64, the same in every
+ * language (core's `key_of`), for keyed breakers and brownout operations alike.
+ *
+ * # Safety
+ * `name` must be NULL (with `len` 0) or valid for reads of `len` bytes; `out` NULL or
+ * valid for writes.
+ */
+guards_result guards_key_of(const char *name, size_t len, uint64_t *out);
+
+/**
+ * Write the default config (the breaker's defaults, 16 slots) to `out`.
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_keyed_breakers_config`.
+ */
+guards_result guards_keyed_breakers_config_default(struct guards_keyed_breakers_config *out);
+
+/**
+ * Build a keyed set from `config` into `*out`. Errors: `NULL_ARGUMENT`, `INVALID_ENUM`
+ * (window_kind), `CONFIG_*` naming the field (`slots`, `breaker.capacity`, or a breaker
+ * field such as `window_size` when the window does not fit 128 cells), `OUT_OF_MEMORY`.
+ *
+ * # Safety
+ * `config` must be NULL or point to a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_keyed_breakers_new(const struct guards_keyed_breakers_config *config,
+                                        struct guards_keyed_breakers **out);
+
+/**
+ * Free a keyed set (NULL is a no-op). Its outstanding permits become invalid.
+ *
+ * # Safety
+ * `k` must be NULL or a handle from `guards_keyed_breakers_new` not freed before, and no
+ * other thread may use it during or after this call.
+ */
+void guards_keyed_breakers_free(struct guards_keyed_breakers *k);
+
+/**
+ * Ask to make a call through the breaker of `key` at `now_ns`, inserting the key if it is
+ * new. `GUARDS_RESULT_OK` with a permit in `*out`, or a refusal:
+ * `GUARDS_RESULT_BREAKER_OPEN`, `GUARDS_RESULT_BREAKER_HALF_OPEN_FULL`, or
+ * `GUARDS_RESULT_KEYED_BREAKERS_FULL` (a new key and no free slot); `guards_last_rejection`
+ * says which key and until when.
+ *
+ * # Safety
+ * `k` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_keyed_breakers_try_acquire(struct guards_keyed_breakers *k,
+                                                uint64_t key,
+                                                uint64_t now_ns,
+                                                struct guards_permit *out);
+
+/**
+ * Report how the call of `permit` ended (`outcome`: a `guards_outcome`) at `now_ns`, to
+ * the breaker of its key: as `guards_circuit_breaker_report`.
+ *
+ * # Safety
+ * `k` must be NULL or a live handle.
+ */
+guards_result guards_keyed_breakers_report(struct guards_keyed_breakers *k,
+                                           struct guards_permit permit,
+                                           uint32_t outcome,
+                                           uint64_t now_ns);
+
+/**
+ * The state of the breaker of `key` at `now_ns` into `*out`; `GUARDS_RESULT_NOT_FOUND`
+ * when the key was never inserted (reading never inserts).
+ *
+ * # Safety
+ * `k` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_keyed_breakers_state(const struct guards_keyed_breakers *k,
+                                          uint64_t key,
+                                          uint64_t now_ns,
+                                          guards_breaker_state *out);
+
+/**
+ * The counters of the breaker of `key` into `*out`; `GUARDS_RESULT_NOT_FOUND` when the
+ * key was never inserted. Safe while other threads use the set.
+ *
+ * # Safety
+ * `k` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_keyed_breakers_get_stats(const struct guards_keyed_breakers *k,
+                                              uint64_t key,
+                                              struct guards_circuit_breaker_stats *out);
+
+/**
+ * The set's own counters (keys inserted, refusals of a full set, slots) into `*out`.
+ *
+ * # Safety
+ * `k` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_keyed_breakers_get_set_stats(const struct guards_keyed_breakers *k,
+                                                  struct guards_keyed_breakers_set_stats *out);
+
+/**
+ * The config the set was built with (`slots` rounded up as allocated, `breaker.capacity`
+ * 128).
+ *
+ * # Safety
+ * `k` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_keyed_breakers_get_config(const struct guards_keyed_breakers *k,
+                                               struct guards_keyed_breakers_config *out);
+
+/**
+ * Permits issued and not yet reported, into `*out` (a scan; for tests and diagnostics).
+ *
+ * # Safety
+ * `k` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_keyed_breakers_outstanding(const struct guards_keyed_breakers *k,
+                                                uint64_t *out);
+
+/**
+ * Write the default config to `out` (10 s windows, timeouts from 2 × P99.9 after 1000
+ * samples).
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_latency_tracker_config`.
+ */
+guards_result guards_latency_tracker_config_default(struct guards_latency_tracker_config *out);
+
+/**
+ * Build a latency tracker from `config` into `*out`. Errors: `NULL_ARGUMENT`, `CONFIG_*`
+ * naming the field, `OUT_OF_MEMORY`.
+ *
+ * # Safety
+ * `config` must be NULL or point to a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_latency_tracker_new(const struct guards_latency_tracker_config *config,
+                                         struct guards_latency_tracker **out);
+
+/**
+ * Free a latency tracker (NULL is a no-op).
+ *
+ * # Safety
+ * `t` must be NULL or a handle from `guards_latency_tracker_new` not freed before, and no
+ * other thread may use it during or after this call.
+ */
+void guards_latency_tracker_free(struct guards_latency_tracker *t);
+
+/**
+ * Record one latency (`latency_ns`) observed at `now_ns`.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle.
+ */
+guards_result guards_latency_tracker_record(struct guards_latency_tracker *t,
+                                            uint64_t now_ns,
+                                            uint64_t latency_ns);
+
+/**
+ * Record how a call that started at `started_at_ns` ended at `now_ns` (`outcome`: a
+ * `guards_outcome`), by the call contract: success, permanent, timeout and cancelled
+ * record `now_ns − started_at_ns` (for the last two a lower bound of the real latency);
+ * fast failures and calls that never left record nothing.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle.
+ */
+guards_result guards_latency_tracker_report(struct guards_latency_tracker *t,
+                                            uint64_t now_ns,
+                                            uint64_t started_at_ns,
+                                            uint32_t outcome);
+
+/**
+ * The `q`-quantile (0..=1) of the samples of the last windows at `now_ns` into `*out`.
+ * `GUARDS_RESULT_NO_DATA` with no samples; `INVALID_ARGUMENT` for a NaN or out-of-range
+ * `q`.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_latency_tracker_quantile(const struct guards_latency_tracker *t,
+                                              uint64_t now_ns,
+                                              double q,
+                                              uint64_t *out);
+
+/**
+ * Samples in the merged windows at `now_ns` into `*out`.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_latency_tracker_count(const struct guards_latency_tracker *t,
+                                           uint64_t now_ns,
+                                           uint64_t *out);
+
+/**
+ * Count, P50, P95, P99, P99.9 and max at `now_ns` in one pass, into `*out`.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_latency_tracker_summary(const struct guards_latency_tracker *t,
+                                             uint64_t now_ns,
+                                             struct guards_latency_summary *out);
+
+/**
+ * The timeout the config proposes at `now_ns` (`timeout_factor × quantile
+ * (timeout_quantile)`) into `*out`; `GUARDS_RESULT_NO_DATA` below `min_samples`.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_latency_tracker_propose_timeout(const struct guards_latency_tracker *t,
+                                                     uint64_t now_ns,
+                                                     uint64_t *out);
+
+/**
+ * The share of the samples at `now_ns` that a timeout of `timeout_ns` would have cut off,
+ * into `*out`; `GUARDS_RESULT_NO_DATA` with no samples.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_latency_tracker_false_timeout_rate(const struct guards_latency_tracker *t,
+                                                        uint64_t now_ns,
+                                                        uint64_t timeout_ns,
+                                                        double *out);
+
+/**
+ * The counters into `*out`; safe while other threads use the tracker.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_latency_tracker_get_stats(const struct guards_latency_tracker *t,
+                                               struct guards_latency_tracker_stats *out);
+
+/**
+ * The config the tracker was built with.
+ *
+ * # Safety
+ * `t` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_latency_tracker_get_config(const struct guards_latency_tracker *t,
+                                                struct guards_latency_tracker_config *out);
+
+/**
+ * Write the default config to `out` (a Vegas limit, a 100 ms window, every priority
+ * sharing the whole limit, retry-after hints of 1 ms..1 s).
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_limiter_config`.
+ */
+guards_result guards_limiter_config_default(struct guards_limiter_config *out);
+
+/**
+ * Build a limiter from `config` into `*out`. Errors: `NULL_ARGUMENT`, `INVALID_ENUM`
+ * (`limit.algorithm`), `CONFIG_*` naming the field (an algorithm's own field such as
+ * `backoff_ratio`, `partitions[i].share`, ...), `OUT_OF_MEMORY`.
+ *
+ * # Safety
+ * `config` must be NULL or point to a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_limiter_new(const struct guards_limiter_config *config,
+                                 struct guards_limiter **out);
+
+/**
+ * Free a limiter (NULL is a no-op). Its outstanding permits become invalid.
+ *
+ * # Safety
+ * `l` must be NULL or a handle from `guards_limiter_new` not freed before, and no other
+ * thread may use it during or after this call.
+ */
+void guards_limiter_free(struct guards_limiter *l);
+
+/**
+ * Admit a call of priority `priority` (0..=7, 0 most important) at `now_ns`:
+ * `GUARDS_RESULT_OK` with a permit in `*out`, or a refusal
+ * (`GUARDS_RESULT_LIMITER_LIMIT_REACHED`, `_LIMITER_PARTITION_CAP`, `_LIMITER_RESERVED`;
+ * `guards_last_rejection` gives the retry-after hint). Errors: `INVALID_ARGUMENT`
+ * (priority).
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limiter_try_acquire(struct guards_limiter *l,
+                                         uint64_t now_ns,
+                                         uint32_t priority,
+                                         struct guards_permit *out);
+
+/**
+ * Give `permit` back with how the call ended (`outcome`: a `guards_outcome`) at `now_ns`,
+ * by the call contract: success is an RTT sample (measured from the permit's start);
+ * timeout, throttled and overloaded are drops (the overload signal); anything else frees
+ * the slot without a sample. Once: again, or to another guard, is refused (`PERMIT_*`);
+ * an invalid `outcome` leaves the permit outstanding.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle.
+ */
+guards_result guards_limiter_report(struct guards_limiter *l,
+                                    struct guards_permit permit,
+                                    uint32_t outcome,
+                                    uint64_t now_ns);
+
+/**
+ * The counters and gauges (limit, in flight) into `*out`; safe while other threads use the
+ * limiter.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limiter_get_stats(const struct guards_limiter *l,
+                                       struct guards_limiter_stats *out);
+
+/**
+ * The config the limiter was built with.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limiter_get_config(const struct guards_limiter *l,
+                                        struct guards_limiter_config *out);
+
+/**
+ * Permits issued and not yet reported, into `*out` (a scan; for tests and diagnostics).
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limiter_outstanding(const struct guards_limiter *l, uint64_t *out);
+
+/**
+ * Write the default config to `out` (seed C5: 128 waiters, 100 ms interval, 5 ms target,
+ * LIFO, CoDel and priority on).
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_queue_discipline_config`.
+ */
+guards_result guards_queue_discipline_config_default(struct guards_queue_discipline_config *out);
+
+/**
+ * Build a wait queue from `config` into `*out`. Errors: `NULL_ARGUMENT`, `CONFIG_*`
+ * naming the field, `OUT_OF_MEMORY`.
+ *
+ * # Safety
+ * `config` must be NULL or point to a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_queue_discipline_new(const struct guards_queue_discipline_config *config,
+                                          struct guards_queue_discipline **out);
+
+/**
+ * Free a wait queue (NULL is a no-op).
+ *
+ * # Safety
+ * `q` must be NULL or a handle from `guards_queue_discipline_new` not freed before.
+ */
+void guards_queue_discipline_free(struct guards_queue_discipline *q);
+
+/**
+ * Queue request `id` of `priority` (0..=7) that arrived at `now_ns`, whose caller gives up
+ * at `deadline_ns` (`GUARDS_NO_DEADLINE`: never; a deadline already passed is accepted and
+ * dropped when picked). `GUARDS_RESULT_QUEUE_FULL` when `capacity` are waiting. Errors:
+ * `INVALID_ARGUMENT` (priority).
+ *
+ * # Safety
+ * `q` must be NULL or a live handle nothing else uses during the call.
+ */
+guards_result guards_queue_discipline_push(struct guards_queue_discipline *q,
+                                           uint64_t now_ns,
+                                           uint64_t id,
+                                           uint32_t priority,
+                                           uint64_t deadline_ns);
+
+/**
+ * A server freed at `now_ns`: apply the age limit if the queue is standing, then pick the
+ * waiter to serve into `*out` (most important class first; newest first while standing
+ * with LIFO on), dropping picked waiters whose deadline has passed.
+ * `GUARDS_RESULT_EMPTY` when nobody is left to serve. The waiters dropped on the way are
+ * read with `guards_queue_discipline_dropped` until the next pop or expire.
+ *
+ * # Safety
+ * `q` must be NULL or a live handle nothing else uses during the call; `out` NULL or
+ * valid for writes.
+ */
+guards_result guards_queue_discipline_pop(struct guards_queue_discipline *q,
+                                          uint64_t now_ns,
+                                          struct guards_dequeued *out);
+
+/**
+ * A timer sweep at `now_ns`: drop every waiter past the age limit (if standing) and every
+ * waiter whose deadline has passed, serving nobody; how many into `*out` (they are read
+ * with `guards_queue_discipline_dropped`).
+ *
+ * # Safety
+ * As `guards_queue_discipline_pop`.
+ */
+guards_result guards_queue_discipline_expire(struct guards_queue_discipline *q,
+                                             uint64_t now_ns,
+                                             uint32_t *out);
+
+/**
+ * Copy the waiters dropped by the latest pop or expire (in the order they were dropped)
+ * into `buf` (room for `cap` entries); how many into `*n`. `BUFFER_TOO_SMALL` (nothing
+ * copied, `*n` = how many there are) when `cap` is too small; `buf` may be NULL when
+ * `cap` is 0.
+ *
+ * # Safety
+ * `q` must be NULL or a live handle not being changed during the call; `buf` NULL or
+ * valid for writes of `cap` entries; `n` NULL or valid for a write.
+ */
+guards_result guards_queue_discipline_dropped(const struct guards_queue_discipline *q,
+                                              struct guards_dropped *buf,
+                                              size_t cap,
+                                              size_t *n);
+
+/**
+ * Take out waiter `id` because its caller gave up (cancel), into `*out`;
+ * `GUARDS_RESULT_NOT_FOUND` when no such waiter is queued.
+ *
+ * # Safety
+ * As `guards_queue_discipline_pop`.
+ */
+guards_result guards_queue_discipline_remove(struct guards_queue_discipline *q,
+                                             uint64_t id,
+                                             struct guards_waiter *out);
+
+/**
+ * The queue's state at `now_ns` (length, by priority, standing, oldest age) into `*out`.
+ *
+ * # Safety
+ * `q` must be NULL or a live handle not being changed during the call; `out` NULL or
+ * valid for writes.
+ */
+guards_result guards_queue_discipline_get_state(const struct guards_queue_discipline *q,
+                                                uint64_t now_ns,
+                                                struct guards_queue_discipline_state *out);
+
+/**
+ * The counters into `*out`.
+ *
+ * # Safety
+ * `q` must be NULL or a live handle not being changed during the call; `out` NULL or
+ * valid for writes.
+ */
+guards_result guards_queue_discipline_get_stats(const struct guards_queue_discipline *q,
+                                                struct guards_queue_discipline_stats *out);
+
+/**
+ * The config the queue was built with.
+ *
+ * # Safety
+ * As `guards_queue_discipline_get_stats`.
+ */
+guards_result guards_queue_discipline_get_config(const struct guards_queue_discipline *q,
+                                                 struct guards_queue_discipline_config *out);
+
+/**
+ * Write the default config to `out`: mode `TOKEN_BUCKET` (10 tokens, +0.1 per first
+ * attempt: seed C4) and every mode's sub-config at its defaults.
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_retry_budget_config`.
+ */
+guards_result guards_retry_budget_config_default(struct guards_retry_budget_config *out);
+
+/**
+ * Build a retry budget from `config` into `*out`. Errors: `NULL_ARGUMENT`,
+ * `INVALID_ENUM` (mode), `CONFIG_*` naming the field of the chosen mode,
+ * `OUT_OF_MEMORY`. Free it with `guards_retry_budget_free`.
+ *
+ * # Safety
+ * `config` must be NULL or point to a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_budget_new(const struct guards_retry_budget_config *config,
+                                      struct guards_retry_budget **out);
+
+/**
+ * Free a retry budget (NULL is a no-op). Its outstanding receipts become invalid.
+ *
+ * # Safety
+ * `b` must be NULL or a handle from `guards_retry_budget_new` not freed before, and no
+ * other thread may use it during or after this call.
+ */
+void guards_retry_budget_free(struct guards_retry_budget *b);
+
+/**
+ * A first attempt goes out at `now_ns` (the token bucket and the windowed budget earn;
+ * the gRPC and AWS modes ignore it).
+ *
+ * # Safety
+ * `b` must be NULL or a live handle.
+ */
+guards_result guards_retry_budget_deposit(struct guards_retry_budget *b, uint64_t now_ns);
+
+/**
+ * May a retry (or hedge) caused by `cause` (a `guards_retry_cause`) go at `now_ns`?
+ * `GUARDS_RESULT_OK` with its receipt in `*out` (the cost is charged), or
+ * `GUARDS_RESULT_RETRY_BUDGET_EXHAUSTED` (nothing charged). Errors: `INVALID_ENUM`
+ * (cause).
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_budget_withdraw(struct guards_retry_budget *b,
+                                           uint64_t now_ns,
+                                           uint32_t cause,
+                                           struct guards_retry_receipt *out);
+
+/**
+ * Tell the budget how an attempt ended at `now_ns` (`outcome`: a `guards_outcome`), by
+ * the call contract: gRPC takes a token on a failure a retry could be for and adds
+ * `token_ratio` on a success; AWS refunds `receipt` on a success (or adds its success
+ * increment for a first attempt); the token bucket and the windowed budget ignore
+ * outcomes. `receipt` is the receipt of the retry this attempt was, or NULL for a first
+ * attempt; it is taken back whatever the outcome (report a retry that was never made as
+ * `GUARDS_OUTCOME_CANCELLED`), once: a second report of it, or another budget's, is
+ * refused (`PERMIT_*`) and nothing changes. An invalid `outcome` (`INVALID_ENUM`) leaves
+ * the receipt outstanding.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `receipt` NULL or valid for reads.
+ */
+guards_result guards_retry_budget_report(struct guards_retry_budget *b,
+                                         uint64_t now_ns,
+                                         uint32_t outcome,
+                                         const struct guards_retry_receipt *receipt);
+
+/**
+ * The balance at `now_ns`, in micro-tokens (10^6 per token), into `*out`. Negative only in
+ * the windowed mode (retries taken beyond the window's earnings).
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_budget_tokens_micros(const struct guards_retry_budget *b,
+                                                uint64_t now_ns,
+                                                int64_t *out);
+
+/**
+ * The counters into `*out`; safe while other threads use the budget.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_budget_get_stats(const struct guards_retry_budget *b,
+                                            struct guards_retry_budget_stats *out);
+
+/**
+ * The config the budget was built with (its mode's sub-config; the others at their
+ * defaults).
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_budget_get_config(const struct guards_retry_budget *b,
+                                             struct guards_retry_budget_config *out);
+
+/**
+ * Receipts issued and not yet reported, into `*out` (a scan; for tests and diagnostics).
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_budget_outstanding(const struct guards_retry_budget *b, uint64_t *out);
+
+/**
+ * Write the default config to `out`: no deadline, idempotent, 60 ms per attempt with a
+ * 1 ms margin.
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_retry_driver_config`.
+ */
+guards_result guards_retry_driver_config_default(struct guards_retry_driver_config *out);
+
+/**
+ * Build a driver for one request from `config` into `*out`, in its idle phase. Errors:
+ * `NULL_ARGUMENT`, `INVALID_ENUM` (idempotency), `CONFIG_*` naming the field of
+ * `attempt`, `OUT_OF_MEMORY`.
+ *
+ * # Safety
+ * `config` must be NULL or point to a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_driver_new(const struct guards_retry_driver_config *config,
+                                      struct guards_retry_driver **out);
+
+/**
+ * Free a driver (NULL is a no-op).
+ *
+ * # Safety
+ * `d` must be NULL or a handle from `guards_retry_driver_new` not freed before.
+ */
+void guards_retry_driver_free(struct guards_retry_driver *d);
+
+/**
+ * Make `d` a fresh driver for another request from `config` (idle phase), without
+ * allocating. On error `d` is unchanged.
+ *
+ * # Safety
+ * `d` must be NULL or a live handle nothing else uses during the call; `config` NULL or
+ * valid for reads.
+ */
+guards_result guards_retry_driver_reset(struct guards_retry_driver *d,
+                                        const struct guards_retry_driver_config *config);
+
+/**
+ * Start the request at `now_ns`: deposit its first attempt in `budget` (NULL: none) and
+ * answer `ATTEMPT`, or `GIVE_UP` (deadline exceeded) when it has no time for one, into
+ * `*out`. Only in the idle phase (`GUARDS_RESULT_WRONG_PHASE` otherwise, nothing
+ * changed).
+ *
+ * # Safety
+ * `d` must be NULL or a live handle nothing else uses during the call; `budget` NULL or
+ * a live budget; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_driver_start(struct guards_retry_driver *d,
+                                        uint64_t now_ns,
+                                        struct guards_retry_budget *budget,
+                                        struct guards_retry_step *out);
+
+/**
+ * The attempt out ended at `now_ns` with `outcome` (a `guards_outcome`) and the server's
+ * `retry_after_ns` (`GUARDS_NO_RETRY_AFTER`: none; `guards_http_outcome` gives both).
+ * Tells `budget` (NULL: none) by the call contract, then asks `policy`: `WAIT`,
+ * `SUCCEEDED` or `GIVE_UP` into `*out`. Only with an attempt out
+ * (`GUARDS_RESULT_WRONG_PHASE` otherwise); an invalid `outcome` (`INVALID_ENUM`) changes
+ * nothing.
+ *
+ * # Safety
+ * `d` must be NULL or a live handle nothing else uses during the call; `policy` NULL or a
+ * live policy; `budget` NULL or a live budget; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_driver_report(struct guards_retry_driver *d,
+                                         uint64_t now_ns,
+                                         uint32_t outcome,
+                                         uint64_t retry_after_ns,
+                                         struct guards_retry_policy *policy,
+                                         struct guards_retry_budget *budget,
+                                         struct guards_retry_step *out);
+
+/**
+ * The wait is over at `now_ns`: `ATTEMPT` (the next one), `GIVE_UP` (deadline exceeded
+ * meanwhile) or, woken early, `WAIT` for the rest, into `*out`. Only while waiting
+ * (`GUARDS_RESULT_WRONG_PHASE` otherwise).
+ *
+ * # Safety
+ * `d` must be NULL or a live handle nothing else uses during the call; `out` NULL or
+ * valid for writes.
+ */
+guards_result guards_retry_driver_resume(struct guards_retry_driver *d,
+                                         uint64_t now_ns,
+                                         struct guards_retry_step *out);
+
+/**
+ * The caller abandoned the request: `GIVE_UP` (cancelled) into `*out`, from any phase that
+ * is not final (`GUARDS_RESULT_WRONG_PHASE` once finished). An attempt still out is not
+ * reported to the budget; a receipt held for a pending retry is dropped.
+ *
+ * # Safety
+ * `d` must be NULL or a live handle nothing else uses during the call; `out` NULL or
+ * valid for writes.
+ */
+guards_result guards_retry_driver_cancel(struct guards_retry_driver *d,
+                                         struct guards_retry_step *out);
+
+/**
+ * The driver's phase and counts into `*out`.
+ *
+ * # Safety
+ * `d` must be NULL or a live handle not being changed by another thread; `out` NULL or
+ * valid for writes.
+ */
+guards_result guards_retry_driver_get_state(const struct guards_retry_driver *d,
+                                            struct guards_retry_driver_state *out);
+
+/**
+ * Write the default config to `out` (3 attempts, every transient class retried,
+ * Retry-After honoured up to 20 s, the default backoff).
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_retry_policy_config`.
+ */
+guards_result guards_retry_policy_config_default(struct guards_retry_policy_config *out);
+
+/**
+ * Write the neutral context to `out`: 1 attempt made, outcome success, idempotent, no
+ * Retry-After, no deadline, no previous wait.
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_retry_context`.
+ */
+guards_result guards_retry_context_default(struct guards_retry_context *out);
+
+/**
+ * Build a retry policy from `config` into `*out`, its generator seeded at random (call
+ * `guards_retry_policy_reseed` for reproducible jitter). Errors: `NULL_ARGUMENT`,
+ * `INVALID_ENUM` (`unkeyed_side_effects`, `backoff.jitter`), `CONFIG_*` naming the field,
+ * `OUT_OF_MEMORY`.
+ *
+ * # Safety
+ * `config` must be NULL or point to a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_policy_new(const struct guards_retry_policy_config *config,
+                                      struct guards_retry_policy **out);
+
+/**
+ * Free a retry policy (NULL is a no-op).
+ *
+ * # Safety
+ * `p` must be NULL or a handle from `guards_retry_policy_new` not freed before, and no
+ * other thread may use it during or after this call.
+ */
+void guards_retry_policy_free(struct guards_retry_policy *p);
+
+/**
+ * Restart the policy's jitter generator from `seed`.
+ *
+ * # Safety
+ * `p` must be NULL or a live handle.
+ */
+guards_result guards_retry_policy_reseed(struct guards_retry_policy *p, uint64_t seed);
+
+/**
+ * Decide what to do after an attempt at `now_ns` (`ctx`: what happened), into `*out`.
+ * The rules run in core's order (outcome class, attempt cap, idempotency, wait from the
+ * backoff or the Retry-After, deadline) and `budget`, if not NULL, is asked last and
+ * charged only for a retry every other rule allowed (its receipt is not kept: the retry
+ * driver keeps it for the AWS refund). Counts the decision. Errors: `INVALID_ENUM`
+ * (`ctx.outcome`, `ctx.idempotency`).
+ *
+ * # Safety
+ * `p` must be NULL or a live handle; `ctx` NULL or valid for reads; `budget` NULL or a
+ * live budget; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_policy_decide(struct guards_retry_policy *p,
+                                         uint64_t now_ns,
+                                         const struct guards_retry_context *ctx,
+                                         struct guards_retry_budget *budget,
+                                         struct guards_retry_decision *out);
+
+/**
+ * The counters into `*out`; safe while other threads use the policy.
+ *
+ * # Safety
+ * `p` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_policy_get_stats(const struct guards_retry_policy *p,
+                                            struct guards_retry_policy_stats *out);
+
+/**
+ * The config the policy was built with.
+ *
+ * # Safety
+ * `p` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_policy_get_config(const struct guards_retry_policy *p,
+                                             struct guards_retry_policy_config *out);
 
 /**
  * Write the default options to `out`.

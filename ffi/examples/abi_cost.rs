@@ -1,13 +1,21 @@
-//! Instruction counts of a guarded no-op, for a measurement that machine noise does not
-//! move: run one variant `N` times under `valgrind --tool=callgrind` (or cachegrind) and
-//! divide the counted instructions by `N` (set-up is the same for every variant and small).
+//! A guarded no-op through core and through the C ABI, `N` times, for measurements that
+//! need a plain loop rather than criterion:
 //!
-//! `cargo build --release -p guards-ffi --example abi_cost`, then for each variant
-//! `valgrind --tool=cachegrind --cache-sim=no target/release/examples/abi_cost VARIANT N`
-//! with VARIANT one of `none`, `breaker_core`, `breaker_c`, `bulkhead_core`, `bulkhead_c`.
-//! The figures are in docs/benchmarks.md ("C ABI").
+//! - instruction counts, which machine noise does not move: run one variant `N` and `2N`
+//!   times under `valgrind --tool=cachegrind --cache-sim=no` and divide the difference of
+//!   the counted instructions by `N` (set-up cancels out);
+//! - CPU time on a shared, noisy machine: the least user time of a few runs of `N` calls
+//!   (`/usr/bin/time -f %U`), divided by `N` (times the threads);
+//! - where the time goes: `perf record` of one run.
+//!
+//! `cargo build --release -p guards-ffi --example abi_cost`, then
+//! `target/release/examples/abi_cost VARIANT N [THREADS]` with VARIANT one of `none`,
+//! `breaker_core`, `breaker_c`, `bulkhead_core`, `bulkhead_c`; `THREADS` (default 1)
+//! threads each make `N` calls on the one shared guard. The figures are in
+//! docs/benchmarks.md ("C ABI").
 
 use std::hint::black_box;
+use std::sync::Arc;
 
 use guards::c::bulkhead::*;
 use guards::c::circuit_breaker::*;
@@ -18,40 +26,38 @@ use guards_core::Nanos;
 
 const NOW: u64 = 1_000_000_000;
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let variant = args.get(1).map(String::as_str).unwrap_or("none");
-    let n: u64 = args
-        .get(2)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1_000_000);
-    let core_b = CircuitBreaker::<128>::new(CircuitBreakerConfig::default()).unwrap();
-    let core_k = Bulkhead::new(BulkheadConfig { max_concurrent: 64 }).unwrap();
-    let cfg = guards_circuit_breaker_config::of_defaults();
-    let mut b = std::ptr::null_mut();
-    let mut h = std::ptr::null_mut();
-    // SAFETY: valid pointers; the handles are freed once at the end.
-    unsafe {
-        guards_circuit_breaker_new(&cfg, &mut b);
-        guards_bulkhead_new(&guards_bulkhead_config { max_concurrent: 64 }, &mut h);
-    }
+/// The guards every variant uses, shared by the threads.
+struct Guards {
+    core_b: CircuitBreaker<128>,
+    core_k: Bulkhead,
+    b: *mut guards_circuit_breaker,
+    h: *mut guards_bulkhead,
+}
+
+// SAFETY: the C handles are thread-safe (lock-free guards and permit tables), and the
+// pointers stay valid until `main` frees them after every thread has joined.
+unsafe impl Send for Guards {}
+// SAFETY: as above.
+unsafe impl Sync for Guards {}
+
+fn run(g: &Guards, variant: &str, n: u64) {
     for _ in 0..n {
         match variant {
             "breaker_core" => {
-                let p = core_b.try_acquire(black_box(Nanos(NOW))).unwrap();
-                black_box(core_b.on_success(p, Nanos(NOW)));
+                let p = g.core_b.try_acquire(black_box(Nanos(NOW))).unwrap();
+                black_box(g.core_b.on_success(p, Nanos(NOW)));
             }
             "breaker_c" => {
                 let mut p = guards_permit::default();
                 // SAFETY: live handle, valid out pointer.
                 unsafe {
                     black_box(guards_circuit_breaker_try_acquire(
-                        b,
+                        g.b,
                         black_box(NOW),
                         &mut p,
                     ));
                     black_box(guards_circuit_breaker_report(
-                        b,
+                        g.b,
                         p,
                         guards_outcome::Success as u32,
                         NOW,
@@ -59,15 +65,15 @@ fn main() {
                 }
             }
             "bulkhead_core" => {
-                let p = core_k.try_acquire().unwrap();
-                core_k.release(black_box(p));
+                let p = g.core_k.try_acquire().unwrap();
+                g.core_k.release(black_box(p));
             }
             "bulkhead_c" => {
                 let mut p = guards_permit::default();
                 // SAFETY: live handle, valid out pointer.
                 unsafe {
-                    black_box(guards_bulkhead_try_acquire(h, &mut p));
-                    black_box(guards_bulkhead_release(h, p));
+                    black_box(guards_bulkhead_try_acquire(g.h, &mut p));
+                    black_box(guards_bulkhead_release(g.h, p));
                 }
             }
             _ => {
@@ -75,9 +81,42 @@ fn main() {
             }
         }
     }
-    // SAFETY: from `_new`, freed once.
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let variant = args.get(1).cloned().unwrap_or_else(|| "none".to_owned());
+    let n: u64 = args
+        .get(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
+    let threads: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1);
+    let cfg = guards_circuit_breaker_config::of_defaults();
+    let mut g = Guards {
+        core_b: CircuitBreaker::<128>::new(CircuitBreakerConfig::default()).unwrap(),
+        core_k: Bulkhead::new(BulkheadConfig { max_concurrent: 64 }).unwrap(),
+        b: std::ptr::null_mut(),
+        h: std::ptr::null_mut(),
+    };
+    // SAFETY: valid pointers; the handles are freed once at the end.
     unsafe {
-        guards_circuit_breaker_free(b);
-        guards_bulkhead_free(h);
+        guards_circuit_breaker_new(&cfg, &mut g.b);
+        guards_bulkhead_new(&guards_bulkhead_config { max_concurrent: 64 }, &mut g.h);
+    }
+    let g = Arc::new(g);
+    let workers: Vec<_> = (1..threads)
+        .map(|_| {
+            let (g, v) = (Arc::clone(&g), variant.clone());
+            std::thread::spawn(move || run(&g, &v, n))
+        })
+        .collect();
+    run(&g, &variant, n);
+    for w in workers {
+        w.join().unwrap();
+    }
+    // SAFETY: from `_new`, freed once, every other user has joined.
+    unsafe {
+        guards_circuit_breaker_free(g.b);
+        guards_bulkhead_free(g.h);
     }
 }

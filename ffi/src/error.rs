@@ -11,7 +11,8 @@
 //! Numbers are grouped: `1..=99` the call itself was wrong (NULL, panic, bad enum number),
 //! `100..=199` a config value was refused, `200..=299` a permit was refused, `300..=399`
 //! a guard refused the call (a decision, not a fault: [`GuardsResult::is_rejection`]),
-//! `400..=499` a shared region (see [`crate::shared`]) refused.
+//! `400..=499` there is nothing to answer yet (no data, not found, empty), `500..=599` a
+//! shared region (see [`crate::shared`]) refused.
 //!
 //! # Examples
 //! ```
@@ -29,8 +30,12 @@ use std::cell::Cell;
 use std::fmt;
 
 use crate::names::{
-    BreakerRejectReason, BreakerRejected, BulkheadRejected, ConfigError, ConfigErrorKind,
+    AdmissionRejected, BulkheadRejected, CircuitBreakerRejectReason, CircuitBreakerRejected,
+    ConfigError, ConfigErrorKind, GrpcTimeoutError, KeyedBreakersRejectReason,
+    KeyedBreakersRejected, LimiterRejectReason, LimiterRejected, MillisError,
+    QueueDisciplineRejected, RetryBudgetMode, RetryCause, RetryDriverError,
 };
+use guards_core::admission::AdmissionRejectReason;
 
 /// What a call returned. `#[repr(u32)]` with fixed numbers: `GUARDS_RESULT_OK` is 0, and a
 /// number, once given, keeps its meaning forever (retired ones stay reserved).
@@ -48,8 +53,17 @@ pub enum GuardsResult {
     OutOfMemory = 3,
     /// An enum number (outcome, window kind, ...) is not one of the defined values.
     InvalidEnum = 4,
-    /// An argument is outside its domain (e.g. a NaN where a number is expected).
+    /// An argument is outside its domain (a NaN quantile, a priority above 7, a misaligned
+    /// pointer, ...).
     InvalidArgument = 5,
+    /// The call is not allowed in the object's current phase (a retry driver's `report`
+    /// with no attempt out, anything after it finished); nothing was changed.
+    WrongPhase = 6,
+    /// An output buffer is too small for the value; nothing was written to it (the length
+    /// output, when there is one, says how many bytes are needed).
+    BufferTooSmall = 7,
+    /// A header value could not be parsed (the detail names the rule it broke).
+    InvalidHeader = 8,
     /// A config value is NaN or infinite.
     ConfigNotFinite = 100,
     /// A config value is negative where only non-negative values make sense.
@@ -66,11 +80,12 @@ pub enum GuardsResult {
     ConfigWrongType = 106,
     /// A config value is invalid for a reason this version does not name.
     ConfigInvalid = 107,
-    /// The permit was already reported (or released): nothing was counted again.
+    /// The permit (or receipt) was already reported (or released): nothing was counted
+    /// again.
     PermitAlreadyReported = 200,
-    /// The permit was issued by another guard: nothing was counted.
+    /// The permit (or receipt) was issued by another guard: nothing was counted.
     PermitWrongGuard = 201,
-    /// The permit was never issued by this guard (a zeroed or corrupted permit).
+    /// The permit (or receipt) was never issued by this guard (a zeroed or corrupted one).
     PermitUnknown = 202,
     /// No permit slot could be allocated (over 2^31 permits in flight, or out of memory);
     /// the guard was left as if the call had not been made.
@@ -79,35 +94,64 @@ pub enum GuardsResult {
     BreakerOpen = 300,
     /// Refused: the circuit breaker is half-open and every probe slot is taken.
     BreakerHalfOpenFull = 301,
+    /// Refused: the keyed breaker set has no breaker for the key and no free slot.
+    KeyedBreakersFull = 302,
     /// Refused: the bulkhead is at its cap.
     BulkheadFull = 310,
+    /// Refused: the limiter's calls in flight reached its limit.
+    LimiterLimitReached = 320,
+    /// Refused: the calls in flight reached the fixed cap of the call's priority.
+    LimiterPartitionCap = 321,
+    /// Refused: the rest of the limit is reserved for more important priorities.
+    LimiterReserved = 322,
+    /// Refused at the door: the calls inside reached this priority's fixed limit.
+    AdmissionLimitReached = 330,
+    /// Refused at the door: the calls inside reached the adaptive limit (or this
+    /// priority's share of it).
+    AdmissionOverloaded = 331,
+    /// Refused: the wait queue holds `capacity` waiters.
+    QueueFull = 340,
+    /// Refused: the retry budget has no tokens for this retry (or hedge).
+    RetryBudgetExhausted = 350,
+    /// Refused locally by the adaptive throttle (the backend accepts too little of what it
+    /// is sent).
+    Throttled = 360,
+    /// Nothing to answer yet: too few latency samples.
+    NoData = 400,
+    /// No such entry (a key never inserted, an id not queued).
+    NotFound = 401,
+    /// Nothing to return: the queue is empty.
+    Empty = 402,
     /// A system call on a shared region's file failed (open, mmap, ...); the detail names
     /// the call and the OS error.
-    RegionIo = 400,
+    RegionIo = 500,
     /// The file is not a guards region, or is damaged (bad magic, truncated, inconsistent).
-    RegionInvalid = 401,
+    RegionInvalid = 501,
     /// The region was made by another layout version or build of guards, in another boot,
     /// or by a process of another pid namespace.
-    RegionIncompatible = 402,
+    RegionIncompatible = 502,
     /// The region has no room left: every directory entry, or all its guard bytes, used.
-    RegionFull = 403,
+    RegionFull = 503,
     /// Another process did not finish creating a guard within the wait timeout.
-    RegionTimeout = 404,
+    RegionTimeout = 504,
     /// A guard of that name exists with another kind, capacity or config.
-    GuardMismatch = 405,
+    GuardMismatch = 505,
     /// No region or no guard of that name (when asked not to create one).
-    GuardNotFound = 406,
+    GuardNotFound = 506,
 }
 
 impl GuardsResult {
     /// Every code, in numeric order.
-    pub const ALL: [GuardsResult; 28] = [
+    pub const ALL: &'static [GuardsResult] = &[
         GuardsResult::Ok,
         GuardsResult::NullArgument,
         GuardsResult::Panic,
         GuardsResult::OutOfMemory,
         GuardsResult::InvalidEnum,
         GuardsResult::InvalidArgument,
+        GuardsResult::WrongPhase,
+        GuardsResult::BufferTooSmall,
+        GuardsResult::InvalidHeader,
         GuardsResult::ConfigNotFinite,
         GuardsResult::ConfigNegative,
         GuardsResult::ConfigZero,
@@ -122,7 +166,19 @@ impl GuardsResult {
         GuardsResult::PermitSlotsExhausted,
         GuardsResult::BreakerOpen,
         GuardsResult::BreakerHalfOpenFull,
+        GuardsResult::KeyedBreakersFull,
         GuardsResult::BulkheadFull,
+        GuardsResult::LimiterLimitReached,
+        GuardsResult::LimiterPartitionCap,
+        GuardsResult::LimiterReserved,
+        GuardsResult::AdmissionLimitReached,
+        GuardsResult::AdmissionOverloaded,
+        GuardsResult::QueueFull,
+        GuardsResult::RetryBudgetExhausted,
+        GuardsResult::Throttled,
+        GuardsResult::NoData,
+        GuardsResult::NotFound,
+        GuardsResult::Empty,
         GuardsResult::RegionIo,
         GuardsResult::RegionInvalid,
         GuardsResult::RegionIncompatible,
@@ -133,54 +189,131 @@ impl GuardsResult {
     ];
 
     /// The code numbered `n`, if there is one.
-    pub fn from_u32(n: u32) -> Option<GuardsResult> {
-        GuardsResult::ALL.iter().copied().find(|c| *c as u32 == n)
+    pub const fn from_u32(n: u32) -> Option<GuardsResult> {
+        Some(match n {
+            0 => GuardsResult::Ok,
+            1 => GuardsResult::NullArgument,
+            2 => GuardsResult::Panic,
+            3 => GuardsResult::OutOfMemory,
+            4 => GuardsResult::InvalidEnum,
+            5 => GuardsResult::InvalidArgument,
+            6 => GuardsResult::WrongPhase,
+            7 => GuardsResult::BufferTooSmall,
+            8 => GuardsResult::InvalidHeader,
+            100 => GuardsResult::ConfigNotFinite,
+            101 => GuardsResult::ConfigNegative,
+            102 => GuardsResult::ConfigZero,
+            103 => GuardsResult::ConfigOutOfRange,
+            104 => GuardsResult::ConfigInconsistent,
+            105 => GuardsResult::ConfigUnknownField,
+            106 => GuardsResult::ConfigWrongType,
+            107 => GuardsResult::ConfigInvalid,
+            200 => GuardsResult::PermitAlreadyReported,
+            201 => GuardsResult::PermitWrongGuard,
+            202 => GuardsResult::PermitUnknown,
+            203 => GuardsResult::PermitSlotsExhausted,
+            300 => GuardsResult::BreakerOpen,
+            301 => GuardsResult::BreakerHalfOpenFull,
+            302 => GuardsResult::KeyedBreakersFull,
+            310 => GuardsResult::BulkheadFull,
+            320 => GuardsResult::LimiterLimitReached,
+            321 => GuardsResult::LimiterPartitionCap,
+            322 => GuardsResult::LimiterReserved,
+            330 => GuardsResult::AdmissionLimitReached,
+            331 => GuardsResult::AdmissionOverloaded,
+            340 => GuardsResult::QueueFull,
+            350 => GuardsResult::RetryBudgetExhausted,
+            360 => GuardsResult::Throttled,
+            400 => GuardsResult::NoData,
+            401 => GuardsResult::NotFound,
+            402 => GuardsResult::Empty,
+            500 => GuardsResult::RegionIo,
+            501 => GuardsResult::RegionInvalid,
+            502 => GuardsResult::RegionIncompatible,
+            503 => GuardsResult::RegionFull,
+            504 => GuardsResult::RegionTimeout,
+            505 => GuardsResult::GuardMismatch,
+            506 => GuardsResult::GuardNotFound,
+            _ => return None,
+        })
     }
 
-    /// A static one-line message (what the code means, not which value caused it).
-    pub const fn message(self) -> &'static str {
+    /// The static one-line message (what the code means, not which value caused it) as a
+    /// NUL-terminated C string: the one place the messages are written.
+    pub const fn message_cstr(self) -> &'static std::ffi::CStr {
         match self {
-            GuardsResult::Ok => "ok",
-            GuardsResult::NullArgument => "a required pointer argument was NULL",
-            GuardsResult::Panic => "internal error: a panic was caught at the API boundary",
-            GuardsResult::OutOfMemory => "out of memory",
-            GuardsResult::InvalidEnum => "an enum argument is not one of its defined values",
-            GuardsResult::InvalidArgument => "an argument is outside its domain",
-            GuardsResult::ConfigNotFinite => "invalid config: a value must be a finite number",
-            GuardsResult::ConfigNegative => "invalid config: a value must not be negative",
-            GuardsResult::ConfigZero => "invalid config: a value must not be zero",
-            GuardsResult::ConfigOutOfRange => "invalid config: a value is out of range",
+            GuardsResult::Ok => c"ok",
+            GuardsResult::NullArgument => c"a required pointer argument was NULL",
+            GuardsResult::Panic => c"internal error: a panic was caught at the API boundary",
+            GuardsResult::OutOfMemory => c"out of memory",
+            GuardsResult::InvalidEnum => c"an enum argument is not one of its defined values",
+            GuardsResult::InvalidArgument => c"an argument is outside its domain",
+            GuardsResult::WrongPhase => c"the call is not allowed in the current phase",
+            GuardsResult::BufferTooSmall => c"the output buffer is too small",
+            GuardsResult::InvalidHeader => c"a header value could not be parsed",
+            GuardsResult::ConfigNotFinite => c"invalid config: a value must be a finite number",
+            GuardsResult::ConfigNegative => c"invalid config: a value must not be negative",
+            GuardsResult::ConfigZero => c"invalid config: a value must not be zero",
+            GuardsResult::ConfigOutOfRange => c"invalid config: a value is out of range",
             GuardsResult::ConfigInconsistent => {
-                "invalid config: a value contradicts another setting"
+                c"invalid config: a value contradicts another setting"
             }
-            GuardsResult::ConfigUnknownField => "invalid config: unknown field",
-            GuardsResult::ConfigWrongType => "invalid config: a value has the wrong type",
-            GuardsResult::ConfigInvalid => "invalid config",
-            GuardsResult::PermitAlreadyReported => "the permit was already reported",
-            GuardsResult::PermitWrongGuard => "the permit belongs to another guard",
-            GuardsResult::PermitUnknown => "the permit was not issued by this guard",
-            GuardsResult::PermitSlotsExhausted => "no permit slot could be allocated",
-            GuardsResult::BreakerOpen => "refused: the circuit breaker is open",
+            GuardsResult::ConfigUnknownField => c"invalid config: unknown field",
+            GuardsResult::ConfigWrongType => c"invalid config: a value has the wrong type",
+            GuardsResult::ConfigInvalid => c"invalid config",
+            GuardsResult::PermitAlreadyReported => c"the permit was already reported",
+            GuardsResult::PermitWrongGuard => c"the permit belongs to another guard",
+            GuardsResult::PermitUnknown => c"the permit was not issued by this guard",
+            GuardsResult::PermitSlotsExhausted => c"no permit slot could be allocated",
+            GuardsResult::BreakerOpen => c"refused: the circuit breaker is open",
             GuardsResult::BreakerHalfOpenFull => {
-                "refused: the circuit breaker is half-open and all probes are taken"
+                c"refused: the circuit breaker is half-open and all probes are taken"
             }
-            GuardsResult::BulkheadFull => "refused: the bulkhead is full",
-            GuardsResult::RegionIo => "shared region: a system call failed",
-            GuardsResult::RegionInvalid => "shared region: not a guards region, or damaged",
+            GuardsResult::KeyedBreakersFull => c"refused: the keyed breaker set is full",
+            GuardsResult::BulkheadFull => c"refused: the bulkhead is full",
+            GuardsResult::LimiterLimitReached => c"refused: the limiter is at its limit",
+            GuardsResult::LimiterPartitionCap => {
+                c"refused: the priority's cap on calls in flight is reached"
+            }
+            GuardsResult::LimiterReserved => {
+                c"refused: the rest of the limit is reserved for higher priorities"
+            }
+            GuardsResult::AdmissionLimitReached => {
+                c"refused at the door: the priority's limit is reached"
+            }
+            GuardsResult::AdmissionOverloaded => c"refused at the door: overloaded",
+            GuardsResult::QueueFull => c"refused: the wait queue is full",
+            GuardsResult::RetryBudgetExhausted => c"refused: the retry budget is exhausted",
+            GuardsResult::Throttled => c"refused: throttled locally",
+            GuardsResult::NoData => c"no data yet",
+            GuardsResult::NotFound => c"not found",
+            GuardsResult::Empty => c"empty",
+            GuardsResult::RegionIo => c"shared region: a system call failed",
+            GuardsResult::RegionInvalid => c"shared region: not a guards region, or damaged",
             GuardsResult::RegionIncompatible => {
-                "shared region: made by another layout version, build, boot or pid namespace"
+                c"shared region: made by another layout version, build, boot or pid namespace"
             }
-            GuardsResult::RegionFull => "shared region: no room left",
+            GuardsResult::RegionFull => c"shared region: no room left",
             GuardsResult::RegionTimeout => {
-                "shared region: another process did not finish creating the guard in time"
+                c"shared region: another process did not finish creating the guard in time"
             }
             GuardsResult::GuardMismatch => {
-                "shared region: a guard of that name exists with another kind, capacity or config"
+                c"shared region: a guard of that name exists with another kind, capacity or config"
             }
-            GuardsResult::GuardNotFound => "shared region: no such region or guard",
+            GuardsResult::GuardNotFound => c"shared region: no such region or guard",
         }
     }
 
+    /// The static one-line message (what the code means, not which value caused it).
+    pub const fn message(self) -> &'static str {
+        match self.message_cstr().to_str() {
+            Ok(s) => s,
+            Err(_) => "",
+        }
+    }
+}
+
+impl GuardsResult {
     /// The message of the code numbered `n`, or `"unknown result code"`.
     pub fn message_of(n: u32) -> &'static str {
         GuardsResult::from_u32(n).map_or("unknown result code", GuardsResult::message)
@@ -220,7 +353,7 @@ pub enum Detail {
     None,
     /// Core refused a config value.
     Config(ConfigError),
-    /// A named argument was wrong (`what` says what it accepts).
+    /// A named argument was wrong (`expected` says what it accepts).
     Argument {
         /// The argument or field.
         name: &'static str,
@@ -237,9 +370,35 @@ pub enum Detail {
         valid: &'static str,
     },
     /// The circuit breaker refused the call.
-    BreakerRejected(BreakerRejected),
+    CircuitBreakerRejected(CircuitBreakerRejected),
+    /// The keyed breaker set refused the call.
+    KeyedBreakersRejected(KeyedBreakersRejected),
     /// The bulkhead refused the call.
     BulkheadRejected(BulkheadRejected),
+    /// The limiter refused the call.
+    LimiterRejected(LimiterRejected),
+    /// The admission door refused the call.
+    AdmissionRejected(AdmissionRejected),
+    /// The wait queue refused the waiter.
+    QueueRejected(QueueDisciplineRejected),
+    /// The retry budget refused a retry.
+    BudgetExhausted {
+        /// The budget's mode.
+        mode: RetryBudgetMode,
+        /// What the retry was for.
+        cause: RetryCause,
+    },
+    /// The adaptive throttle refused the request.
+    Throttled {
+        /// The rejection probability it drew against.
+        probability: f64,
+    },
+    /// A retry driver call in the wrong phase.
+    Phase(RetryDriverError),
+    /// A `grpc-timeout` value was refused.
+    GrpcTimeout(GrpcTimeoutError),
+    /// A milliseconds header value was refused.
+    Millis(MillisError),
     /// A shared region refused: what was wrong, and the OS error number if a system call
     /// failed (0 otherwise).
     Region {
@@ -285,10 +444,18 @@ impl Failure {
         }
     }
 
+    /// A bad enum number for `name`, which accepts `expected`.
+    pub const fn bad_enum(name: &'static str, expected: &'static str) -> Self {
+        Failure::argument(GuardsResult::InvalidEnum, name, expected)
+    }
+
     /// When a refusal says when to retry: the instant (same clock as the call's `now`).
     pub fn retry_at(&self) -> Option<u64> {
         match self.detail {
-            Detail::BreakerRejected(r) => Some(r.retry_at.0),
+            Detail::CircuitBreakerRejected(r) => Some(r.retry_at.0),
+            Detail::KeyedBreakersRejected(r) => Some(r.retry_at.0),
+            Detail::LimiterRejected(r) => Some(r.retry_at.0),
+            Detail::AdmissionRejected(r) => Some(r.retry_at.0),
             _ => None,
         }
     }
@@ -303,19 +470,34 @@ impl From<ConfigError> for Failure {
     }
 }
 
-impl From<BreakerRejected> for Failure {
-    fn from(r: BreakerRejected) -> Self {
+impl From<CircuitBreakerRejected> for Failure {
+    #[inline]
+    fn from(r: CircuitBreakerRejected) -> Self {
         Failure {
             code: match r.reason {
-                BreakerRejectReason::Open => GuardsResult::BreakerOpen,
-                BreakerRejectReason::HalfOpenFull => GuardsResult::BreakerHalfOpenFull,
+                CircuitBreakerRejectReason::Open => GuardsResult::BreakerOpen,
+                CircuitBreakerRejectReason::HalfOpenFull => GuardsResult::BreakerHalfOpenFull,
             },
-            detail: Detail::BreakerRejected(r),
+            detail: Detail::CircuitBreakerRejected(r),
+        }
+    }
+}
+
+impl From<KeyedBreakersRejected> for Failure {
+    fn from(r: KeyedBreakersRejected) -> Self {
+        Failure {
+            code: match r.reason {
+                KeyedBreakersRejectReason::Open => GuardsResult::BreakerOpen,
+                KeyedBreakersRejectReason::HalfOpenFull => GuardsResult::BreakerHalfOpenFull,
+                KeyedBreakersRejectReason::SetFull => GuardsResult::KeyedBreakersFull,
+            },
+            detail: Detail::KeyedBreakersRejected(r),
         }
     }
 }
 
 impl From<BulkheadRejected> for Failure {
+    #[inline]
     fn from(r: BulkheadRejected) -> Self {
         Failure {
             code: GuardsResult::BulkheadFull,
@@ -324,13 +506,75 @@ impl From<BulkheadRejected> for Failure {
     }
 }
 
+impl From<LimiterRejected> for Failure {
+    fn from(r: LimiterRejected) -> Self {
+        Failure {
+            code: match r.reason {
+                LimiterRejectReason::LimitReached => GuardsResult::LimiterLimitReached,
+                LimiterRejectReason::PartitionCap => GuardsResult::LimiterPartitionCap,
+                LimiterRejectReason::ReservedForHigherPriority => GuardsResult::LimiterReserved,
+            },
+            detail: Detail::LimiterRejected(r),
+        }
+    }
+}
+
+impl From<AdmissionRejected> for Failure {
+    fn from(r: AdmissionRejected) -> Self {
+        Failure {
+            code: match r.reason {
+                AdmissionRejectReason::LimitReached => GuardsResult::AdmissionLimitReached,
+                AdmissionRejectReason::Overloaded => GuardsResult::AdmissionOverloaded,
+            },
+            detail: Detail::AdmissionRejected(r),
+        }
+    }
+}
+
+impl From<QueueDisciplineRejected> for Failure {
+    fn from(r: QueueDisciplineRejected) -> Self {
+        Failure {
+            code: GuardsResult::QueueFull,
+            detail: Detail::QueueRejected(r),
+        }
+    }
+}
+
+impl From<RetryDriverError> for Failure {
+    fn from(e: RetryDriverError) -> Self {
+        Failure {
+            code: GuardsResult::WrongPhase,
+            detail: Detail::Phase(e),
+        }
+    }
+}
+
+impl From<GrpcTimeoutError> for Failure {
+    fn from(e: GrpcTimeoutError) -> Self {
+        Failure {
+            code: GuardsResult::InvalidHeader,
+            detail: Detail::GrpcTimeout(e),
+        }
+    }
+}
+
+impl From<MillisError> for Failure {
+    fn from(e: MillisError) -> Self {
+        Failure {
+            code: GuardsResult::InvalidHeader,
+            detail: Detail::Millis(e),
+        }
+    }
+}
+
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.code.message();
         match self.detail {
-            Detail::None => f.write_str(self.code.message()),
+            Detail::None => f.write_str(m),
             Detail::Config(e) => write!(f, "{e}"),
             Detail::Argument { name, expected } => {
-                write!(f, "{}: `{name}` (expected {expected})", self.code.message())
+                write!(f, "{m}: `{name}` (expected {expected})")
             }
             Detail::UnknownField {
                 config,
@@ -338,24 +582,57 @@ impl fmt::Display for Failure {
                 valid,
             } => write!(
                 f,
-                "{}: {config} has no field `{}` (valid fields: {valid})",
-                self.code.message(),
+                "{m}: {config} has no field `{}` (valid fields: {valid})",
                 given.as_str()
             ),
-            Detail::BreakerRejected(r) => write!(
+            Detail::CircuitBreakerRejected(r) => {
+                write!(f, "{m} ({}, retry at {} ns)", r.reason.name(), r.retry_at.0)
+            }
+            Detail::KeyedBreakersRejected(r) => write!(
                 f,
-                "{} ({}, retry at {} ns)",
-                self.code.message(),
+                "{m} (key {:#018x}: {}, retry at {} ns)",
+                r.key,
                 r.reason.name(),
                 r.retry_at.0
             ),
-            Detail::BulkheadRejected(r) => write!(
+            Detail::BulkheadRejected(r) => {
+                write!(f, "{m} ({} of {} in flight)", r.in_flight, r.max_concurrent)
+            }
+            Detail::LimiterRejected(r) => write!(
                 f,
-                "{} ({} of {} in flight)",
-                self.code.message(),
+                "{m} ({}: {} in flight, threshold {} for priority {}, retry at {} ns)",
+                r.reason.name(),
                 r.in_flight,
-                r.max_concurrent
+                r.threshold,
+                r.priority.level(),
+                r.retry_at.0
             ),
+            Detail::AdmissionRejected(r) => write!(
+                f,
+                "{m} ({}: {} inside, threshold {} for priority {}, retry at {} ns)",
+                r.reason.name(),
+                r.in_flight,
+                r.threshold,
+                r.priority.level(),
+                r.retry_at.0
+            ),
+            Detail::QueueRejected(r) => {
+                write!(f, "{m} ({} waiters; waiter {} refused)", r.capacity, r.id)
+            }
+            Detail::BudgetExhausted { mode, cause } => {
+                write!(
+                    f,
+                    "{m} ({} budget, retry after {})",
+                    mode.name(),
+                    cause.name()
+                )
+            }
+            Detail::Throttled { probability } => {
+                write!(f, "{m} (rejection probability {probability:.4})")
+            }
+            Detail::Phase(e) => write!(f, "{m}: {e}"),
+            Detail::GrpcTimeout(e) => write!(f, "{m}: {e} ({})", e.name()),
+            Detail::Millis(e) => write!(f, "{m}: {e} ({})", e.name()),
             Detail::Region { what, errno: 0 } => write!(f, "{}: {what}", self.code.message()),
             Detail::Region { what, errno } => write!(
                 f,
@@ -426,7 +703,7 @@ mod tests {
     #[test]
     fn numbers_are_fixed_and_unique() {
         let mut seen = std::collections::BTreeMap::new();
-        for c in GuardsResult::ALL {
+        for &c in GuardsResult::ALL {
             if let Some(prev) = seen.insert(c as u32, c) {
                 assert_eq!(prev, c, "two codes share {}", c as u32);
             }
@@ -439,6 +716,9 @@ mod tests {
             (GuardsResult::OutOfMemory, 3),
             (GuardsResult::InvalidEnum, 4),
             (GuardsResult::InvalidArgument, 5),
+            (GuardsResult::WrongPhase, 6),
+            (GuardsResult::BufferTooSmall, 7),
+            (GuardsResult::InvalidHeader, 8),
             (GuardsResult::ConfigNotFinite, 100),
             (GuardsResult::ConfigNegative, 101),
             (GuardsResult::ConfigZero, 102),
@@ -453,22 +733,41 @@ mod tests {
             (GuardsResult::PermitSlotsExhausted, 203),
             (GuardsResult::BreakerOpen, 300),
             (GuardsResult::BreakerHalfOpenFull, 301),
+            (GuardsResult::KeyedBreakersFull, 302),
             (GuardsResult::BulkheadFull, 310),
-            (GuardsResult::RegionIo, 400),
-            (GuardsResult::RegionInvalid, 401),
-            (GuardsResult::RegionIncompatible, 402),
-            (GuardsResult::RegionFull, 403),
-            (GuardsResult::RegionTimeout, 404),
-            (GuardsResult::GuardMismatch, 405),
-            (GuardsResult::GuardNotFound, 406),
+            (GuardsResult::LimiterLimitReached, 320),
+            (GuardsResult::LimiterPartitionCap, 321),
+            (GuardsResult::LimiterReserved, 322),
+            (GuardsResult::AdmissionLimitReached, 330),
+            (GuardsResult::AdmissionOverloaded, 331),
+            (GuardsResult::QueueFull, 340),
+            (GuardsResult::RetryBudgetExhausted, 350),
+            (GuardsResult::Throttled, 360),
+            (GuardsResult::NoData, 400),
+            (GuardsResult::NotFound, 401),
+            (GuardsResult::Empty, 402),
+            (GuardsResult::RegionIo, 500),
+            (GuardsResult::RegionInvalid, 501),
+            (GuardsResult::RegionIncompatible, 502),
+            (GuardsResult::RegionFull, 503),
+            (GuardsResult::RegionTimeout, 504),
+            (GuardsResult::GuardMismatch, 505),
+            (GuardsResult::GuardNotFound, 506),
         ];
         for (c, n) in fixed {
             assert_eq!(c as u32, n, "{c:?}");
             assert_eq!(GuardsResult::from_u32(n), Some(c));
         }
         assert_eq!(seen.len(), fixed.len());
-        assert_eq!(GuardsResult::from_u32(6), None);
+        assert_eq!(GuardsResult::from_u32(9), None);
         assert_eq!(GuardsResult::message_of(9999), "unknown result code");
+    }
+
+    #[test]
+    fn c_messages_are_the_messages() {
+        for &c in GuardsResult::ALL {
+            assert_eq!(c.message_cstr().to_str().unwrap(), c.message(), "{c:?}");
+        }
     }
 
     #[test]

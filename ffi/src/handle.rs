@@ -8,10 +8,11 @@
 //!
 //! - [`InPlace<T>`]: memory from `alloc_zeroed` with `T`'s layout (aligned and padded to
 //!   whole 128-byte lines, so a guard shares no cache line with other objects), turned
-//!   into a guard by [`Reset::reset`] and freed with the same layout. The
-//!   all-zero bytes are an inert, valid value of every guard (see [`Reset`]), so building
-//!   in place is "zero the memory, reset it with the config": the same steps work in a
-//!   shared-memory region.
+//!   into a guard by core's own `reset(&mut self, config)` and freed with the same layout.
+//!   All-zero bytes are a valid inert value of every guard (core's "Building in place"),
+//!   and `reset` writes the state `new(config)` gives field by field, without a
+//!   temporary of the guard's size, so a 512 KiB breaker is built on any thread. The same
+//!   two steps (zero, reset) work in memory shared between processes.
 //! - The `Any*` enums: one variant per supported capacity, chosen from a runtime number by
 //!   `new`, with methods that dispatch to the guard inside. Bindings see a capacity, never
 //!   a const generic. [`with_breaker!`](crate::with_breaker) and friends reach the guard
@@ -34,97 +35,86 @@ use std::ptr::NonNull;
 
 use crate::error::{Failure, GuardsResult};
 use crate::names::{
-    AdaptiveThrottle, AdaptiveThrottleConfig, BreakerPermit, BreakerRejected, BreakerState,
-    BreakerStatus, BrownoutTable, Bulkhead, BulkheadConfig, CircuitBreaker, CircuitBreakerConfig,
+    AdaptiveThrottle, AdaptiveThrottleConfig, Admission, AdmissionConfig, BreakerState,
+    BreakerStatus, Brownout, BrownoutConfig, BrownoutTable, Bulkhead, BulkheadConfig,
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerPermit, CircuitBreakerRejected,
     CircuitBreakerStats, ConfigError, ConfigErrorKind, Hedging, HedgingConfig, KeyedBreakers,
-    LatencyTracker, LatencyTrackerConfig, Nanos, OutcomeEffect, QueueDiscipline,
-    QueueDisciplineConfig, WindowCounts, WindowKind, WindowedBudget, WindowedBudgetConfig,
-};
-use crate::names::{
-    Admission, AdmissionConfig, Limiter, LimiterConfig, RetryBudget, RetryBudgetConfig,
+    LatencyTracker, LatencyTrackerConfig, Limiter, LimiterConfig, Nanos, Outcome, OutcomeEffect,
+    QueueDiscipline, QueueDisciplineConfig, RetryBudget, RetryBudgetConfig, RetryPolicy,
+    RetryPolicyConfig, WindowCounts, WindowKind, WindowedBudget, WindowedBudgetConfig,
 };
 
-/// Set a guard to the freshly built state for `config`, in place.
+/// A core guard that [`InPlace`] can build: its config and core's
+/// `reset(&mut self, config)`, which turns the all-zero value into the guard `new(config)`
+/// gives (validating `config` first; on error nothing changes).
 ///
-/// TEMPORARY: core is gaining `reset(&mut self, config)` on every guard, with the guarantee
-/// that all-zero bytes are a valid inert value of every guard and config type. Until it
-/// lands this local trait stands in for it, implemented as `*self = T::new(config)?`;
-/// when core's lands, delete this trait and its impls and call core's method (the call
-/// sites do not change).
-///
-/// Until then the all-zero guarantee rests on an audit of today's core, recorded here:
-/// every guard implementing this trait is made of atomics, integers, floats, `bool`s,
-/// [`Nanos`] and `#[repr(u8)]` enums whose first variant is `0` (`WindowKind::Count`,
-/// `ServeOrder::Fifo`, `DropReason::AgeLimit`), arrays of those and `#[repr(transparent)]`
-/// wrappers of them (`Counter`, `Priority`); none has a pointer, a reference, a niche or a
-/// `Drop` impl.
-pub trait Reset {
+/// Implemented here for every guard of core, each as a one-line call of core's own
+/// `reset`; nothing is rebuilt by value.
+pub trait BuildInPlace {
     /// The guard's config.
-    type Config: Copy + Send + 'static;
+    type Config: Copy;
 
-    /// Rebuild `self` for `config`; on error `self` is unchanged.
-    fn reset(&mut self, config: Self::Config) -> Result<(), ConfigError>;
+    /// Core's `reset`.
+    fn reset_in_place(&mut self, config: Self::Config) -> Result<(), ConfigError>;
 }
 
-/// TEMPORARY impls of [`Reset`] (see its docs): `*self = new(config)?`.
-macro_rules! temporary_reset {
+macro_rules! build_in_place {
     ($($t:ty => $c:ty),* $(,)?) => {$(
-        impl Reset for $t {
+        impl BuildInPlace for $t {
             type Config = $c;
-            fn reset(&mut self, config: $c) -> Result<(), ConfigError> {
-                *self = <$t>::new(config)?;
-                Ok(())
+            #[inline]
+            fn reset_in_place(&mut self, config: $c) -> Result<(), ConfigError> {
+                <$t>::reset(self, config)
             }
         }
     )*};
 }
 
-temporary_reset!(
+build_in_place!(
     Bulkhead => BulkheadConfig,
-    Limiter => LimiterConfig,
-    Admission => AdmissionConfig,
-    RetryBudget => RetryBudgetConfig,
     AdaptiveThrottle => AdaptiveThrottleConfig,
     LatencyTracker => LatencyTrackerConfig,
     Hedging => HedgingConfig,
     WindowedBudget => WindowedBudgetConfig,
+    RetryBudget => RetryBudgetConfig,
+    RetryPolicy => RetryPolicyConfig,
+    Limiter => LimiterConfig,
+    Admission => AdmissionConfig,
+    Brownout => BrownoutConfig,
 );
 
-impl<const CAP: usize> Reset for CircuitBreaker<CAP> {
+impl<const CAP: usize> BuildInPlace for CircuitBreaker<CAP> {
     type Config = CircuitBreakerConfig;
-    fn reset(&mut self, config: CircuitBreakerConfig) -> Result<(), ConfigError> {
-        *self = CircuitBreaker::new(config)?;
-        Ok(())
+    #[inline]
+    fn reset_in_place(&mut self, config: CircuitBreakerConfig) -> Result<(), ConfigError> {
+        self.reset(config)
     }
 }
 
-impl<const SLOTS: usize, const CAP: usize> Reset for KeyedBreakers<SLOTS, CAP> {
+impl<const SLOTS: usize, const CAP: usize> BuildInPlace for KeyedBreakers<SLOTS, CAP> {
     type Config = CircuitBreakerConfig;
-    fn reset(&mut self, config: CircuitBreakerConfig) -> Result<(), ConfigError> {
-        *self = KeyedBreakers::new(config)?;
-        Ok(())
+    #[inline]
+    fn reset_in_place(&mut self, config: CircuitBreakerConfig) -> Result<(), ConfigError> {
+        self.reset(config)
     }
 }
 
-impl<const N: usize> Reset for QueueDiscipline<N> {
+impl<const N: usize> BuildInPlace for QueueDiscipline<N> {
     type Config = QueueDisciplineConfig;
-    fn reset(&mut self, config: QueueDisciplineConfig) -> Result<(), ConfigError> {
-        *self = QueueDiscipline::new(config)?;
-        Ok(())
+    #[inline]
+    fn reset_in_place(&mut self, config: QueueDisciplineConfig) -> Result<(), ConfigError> {
+        self.reset(config)
     }
 }
 
-impl<const N: usize> Reset for BrownoutTable<N> {
+impl<const N: usize> BuildInPlace for BrownoutTable<N> {
     type Config = ();
-    fn reset(&mut self, _config: ()) -> Result<(), ConfigError> {
-        *self = BrownoutTable::new();
+    #[inline]
+    fn reset_in_place(&mut self, _config: ()) -> Result<(), ConfigError> {
+        self.reset();
         Ok(())
     }
 }
-
-/// Above this size the TEMPORARY `reset` (which builds the guard by value) runs on a helper
-/// thread with a stack large enough for it; core's in-place `reset` will not need it.
-const BIG: usize = 64 * 1024;
 
 /// A guard on the heap, built in place with its own alignment. Like a `Box<T>` that is
 /// never moved through the stack.
@@ -146,12 +136,6 @@ impl<T: std::fmt::Debug> std::fmt::Debug for InPlace<T> {
     }
 }
 
-/// A raw pointer that may cross to the helper thread (it is joined before we go on).
-struct SendPtr<T>(*mut T);
-// SAFETY: the pointee is only touched by the helper thread while the spawning thread
-// waits for it to finish.
-unsafe impl<T: Send> Send for SendPtr<T> {}
-
 /// Guards are laid out on whole cache lines of their own (128 bytes, the adjacent-line
 /// prefetch pair of x86): a guard's hot atomics never share a line with an unrelated heap
 /// object that other threads read.
@@ -164,9 +148,9 @@ fn layout_of<T>() -> Layout {
         .map_or(t, |l| l.pad_to_align())
 }
 
-impl<T: Reset + Send> InPlace<T> {
-    /// Zeroed memory for a `T`, reset with `config`. Errors: `config`'s first invalid
-    /// field, or `OutOfMemory`.
+impl<T: BuildInPlace> InPlace<T> {
+    /// Zeroed memory for a `T`, reset in place with `config` by core. Errors: `config`'s
+    /// first invalid field, or `OutOfMemory`.
     pub fn new(config: T::Config) -> Result<Self, Failure> {
         let layout = layout_of::<T>();
         let ptr = if layout.size() == 0 {
@@ -176,8 +160,10 @@ impl<T: Reset + Send> InPlace<T> {
             let raw = unsafe { alloc::alloc_zeroed(layout) }.cast::<T>();
             NonNull::new(raw).ok_or(Failure::code(GuardsResult::OutOfMemory))?
         };
-        let this = InPlace { ptr, owned: true };
-        this.init(config)?;
+        let mut this = InPlace { ptr, owned: true };
+        // On error `this` is dropped: the inert zeroed value is dropped and the memory
+        // freed.
+        this.reset_in_place(config).map_err(Failure::from)?;
         Ok(this)
     }
 
@@ -192,8 +178,8 @@ impl<T: Reset + Send> InPlace<T> {
     pub unsafe fn build_at(ptr: NonNull<T>, config: T::Config) -> Result<Self, Failure> {
         // SAFETY: the caller vouches for the memory; zero bytes are a valid inert `T`.
         unsafe { std::ptr::write_bytes(ptr.as_ptr().cast::<u8>(), 0, layout_of::<T>().size()) };
-        let this = InPlace { ptr, owned: false };
-        this.init(config)?;
+        let mut this = InPlace { ptr, owned: false };
+        this.reset_in_place(config).map_err(Failure::from)?;
         Ok(this)
     }
 }
@@ -211,36 +197,6 @@ impl<T> InPlace<T> {
     /// `ptr` must point to a `T` built by `build_at` whose memory outlives the result.
     pub unsafe fn attach(ptr: NonNull<T>) -> Self {
         InPlace { ptr, owned: false }
-    }
-}
-
-impl<T: Reset + Send> InPlace<T> {
-    /// Reset the (zeroed) memory at `self.ptr` with `config`.
-    fn init(&self, config: T::Config) -> Result<(), Failure> {
-        let layout = layout_of::<T>();
-        let raw = SendPtr(self.ptr.as_ptr());
-        let reset = move || {
-            let raw = raw;
-            // SAFETY: `raw` points to zeroed memory of `T`'s layout, which is a valid
-            // inert `T` (see `Reset`), and nothing else refers to it yet.
-            unsafe { (*raw.0).reset(config) }
-        };
-        let done = if layout.size() > BIG {
-            std::thread::scope(|scope| {
-                std::thread::Builder::new()
-                    .name("guards-build".to_owned())
-                    .stack_size(layout.size().saturating_mul(16).saturating_add(8 << 20))
-                    .spawn_scoped(scope, reset)
-                    .map_err(|_| Failure::code(GuardsResult::OutOfMemory))?
-                    .join()
-                    .map_err(|_| Failure::code(GuardsResult::Panic))
-            })?
-        } else {
-            reset()
-        };
-        // On error the caller drops `self`: the inert value is dropped and (if ours) the
-        // memory freed.
-        done.map_err(Failure::from)
     }
 }
 
@@ -494,26 +450,32 @@ impl AnyBreaker {
     }
 
     /// Core's `try_acquire`.
-    #[inline]
-    pub fn try_acquire(&self, now: Nanos) -> Result<BreakerPermit, BreakerRejected> {
+    #[inline(always)]
+    pub fn try_acquire(&self, now: Nanos) -> Result<CircuitBreakerPermit, CircuitBreakerRejected> {
         with_breaker!(self, b => b.try_acquire(now))
+    }
+
+    /// Core's `report`: the call contract decides what `outcome` does to the permit.
+    #[inline(always)]
+    pub fn report(&self, p: CircuitBreakerPermit, outcome: Outcome, now: Nanos) -> OutcomeEffect {
+        with_breaker!(self, b => b.report(p, outcome, now))
     }
 
     /// Core's `on_success`.
     #[inline]
-    pub fn on_success(&self, p: BreakerPermit, now: Nanos) -> OutcomeEffect {
+    pub fn on_success(&self, p: CircuitBreakerPermit, now: Nanos) -> OutcomeEffect {
         with_breaker!(self, b => b.on_success(p, now))
     }
 
     /// Core's `on_failure`.
     #[inline]
-    pub fn on_failure(&self, p: BreakerPermit, now: Nanos) -> OutcomeEffect {
+    pub fn on_failure(&self, p: CircuitBreakerPermit, now: Nanos) -> OutcomeEffect {
         with_breaker!(self, b => b.on_failure(p, now))
     }
 
     /// Core's `on_ignore`.
     #[inline]
-    pub fn on_ignore(&self, p: BreakerPermit) {
+    pub fn on_ignore(&self, p: CircuitBreakerPermit) {
         with_breaker!(self, b => b.on_ignore(p))
     }
 
@@ -726,16 +688,45 @@ mod tests {
 
     #[test]
     fn big_guards_build_on_a_small_stack() {
-        // A 256 KiB thread builds a 512 KiB breaker: the temporary by-value build runs on
-        // the helper thread, never on this stack.
+        // A 256 KiB thread builds a 512 KiB breaker, a keyed set of 256 breakers and a
+        // queue of 65536 slots: core's `reset` writes them in place, never through the
+        // stack.
         std::thread::Builder::new()
             .stack_size(256 * 1024)
             .spawn(|| {
                 let b = AnyBreaker::new(CircuitBreakerConfig::default(), 65536).unwrap();
                 assert_eq!(b.capacity(), 65536);
+                assert!(b.try_acquire(Nanos(1)).is_ok());
+                let k = AnyKeyedBreakers::new(CircuitBreakerConfig::default(), 256).unwrap();
+                assert_eq!(k.capacity(), 256);
+                let q = AnyQueue::new(QueueDisciplineConfig {
+                    capacity: 65536,
+                    ..QueueDisciplineConfig::default()
+                })
+                .unwrap();
+                assert_eq!(q.capacity(), 65536);
             })
             .unwrap()
             .join()
             .unwrap();
+    }
+
+    #[test]
+    fn every_guard_builds_in_place() {
+        let _ = InPlace::<Bulkhead>::new(BulkheadConfig::default()).unwrap();
+        let _ = InPlace::<RetryBudget>::new(RetryBudgetConfig::Windowed(
+            WindowedBudgetConfig::default(),
+        ))
+        .unwrap();
+        let _ = InPlace::<RetryPolicy>::new(RetryPolicyConfig::default()).unwrap();
+        let _ = InPlace::<Limiter>::new(LimiterConfig::default()).unwrap();
+        let _ = InPlace::<Admission>::new(AdmissionConfig::default()).unwrap();
+        let _ = InPlace::<Brownout>::new(BrownoutConfig::default()).unwrap();
+        let e = InPlace::<Limiter>::new(LimiterConfig {
+            window: Nanos::ZERO,
+            ..LimiterConfig::default()
+        })
+        .unwrap_err();
+        assert_eq!(e.code, GuardsResult::ConfigZero);
     }
 }

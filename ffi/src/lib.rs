@@ -17,6 +17,7 @@
 //!   (name, value) pairs whose errors name the field;
 //! - [`shared`]: host-wide guards: named guards in a file mapped by every process, with
 //!   owner-recorded permits reclaimed from dead processes.
+//! - [`seed`]: a fresh random seed for a binding's jitter generator.
 //!
 //! [`c`] is the C ABI over that layer; [`names`] is the one place core's type names come
 //! from.
@@ -41,11 +42,13 @@
 
 pub mod clock;
 pub mod error;
+#[macro_use]
 pub mod handle;
 pub mod names;
 pub mod permit;
 pub mod schema;
 pub mod shared;
+pub mod seed;
 pub(crate) mod sync;
 pub mod vectors;
 

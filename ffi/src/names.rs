@@ -1,59 +1,52 @@
-//! Every name this crate takes from `guards-core`, in one place.
-//!
-//! Core is being renamed (`BulkheadFull` -> `BulkheadRejected`, `as_str` -> `name`, scoped
-//! types `<Guard>Scope`, a fieldless call `Outcome` with `report(permit, outcome, now)` and
-//! `reset(&mut self, config)` on every guard). The rest of this crate refers to core only
-//! through the aliases below, so following a rename is an edit here.
+//! Every name this crate takes from `guards-core`, in one place: the rest of the crate
+//! imports core's types from here, spelled as core spells them, so a rename in core is an
+//! edit here and in the few lines that use it.
 
+pub use guards_core::adaptive_throttle::{
+    AdaptiveThrottle, AdaptiveThrottleConfig, AdaptiveThrottleStats,
+};
+pub use guards_core::admission::{
+    Admission, AdmissionConfig, AdmissionPermit, AdmissionRejected, AdmissionStats,
+};
+pub use guards_core::backoff::{Backoff, BackoffConfig, Jitter};
+pub use guards_core::brownout::{
+    Brownout, BrownoutConfig, BrownoutDecision, BrownoutStats, BrownoutTable, RefusalKind,
+    RefusalKinds,
+};
 pub use guards_core::bulkhead::{
     Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadRejected, BulkheadStats,
 };
 pub use guards_core::circuit_breaker::{
-    BreakerState, BreakerStatus, CircuitBreaker, CircuitBreakerConfig,
-    CircuitBreakerPermit as BreakerPermit, CircuitBreakerRejectReason as BreakerRejectReason,
-    CircuitBreakerRejected as BreakerRejected, CircuitBreakerStats, KeyedBreakers, OutcomeEffect,
-    PermitKind, WindowCounts, WindowKind,
+    BreakerState, BreakerStatus, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerPermit,
+    CircuitBreakerRejectReason, CircuitBreakerRejected, CircuitBreakerStats, KeyedBreakers,
+    KeyedBreakersPermit, KeyedBreakersRejectReason, KeyedBreakersRejected, KeyedStats,
+    OutcomeEffect, PermitKind, WindowCounts, WindowKind,
 };
-pub use guards_core::{ConfigError, ConfigErrorKind, Nanos};
-
-pub use guards_core::adaptive_throttle::{AdaptiveThrottle, AdaptiveThrottleConfig};
-pub use guards_core::admission::{Admission, AdmissionConfig};
-pub use guards_core::backoff::{BackoffConfig, Jitter};
-pub use guards_core::brownout::{BrownoutConfig, BrownoutTable, RefusalKinds};
-pub use guards_core::deadline::DeadlineConfig;
-pub use guards_core::hedging::{Hedging, HedgingConfig};
-pub use guards_core::latency_tracker::{LatencyTracker, LatencyTrackerConfig};
-pub use guards_core::limit::{AimdConfig, GradientConfig, VegasConfig};
-pub use guards_core::limiter::{Limiter, LimiterConfig};
-pub use guards_core::queue_discipline::{QueueDiscipline, QueueDisciplineConfig};
+pub use guards_core::deadline::{
+    AttemptBudget, Deadline, DeadlineConfig, GrpcTimeoutError, MillisError,
+};
+pub use guards_core::hedging::{HedgeDecision, HedgeRefusal, Hedging, HedgingConfig, HedgingStats};
+pub use guards_core::latency_tracker::{
+    LatencySummary, LatencyTracker, LatencyTrackerConfig, LatencyTrackerStats,
+};
+pub use guards_core::limit::{
+    AimdConfig, GradientConfig, LimitAlgorithm, LimitConfig, VegasConfig,
+};
+pub use guards_core::limiter::{
+    Limiter, LimiterConfig, LimiterPermit, LimiterRejectReason, LimiterRejected, LimiterStats,
+    PartitionConfig,
+};
+pub use guards_core::queue_discipline::{
+    DropReason, Dropped, QueueDiscipline, QueueDisciplineConfig, QueueDisciplineRejected,
+    QueueDisciplineStats, ServeOrder, Waiter,
+};
 pub use guards_core::retry_budget::{
-    AwsRetryQuotaConfig, GrpcThrottleConfig, RetryBudget, RetryBudgetConfig, TokenBudgetConfig,
-    WindowedBudget, WindowedBudgetConfig,
+    AwsRetryQuotaConfig, GrpcThrottleConfig, RetryBudget, RetryBudgetConfig, RetryBudgetMode,
+    RetryBudgetStats, RetryReceipt, TokenBudgetConfig, WindowedBudget, WindowedBudgetConfig,
 };
-pub use guards_core::retry_policy::{RetryPolicyConfig, UnkeyedSideEffects};
-
-/// A stable snake_case name of a core enum value. Core spells it `as_str` today and will
-/// spell it `name`; only this trait's impls change.
-pub trait Name {
-    /// The stable name.
-    fn name(self) -> &'static str;
-}
-
-macro_rules! name_via_as_str {
-    ($($t:ty),* $(,)?) => {$(
-        impl Name for $t {
-            fn name(self) -> &'static str {
-                <$t>::name(self)
-            }
-        }
-    )*};
-}
-
-name_via_as_str!(
-    BreakerState,
-    BreakerRejectReason,
-    OutcomeEffect,
-    PermitKind,
-    WindowKind,
-    ConfigErrorKind,
-);
+pub use guards_core::retry_driver::{RetryDriver, RetryDriverError, RetryPhase, RetryStep};
+pub use guards_core::retry_policy::{
+    GiveUpReason, Idempotency, RetryCause, RetryContext, RetryDecision, RetryPolicy,
+    RetryPolicyConfig, RetryPolicyStats, UnkeyedSideEffects,
+};
+pub use guards_core::{ConfigError, ConfigErrorKind, Nanos, Outcome, Priority, Rng};

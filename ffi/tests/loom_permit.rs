@@ -1,6 +1,8 @@
 #![cfg(loom)]
 //! loom models of the permit slots' protocol (`guards::permit`): take-once under races,
-//! slot reuse through the free list, segment installation, and the take-once cell.
+//! slot reuse, segment installation, per-thread reservations (kept on take, filled with
+//! plain stores on insert, abandoned by eviction or exit, recovered by the table), and the
+//! take-once cell. Each loom thread drives its own reservation cache (`Local`) explicitly.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=3
 //! cargo test -p guards-ffi --release --test loom_permit`
@@ -9,7 +11,7 @@
 //! table grow, and the growth races are explored too.
 
 use guards::error::GuardsResult;
-use guards::permit::{PermitSlots, TakeOnce};
+use guards::permit::{Local, PermitSlots, TakeOnce};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -79,6 +81,75 @@ fn free_list_and_growth_races() {
         assert_eq!((a, b, mine), (Ok(10), Ok(11), Ok(20)));
         assert_eq!(s.outstanding(), 0);
         assert!(s.allocated() <= 3);
+    });
+}
+
+/// A thread keeps the slot it emptied and fills it again with plain stores, while another
+/// thread races to take the old token twice and scans the table for abandoned
+/// reservations: the live reservation is never taken over, each value comes out once.
+#[test]
+fn a_live_reservation_is_never_taken_over() {
+    loom::model(|| {
+        let s = Arc::new(PermitSlots::<u32>::new());
+        let first = s.insert_with(&Local::new(), 1).unwrap();
+        let s2 = Arc::clone(&s);
+        let owner = thread::spawn(move || {
+            let mine = Local::new();
+            let a = s2.take_with(&mine, first);
+            // The next insert fills the reserved slot (no compare-and-swap).
+            let t = s2.insert_with(&mine, 2).unwrap();
+            let b = s2.take_with(&mine, t);
+            (a, t, b)
+        });
+        // Meanwhile: a double report of the old token, and an insert from a thread with
+        // no reservation, which may scan for abandoned ones (the table has one slot per
+        // segment under loom, so it grows and scans at once).
+        let other = Local::new();
+        let twice = s.take_with(&other, first);
+        let x = s.insert_with(&other, 3).unwrap();
+        let (a, t, b) = owner.join().unwrap();
+        let firsts: Vec<_> = [a, twice].into_iter().filter_map(Result::ok).collect();
+        assert_eq!(firsts, vec![1]);
+        assert_eq!(b, Ok(2));
+        assert_ne!(x, t);
+        assert_eq!(s.take_with(&other, x), Ok(3));
+        assert_eq!(s.outstanding(), 0);
+    });
+}
+
+/// A thread abandons its reservation (it exits: its cache is dropped) while another
+/// inserts and recovers it: the slot is handed to exactly one new permit.
+#[test]
+fn an_abandoned_reservation_is_recovered_once() {
+    loom::model(|| {
+        let s = Arc::new(PermitSlots::<u32>::with_limit(1));
+        let t = s.insert_with(&Local::new(), 1).unwrap();
+        let s2 = Arc::clone(&s);
+        let owner = thread::spawn(move || {
+            let mine = Local::new();
+            let v = s2.take_with(&mine, t);
+            drop(mine); // the thread is done: its reservation is abandoned
+            v
+        });
+        let other = Local::new();
+        // Until the owner has abandoned it, the one slot is reserved: the insert may be
+        // refused, never granted twice.
+        let x = s.insert_with(&other, 2);
+        assert_eq!(owner.join().unwrap(), Ok(1));
+        let x = match x {
+            Ok(x) => x,
+            Err((2, code)) => {
+                assert_eq!(code, GuardsResult::PermitSlotsExhausted);
+                s.insert_with(&other, 2).unwrap()
+            }
+            Err(e) => panic!("{e:?}"),
+        };
+        assert_eq!(x.slot, t.slot);
+        assert_eq!(s.take_with(&other, x), Ok(2));
+        assert_eq!(
+            s.take_with(&other, t),
+            Err(GuardsResult::PermitAlreadyReported)
+        );
     });
 }
 

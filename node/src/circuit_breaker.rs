@@ -8,7 +8,10 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use guards::handle::AnyBreaker;
-use guards::names::{BreakerPermit, BreakerRejected, BreakerState, CircuitBreakerConfig};
+use guards::names::{
+    BreakerState, CircuitBreakerConfig, CircuitBreakerPermit as BreakerPermit,
+    CircuitBreakerRejected as BreakerRejected,
+};
 use guards::permit::{Granted, Owner, PermitSlots};
 use guards::schema;
 use guards::with_breaker;

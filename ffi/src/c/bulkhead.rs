@@ -14,7 +14,10 @@
 //! guards_bulkhead_free(h);
 //! ```
 
-use super::{arg, boundary, guards_permit, Out};
+use super::{
+    code_to_result, config_default, fail_arg, fail_code, fail_with, free_handle, guards_permit,
+    hot, hot_out_ok, hot_outcome, hot_ref, new_handle, read,
+};
 use crate::error::{Failure, GuardsResult};
 use crate::handle::InPlace;
 use crate::names::{Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadStats};
@@ -26,6 +29,22 @@ use crate::permit::PermitSlots;
 pub struct guards_bulkhead_config {
     /// How many calls may be in flight at once (default 12; 1..=4294967295).
     pub max_concurrent: u64,
+}
+
+impl guards_bulkhead_config {
+    /// Core's config (validated by core when the bulkhead is built).
+    pub fn to_core(&self) -> BulkheadConfig {
+        BulkheadConfig {
+            max_concurrent: self.max_concurrent,
+        }
+    }
+
+    /// The C form of core's config.
+    pub fn of_core(c: &BulkheadConfig) -> Self {
+        guards_bulkhead_config {
+            max_concurrent: c.max_concurrent,
+        }
+    }
 }
 
 /// A bulkhead's counters (relaxed snapshots, readable while traffic flows).
@@ -63,37 +82,65 @@ pub struct guards_bulkhead {
 impl guards_bulkhead {
     /// Build from a C config.
     pub fn new(cfg: &guards_bulkhead_config) -> Result<Self, Failure> {
-        let config = BulkheadConfig {
-            max_concurrent: cfg.max_concurrent,
-        };
-        config.validate()?;
-        // No more permits than the cap can ever be out at once.
-        let limit = u32::try_from(cfg.max_concurrent).unwrap_or(u32::MAX);
+        // The permit table is not limited to the cap: besides the permits out (at most the
+        // cap) it holds the slots threads keep reserved for their next permit.
         Ok(guards_bulkhead {
-            bulkhead: InPlace::new(config)?,
-            permits: PermitSlots::with_limit(limit),
+            bulkhead: InPlace::<Bulkhead>::new(cfg.to_core())?,
+            permits: PermitSlots::new(),
         })
     }
 
     /// A permit, or the refusal.
-    #[inline]
     pub fn try_acquire(&self) -> Result<guards_permit, Failure> {
-        let p = self.bulkhead.try_acquire()?;
-        match self.permits.insert(p) {
-            Ok(t) => Ok(guards_permit::of_token(t)),
-            Err((p, code)) => {
-                self.bulkhead.release(p);
-                Err(Failure::code(code))
-            }
-        }
+        let mut p = guards_permit::default();
+        code_to_result(self.acquire_into(&mut p)).map(|()| p)
     }
 
     /// Release `permit`, once.
-    #[inline]
     pub fn release(&self, permit: &guards_permit) -> Result<(), Failure> {
-        let p = self.permits.take(permit.token()).map_err(Failure::code)?;
-        self.bulkhead.release(p);
-        Ok(())
+        code_to_result(self.release_code(permit))
+    }
+
+    #[inline(always)]
+    fn acquire_into(&self, out: *mut guards_permit) -> GuardsResult {
+        let p = match self.bulkhead.try_acquire() {
+            Ok(p) => p,
+            Err(r) => return fail_with(r),
+        };
+        match self.permits.insert_or(p, |p| self.bulkhead.release(p)) {
+            Ok(t) => {
+                // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
+                unsafe { guards_permit::of_token(t).write_to(out) };
+                GuardsResult::Ok
+            }
+            Err(code) => fail_code(code),
+        }
+    }
+
+    #[inline(always)]
+    fn report_code(&self, permit: &guards_permit, outcome: u32) -> GuardsResult {
+        let outcome = match hot_outcome(outcome) {
+            Ok(o) => o,
+            Err(code) => return code,
+        };
+        match self.permits.take(permit.token()) {
+            Ok(p) => {
+                self.bulkhead.report(p, outcome);
+                GuardsResult::Ok
+            }
+            Err(code) => fail_code(code),
+        }
+    }
+
+    #[inline(always)]
+    fn release_code(&self, permit: &guards_permit) -> GuardsResult {
+        match self.permits.take(permit.token()) {
+            Ok(p) => {
+                self.bulkhead.release(p);
+                GuardsResult::Ok
+            }
+            Err(code) => fail_code(code),
+        }
     }
 
     /// The bulkhead.
@@ -115,17 +162,12 @@ impl guards_bulkhead {
 pub unsafe extern "C" fn guards_bulkhead_config_default(
     out: *mut guards_bulkhead_config,
 ) -> GuardsResult {
-    boundary(|| {
-        let out = Out::new(out, "out")?;
-        let c = crate::schema::bulkhead_defaults();
-        // SAFETY: valid for writes (caller's contract).
-        unsafe {
-            out.set(guards_bulkhead_config {
-                max_concurrent: c.max_concurrent,
-            })
-        };
-        Ok(())
-    })
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        config_default(out, || {
+            guards_bulkhead_config::of_core(&crate::schema::bulkhead_defaults())
+        })
+    }
 }
 
 /// Build a bulkhead from `config` into `*out`. Errors: `NULL_ARGUMENT`, `CONFIG_*` naming
@@ -138,36 +180,24 @@ pub unsafe extern "C" fn guards_bulkhead_new(
     config: *const guards_bulkhead_config,
     out: *mut *mut guards_bulkhead,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let config = unsafe { arg(config, "config") }?;
-        let out = Out::new(out, "out")?;
-        let h = Box::new(guards_bulkhead::new(config)?);
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(Box::into_raw(h)) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract, passed on.
+    unsafe { new_handle(config, out, guards_bulkhead::new) }
 }
 
-/// Free a bulkhead (NULL is a no-op).
+/// Free a bulkhead (NULL is a no-op). Its outstanding permits become invalid.
 ///
 /// # Safety
 /// `h` must be NULL or a handle from `guards_bulkhead_new` not freed before, and no other
 /// thread may use it during or after this call.
 #[no_mangle]
 pub unsafe extern "C" fn guards_bulkhead_free(h: *mut guards_bulkhead) {
-    if h.is_null() {
-        return;
-    }
-    let _ = boundary(|| {
-        // SAFETY: from `Box::into_raw` in `guards_bulkhead_new`, freed once.
-        drop(unsafe { Box::from_raw(h) });
-        Ok(())
-    });
+    // SAFETY: the caller's contract, passed on.
+    unsafe { free_handle(h) }
 }
 
 /// Take a slot: `GUARDS_RESULT_OK` with a permit in `*out` (give it back once with
-/// `guards_bulkhead_release`), or `GUARDS_RESULT_BULKHEAD_FULL`.
+/// `guards_bulkhead_release` or `guards_bulkhead_report`), or
+/// `GUARDS_RESULT_BULKHEAD_FULL`.
 ///
 /// # Safety
 /// `h` must be NULL or a live handle; `out` NULL or valid for writes.
@@ -176,14 +206,15 @@ pub unsafe extern "C" fn guards_bulkhead_try_acquire(
     h: *mut guards_bulkhead,
     out: *mut guards_permit,
 ) -> GuardsResult {
-    boundary(|| {
+    hot(|| {
         // SAFETY: the caller's contract.
-        let h = unsafe { arg(h.cast_const(), "bulkhead") }?;
-        let out = Out::new(out, "out")?;
-        let p = h.try_acquire()?;
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(p) };
-        Ok(())
+        let Some(h) = (unsafe { hot_ref(h.cast_const()) }) else {
+            return fail_arg(h.is_null(), "bulkhead");
+        };
+        if !hot_out_ok(out) {
+            return fail_arg(out.is_null(), "out");
+        }
+        h.acquire_into(out)
     })
 }
 
@@ -197,10 +228,34 @@ pub unsafe extern "C" fn guards_bulkhead_release(
     h: *mut guards_bulkhead,
     permit: guards_permit,
 ) -> GuardsResult {
-    boundary(|| {
+    hot(|| {
         // SAFETY: the caller's contract.
-        let h = unsafe { arg(h.cast_const(), "bulkhead") }?;
-        h.release(&permit)
+        let Some(h) = (unsafe { hot_ref(h.cast_const()) }) else {
+            return fail_arg(h.is_null(), "bulkhead");
+        };
+        h.release_code(&permit)
+    })
+}
+
+/// Give the slot of `permit` back with how the call ended (`outcome`: a `guards_outcome`;
+/// the call contract releases the slot whatever the outcome, so this is
+/// `guards_bulkhead_release` with the outcome checked). Once, as for `_release`; an
+/// invalid `outcome` (`INVALID_ENUM`) leaves the permit outstanding.
+///
+/// # Safety
+/// `h` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn guards_bulkhead_report(
+    h: *mut guards_bulkhead,
+    permit: guards_permit,
+    outcome: u32,
+) -> GuardsResult {
+    hot(|| {
+        // SAFETY: the caller's contract.
+        let Some(h) = (unsafe { hot_ref(h.cast_const()) }) else {
+            return fail_arg(h.is_null(), "bulkhead");
+        };
+        h.report_code(&permit, outcome)
     })
 }
 
@@ -213,12 +268,23 @@ pub unsafe extern "C" fn guards_bulkhead_get_stats(
     h: *const guards_bulkhead,
     out: *mut guards_bulkhead_stats,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let h = unsafe { arg(h, "bulkhead") }?;
-        let out = Out::new(out, "out")?;
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(h.bulkhead.stats().into()) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract, passed on.
+    unsafe { read(h, "bulkhead", out, |h| h.bulkhead.stats().into()) }
+}
+
+/// The config the bulkhead was built with.
+///
+/// # Safety
+/// `h` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_bulkhead_get_config(
+    h: *const guards_bulkhead,
+    out: *mut guards_bulkhead_config,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        read(h, "bulkhead", out, |h| {
+            guards_bulkhead_config::of_core(h.bulkhead.config())
+        })
+    }
 }

@@ -15,14 +15,18 @@
 //! guards_circuit_breaker_free(b);
 //! ```
 
-use super::{arg, boundary, guards_outcome, guards_permit, Out};
+use super::{
+    code_to_result, config_default, fail_arg, fail_code, fail_with, free_handle, guards_permit,
+    hot, hot_out_ok, hot_outcome, hot_ref, new_handle, read,
+};
 use crate::error::{Failure, GuardsResult};
 use crate::handle::AnyBreaker;
 use crate::names::{
-    BreakerPermit, BreakerState, CircuitBreakerConfig, CircuitBreakerStats, Nanos, PermitKind,
+    BreakerState, CircuitBreakerConfig, CircuitBreakerPermit, CircuitBreakerStats, Nanos,
     WindowKind,
 };
 use crate::permit::PermitSlots;
+use crate::permit::PermitToken;
 
 /// Which recent calls a breaker judges (`window_kind`).
 #[repr(u32)]
@@ -206,7 +210,30 @@ impl From<CircuitBreakerStats> for guards_circuit_breaker_stats {
 #[derive(Debug)]
 pub struct guards_circuit_breaker {
     breaker: AnyBreaker,
-    permits: PermitSlots<BreakerPermit>,
+    permits: PermitSlots<CircuitBreakerPermit>,
+}
+
+impl guards_breaker_state {
+    /// The C value of core's state.
+    pub const fn of_core(s: BreakerState) -> Self {
+        match s {
+            BreakerState::Closed => guards_breaker_state::Closed,
+            BreakerState::Open => guards_breaker_state::Open,
+            BreakerState::HalfOpen => guards_breaker_state::HalfOpen,
+        }
+    }
+}
+
+/// A breaker permit as C sees it: its token, when it was granted, and whether it is a
+/// probe (with the probe's timeout).
+#[inline]
+pub(crate) fn c_permit(p: &CircuitBreakerPermit, token: PermitToken) -> guards_permit {
+    guards_permit {
+        acquired_at_ns: p.acquired_at().0,
+        probe_timeout_ns: p.probe_timeout().map_or(0, |t| t.0),
+        is_probe: u32::from(p.is_probe()),
+        ..guards_permit::of_token(token)
+    }
 }
 
 impl guards_circuit_breaker {
@@ -220,50 +247,57 @@ impl guards_circuit_breaker {
     }
 
     /// `try_acquire` at `now`: a permit, or the refusal.
-    #[inline]
     pub fn try_acquire(&self, now: u64) -> Result<guards_permit, Failure> {
-        let p = self.breaker.try_acquire(Nanos(now))?;
-        let is_probe = p.kind() == PermitKind::Probe;
-        let probe_timeout_ns = p.probe_timeout().map_or(0, |t| t.0);
-        match self.permits.insert(p) {
-            Ok(t) => Ok(guards_permit {
-                acquired_at_ns: now,
-                probe_timeout_ns,
-                is_probe: u32::from(is_probe),
-                ..guards_permit::of_token(t)
-            }),
-            Err((p, code)) => {
-                // Leave the breaker as if the call had not been made.
-                self.breaker.on_ignore(p);
-                Err(Failure::code(code))
+        let mut p = guards_permit::default();
+        code_to_result(self.acquire_into(now, &mut p)).map(|()| p)
+    }
+
+    /// Report `permit` with `outcome` (a `guards_outcome` number) at `now`, once, through
+    /// core's `report`: the call contract decides what the outcome does.
+    pub fn report(&self, permit: &guards_permit, outcome: u32, now: u64) -> Result<(), Failure> {
+        code_to_result(self.report_code(permit, outcome, now))
+    }
+
+    /// The acquire, its permit written to `out` on success; a failure is recorded.
+    #[inline(always)]
+    fn acquire_into(&self, now: u64, out: *mut guards_permit) -> GuardsResult {
+        let p = match self.breaker.try_acquire(Nanos(now)) {
+            Ok(p) => p,
+            Err(r) => return fail_with(r),
+        };
+        let head = c_permit(&p, PermitToken::default());
+        match self.permits.insert_or(p, |p| self.breaker.on_ignore(p)) {
+            Ok(t) => {
+                // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
+                unsafe {
+                    guards_permit {
+                        guard: t.guard,
+                        slot: t.slot,
+                        generation: t.generation,
+                        ..head
+                    }
+                    .write_to(out)
+                };
+                GuardsResult::Ok
             }
+            Err(code) => fail_code(code),
         }
     }
 
-    /// Report `permit` with `outcome` at `now`, once.
-    #[inline]
-    pub fn report(&self, permit: &guards_permit, outcome: u32, now: u64) -> Result<(), Failure> {
-        let outcome = guards_outcome::check(outcome)?;
-        let p = self.permits.take(permit.token()).map_err(Failure::code)?;
-        use guards_outcome::*;
-        // TEMPORARY: core's `report(permit, outcome, now)` and its outcome table replace
-        // this mapping when they land.
-        match outcome {
-            Success => {
-                self.breaker.on_success(p, Nanos(now));
+    /// The report; a failure is recorded.
+    #[inline(always)]
+    fn report_code(&self, permit: &guards_permit, outcome: u32, now: u64) -> GuardsResult {
+        let outcome = match hot_outcome(outcome) {
+            Ok(o) => o,
+            Err(code) => return code,
+        };
+        match self.permits.take(permit.token()) {
+            Ok(p) => {
+                self.breaker.report(p, outcome, Nanos(now));
+                GuardsResult::Ok
             }
-            Timeout | ConnectionError | OtherTransient | Throttled | Overloaded | Permanent => {
-                self.breaker.on_failure(p, Nanos(now));
-            }
-            // An abandoned probe must not keep its slot: it counts as a failure.
-            Cancelled if p.kind() == PermitKind::Probe => {
-                self.breaker.on_failure(p, Nanos(now));
-            }
-            Cancelled | Rejected | Ignored => {
-                self.breaker.on_ignore(p);
-            }
+            Err(code) => fail_code(code),
         }
-        Ok(())
     }
 
     /// The breaker.
@@ -272,12 +306,12 @@ impl guards_circuit_breaker {
     }
 
     /// Its permit table.
-    pub fn permits(&self) -> &PermitSlots<BreakerPermit> {
+    pub fn permits(&self) -> &PermitSlots<CircuitBreakerPermit> {
         &self.permits
     }
 }
 
-/// Write the default config (every field at core's default, `capacity` 0) to `out`.
+/// Write the default config (every field at its schema default, `capacity` 0) to `out`.
 ///
 /// # Safety
 /// `out` must be NULL or valid for writes of a `guards_circuit_breaker_config`.
@@ -285,12 +319,8 @@ impl guards_circuit_breaker {
 pub unsafe extern "C" fn guards_circuit_breaker_config_default(
     out: *mut guards_circuit_breaker_config,
 ) -> GuardsResult {
-    boundary(|| {
-        let out = Out::new(out, "out")?;
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(guards_circuit_breaker_config::of_defaults()) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract, passed on.
+    unsafe { config_default(out, guards_circuit_breaker_config::of_defaults) }
 }
 
 /// Build a breaker from `config` into `*out`. Errors: `NULL_ARGUMENT`,
@@ -304,15 +334,8 @@ pub unsafe extern "C" fn guards_circuit_breaker_new(
     config: *const guards_circuit_breaker_config,
     out: *mut *mut guards_circuit_breaker,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let config = unsafe { arg(config, "config") }?;
-        let out = Out::new(out, "out")?;
-        let b = Box::new(guards_circuit_breaker::new(config)?);
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(Box::into_raw(b)) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract, passed on.
+    unsafe { new_handle(config, out, guards_circuit_breaker::new) }
 }
 
 /// Free a breaker (NULL is a no-op). Its outstanding permits become invalid.
@@ -322,15 +345,8 @@ pub unsafe extern "C" fn guards_circuit_breaker_new(
 /// other thread may use it during or after this call.
 #[no_mangle]
 pub unsafe extern "C" fn guards_circuit_breaker_free(b: *mut guards_circuit_breaker) {
-    if b.is_null() {
-        return;
-    }
-    let _ = boundary(|| {
-        // SAFETY: `b` came from `Box::into_raw` in `guards_circuit_breaker_new` and is
-        // freed once (caller's contract).
-        drop(unsafe { Box::from_raw(b) });
-        Ok(())
-    });
+    // SAFETY: the caller's contract, passed on.
+    unsafe { free_handle(b) }
 }
 
 /// Ask to make a call at `now_ns`. `GUARDS_RESULT_OK` with a permit in `*out` (report it
@@ -346,24 +362,26 @@ pub unsafe extern "C" fn guards_circuit_breaker_try_acquire(
     now_ns: u64,
     out: *mut guards_permit,
 ) -> GuardsResult {
-    boundary(|| {
+    hot(|| {
         // SAFETY: the caller's contract.
-        let b = unsafe { arg(b.cast_const(), "breaker") }?;
-        let out = Out::new(out, "out")?;
-        let p = b.try_acquire(now_ns)?;
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(p) };
-        Ok(())
+        let Some(b) = (unsafe { hot_ref(b.cast_const()) }) else {
+            return fail_arg(b.is_null(), "breaker");
+        };
+        if !hot_out_ok(out) {
+            return fail_arg(out.is_null(), "out");
+        }
+        b.acquire_into(now_ns, out)
     })
 }
 
-/// Report how the call of `permit` ended (`outcome`: a `guards_outcome`) at `now_ns`.
-/// Success counts as a success; timeout, connection error, other transient, throttled,
-/// overloaded and permanent as failures; rejected and ignored record nothing; cancelled
-/// records nothing for a call and a failure for a probe. A permit is reported once:
-/// again, or to another guard, is refused (`PERMIT_ALREADY_REPORTED`,
-/// `PERMIT_WRONG_GUARD`, `PERMIT_UNKNOWN`) and nothing is counted; an invalid `outcome`
-/// (`INVALID_ENUM`) leaves the permit outstanding.
+/// Report how the call of `permit` ended (`outcome`: a `guards_outcome`) at `now_ns`. What
+/// the outcome does is the call contract's (`docs/outcomes.md`): success and permanent
+/// count as successes (a slow one as slow too); timeout, connection error, other
+/// transient, throttled and overloaded as failures; rejected and ignored hand the permit
+/// back without a verdict; cancelled does too for an ordinary call but is a failure for a
+/// half-open probe. A permit is reported once: again, or to another guard, is refused
+/// (`PERMIT_ALREADY_REPORTED`, `PERMIT_WRONG_GUARD`, `PERMIT_UNKNOWN`) and nothing is
+/// counted; an invalid `outcome` (`INVALID_ENUM`) leaves the permit outstanding.
 ///
 /// # Safety
 /// `b` must be NULL or a live handle.
@@ -374,10 +392,12 @@ pub unsafe extern "C" fn guards_circuit_breaker_report(
     outcome: u32,
     now_ns: u64,
 ) -> GuardsResult {
-    boundary(|| {
+    hot(|| {
         // SAFETY: the caller's contract.
-        let b = unsafe { arg(b.cast_const(), "breaker") }?;
-        b.report(&permit, outcome, now_ns)
+        let Some(b) = (unsafe { hot_ref(b.cast_const()) }) else {
+            return fail_arg(b.is_null(), "breaker");
+        };
+        b.report_code(&permit, outcome, now_ns)
     })
 }
 
@@ -392,19 +412,12 @@ pub unsafe extern "C" fn guards_circuit_breaker_state(
     now_ns: u64,
     out: *mut guards_breaker_state,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let b = unsafe { arg(b, "breaker") }?;
-        let out = Out::new(out, "out")?;
-        let s = match b.breaker.state(Nanos(now_ns)) {
-            BreakerState::Closed => guards_breaker_state::Closed,
-            BreakerState::Open => guards_breaker_state::Open,
-            BreakerState::HalfOpen => guards_breaker_state::HalfOpen,
-        };
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(s) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        read(b, "breaker", out, |b| {
+            guards_breaker_state::of_core(b.breaker.state(Nanos(now_ns)))
+        })
+    }
 }
 
 /// The counters into `*out`; safe to call while other threads use the breaker.
@@ -416,14 +429,8 @@ pub unsafe extern "C" fn guards_circuit_breaker_get_stats(
     b: *const guards_circuit_breaker,
     out: *mut guards_circuit_breaker_stats,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let b = unsafe { arg(b, "breaker") }?;
-        let out = Out::new(out, "out")?;
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(b.breaker.stats().into()) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract, passed on.
+    unsafe { read(b, "breaker", out, |b| b.breaker.stats().into()) }
 }
 
 /// The config the breaker was built with, `capacity` set to the cells allocated.
@@ -435,18 +442,12 @@ pub unsafe extern "C" fn guards_circuit_breaker_get_config(
     b: *const guards_circuit_breaker,
     out: *mut guards_circuit_breaker_config,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let b = unsafe { arg(b, "breaker") }?;
-        let out = Out::new(out, "out")?;
-        let c = guards_circuit_breaker_config::of_core(
-            &b.breaker.config(),
-            b.breaker.capacity() as u64,
-        );
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(c) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        read(b, "breaker", out, |b| {
+            guards_circuit_breaker_config::of_core(&b.breaker.config(), b.breaker.capacity() as u64)
+        })
+    }
 }
 
 /// Permits issued and not yet reported, into `*out` (a scan; for tests and diagnostics).
@@ -458,12 +459,6 @@ pub unsafe extern "C" fn guards_circuit_breaker_outstanding(
     b: *const guards_circuit_breaker,
     out: *mut u64,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let b = unsafe { arg(b, "breaker") }?;
-        let out = Out::new(out, "out")?;
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(b.permits.outstanding()) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract, passed on.
+    unsafe { read(b, "breaker", out, |b| b.permits.outstanding()) }
 }

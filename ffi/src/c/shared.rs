@@ -34,7 +34,7 @@ use super::bulkhead::{guards_bulkhead_config, guards_bulkhead_stats};
 use super::circuit_breaker::{
     guards_breaker_state, guards_circuit_breaker_config, guards_circuit_breaker_stats,
 };
-use super::{arg, boundary, guards_outcome, guards_permit, Out};
+use super::{arg, boundary, guards_permit, Out};
 use crate::error::{Detail, Failure, GuardsResult};
 use crate::permit::PermitToken;
 use crate::shared::{
@@ -668,14 +668,7 @@ pub unsafe extern "C" fn guards_region_report(
     boundary(|| {
         // SAFETY: the caller's contract.
         let g = unsafe { arg(g, "guard") }?;
-        let outcome = guards_outcome::check(outcome)?;
-        let outcome = Outcome::try_from(outcome as u8).map_err(|_| {
-            Failure::argument(
-                GuardsResult::InvalidEnum,
-                "outcome",
-                "a guards_outcome value",
-            )
-        })?;
+        let outcome = super::outcome(outcome)?;
         breaker_or_bulkhead!(&g.guard,
             b => report(b, &permit, outcome, now_ns),
             h => report(h, &permit, outcome, now_ns))

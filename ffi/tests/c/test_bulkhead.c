@@ -1,0 +1,44 @@
+/* The bulkhead: seed C7 (12 calls in flight per instance), release and report. */
+#include "test.h"
+
+static void test_c7_twelve_in_flight(void) {
+  guards_bulkhead_config cfg;
+  memset(&cfg, 0xAB, sizeof cfg);
+  CHECK_RC(guards_bulkhead_config_default(&cfg), GUARDS_RESULT_OK);
+  CHECK(cfg.max_concurrent == 12);
+  guards_bulkhead *h = NULL;
+  CHECK_RC(guards_bulkhead_new(&cfg, &h), GUARDS_RESULT_OK);
+  guards_permit held[12], extra;
+  for (int i = 0; i < 12; i++) CHECK_RC(guards_bulkhead_try_acquire(h, &held[i]), GUARDS_RESULT_OK);
+  memset(&extra, 0x77, sizeof extra);
+  guards_permit before = extra;
+  CHECK_RC(guards_bulkhead_try_acquire(h, &extra), GUARDS_RESULT_BULKHEAD_FULL);
+  CHECK(memcmp(&extra, &before, sizeof extra) == 0);
+  guards_rejection r;
+  CHECK_RC(guards_last_rejection(&r), GUARDS_RESULT_OK);
+  CHECK(r.code == GUARDS_RESULT_BULKHEAD_FULL && r.in_flight == 12 && r.limit == 12);
+  CHECK(r.has_retry_at == 0);
+  CHECK(detail_has("12 of 12"));
+
+  /* Any outcome releases the slot (the call contract's bulkhead column). */
+  CHECK_RC(guards_bulkhead_report(h, held[0], GUARDS_OUTCOME_TIMEOUT), GUARDS_RESULT_OK);
+  CHECK_RC(guards_bulkhead_report(h, held[1], GUARDS_OUTCOME_REJECTED), GUARDS_RESULT_OK);
+  CHECK_RC(guards_bulkhead_report(h, held[2], 10), GUARDS_RESULT_INVALID_ENUM);
+  CHECK_RC(guards_bulkhead_release(h, held[2]), GUARDS_RESULT_OK);
+  CHECK_RC(guards_bulkhead_report(h, held[2], GUARDS_OUTCOME_SUCCESS),
+           GUARDS_RESULT_PERMIT_ALREADY_REPORTED);
+  guards_bulkhead_stats s;
+  CHECK_RC(guards_bulkhead_get_stats(h, &s), GUARDS_RESULT_OK);
+  CHECK(s.acquired == 12 && s.rejected == 1 && s.in_flight == 9 && s.released == 3);
+  for (int i = 3; i < 12; i++) CHECK_RC(guards_bulkhead_release(h, held[i]), GUARDS_RESULT_OK);
+  CHECK_RC(guards_bulkhead_get_stats(h, &s), GUARDS_RESULT_OK);
+  CHECK(s.in_flight == 0 && s.released == 12);
+  guards_bulkhead_config got;
+  CHECK_RC(guards_bulkhead_get_config(h, &got), GUARDS_RESULT_OK);
+  CHECK(got.max_concurrent == 12);
+  /* A permit still held when the handle is freed is freed with it. */
+  CHECK_RC(guards_bulkhead_try_acquire(h, &extra), GUARDS_RESULT_OK);
+  guards_bulkhead_free(h);
+}
+
+void bulkhead_tests(void) { run("bulkhead_c7_twelve_in_flight", test_c7_twelve_in_flight); }
