@@ -329,7 +329,7 @@ static int run_bulkhead(driver *d) {
       must(guards_last_rejection(&r), "guards_last_rejection");
       must(guards_vectors_result_bool(d->v, "acquired", false), "result_bool");
       result_u64(d, "in_flight", r.in_flight);
-      result_u64(d, "max_concurrent", r.max_concurrent);
+      result_u64(d, "max_concurrent", r.limit);
       return submit(d);
     }
     return submit_failure(d, rc);
