@@ -207,7 +207,7 @@ static void test_permits_go_back_once(void) {
   CHECK(memcmp(&q, &before, sizeof q) == 0); /* untouched on error */
   guards_rejection rej;
   CHECK_RC(guards_last_rejection(&rej), GUARDS_RESULT_OK);
-  CHECK(rej.code == GUARDS_RESULT_BULKHEAD_FULL && rej.in_flight == 1 && rej.max_concurrent == 1);
+  CHECK(rej.code == GUARDS_RESULT_BULKHEAD_FULL && rej.in_flight == 1 && rej.limit == 1);
   CHECK_RC(guards_region_report(a, p, 99, 0), GUARDS_RESULT_INVALID_ENUM);
   CHECK_RC(guards_region_report(b, p, GUARDS_OUTCOME_SUCCESS, 0), GUARDS_RESULT_PERMIT_WRONG_GUARD);
   guards_permit zero;
