@@ -4,17 +4,34 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
+use guards::handle::{InPlace, Reset};
+use guards::names::{BrownoutConfig, ConfigError};
 use guards::schema;
-use guards_core::brownout::{Brownout as CoreBrownout, RefusalKind};
+use guards_core::brownout::{operation_key, Brownout as CoreBrownout, RefusalKind};
 
+use crate::args;
 use crate::convert::{num, numbers, Options, Val};
 use crate::errors::{config_failure, type_error};
+use crate::shared::{self, Placed};
 
 const CLASS: &str = "Brownout";
 const KINDS: &str = "'breaker_open', 'bulkhead_full', 'budget_exhausted', 'throttled', 'timeout', 'overloaded', 'failed'";
 
-pub(crate) fn kind(env: &Env, name: &str) -> Result<RefusalKind> {
-    RefusalKind::from_name(name).ok_or_else(|| {
+/// A brownout, placeable in a shared buffer.
+#[repr(C)]
+pub(crate) struct BrownoutState(CoreBrownout);
+
+impl Reset for BrownoutState {
+    type Config = BrownoutConfig;
+    fn reset(&mut self, config: BrownoutConfig) -> std::result::Result<(), ConfigError> {
+        self.0.reset(config)
+    }
+}
+
+/// A refusal kind argument.
+pub(crate) fn kind(env: &Env, v: &Unknown<'_>) -> Result<RefusalKind> {
+    let name = args::string(env, "kind", v)?;
+    RefusalKind::from_name(&name).ok_or_else(|| {
         type_error(
             env,
             "kind",
@@ -23,45 +40,81 @@ pub(crate) fn kind(env: &Env, name: &str) -> Result<RefusalKind> {
     })
 }
 
+fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(BrownoutConfig, u64)> {
+    let mut o = Options::read(env, CLASS, options)?;
+    let named = o.take_prefixed("fallback_on[");
+    if !named.is_empty() {
+        let mut bits = 0u8;
+        for (_, camel, v) in named {
+            match v {
+                Val::Str(s) => match RefusalKind::from_name(&s) {
+                    Some(k) => bits |= k.bit(),
+                    None => return Err(type_error(
+                        env,
+                        &camel,
+                        &format!(
+                            "{CLASS}: `{camel}` must be a refusal kind: one of {KINDS}, not {s:?}"
+                        ),
+                    )),
+                },
+                _ => {
+                    return Err(type_error(
+                        env,
+                        &camel,
+                        &format!("{CLASS}: `{camel}` must be a refusal kind name ({KINDS})"),
+                    ))
+                }
+            }
+        }
+        o.leaves.push((
+            "fallback_on".into(),
+            "fallbackOn".into(),
+            Val::Num(f64::from(bits)),
+        ));
+    }
+    let c = o.build(env, &schema::BROWNOUT, "")?;
+    CoreBrownout::new(c).map_err(|e| config_failure(env, CLASS, "", &e.into()))?;
+    Ok((c, 0))
+}
+
 /// A brownout decision for one operation. `optional: true` (default): refusals and
 /// failures of the kinds in `fallbackOn` (default all) serve the fallback; `optional:
-/// false`: fail fast; `exempt: true`: local refusals let the call proceed.
+/// false`: fail fast; `exempt: true`: local refusals let the call proceed. Lock-free;
+/// shareable by worker threads (`Brownout.shared`: its counters).
 #[napi]
 pub struct Brownout {
-    b: CoreBrownout,
+    b: InPlace<BrownoutState>,
+    _mem: Option<Uint8Array>,
 }
 
 #[napi]
 impl Brownout {
     /// A brownout with `options`: `optional`, `exempt`, `fallbackOn` (an array of refusal
-    /// kinds, or their bits).
-    #[napi(constructor, catch_unwind, ts_args_type = "options?: BrownoutOptions")]
-    pub fn new(env: Env, options: Option<Unknown<'_>>) -> Result<Self> {
-        let mut o = Options::read(&env, CLASS, options)?;
-        let named = o.take_prefixed("fallback_on[");
-        if !named.is_empty() {
-            let mut bits = 0u8;
-            for (_, camel, v) in named {
-                match v {
-                    Val::Str(s) => bits |= kind(&env, &s)?.bit(),
-                    _ => {
-                        return Err(type_error(
-                            &env,
-                            &camel,
-                            &format!("{CLASS}: `{camel}` must be a refusal kind name ({KINDS})"),
-                        ))
-                    }
-                }
-            }
-            o.leaves.push((
-                "fallback_on".into(),
-                "fallbackOn".into(),
-                Val::Num(f64::from(bits)),
-            ));
-        }
-        let c = o.build(&env, &schema::BROWNOUT, "")?;
-        let b = CoreBrownout::new(c).map_err(|e| config_failure(&env, CLASS, "", &e.into()))?;
-        Ok(Brownout { b })
+    /// kinds, or their bits). With `shared`: built in or attached to a
+    /// `SharedArrayBuffer` (see `CircuitBreaker`).
+    #[napi(
+        constructor,
+        catch_unwind,
+        ts_args_type = "options?: BrownoutOptions, shared?: Uint8Array"
+    )]
+    pub fn new(
+        env: Env,
+        options: Option<Unknown<'_>>,
+        shared: Option<Unknown<'_>>,
+    ) -> Result<Self> {
+        let mem = crate::convert::shared_arg(&env, shared)?;
+        let given = !args::absent(&options);
+        let Placed { g, mem } =
+            shared::place::<InPlace<BrownoutState>>(&env, CLASS, mem, given, || {
+                read_config(&env, options)
+            })?;
+        Ok(Brownout { b: g, _mem: mem })
+    }
+
+    /// Bytes a `SharedArrayBuffer` needs to hold a brownout.
+    #[napi(catch_unwind, ts_args_type = "options?: BrownoutOptions")]
+    pub fn shared_size(env: Env, options: Option<Unknown<'_>>) -> Result<u32> {
+        shared::size_for::<InPlace<BrownoutState>>(&env, CLASS, || read_config(&env, options))
     }
 
     /// A guard refused the call (or it failed) with refusal `kind`: `'serve_fallback'`,
@@ -71,8 +124,18 @@ impl Brownout {
         ts_args_type = "kind: RefusalKind",
         ts_return_type = "'serve_fallback' | 'fail_fast' | 'proceed'"
     )]
-    pub fn on_refusal(&self, env: Env, kind: String) -> Result<&'static str> {
-        Ok(self.b.on_refusal(self::kind(&env, &kind)?).name())
+    pub fn on_refusal(&self, env: Env, kind: Unknown<'_>) -> Result<&'static str> {
+        Ok(self.b.0.on_refusal(self::kind(&env, &kind)?).name())
+    }
+
+    /// What a refusal of `kind` would get, without counting it.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "kind: RefusalKind",
+        ts_return_type = "'serve_fallback' | 'fail_fast' | 'proceed'"
+    )]
+    pub fn decide(&self, env: Env, kind: Unknown<'_>) -> Result<&'static str> {
+        Ok(self.b.0.config().decide(self::kind(&env, &kind)?).name())
     }
 
     /// A call finished with `outcome`: its decision if it is a refusal kind (`null`: a
@@ -82,9 +145,9 @@ impl Brownout {
         ts_args_type = "outcome: Outcome",
         ts_return_type = "'serve_fallback' | 'fail_fast' | 'proceed' | null"
     )]
-    pub fn report(&self, env: Env, outcome: String) -> Result<Option<&'static str>> {
-        let o = crate::outcome::parse(&env, "outcome", &outcome)?;
-        Ok(self.b.report(o).map(|d| d.name()))
+    pub fn report(&self, env: Env, outcome: Unknown<'_>) -> Result<Option<&'static str>> {
+        let o = args::outcome(&env, "outcome", &outcome)?;
+        Ok(self.b.0.report(o).map(|d| d.name()))
     }
 
     /// The refusal kind of `outcome` (`null` for those that never get a fallback).
@@ -93,21 +156,28 @@ impl Brownout {
         ts_args_type = "outcome: Outcome",
         ts_return_type = "RefusalKind | null"
     )]
-    pub fn kind_of(env: Env, outcome: String) -> Result<Option<&'static str>> {
-        let o = crate::outcome::parse(&env, "outcome", &outcome)?;
+    pub fn kind_of(env: Env, outcome: Unknown<'_>) -> Result<Option<&'static str>> {
+        let o = args::outcome(&env, "outcome", &outcome)?;
         Ok(RefusalKind::of(o).map(|k| k.name()))
     }
 
+    /// The 64-bit key of operation `name`, as every binding computes it.
+    #[napi(catch_unwind, ts_args_type = "name: string")]
+    pub fn operation_key(env: Env, name: Unknown<'_>) -> Result<BigInt> {
+        let s = args::string(&env, "name", &name)?;
+        Ok(BigInt::from(operation_key(&s)))
+    }
+
     /// A full answer was served.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn on_full(&self) {
-        self.b.on_full();
+        self.b.0.on_full();
     }
 
     /// Whether the operation is optional.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn optional(&self) -> bool {
-        self.b.config().optional
+        self.b.0.config().optional
     }
 
     /// `{ full, degraded, errors, proceeded }`.
@@ -116,7 +186,7 @@ impl Brownout {
         ts_return_type = "{ full: number; degraded: number; errors: number; proceeded: number }"
     )]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let s = self.b.stats();
+        let s = self.b.0.stats();
         numbers(
             env,
             &[

@@ -31,11 +31,14 @@
 // napi-derive's generated glue trips these.
 #![allow(missing_debug_implementations, clippy::new_without_default)]
 
+mod args;
 mod convert;
 mod errors;
+mod fast;
 pub mod outcome;
-mod shared;
-mod token;
+pub mod shared;
+pub mod token;
+pub mod vectors;
 
 pub mod adaptive_throttle;
 pub mod admission;
@@ -48,7 +51,7 @@ pub mod hedging;
 pub mod http;
 pub mod keyed_breakers;
 pub mod latency_tracker;
-mod limit;
+pub mod limit;
 pub mod limiter;
 pub mod queue_discipline;
 pub mod retry_budget;
