@@ -539,6 +539,14 @@ export declare class Bulkhead {
   /** Bytes a `SharedArrayBuffer` needs to hold a bulkhead. */
   static sharedSize(options?: BulkheadOptions): number
   /**
+   * Size a bulkhead with Little's law: `{ maxConcurrent: ceil(ratePerSec × p99 ×
+   * headroom) }`, for the dependency's healthy call rate from this instance
+   * (`ratePerSec`, > 0 up to 1e9), its healthy P99 latency (`p99`, ms or exact ns as a
+   * bigint, up to an hour) and a safety factor (`headroom`, 1..=100; 2 is usual). A
+   * value out of range throws a `RangeError` naming it.
+   */
+  static fromLittlesLaw(ratePerSec: number, p99: number | bigint, headroom: number): { maxConcurrent: number }
+  /**
    * The fast path's functions (`{ acquire, release }`, bound to this bulkhead): for
    * the JavaScript layer.
    */

@@ -49,13 +49,15 @@ fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(BrownoutConfi
             match v {
                 Val::Str(s) => match RefusalKind::from_name(&s) {
                     Some(k) => bits |= k.bit(),
-                    None => return Err(type_error(
-                        env,
-                        &camel,
-                        &format!(
+                    None => {
+                        return Err(type_error(
+                            env,
+                            &camel,
+                            &format!(
                             "{CLASS}: `{camel}` must be a refusal kind: one of {KINDS}, not {s:?}"
                         ),
-                    )),
+                        ))
+                    }
                 },
                 _ => {
                     return Err(type_error(

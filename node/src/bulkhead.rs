@@ -163,6 +163,46 @@ impl Bulkhead {
         shared::size_for::<InPlace<CoreBulkhead>>(&env, CLASS, || read_config(&env, options))
     }
 
+    /// Size a bulkhead with Little's law: `{ maxConcurrent: ceil(ratePerSec × p99 ×
+    /// headroom) }`, for the dependency's healthy call rate from this instance
+    /// (`ratePerSec`, > 0 up to 1e9), its healthy P99 latency (`p99`, ms or exact ns as a
+    /// bigint, up to an hour) and a safety factor (`headroom`, 1..=100; 2 is usual). A
+    /// value out of range throws a `RangeError` naming it.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "ratePerSec: number, p99: number | bigint, headroom: number",
+        ts_return_type = "{ maxConcurrent: number }"
+    )]
+    pub fn from_littles_law<'e>(
+        env: &'e Env,
+        rate_per_sec: Unknown<'_>,
+        p99: Unknown<'_>,
+        headroom: Unknown<'_>,
+    ) -> Result<Object<'e>> {
+        let rate = args::number(env, "ratePerSec", &rate_per_sec)?;
+        let p99 = args::duration(env, "p99", &p99)?;
+        let headroom = args::number(env, "headroom", &headroom)?;
+        let c =
+            guards::names::BulkheadConfig::from_littles_law(rate, p99, headroom).map_err(|e| {
+                let name = match e.field() {
+                    "rate_per_sec" => "ratePerSec",
+                    "max_concurrent" => "maxConcurrent",
+                    other => other,
+                };
+                errors::config_range_error(
+                    env,
+                    name,
+                    e.kind(),
+                    &format!(
+                        "Bulkhead.fromLittlesLaw: invalid `{name}`: {} (expected {})",
+                        errors::describe(e.kind()),
+                        e.expected()
+                    ),
+                )
+            })?;
+        numbers(env, &[("maxConcurrent", num(c.max_concurrent))])
+    }
+
     /// The fast path's functions (`{ acquire, release }`, bound to this bulkhead): for
     /// the JavaScript layer.
     #[napi(js_name = "_fast", catch_unwind, ts_return_type = "unknown")]

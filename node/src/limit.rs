@@ -20,10 +20,13 @@ pub(crate) fn take(env: &Env, o: &mut Options) -> Result<Option<LimitConfig>> {
     if let Some((camel, v)) = o.take("limit") {
         let n = whole(env, class, &camel, &v, u64::MAX)?;
         if n == 0 {
-            return Err(range_error(
+            return Err(crate::errors::config_range_error(
                 env,
                 "limit",
-                &format!("{class}: `limit` must be at least 1"),
+                guards_core::ConfigErrorKind::Zero,
+                &format!(
+                    "{class}: invalid option `limit`: must not be zero (expected 1..=u64::MAX)"
+                ),
             ));
         }
         return Ok(Some(LimitConfig::Fixed(n)));

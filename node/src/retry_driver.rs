@@ -109,9 +109,10 @@ fn read_plan(env: &Env, options: Option<Unknown<'_>>) -> Result<(Plan, Option<Ar
             "margin" => "marginMs",
             other => other,
         };
-        range_error(
+        errors::config_range_error(
             env,
             name,
+            e.kind(),
             &format!(
                 "{CLASS}: invalid option `{name}`: {} (expected {})",
                 errors::describe(e.kind()),
