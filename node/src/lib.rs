@@ -81,9 +81,17 @@ pub fn native_version() -> &'static str {
     catch_unwind,
     ts_args_type = "factory: (kind: string, message: string, detailsJson: string) => Error"
 )]
-pub fn install_error_factory(
-    env: Env,
-    factory: Function<'_, FnArgs<(String, String, String)>, Unknown<'static>>,
-) -> Result<()> {
-    errors::install(&env, factory)
+pub fn install_error_factory(env: Env, factory: Unknown<'_>) -> Result<()> {
+    if factory.get_type()? != napi::ValueType::Function {
+        return Err(errors::type_error(
+            &env,
+            "factory",
+            &format!("`factory` must be a function, not {}", args::what(&factory)),
+        ));
+    }
+    // SAFETY: checked to be a function.
+    let f = unsafe {
+        factory.cast::<Function<'_, FnArgs<(String, String, String)>, Unknown<'static>>>()
+    }?;
+    errors::install(&env, f)
 }
