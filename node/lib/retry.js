@@ -208,9 +208,15 @@ class Retry extends EventEmitter {
     st.calls++;
     if (signal && signal.aborted) { st.cancelled++; throw signal.reason; }
     const slot = this.#take();
-    const r = narrowed === undefined
-      ? this.#begin(slot)
-      : this.#drivers._beginWith(slot, narrowed.deadline ?? null, narrowed.timeoutMs ?? null);
+    let r;
+    try {
+      r = narrowed === undefined
+        ? this.#begin(slot)
+        : this.#drivers._beginWith(slot, narrowed.deadline ?? null, narrowed.timeoutMs ?? null);
+    } catch (e) {
+      this.#give(slot);
+      throw e;
+    }
     if (r === GAVE_UP) {
       const reason = this.#drivers._reason(slot);
       this.#give(slot);
