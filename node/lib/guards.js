@@ -198,7 +198,22 @@ class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker, ['sta
     let t = this.#acquire();
     if (t < 0) return Promise.reject(this.#refusal(t));
     if (t >= CHANGED) { t -= CHANGED; this.#changed(); }
-    return run(fn, t, this.#done, classify);
+    // `run`, written out: this call site sees only this class's closures
+    let p;
+    try {
+      p = fn();
+    } catch (err) {
+      this.#done(t, outcomeOf(classify, err));
+      return Promise.reject(err);
+    }
+    if (p === null || typeof p !== 'object' || typeof p.then !== 'function') {
+      this.#done(t, SUCCESS);
+      return Promise.resolve(p);
+    }
+    return p.then(
+      (v) => { this.#done(t, SUCCESS); return v; },
+      (err) => { this.#done(t, outcomeOf(classify, err)); throw err; },
+    );
   }
 
   /** @internal For `guarded`: take a permit (or throw the refusal); returns its report. */
@@ -290,7 +305,23 @@ class Bulkhead extends withSharing(withEvents(native.Bulkhead), native.Bulkhead)
       try { this._lastRejection(); } catch (e) { return Promise.reject(e); }
       return Promise.reject(new errors.BulkheadFullError('the bulkhead is full'));
     }
-    return run(fn, t, this.#done);
+    // `run`, written out: this call site sees only this class's closures
+    const release = this.#release;
+    let p;
+    try {
+      p = fn();
+    } catch (err) {
+      release(t);
+      return Promise.reject(err);
+    }
+    if (p === null || typeof p !== 'object' || typeof p.then !== 'function') {
+      release(t);
+      return Promise.resolve(p);
+    }
+    return p.then(
+      (v) => { release(t); return v; },
+      (err) => { release(t); throw err; },
+    );
   }
 
   /** @internal For `guarded`: take a slot (or throw); returns its release. */
