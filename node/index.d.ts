@@ -572,6 +572,50 @@ export declare class Brownout {
 }
 
 /**
+ * Brownout decisions for many operations in one table (an operation: a name, or its
+ * 64-bit key): each registered with its own options; an operation never registered is
+ * treated as required (fail fast) and counted as `unknown`. Decisions are lock-free;
+ * registering changes the table (one thread, before the traffic), so a table is not
+ * shared between worker threads: share a `Brownout` per operation instead.
+ */
+export declare class BrownoutTable {
+  /**
+   * A table with room for `capacity` operations (default 16; rounded up to 16, 64, 256
+   * or 1024).
+   */
+  constructor(options?: { capacity?: number })
+  /**
+   * Register `operation` with `options` (as a `Brownout`'s): its index (registration
+   * order). A bad option is a `RangeError`/`TypeError` naming it; an operation already
+   * registered, or a full table, a `RangeError` with `option: 'operation'` and `reason`
+   * `'duplicate'` / `'full'`. A failed registration leaves the table as it was.
+   */
+  register(operation: string | bigint, options?: BrownoutOptions): number
+  /**
+   * A guard refused a call of `operation` with `kind`: its decision (counted; an
+   * operation never registered fails fast and is counted as unknown).
+   */
+  onRefusal(operation: string | bigint, kind: RefusalKind): 'serve_fallback' | 'fail_fast' | 'proceed'
+  /** A call of `operation` finished with `outcome`: its decision if it is a refusal kind. */
+  report(operation: string | bigint, outcome: Outcome): 'serve_fallback' | 'fail_fast' | 'proceed' | null
+  /**
+   * A full answer was served for `operation`: whether it is registered (an unknown
+   * one is counted as unknown).
+   */
+  onFull(operation: string | bigint): boolean
+  /** `operation`'s `{ full, degraded, errors, proceeded }` (`null`: not registered). */
+  stats(operation: string | bigint): { full: number; degraded: number; errors: number; proceeded: number } | null
+  /** The counters summed over every registered operation. */
+  totals(): { full: number; degraded: number; errors: number; proceeded: number }
+  /** Decisions asked for operations never registered. */
+  get unknown(): number
+  /** Operations registered. */
+  get length(): number
+  /** Operations it has room for. */
+  get capacity(): number
+}
+
+/**
  * A bulkhead: at most `maxConcurrent` calls in flight at once; the next one is refused at
  * once (`BulkheadFullError`), never queued. Lock-free (one atomic word); shareable by
  * worker threads (`Bulkhead.shared`).

@@ -29,7 +29,7 @@ export type {
 } from '../index';
 
 export {
-  Deadline, QueueDiscipline, Limit, RetryDriver, RetryReceipt, CircuitBreakerPermit,
+  BrownoutTable, Deadline, QueueDiscipline, Limit, RetryDriver, RetryReceipt, CircuitBreakerPermit,
   KeyedBreakersPermit, BulkheadPermit, LimiterPermit, AdmissionPermit, nowNs, outcomeVerdicts,
   classifyHttp, parseRetryAfter, parseHttpDate, outcomeOfStatus, formatHttpDate,
   encodeGrpcTimeout, parseGrpcTimeout, encodeMillis, parseMillis, stableOffsetMs, nextStableRun,

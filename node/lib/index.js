@@ -25,6 +25,7 @@ module.exports = {
   LatencyTracker: guards.LatencyTracker,
   AdaptiveThrottle: guards.AdaptiveThrottle,
   Brownout: guards.Brownout,
+  BrownoutTable: native.BrownoutTable,
   Backoff: guards.Backoff,
   RetryDriver: native.RetryDriver,
   RetryReceipt: native.RetryReceipt,

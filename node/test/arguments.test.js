@@ -59,7 +59,7 @@ function callables() {
     RetryDriver: () => new g.RetryDriver(new g.RetryPolicy()), Backoff: () => new g.Backoff(),
     Deadline: () => g.Deadline.after(1000), Hedging: () => new g.Hedging(), LatencyTracker: () => new g.LatencyTracker(),
     AdaptiveThrottle: () => new g.AdaptiveThrottle(), QueueDiscipline: () => new g.QueueDiscipline(),
-    Brownout: () => new g.Brownout(), Limit: () => new g.Limit(4), RetryDrivers: () => new native.RetryDrivers(new g.RetryPolicy()),
+    Brownout: () => new g.Brownout(), BrownoutTable: () => new g.BrownoutTable(), Limit: () => new g.Limit(4), RetryDrivers: () => new native.RetryDrivers(new g.RetryPolicy()),
     VectorSession: () => native.VectorSession.fromText('bulkhead.json', '{"guard":"bulkhead","cases":[]}'),
     CircuitBreakerPermit: () => new g.CircuitBreaker().tryAcquire(), KeyedBreakersPermit: () => new g.KeyedBreakers().tryAcquire('k'),
     LimiterPermit: () => new g.Limiter().tryAcquire(), AdmissionPermit: () => new g.Admission().tryAcquire(),
