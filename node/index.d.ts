@@ -23,20 +23,66 @@ export type RetryStep =
   | { kind: 'wait'; retryAfterMs: number; retryAt: bigint; attempts: number }
   | { kind: 'succeeded'; attempts: number }
   | { kind: 'give_up'; reason: GiveUpReason; overloaded: boolean; attempts: number }
-/** Settings of one request's retry loop. */
+/** Settings of one request's retry loop (durations in ms, or exact ns as a bigint). */
 export interface RetryDriverOptions {
   /** A budget that pays for retries (deposits, charges and refunds by the call contract). */
   budget?: RetryBudget
   /** The request's deadline, an instant (bigint ns on the monotonic clock). */
   deadline?: bigint
-  /** The request's time limit from now, in ms (the earlier of this and `deadline`). */
-  timeoutMs?: number
-  /** The longest one attempt may take, in ms. Default: no limit beyond the deadline. */
-  attemptTimeoutMs?: number
-  /** Kept back from the time left for the answer to travel, in ms. Default 0. */
-  marginMs?: number
+  /** The request's time limit from its start (the earlier of this and `deadline`). */
+  timeoutMs?: number | bigint
+  /** The longest one attempt may take (at most a day). Default: no limit beyond the deadline. */
+  attemptTimeoutMs?: number | bigint
+  /** Kept back from the time left for the answer to travel. Default 0. */
+  marginMs?: number | bigint
   /** Default 'idempotent'. */
   idempotency?: Idempotency
+}
+/** A retry gate: may a retry (or hedge) caused by `cause` go at `now`? (a budget's question) */
+export type RetryGateFunction = (now: bigint, cause: 'timeout' | 'transient' | 'throttled' | 'hedge') => boolean
+/** Options of `RetryPolicy.decide` (durations in ms, or exact ns as a bigint). */
+export interface DecideOptions {
+  /** The server's Retry-After (honoured only with 'throttled'). */
+  retryAfterMs?: number | bigint
+  /** Default 'idempotent'. */
+  idempotency?: Idempotency
+  /** The deadline's time left (left out: no deadline). */
+  timeLeftMs?: number | bigint
+  /** The previous wait (decorrelated jitter). */
+  prevDelayMs?: number | bigint
+  /** A budget asked last (or give `gate`). */
+  budget?: RetryBudget
+  /** A gate asked last (or give `budget`). */
+  gate?: RetryGateFunction
+  /** The instant to decide at (default: the clock). */
+  now?: bigint
+}
+/** Options of a KeyedBreakers set: each key's breaker options, and the number of keys. */
+export type KeyedBreakersOptions = Omit<CircuitBreakerOptions, 'capacity'> & {
+  /** Keys held at most (rounded up to 4, 16, 64 or 256). Default 64. */
+  slots?: number
+}
+/** A step of the conformance-vector interpreter (see tests/vectors/README.md). */
+export interface VectorStep {
+  guard: string
+  op: string
+  /** Arguments: integers as bigints, floats as numbers, bytes as Buffers. */
+  args: Record<string, null | boolean | bigint | number | string | Buffer>
+  origin: { file: string; case: string; step: number | null; repetition: number; role: 'build' | 'op' | 'release' | 'free' }
+}
+/** A result for the interpreter: a bigint is an integer, a number a float, a symbol a value the API cannot observe. */
+export type VectorResult =
+  | null | boolean | bigint | number | string | symbol | Uint8Array
+  | VectorResult[] | { [key: string]: VectorResult }
+/** Counts of a replay. */
+export interface VectorSummary {
+  files: number; cases: number; passed: number; partlyObserved: number; failed: number
+  notCovered: number; fileErrors: number; compared: number; unobserved: number; ok: boolean
+}
+/** One case of a replay. */
+export interface VectorCase {
+  file: string; case: string | null; outcome: 'passed' | 'failed' | 'not_covered' | 'file_error'
+  compared?: number; unobserved?: number; op?: string; reason?: string
 }
 /** A breaker's state word. */
 export interface BreakerStatus {
@@ -377,29 +423,33 @@ export interface AdmissionOptions {
 /**
  * Client-side throttling: rejects locally with probability
  * `max(0, (requests − k·accepts) / (requests + 1))` once the backend stops accepting.
+ * Lock-free; shareable by worker threads (`AdaptiveThrottle.shared`).
  */
 export declare class AdaptiveThrottle {
   /**
    * A throttle with `options` (`window`, `k`, `aggression`, `maxRejectProbability`,
-   * `minRequests`, `countRejected`, `seed`).
+   * `minRequests`, `countRejected`, `seed`). With `shared`: built in or attached to a
+   * `SharedArrayBuffer` (see `CircuitBreaker`).
    */
-  constructor(options?: AdaptiveThrottleOptions)
+  constructor(options?: AdaptiveThrottleOptions, shared?: Uint8Array)
+  /** Bytes a `SharedArrayBuffer` needs to hold a throttle. */
+  static sharedSize(options?: AdaptiveThrottleOptions): number
   /**
    * Whether to refuse a request locally at `now` (a draw; counted as a request unless
    * `countRejected` is off).
    */
-  shouldReject(now?: bigint | undefined | null): boolean
+  shouldReject(now?: bigint): boolean
   /**
    * A request that went out ended with `outcome` at `now` (accepted by the backend or
    * not, by the call contract).
    */
-  report(outcome: Outcome, now?: bigint): string
+  report(outcome: Outcome, now?: bigint): 'accepted' | 'rejected_by_backend' | 'nothing'
   /** The rejection probability at `now`. */
-  rejectProbability(now?: bigint | undefined | null): number
+  rejectProbability(now?: bigint): number
   /** `{ requests, accepts }` in the window at `now`. */
-  window(now?: bigint | undefined | null): { requests: number; accepts: number }
+  window(now?: bigint): { requests: number; accepts: number }
   /** Counters, and the rejection probability now. */
-  stats(): Record<string, number>
+  stats(): { admitted: number; throttled: number; accepted: number; rejectedByBackend: number; stale: number; rejectProbability: number }
 }
 
 /**
@@ -416,26 +466,25 @@ export declare class Admission {
    */
   constructor(options?: AdmissionOptions, shared?: Uint8Array)
   /** Bytes a `SharedArrayBuffer` needs to hold a door. */
-  static sharedSize(): number
+  static sharedSize(options?: AdmissionOptions): number
+  /**
+   * The fast path's functions (`{ acquire, report, retryAfterSecs }`): for the
+   * JavaScript layer's middleware.
+   */
+  _fast(): unknown
   /**
    * A permit for a request of `priority` (default 1) at `now`, or a thrown
    * `AdmissionRejectedError` (with `retryAfterSecs` for the header).
    */
-  tryAcquire(priority?: number | undefined | null, now?: bigint | undefined | null): AdmissionPermitHandle
-  /** Fast path: a token, or -1 when refused; then `_retryAfterSecs()` for the header. */
-  _acquire(priority: number): number
-  /** Fast path: the whole seconds to put in `Retry-After` for the last refusal. */
-  _retryAfterSecs(): number
-  /** Fast path: report `token` with outcome number `outcome`; false if reported before. */
-  _report(token: number, outcome: number): boolean
-  /** The last refusal of this thread's fast path, thrown as its error. */
+  tryAcquire(priority?: number, now?: bigint): AdmissionPermitHandle
+  /** The last refusal of this object's fast path, thrown as its error. */
   _lastRejection(): void
   /** Requests inside. */
   get inFlight(): number
   /** The adaptive limit (`null` without one). */
   get limit(): number | null
   /** The count inside at which `priority` is refused. */
-  threshold(priority?: number | undefined | null): number
+  threshold(priority?: number): number
   /** Counters and gauges. */
   stats(): AdmissionStats
   /** The config (camelCase; `limit` as an object). */
@@ -446,48 +495,65 @@ export declare class Admission {
 export declare class AdmissionPermit {
   /**
    * Report how the request ended at `now` (a 503/429 the app answered is an overload
-   * signal: `'throttled'`/`'overloaded'`).
+   * signal: `'throttled'`/`'overloaded'`). Returns the verdict (`'success'`,
+   * `'dropped'`, `'ignore'`).
    */
   report(outcome: Outcome, now?: bigint): string
   /** When it was let in. */
   get start(): bigint
+  /** Requests inside once it was let in (itself included). */
+  get inFlight(): number
   /** Whether it has been reported. */
   get done(): boolean
 }
 export type AdmissionPermitHandle = AdmissionPermit
 
-/** Backoff delays: retry `n` waits a jittered `min(cap, base × multiplier^n)`. */
+/**
+ * Backoff delays: retry `n` waits a jittered `min(cap, base × multiplier^n)`. Shareable
+ * by worker threads (`Backoff.shared`: its jitter generator).
+ */
 export declare class Backoff {
   /**
    * A backoff with `options` (`base`, `cap`, `multiplier`, `jitter`: `'none'`,
-   * `'full'`, `'equal'`, `'decorrelated'`; `seed` for the jitter).
+   * `'full'`, `'equal'`, `'decorrelated'`; `seed` for the jitter). With `shared`: built
+   * in or attached to a `SharedArrayBuffer` (see `CircuitBreaker`).
    */
-  constructor(options?: BackoffOptions & { seed?: number | bigint })
+  constructor(options?: BackoffOptions & { seed?: number | bigint }, shared?: Uint8Array)
+  /** Bytes a `SharedArrayBuffer` needs to hold a backoff. */
+  static sharedSize(options?: BackoffOptions & { seed?: number | bigint }): number
   /**
-   * The wait before retry `retry` (0 for the first retry: `base`), in ms; `prevDelayMs` (the
-   * previous wait) is used by decorrelated jitter.
+   * The wait before retry `retry` (0 for the first retry: `base`), in ms; `prevDelay`
+   * (the previous wait, ms or exact ns as a bigint) is used by decorrelated jitter.
    */
-  delayMs(retry: number, prevDelayMs?: number | undefined | null): number
+  delayMs(retry: number, prevDelay?: number | bigint): number
   /** The ceiling before jitter for retry `retry`, in ms. */
   ceilingMs(retry: number): number
+  /** The longest wait retry `retry` can get with this jitter, in ms. */
+  maxDelayMs(retry: number): number
 }
 
 /**
  * A brownout decision for one operation. `optional: true` (default): refusals and
  * failures of the kinds in `fallbackOn` (default all) serve the fallback; `optional:
- * false`: fail fast; `exempt: true`: local refusals let the call proceed.
+ * false`: fail fast; `exempt: true`: local refusals let the call proceed. Lock-free;
+ * shareable by worker threads (`Brownout.shared`: its counters).
  */
 export declare class Brownout {
   /**
    * A brownout with `options`: `optional`, `exempt`, `fallbackOn` (an array of refusal
-   * kinds, or their bits).
+   * kinds, or their bits). With `shared`: built in or attached to a
+   * `SharedArrayBuffer` (see `CircuitBreaker`).
    */
-  constructor(options?: BrownoutOptions)
+  constructor(options?: BrownoutOptions, shared?: Uint8Array)
+  /** Bytes a `SharedArrayBuffer` needs to hold a brownout. */
+  static sharedSize(options?: BrownoutOptions): number
   /**
    * A guard refused the call (or it failed) with refusal `kind`: `'serve_fallback'`,
    * `'fail_fast'` or `'proceed'` (counted).
    */
   onRefusal(kind: RefusalKind): 'serve_fallback' | 'fail_fast' | 'proceed'
+  /** What a refusal of `kind` would get, without counting it. */
+  decide(kind: RefusalKind): 'serve_fallback' | 'fail_fast' | 'proceed'
   /**
    * A call finished with `outcome`: its decision if it is a refusal kind (`null`: a
    * success, or an outcome that never gets a fallback: permanent, ignored, cancelled).
@@ -495,12 +561,58 @@ export declare class Brownout {
   report(outcome: Outcome): 'serve_fallback' | 'fail_fast' | 'proceed' | null
   /** The refusal kind of `outcome` (`null` for those that never get a fallback). */
   static kindOf(outcome: Outcome): RefusalKind | null
+  /** The 64-bit key of operation `name`, as every binding computes it. */
+  static operationKey(name: string): bigint
   /** A full answer was served. */
   onFull(): void
   /** Whether the operation is optional. */
   get optional(): boolean
   /** `{ full, degraded, errors, proceeded }`. */
   stats(): { full: number; degraded: number; errors: number; proceeded: number }
+}
+
+/**
+ * Brownout decisions for many operations in one table (an operation: a name, or its
+ * 64-bit key): each registered with its own options; an operation never registered is
+ * treated as required (fail fast) and counted as `unknown`. Decisions are lock-free;
+ * registering changes the table (one thread, before the traffic), so a table is not
+ * shared between worker threads: share a `Brownout` per operation instead.
+ */
+export declare class BrownoutTable {
+  /**
+   * A table with room for `capacity` operations (default 16; rounded up to 16, 64, 256
+   * or 1024).
+   */
+  constructor(options?: { capacity?: number })
+  /**
+   * Register `operation` with `options` (as a `Brownout`'s): its index (registration
+   * order). A bad option is a `RangeError`/`TypeError` naming it; an operation already
+   * registered, or a full table, a `RangeError` with `option: 'operation'` and `reason`
+   * `'duplicate'` / `'full'`. A failed registration leaves the table as it was.
+   */
+  register(operation: string | bigint, options?: BrownoutOptions): number
+  /**
+   * A guard refused a call of `operation` with `kind`: its decision (counted; an
+   * operation never registered fails fast and is counted as unknown).
+   */
+  onRefusal(operation: string | bigint, kind: RefusalKind): 'serve_fallback' | 'fail_fast' | 'proceed'
+  /** A call of `operation` finished with `outcome`: its decision if it is a refusal kind. */
+  report(operation: string | bigint, outcome: Outcome): 'serve_fallback' | 'fail_fast' | 'proceed' | null
+  /**
+   * A full answer was served for `operation`: whether it is registered (an unknown
+   * one is counted as unknown).
+   */
+  onFull(operation: string | bigint): boolean
+  /** `operation`'s `{ full, degraded, errors, proceeded }` (`null`: not registered). */
+  stats(operation: string | bigint): { full: number; degraded: number; errors: number; proceeded: number } | null
+  /** The counters summed over every registered operation. */
+  totals(): { full: number; degraded: number; errors: number; proceeded: number }
+  /** Decisions asked for operations never registered. */
+  get unknown(): number
+  /** Operations registered. */
+  get length(): number
+  /** Operations it has room for. */
+  get capacity(): number
 }
 
 /**
@@ -515,15 +627,24 @@ export declare class Bulkhead {
    */
   constructor(options?: BulkheadOptions, shared?: Uint8Array)
   /** Bytes a `SharedArrayBuffer` needs to hold a bulkhead. */
-  static sharedSize(): number
+  static sharedSize(options?: BulkheadOptions): number
+  /**
+   * Size a bulkhead with Little's law: `{ maxConcurrent: ceil(ratePerSec × p99 ×
+   * headroom) }`, for the dependency's healthy call rate from this instance
+   * (`ratePerSec`, > 0 up to 1e9), its healthy P99 latency (`p99`, ms or exact ns as a
+   * bigint, up to an hour) and a safety factor (`headroom`, 1..=100; 2 is usual). A
+   * value out of range throws a `RangeError` naming it.
+   */
+  static fromLittlesLaw(ratePerSec: number, p99: number | bigint, headroom: number): { maxConcurrent: number }
+  /**
+   * The fast path's functions (`{ acquire, release }`, bound to this bulkhead): for
+   * the JavaScript layer.
+   */
+  _fast(): unknown
   /** Take a slot: a permit to release exactly once, or a thrown `BulkheadFullError`. */
   tryAcquire(): BulkheadPermitHandle
-  /** Fast path: a permit token, or -1 when full. */
-  _acquire(): number
-  /** The last refusal of this thread's fast path, thrown as its error. */
+  /** The last refusal of this object's fast path, thrown as its error. */
   _lastRejection(): void
-  /** Fast path: release permit `token`; false if it was released before (nothing done). */
-  _release(token: number): boolean
   /** Calls in flight. */
   get inFlight(): number
   /** Free slots. */
@@ -566,43 +687,42 @@ export declare class CircuitBreaker {
   /** Bytes a `SharedArrayBuffer` needs to hold a breaker with `options`. */
   static sharedSize(options?: CircuitBreakerOptions): number
   /**
+   * The fast path's functions (`{ acquire, report }`, bound to this breaker): for the
+   * JavaScript layer.
+   */
+  _fast(): unknown
+  /**
+   * The stored state's number (closed 0, open 1, half-open 2) plus 2^52 if it differs
+   * from what this object saw last (which it then sees): for the layer's events.
+   */
+  _sync(): number
+  /**
    * Ask to make a call at `now`: a permit to report exactly once, or a thrown
    * `BreakerOpenError` (`code` `GUARDS_BREAKER_OPEN` or `GUARDS_BREAKER_HALF_OPEN_FULL`,
    * with `retryAt` and `retryAfterMs`).
    */
-  tryAcquire(now?: bigint | undefined | null): CircuitBreakerPermit
-  /**
-   * Fast path of the JavaScript layer: a permit token (plus 2^52 if the state changed),
-   * or -1 (open) / -2 (half-open, probes out); `lastRejection()` tells more.
-   */
-  _acquire(): number
-  /**
-   * Fast path: hand back permit `token` with outcome number `outcome`. Returns the
-   * state's number (closed 0, open 1, half-open 2) plus 2^52 if it changed; -1 if the
-   * token was already reported or never issued (nothing counted).
-   */
-  _report(token: number, outcome: number): number
-  /** The last refusal of this thread's fast path, thrown as its error. */
+  tryAcquire(now?: bigint): CircuitBreakerPermit
+  /** The last refusal of this object's fast path, thrown as its error. */
   _lastRejection(): void
   /**
    * The state at `now`: `'closed'`, `'open'` or `'half_open'` (an open breaker whose
    * open period has ended reports `'half_open'`).
    */
-  state(now?: bigint | undefined | null): 'closed' | 'open' | 'half_open'
+  state(now?: bigint): 'closed' | 'open' | 'half_open'
   /**
    * The state word: `{ state, generation, probesIssued, probesPassed,
    * consecutiveOpens, halfOpenAt }` (`halfOpenAt` a bigint instant, 0n unless open).
    */
   status(): BreakerStatus
   /** What the window holds at `now`: `{ calls, failures, slow }`. */
-  windowCounts(now?: bigint | undefined | null): { calls: number; failures: number; slow: number }
+  windowCounts(now?: bigint): { calls: number; failures: number; slow: number }
   /** Counters since it was built (relaxed snapshots, read without stopping traffic). */
   stats(): CircuitBreakerStats
   /** The config it runs with (camelCase, durations in ms). */
   get config(): Required<CircuitBreakerOptions>
   /** Window cells allocated (a supported capacity at least the window's). */
   get capacity(): number
-  /** Permits handed out by this object and not reported yet (the fast path's tokens). */
+  /** Permits handed out by the fast path (`execute`) and not reported yet. */
   get outstanding(): number
 }
 
@@ -617,107 +737,155 @@ export declare class CircuitBreakerPermit {
    * Returns the effect on the breaker (`'counted'`, `'opened'`, `'probe_passed'`,
    * `'closed'`, `'reopened'`, `'discarded'`, `'ignored'`).
    */
-  report(outcome: Outcome, now?: bigint): string
+  report(outcome: Outcome, now?: bigint): 'counted' | 'opened' | 'probe_passed' | 'closed' | 'reopened' | 'discarded' | 'ignored'
   /** Whether this permit is a half-open probe. */
   get isProbe(): boolean
   /** A probe's timeout in ms (what the call should wait at most), `null` for a call. */
   get probeTimeoutMs(): number | null
   /** When it was granted (the `now` of `tryAcquire`). */
   get acquiredAt(): bigint
+  /**
+   * The breaker's generation it was granted in (a report from an older generation is
+   * discarded).
+   */
+  get generation(): number
   /** Whether it has been reported (or given back). */
   get done(): boolean
 }
 
-/** A deadline: an instant on the monotonic clock (or none). Immutable. */
+/**
+ * A deadline: an instant on the monotonic clock (or none). Immutable: to share one with
+ * another thread, post its `expiresAt` and rebuild it with `Deadline.at`.
+ */
 export declare class Deadline {
-  /** The deadline `timeoutMs` after `now`. */
-  static after(timeoutMs: number, now?: bigint | undefined | null): Deadline
+  /** The deadline `timeout` (ms, or exact ns as a bigint) after `now`. */
+  static after(timeout: number | bigint, now?: bigint): Deadline
   /** The deadline at instant `at` (bigint ns). */
   static at(at: bigint): Deadline
   /** No deadline. */
   static none(): Deadline
   /**
-   * The deadline a `grpc-timeout` header value gives at `now`; `RangeError` for a
-   * malformed value (its reason in the message).
+   * The deadline a `grpc-timeout` header value (a string or its bytes) gives at `now`;
+   * a malformed value throws a `RangeError` whose `reason` names the fault.
    */
-  static fromGrpcTimeout(value: string, now?: bigint | undefined | null): Deadline
-  /** The deadline a milliseconds header value gives at `now`. */
-  static fromMillis(value: string, now?: bigint | undefined | null): Deadline
+  static fromGrpcTimeout(value: string | Uint8Array, now?: bigint): Deadline
+  /** The deadline a milliseconds header value gives at `now` (as `fromGrpcTimeout`). */
+  static fromMillis(value: string | Uint8Array, now?: bigint): Deadline
   /** Whether there is no deadline. */
   get isNone(): boolean
   /** The instant (`null`: none). */
   get expiresAt(): bigint | null
   /** Time left at `now`, in ms (`Infinity` for none, 0 once passed). */
-  timeLeftMs(now?: bigint | undefined | null): number
+  timeLeftMs(now?: bigint): number
   /** Whether it has passed at `now`. */
-  isExpired(now?: bigint | undefined | null): boolean
+  isExpired(now?: bigint): boolean
   /** The earlier of the two. */
   min(other: Deadline): Deadline
   /** The time left as a `grpc-timeout` value (rounded down), `null` for none. */
-  toGrpcTimeout(now?: bigint | undefined | null): string | null
+  toGrpcTimeout(now?: bigint): string | null
   /** The time left as whole milliseconds (rounded down), `null` for none. */
-  toMillis(now?: bigint | undefined | null): string | null
+  toMillis(now?: bigint): string | null
   /**
-   * The budget of an attempt started at `now`: `min(attemptTimeoutMs, time left) −
-   * marginMs` in ms, or `null` when it should not start (passed, or too little left).
+   * The budget of an attempt started at `now`: `min(attemptTimeout, time left) −
+   * margin` in ms, or `null` when it should not start (passed, or too little left).
+   * Durations are ms, or exact ns as a bigint.
    */
-  attemptBudgetMs(attemptTimeoutMs: number, marginMs?: number | undefined | null, now?: bigint | undefined | null): number | null
+  attemptBudgetMs(attemptTimeout: number | bigint, margin?: number | bigint, now?: bigint): number | null
+  /**
+   * The same decision in full: `{ decision: 'start', budgetMs }`, `{ decision:
+   * 'expired' }` or `{ decision: 'too_little_left', leftMs }` (`leftMs` `Infinity`
+   * without a deadline).
+   */
+  attemptBudget(attemptTimeout: number | bigint, margin?: number | bigint, now?: bigint): { decision: 'start'; budgetMs: number } | { decision: 'expired' } | { decision: 'too_little_left'; leftMs: number }
 }
 
 /**
  * Hedging: after the tracked `delayQuantile` latency, send a hedge, at most `maxHedges`
- * per request, idempotent requests only, paid from a retry budget.
+ * per request, idempotent requests only, paid from a retry budget. Lock-free; shareable
+ * by worker threads (`Hedging.shared`).
  */
 export declare class Hedging {
   /**
    * A hedging policy with `options` (`delayQuantile`, `minDelay`, `maxDelay`,
-   * `maxHedges`, `minSamples`, `refreshInterval`, `tracker: { window, ... }`).
+   * `maxHedges`, `minSamples`, `refreshInterval`, `tracker: { window, ... }`). With
+   * `shared`: built in or attached to a `SharedArrayBuffer` (see `CircuitBreaker`).
    */
-  constructor(options?: HedgingOptions)
-  /** Record a latency of `latencyMs` at `now`. */
-  recordLatency(latencyMs: number, now?: bigint | undefined | null): void
+  constructor(options?: HedgingOptions, shared?: Uint8Array)
+  /** Bytes a `SharedArrayBuffer` needs to hold a hedging policy. */
+  static sharedSize(options?: HedgingOptions): number
+  /** Record a latency (ms, or exact ns as a bigint) at `now`. */
+  recordLatency(latency: number | bigint, now?: bigint): void
   /**
-   * A call started at `startedAt` ended with `outcome` at `now` (recorded by the call
-   * contract).
+   * A call started at `startedAt` ended with `outcome` at `now`: its latency recorded
+   * or skipped by the call contract (`'record'` / `'skip'`).
    */
-  report(startedAt: bigint, outcome: Outcome, now?: bigint): string
+  report(startedAt: bigint, outcome: Outcome, now?: bigint): 'record' | 'skip'
   /** The hedge delay in ms at `now` (`null`: not enough samples). */
-  hedgeDelayMs(now?: bigint | undefined | null): number | null
+  hedgeDelayMs(now?: bigint): number | null
   /**
    * Should a request started at `requestStarted`, with `hedgesSent` hedges out, send
    * one at `now`? `{ decision: 'hedge_now' }`, `{ decision: 'wait_until', at }` or
-   * `{ decision: 'never', reason }`; `budget` pays for the hedge.
+   * `{ decision: 'never', reason }`. `budget` pays for the hedge: a `RetryBudget`, or a
+   * function `(now, cause) => boolean` (asked last).
    */
-  shouldHedge(requestStarted: bigint, hedgesSent: number, idempotent: boolean, budget?: RetryBudget | undefined | null, now?: bigint | undefined | null): { decision: 'hedge_now' | 'wait_until' | 'never'; at?: bigint; reason?: string }
+  shouldHedge(requestStarted: bigint, hedgesSent: number, idempotent: boolean, budget?: RetryBudget | RetryGateFunction | null, now?: bigint): { decision: 'hedge_now' } | { decision: 'wait_until'; at: bigint } | { decision: 'never'; reason: 'not_idempotent' | 'limit_reached' | 'no_latency_data' | 'budget_exhausted' }
   /** Counters. */
-  stats(): Record<string, number>
+  stats(): { hedges: number; deferred: number; notIdempotent: number; limitReached: number; noLatencyData: number; budgetExhausted: number }
 }
 
 /**
- * A set of circuit breakers, one per key (string), each built from the same options;
- * `slots` keys at most (rounded up to 4, 16, 64 or 256). A key that finds the set full is
- * refused (`GUARDS_BREAKERS_FULL`).
+ * A set of circuit breakers, one per key (a string, or a bigint key from `keyOf`), each
+ * built from the same options; `slots` keys at most (rounded up to 4, 16, 64 or 256). A
+ * key that finds the set full is refused (`GUARDS_BREAKERS_FULL`). Lock-free; shareable
+ * by worker threads (`KeyedBreakers.shared`).
  */
 export declare class KeyedBreakers {
-  /** A set with `options`: the breaker options, and `slots` (default 64). */
-  constructor(options?: CircuitBreakerOptions & { slots?: number })
-  /** A permit for a call on `key` at `now`, or a thrown `BreakerOpenError`. */
-  tryAcquire(key: string, now?: bigint | undefined | null): KeyedBreakersPermitHandle
   /**
-   * Fast path: a token (plus 2^52 if a breaker of the set changed state), or -1
-   * (open), -2 (half-open full), -4 (set full).
+   * A set with `options`: the breaker options, and `slots` (default 64). With `shared`:
+   * built in or attached to a `SharedArrayBuffer` (see `CircuitBreaker`).
    */
-  _acquire(key: string): number
+  constructor(options?: KeyedBreakersOptions, shared?: Uint8Array)
+  /** Bytes a `SharedArrayBuffer` needs to hold a set with `options`. */
+  static sharedSize(options?: KeyedBreakersOptions): number
+  /** The 64-bit key of `name` (FNV-1a of its UTF-8 bytes), as every binding computes it. */
+  static keyOf(name: string): bigint
+  /** The fast path's functions (`{ acquire, report }`): for the JavaScript layer. */
+  _fast(): unknown
   /**
-   * Fast path: report `token` with outcome number `outcome`: 1 (plus 2^52 if a breaker
-   * changed state), or -1 if reported before.
+   * The keys whose breaker changed state since this object last looked, each with its
+   * stored state: `[[key, state], ...]` (for the layer's events across threads).
    */
-  _report(token: number, outcome: number): number
-  /** The last refusal of this thread's fast path for `key`, thrown as its error. */
-  _lastRejection(key: string): void
+  _changes(): Array<[bigint, 'closed' | 'open' | 'half_open']>
+  /**
+   * A permit for a call on `key` at `now`, or a thrown `BreakerOpenError`
+   * (`BreakersFullError` when the set has no room for a new key).
+   */
+  tryAcquire(key: string | bigint, now?: bigint): KeyedBreakersPermitHandle
+  /** The last refusal of this object's fast path, for `key`, thrown as its error. */
+  _lastRejection(key: string | bigint): void
+  /**
+   * Make room for `key`'s breaker (closed) if it has none: whether it has one now
+   * (`false`: the set is full).
+   */
+  insert(key: string | bigint): boolean
   /** The state of `key`'s breaker at `now` (`'closed'` for a key not seen yet). */
-  state(key: string, now?: bigint | undefined | null): 'closed' | 'open' | 'half_open'
-  /** `{ entries, full, open }`: keys held, refusals for lack of a slot, breakers open. */
+  state(key: string | bigint, now?: bigint): 'closed' | 'open' | 'half_open'
+  /**
+   * `key`'s breaker: its `{ state, generation, probesIssued, probesPassed,
+   * consecutiveOpens, halfOpenAt }`, `null` for a key not seen yet.
+   */
+  status(key: string | bigint): BreakerStatus | null
+  /**
+   * `key`'s breaker's window at `now`: `{ calls, failures, slow }` (zeros for a key not
+   * seen yet).
+   */
+  windowCounts(key: string | bigint, now?: bigint): { calls: number; failures: number; slow: number }
+  /** `key`'s breaker's counters (`null` for a key not seen yet). */
+  breakerStats(key: string | bigint): CircuitBreakerStats | null
+  /**
+   * `{ entries, full, open }`: keys held, refusals for lack of a slot, breakers not
+   * closed.
+   */
   stats(): { entries: number; full: number; open: number }
   /** The breaker options (camelCase, ms) and `slots`. */
   get config(): Record<string, unknown>
@@ -726,39 +894,86 @@ export declare class KeyedBreakers {
 /** A permit of a `KeyedBreakers` set: `report` how the call ended exactly once. */
 export declare class KeyedBreakersPermit {
   /** Report how the call ended at `now`; returns the effect on the key's breaker. */
-  report(outcome: Outcome, now?: bigint): string
+  report(outcome: Outcome, now?: bigint): 'counted' | 'opened' | 'probe_passed' | 'closed' | 'reopened' | 'discarded' | 'ignored'
+  /** Whether this permit is a half-open probe. */
+  get isProbe(): boolean
+  /** A probe's timeout in ms, `null` for a call. */
+  get probeTimeoutMs(): number | null
+  /** The key's breaker generation it was granted in. */
+  get generation(): number
   /** Whether it has been reported. */
   get done(): boolean
 }
 export type KeyedBreakersPermitHandle = KeyedBreakersPermit
 
-/** Streaming P50/P95/P99/P99.9 (within 1/64) of recent latencies; lock-free. */
+/**
+ * Streaming P50/P95/P99/P99.9 (within 1/64) of recent latencies; lock-free; shareable
+ * by worker threads (`LatencyTracker.shared`).
+ */
 export declare class LatencyTracker {
   /**
    * A tracker with `options` (`window`, `timeoutQuantile`, `timeoutFactor`,
-   * `minSamples`).
+   * `minSamples`). With `shared`: built in or attached to a `SharedArrayBuffer` (see
+   * `CircuitBreaker`).
    */
-  constructor(options?: LatencyTrackerOptions)
-  /** Record a latency of `latencyMs` at `now`. */
-  record(latencyMs: number, now?: bigint | undefined | null): void
+  constructor(options?: LatencyTrackerOptions, shared?: Uint8Array)
+  /** Bytes a `SharedArrayBuffer` needs to hold a tracker. */
+  static sharedSize(options?: LatencyTrackerOptions): number
+  /** Record a latency (ms, or exact ns as a bigint) at `now`. */
+  record(latency: number | bigint, now?: bigint): void
   /**
    * A call started at `startedAt` ended at `now` with `outcome`: recorded or skipped by
    * the call contract (`'record'` / `'skip'`).
    */
-  report(startedAt: bigint, outcome: Outcome, now?: bigint): string
-  /** The `q` quantile in ms at `now` (`null`: no samples). */
-  quantileMs(q: number, now?: bigint | undefined | null): number | null
+  report(startedAt: bigint, outcome: Outcome, now?: bigint): 'record' | 'skip'
+  /** The `q` quantile (0..=1) in ms at `now` (`null`: no samples). */
+  quantileMs(q: number, now?: bigint): number | null
   /** Samples in the window at `now`. */
-  count(now?: bigint | undefined | null): number
+  count(now?: bigint): number
   /** `{ count, p50Ms, p95Ms, p99Ms, p999Ms, maxMs }` at `now`. */
-  summary(now?: bigint | undefined | null): { count: number; p50Ms: number; p95Ms: number; p99Ms: number; p999Ms: number; maxMs: number }
+  summary(now?: bigint): { count: number; p50Ms: number; p95Ms: number; p99Ms: number; p999Ms: number; maxMs: number }
   /**
    * A timeout (ms) from the tracked latencies (`timeoutFactor` × the
    * `timeoutQuantile`), `null` before `minSamples`.
    */
-  proposeTimeoutMs(now?: bigint | undefined | null): number | null
+  proposeTimeoutMs(now?: bigint): number | null
+  /**
+   * The share of the window's calls a timeout of `timeout` (ms, or exact ns as a
+   * bigint) would have cut off, at `now` (`null`: no samples).
+   */
+  falseTimeoutRate(timeout: number | bigint, now?: bigint): number | null
   /** `{ recorded, saturated, stale }`. */
   stats(): { recorded: number; saturated: number; stale: number }
+}
+
+/**
+ * A concurrency limit algorithm on its own: a fixed limit, AIMD, Vegas or Gradient2, fed
+ * one sample per finished call (`update`), as a `Limiter` feeds it. Owned by one caller
+ * (not shared between threads): a limiter is the lock-free, shared form.
+ */
+export declare class Limit {
+  /**
+   * A limit: a number (fixed), or `{ algorithm: 'aimd' | 'vegas' | 'gradient', ...that
+   * algorithm's options }`.
+   */
+  constructor(options: number | LimitOptions)
+  /**
+   * A call ended at `now` after `rtt` (ms, or exact ns as a bigint) with `inFlight`
+   * calls in flight, `dropped` or not: the limit after the sample.
+   */
+  update(rtt: number | bigint, inFlight: number, dropped: boolean, now?: bigint): number
+  /** The current limit. */
+  get limit(): number
+  /** The algorithm: `'fixed'`, `'aimd'`, `'vegas'` or `'gradient'`. */
+  get algorithm(): 'fixed' | 'aimd' | 'vegas' | 'gradient'
+  /** The unrounded limit estimate (Vegas, Gradient; `null` for the others). */
+  get estimate(): number | null
+  /** The smallest RTT seen, in ms (Vegas; 0 before any sample; `null` for the others). */
+  get minRttMs(): number | null
+  /** The long-term RTT average, in ms (Gradient; `null` for the others). */
+  get longRttMs(): number | null
+  /** The options (`{ algorithm, ... }`, durations in ms). */
+  get config(): Record<string, unknown>
 }
 
 /**
@@ -774,29 +989,26 @@ export declare class Limiter {
    */
   constructor(options?: LimiterOptions, shared?: Uint8Array)
   /** Bytes a `SharedArrayBuffer` needs to hold a limiter. */
-  static sharedSize(): number
+  static sharedSize(options?: LimiterOptions): number
+  /** The fast path's functions (`{ acquire, report }`): for the JavaScript layer. */
+  _fast(): unknown
   /**
    * A permit for a call of `priority` (0, the most important, ..7; default 0) at `now`,
    * or a thrown `LimitExceededError`.
    */
-  tryAcquire(priority?: number | undefined | null, now?: bigint | undefined | null): LimiterPermitHandle
-  /** Fast path: a token, or -1 when refused (`_lastRejection()` tells more). */
-  _acquire(priority: number): number
-  /**
-   * Fast path: report `token` with outcome number `outcome`; returns the limit after it
-   * (-1 if the token was reported before).
-   */
-  _report(token: number, outcome: number): number
-  /** The last refusal of this thread's fast path, as the error to throw. */
+  tryAcquire(priority?: number, now?: bigint): LimiterPermitHandle
+  /** The last refusal of this object's fast path, as the error to throw. */
   _lastRejection(): void
   /** The current limit. */
   get limit(): number
   /** Calls in flight. */
   get inFlight(): number
   /** The in-flight count at which `priority` is refused. */
-  threshold(priority?: number | undefined | null): number
+  threshold(priority?: number): number
   /** The retry-after hint a refusal now would carry, in ms. */
   get retryAfterMs(): number
+  /** The same hint, in exact nanoseconds. */
+  get retryAfterNs(): bigint
   /** Counters and gauges (`rejectedByPriority` is per priority). */
   stats(): LimiterStats
   /** The config (camelCase, durations in ms; `limit` as an object). */
@@ -807,11 +1019,16 @@ export declare class Limiter {
 export declare class LimiterPermit {
   /**
    * Report how the call ended at `now`: a success is an RTT sample, a timeout or an
-   * overload answer a drop, anything else frees the slot without a sample.
+   * overload answer a drop, anything else frees the slot without a sample. Returns
+   * the verdict (`'success'`, `'dropped'`, `'ignore'`).
    */
   report(outcome: Outcome, now?: bigint): string
   /** When it was granted. */
   get start(): bigint
+  /** Calls in flight once it was granted (itself included). */
+  get inFlight(): number
+  /** The threshold its priority was admitted under. */
+  get threshold(): number
   /** Whether it has been reported. */
   get done(): boolean
 }
@@ -820,7 +1037,7 @@ export type LimiterPermitHandle = LimiterPermit
 /**
  * A wait queue's discipline: `push` waiters (by id), `pop` the next one to serve; waiters
  * past the age limit while the queue stands, or past their deadline, are dropped (see
- * `dropped()`).
+ * `dropped()`). Owned by one consumer (not lock-free, not shared between threads).
  */
 export declare class QueueDiscipline {
   /**
@@ -832,26 +1049,28 @@ export declare class QueueDiscipline {
    * Queue waiter `id` (priority 0..7, default 1; `deadline` a bigint instant) at `now`;
    * a full queue throws `QueueFullError`.
    */
-  push(id: number, priority?: number | undefined | null, deadline?: bigint | undefined | null, now?: bigint | undefined | null): void
+  push(id: number | bigint, priority?: number, deadline?: bigint | null, now?: bigint): void
   /**
    * The next waiter to serve at `now` (`{ id, enqueuedAt, priority, deadline?, order }`),
    * or `null` when none is left; waiters dropped on the way are in `dropped()`.
    */
-  pop(now?: bigint | undefined | null): { id: number; enqueuedAt: bigint; priority: number; deadline?: bigint; order: 'fifo' | 'lifo' } | null
+  pop(now?: bigint): { id: number; enqueuedAt: bigint; priority: number; deadline?: bigint; order: 'fifo' | 'lifo' } | null
   /** Drop every waiter past its deadline or the age limit at `now`; how many. */
-  expire(now?: bigint | undefined | null): number
+  expire(now?: bigint): number
   /** The waiters dropped by the last `pop` or `expire`: `[{ id, reason, ... }]`. */
   dropped(): Array<{ id: number; reason: 'age_limit' | 'deadline'; enqueuedAt: bigint; priority: number }>
   /** Take waiter `id` out (its caller gave up); whether it was there. */
-  remove(id: number): boolean
+  remove(id: number | bigint): boolean
   /** Waiters queued. */
   get length(): number
+  /** Waiters queued by priority (8 numbers, priority 0 first). */
+  lengthByPriority(): Array<number>
   /** Whether the queue has been non-empty for a whole `interval` at `now`. */
-  isStanding(now?: bigint | undefined | null): boolean
+  isStanding(now?: bigint): boolean
   /** The oldest waiter's age in ms at `now`. */
-  oldestAgeMs(now?: bigint | undefined | null): number
+  oldestAgeMs(now?: bigint): number
   /** Counters. */
-  stats(): Record<string, number>
+  stats(): { enqueued: number; servedFifo: number; servedLifo: number; droppedAgeLimit: number; droppedDeadline: number; cancelled: number; rejectedFull: number; length: number }
 }
 
 /**
@@ -864,92 +1083,124 @@ export declare class RetryBudget {
    * A budget with `options`: `mode` (`'token_bucket'` default: `capacity` 10,
    * `ratio` 0.1; `'grpc'`: `maxTokens`, `tokenRatio`; `'aws'`: `capacity`,
    * `transientCost`, `timeoutCost`, `throttledCost`, `hedgeCost`, `successIncrement`;
-   * `'windowed'`: `ttl`, `minRetriesPerSec`, `percentCanRetry`).
+   * `'windowed'`: `ttl`, `minRetriesPerSec`, `percentCanRetry`). With `shared`: built
+   * in or attached to a `SharedArrayBuffer` (see `CircuitBreaker`).
    */
   constructor(options?: RetryBudgetOptions, shared?: Uint8Array)
   /** Bytes a `SharedArrayBuffer` needs to hold a budget. */
-  static sharedSize(): number
+  static sharedSize(options?: RetryBudgetOptions): number
   /** A first attempt goes out at `now` (the token bucket and windowed modes earn). */
-  deposit(now?: bigint | undefined | null): void
+  deposit(now?: bigint): void
   /**
    * May a retry caused by `cause` (default `'transient'`) go at `now`? Charges the
-   * mode's cost when it may.
+   * mode's cost and returns its receipt (hand it back with `report` when the retry
+   * ends: the `'aws'` mode refunds a retry that succeeded), or `null` when it may not.
    */
-  withdraw(cause?: 'timeout' | 'transient' | 'throttled' | 'hedge', now?: bigint): boolean
+  withdraw(cause?: 'timeout' | 'transient' | 'throttled' | 'hedge', now?: bigint): RetryReceipt | null
   /**
-   * Tell the budget how an attempt ended (gRPC mode: a success adds `tokenRatio`, a
-   * failure takes a token; the other modes do not look).
+   * Tell the budget how an attempt ended at `now`, with the `receipt` of the retry it
+   * was (none for a first attempt): by the call contract, a success is a success (gRPC:
+   * +`tokenRatio`; AWS: the receipt refunded, or the success increment), a failure a
+   * retry could fix a failure (gRPC: −1 token); the other modes do not look. Returns
+   * the verdict (`'success'`, `'failure'`, `'nothing'`).
    */
-  report(outcome: Outcome, now?: bigint): string
+  report(outcome: Outcome, now?: bigint, receipt?: RetryReceipt): 'success' | 'failure' | 'nothing'
   /** The balance at `now`, in tokens (mode-specific; the windowed mode: retries allowed). */
-  tokens(now?: bigint | undefined | null): number
+  tokens(now?: bigint): number
+  /** The balance at `now` in micro-tokens, exactly (negative only in the windowed mode). */
+  tokensMicros(now?: bigint): number
   /** The mode's name. */
-  get mode(): string
+  get mode(): 'token_bucket' | 'grpc' | 'aws' | 'windowed'
   /** `{ deposits, withdrawals, refusals, refunds, failures, tokens }`. */
   stats(): RetryBudgetStats
 }
 
 /**
  * The retry loop of one request (see core's `retry_driver`). Built per request from a
- * shared `RetryPolicy` and an optional shared `RetryBudget`.
+ * shared `RetryPolicy` and an optional shared `RetryBudget`. A call in the wrong phase
+ * (a `report` with no attempt out, anything after the end) throws a `RetryDriverError`
+ * (`code` `GUARDS_RETRY_DRIVER_PHASE`, with `call` and `phase`) and changes nothing.
  */
 export declare class RetryDriver {
   /**
    * A driver for one request: `policy`, and `options`: `budget` (a `RetryBudget`),
    * `deadline` (a bigint instant) or `timeoutMs` (from now), `attemptTimeoutMs` (each
-   * attempt's longest wait, default: no limit beyond the deadline), `marginMs` (kept back
-   * from the time left; default 0), `idempotency` (default `'idempotent'`).
+   * attempt's longest wait, default: no limit beyond the deadline, at most a day),
+   * `marginMs` (kept back from the time left; default 0), `idempotency` (default
+   * `'idempotent'`). Durations are ms, or exact ns as a bigint.
    */
   constructor(policy: RetryPolicy, options?: RetryDriverOptions)
   /** Start the request at `now`: the first attempt, or a give-up (no time left). */
-  start(now?: bigint | undefined | null): RetryStep
+  start(now?: bigint): RetryStep
   /**
-   * The attempt out ended with `outcome` (and the server's `retryAfterMs`) at `now`:
-   * wait and retry, succeeded, or give up.
+   * The attempt out ended with `outcome` (and the server's `retryAfterMs`, ms or exact
+   * ns as a bigint) at `now`: wait and retry, succeeded, or give up.
    */
-  report(outcome: Outcome, retryAfterMs?: number | null, now?: bigint): RetryStep
+  report(outcome: Outcome, retryAfterMs?: number | bigint | null, now?: bigint): RetryStep
   /** The wait is over at `now`: the next attempt, a give-up, or (woken early) more wait. */
-  resume(now?: bigint | undefined | null): RetryStep
+  resume(now?: bigint): RetryStep
   /**
    * The caller abandoned the request: give up with `'cancelled'` (from any phase that
-   * is not final; a final one is left as it is and `null` is returned).
+   * is not final; after the end it throws like any call in the wrong phase).
    */
-  cancel(): RetryStep | null
-  /** Fast path of `start`: the attempt's budget in ms (>= 0), or -1 (gave up). */
-  _start(): number
-  /**
-   * Fast path of `report` (outcome by number; `retryAfterMs` < 0 for none): the wait in
-   * ms is then `waitMs` (returns -3), -2 succeeded, -1 gave up.
-   */
-  _report(outcome: number, retryAfterMs: number): number
-  /**
-   * Fast path of `resume`: the attempt's budget in ms, -1 gave up, -3 wait `waitMs`
-   * more.
-   */
-  _resume(): number
-  /** The wait the last step asked for, in ms. */
-  get waitMs(): number
+  cancel(): RetryStep
   /** The phase: `'idle'`, `'attempting'`, `'waiting'`, `'succeeded'`, `'gave_up'`. */
-  get phase(): string
+  get phase(): 'idle' | 'attempting' | 'waiting' | 'succeeded' | 'gave_up'
   /** Why it gave up (`null` unless it has). */
-  get giveUpReason(): string | null
+  get giveUpReason(): GiveUpReason | null
   /** Whether the give-up should travel up as "overloaded" (don't retry above). */
   get overloaded(): boolean
   /** Attempts started. */
   get attempts(): number
   /** Retries decided. */
   get retries(): number
-  /** The outcome of the last attempt reported, if any. */
-  get lastOutcome(): string | null
+  /** The outcome of the last attempt reported (or cancelled), if any. */
+  get lastOutcome(): Outcome | null
   /** The deadline's instant (`null`: none). */
   get deadline(): bigint | null
+}
+
+/**
+ * The drivers of one `Retry` plan (the JavaScript layer's `retry()`): a pool of
+ * `RetryDriver`s by slot, driven through fast functions, so that a call allocates no
+ * native object. Not for direct use: `RetryDriver` is the step-by-step API.
+ */
+export declare class RetryDrivers {
+  /** The drivers of a plan: `policy` and the `RetryDriver` options. */
+  constructor(policy: RetryPolicy, options?: RetryDriverOptions)
+  /** The fast functions (`{ begin, settle, report, resume }`). */
+  _fast(): unknown
+  /**
+   * Whether the plan has neither a deadline nor a time limit nor a budget (its requests
+   * may `settle` after the first attempt instead of `begin` before it).
+   */
+  get settles(): boolean
+  /**
+   * The first attempt's budget in ms when the plan `settles` (without a deadline it is
+   * the same for every request), else `null`.
+   */
+  get firstBudgetMs(): number | null
+  /**
+   * A fresh driver in `slot` for a request narrowed to `deadline` (a bigint instant)
+   * and/or `timeoutMs`, started now: as `begin`.
+   */
+  _beginWith(slot: number, deadline?: bigint | null, timeoutMs?: number | bigint | null): number
+  /** The driver in `slot` is abandoned: give up with `'cancelled'` (no effect once over). */
+  _cancel(slot: number): void
+  /** Why the driver in `slot` gave up (`null` unless it has). */
+  _reason(slot: number): GiveUpReason | null
+  /** Attempts the driver in `slot` has started. */
+  _attempts(slot: number): number
+  /** Slots ever used (the pool's size). */
+  get size(): number
 }
 
 /**
  * A retry policy: which failures are retried (by outcome), how often (`maxAttempts`),
  * after how long (backoff with jitter, Retry-After honoured up to `maxRetryAfter`), only
  * with an idempotency that allows it, only while the deadline leaves time, and only if
- * the budget pays (asked last).
+ * the budget pays (asked last). Shareable by worker threads (`RetryPolicy.shared`: its
+ * counters and its jitter generator).
  */
 export declare class RetryPolicy {
   /**
@@ -958,14 +1209,22 @@ export declare class RetryPolicy {
    * `minAttemptTime`, `unkeyedSideEffects`, `backoff: { base, cap, multiplier, jitter }`;
    * `seed` for the jitter, default random).
    */
-  constructor(options?: RetryPolicyOptions)
+  constructor(options?: RetryPolicyOptions, shared?: Uint8Array)
+  /** Bytes a `SharedArrayBuffer` needs to hold a policy. */
+  static sharedSize(options?: RetryPolicyOptions): number
   /**
    * Decide after attempt `attempt` (1 for the first) ended with `outcome`:
    * `{ retry: true, delayMs }` or `{ retry: false, reason }`. `retryAfterMs` is the
    * server's Retry-After, `timeLeftMs` the deadline's time left (none: no deadline),
-   * `prevDelayMs` the previous wait; `budget` is asked last.
+   * `prevDelayMs` the previous wait (each also exact ns as a bigint); `gate` (a
+   * `RetryBudget`, or a function `(now, cause) => boolean`) is asked last.
    */
-  decide(attempt: number, outcome: Outcome, options?: { retryAfterMs?: number; idempotency?: Idempotency; timeLeftMs?: number; prevDelayMs?: number; budget?: RetryBudget; now?: bigint }): { retry: boolean; delayMs?: number; reason?: GiveUpReason }
+  decide(attempt: number, outcome: Outcome, options?: DecideOptions): { retry: true; delayMs: number } | { retry: false; reason: GiveUpReason }
+  /**
+   * The longest a request can take with attempts of `attemptTimeout` (ms, or exact ns
+   * as a bigint): every attempt timing out and every wait at its ceiling, in ms.
+   */
+  worstCaseTimeMs(attemptTimeout: number | bigint): number
   /** Counters: retries and each give-up reason. */
   stats(): Record<string, number>
   /** The config (camelCase, durations in ms). */
@@ -973,11 +1232,70 @@ export declare class RetryPolicy {
 }
 
 /**
+ * What a retry cost, from `RetryBudget.withdraw`: hand it back once with the budget's
+ * `report` when the retry ends (the `'aws'` mode refunds a retry that succeeded).
+ */
+export declare class RetryReceipt {
+  /** What the retry cost, in micro-tokens (0 in the `'grpc'` mode, where failures pay). */
+  get costMicros(): number
+  /** What the retry cost, in tokens. */
+  get cost(): number
+  /** Whether it has been handed back. */
+  get done(): boolean
+}
+
+/** A replay of conformance-vector files, one step at a time (for binding tests). */
+export declare class VectorSession {
+  /**
+   * A session over `path`: one vector file, or every `*.json` file of a directory in
+   * name order.
+   */
+  static open(path: string): VectorSession
+  /** A session over one vector file given as text (`fileName`: `<guard>.json`). */
+  static fromText(fileName: string, text: string): VectorSession
+  /**
+   * The next step, `{ guard, op, args, origin: { file, case, step, repetition, role }
+   * }`, or `null` when every file has been replayed. The same step comes back until
+   * it is answered.
+   */
+  next(): VectorStep | null
+  /** Answer the step with its result (see the module docs for the values). */
+  submitResult(result: VectorResult): void
+  /**
+   * Answer `new` with a refused config: the field (as the schema names it) and the kind
+   * (`not_finite`, `negative`, `zero`, `out_of_range`, `inconsistent`, `unknown_field`,
+   * `wrong_type`).
+   */
+  submitConfigError(field: string, kind: string): void
+  /** Answer: the op could not run (the case fails). */
+  submitFailed(message: string): void
+  /**
+   * Answer: the Node API does not have this guard or op (the case is reported as not
+   * covered from this step on, never as passed).
+   */
+  submitUnsupported(reason: string): void
+  /** Whether every file has been replayed. */
+  get done(): boolean
+  /** The report: a line per file, then every failure in full. */
+  report(): string
+  /**
+   * The counts: `{ files, cases, passed, partlyObserved, failed, notCovered,
+   * fileErrors, compared, unobserved, ok }`.
+   */
+  summary(): VectorSummary
+  /**
+   * Every case: `{ file, case, outcome: 'passed' | 'failed' | 'not_covered' |
+   * 'file_error', compared?, unobserved?, op?, reason? }`.
+   */
+  cases(): VectorCase[]
+}
+
+/**
  * The outcome and Retry-After (ms, only with `'throttled'`) of an HTTP answer with
  * `status` and its raw `Retry-After` header value; `nowUnixSecs` (default: the wall
  * clock) turns a date into a delay. A garbage header is no Retry-After, never an error.
  */
-export declare function classifyHttp(status: number, retryAfter?: string | undefined | null, nowUnixSecs?: number | undefined | null): { outcome: Outcome; retryAfterMs: number | null }
+export declare function classifyHttp(status: number, retryAfter?: string | Uint8Array | null, nowUnixSecs?: number | bigint): { outcome: Outcome; retryAfterMs: number | null }
 
 /**
  * The fields of config `name` (`'circuit_breaker'`, `'bulkhead'`, `'deadline'`,
@@ -988,11 +1306,26 @@ export declare function classifyHttp(status: number, retryAfter?: string | undef
  */
 export declare function configSchema(name: string): Array<{ name: string; unit: string; default: unknown; expected: string; doc: string; values?: string[]; min?: number; max?: number }>
 
-/** A duration as a `grpc-timeout` value (at most 8 digits and a unit, rounded down). */
-export declare function encodeGrpcTimeout(timeoutMs: number): string
+/**
+ * A duration (ms, or exact ns as a bigint) as a `grpc-timeout` value (at most 8 digits and
+ * a unit, rounded down).
+ */
+export declare function encodeGrpcTimeout(timeout: number | bigint): string
 
-/** `unixSecs` as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), `null` after year 9999. */
-export declare function formatHttpDate(unixSecs: number): string | null
+/**
+ * A duration (ms, or exact ns as a bigint) as a milliseconds header value (whole
+ * milliseconds, rounded down).
+ */
+export declare function encodeMillis(timeout: number | bigint): string
+
+/** [`CHANGED`] for the JavaScript layer. */
+export declare const FAST_CHANGED: number
+
+/**
+ * `unixSecs` (a whole number, or a bigint) as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37
+ * GMT`), `null` after the year 9999.
+ */
+export declare function formatHttpDate(unixSecs: number | bigint): string | null
 
 /**
  * Install the JavaScript error factory for this thread's environment (called once by
@@ -1004,28 +1337,61 @@ export declare function installErrorFactory(factory: (kind: string, message: str
 export declare function nativeVersion(): string
 
 /**
+ * The next instant after `now` at which periodic work `id` with `period` (ms, or exact
+ * ns as a bigint) runs: its stable offset plus a whole number of periods (bigint ns).
+ */
+export declare function nextStableRun(id: string, period: number | bigint, now?: bigint): bigint
+
+/**
  * Monotonic nanoseconds on CLOCK_MONOTONIC's timeline: the default `now` of every guard
  * (`process.hrtime.bigint()` reads the same clock on Linux).
  */
 export declare function nowNs(): bigint
 
 /** The outcomes in number order (`OUTCOMES[n]` is outcome `n`'s name). */
-export declare function outcomeNames(): Array<string>
+export declare function outcomeNames(): Outcome[]
 
 /** The outcome of an HTTP status (`hasRetryAfter`: it came with a readable Retry-After). */
-export declare function outcomeOfStatus(status: number, hasRetryAfter?: boolean | undefined | null): Outcome
+export declare function outcomeOfStatus(status: number, hasRetryAfter?: boolean): Outcome
 
-/** A `grpc-timeout` value as ms; `RangeError` naming the reason for a bad one. */
-export declare function parseGrpcTimeout(value: string): number
+/**
+ * What every guard does with `outcome` (the call contract's table, docs/outcomes.md):
+ * `{ number, breakerCall, breakerProbe, bulkhead, limiter, retryBudget,
+ * adaptiveThrottle, latency, retry: { retry: cause } | { giveUp: reason }, brownout }`.
+ */
+export declare function outcomeVerdicts(outcome: Outcome): { number: number; breakerCall: string; breakerProbe: string; bulkhead: string; limiter: string; retryBudget: string; adaptiveThrottle: string; latency: string; retry: { retry: 'timeout' | 'transient' | 'throttled' | 'hedge' } | { giveUp: GiveUpReason }; brownout: RefusalKind | null }
+
+/**
+ * A `grpc-timeout` value as ms; a malformed one throws a `RangeError` whose `reason`
+ * names the fault.
+ */
+export declare function parseGrpcTimeout(value: string | Uint8Array): number
+
+/**
+ * An HTTP date (IMF-fixdate, or the obsolete RFC 850 and asctime forms) as whole seconds
+ * since 1970 (negative before), `null` for garbage; `nowUnixSecs` resolves a two-digit
+ * RFC 850 year.
+ */
+export declare function parseHttpDate(value: string | Uint8Array, nowUnixSecs?: number | bigint): number | null
+
+/**
+ * A milliseconds header value as ms; a malformed one throws a `RangeError` whose
+ * `reason` names the fault.
+ */
+export declare function parseMillis(value: string | Uint8Array): number
 
 /**
  * A `Retry-After` value as a delay in ms (`null` for garbage; 0 for a past date;
  * `1.8446744073709552e13` ms, the largest delay, when it does not fit).
  */
-export declare function parseRetryAfter(value: string, nowUnixSecs?: number | undefined | null): number | null
+export declare function parseRetryAfter(value: string | Uint8Array, nowUnixSecs?: number | bigint): number | null
+
+/** The header word (index of a 32-bit word) the JavaScript layer uses for events. */
+export declare const SHARED_EVENTS_WORD: number
 
 /**
- * A stable offset in `0..periodMs` for periodic work `id`: the same in every process and
- * language, so a fleet's starts spread over the period.
+ * A stable offset in `0..period` (ms, or exact ns as a bigint) for periodic work `id`,
+ * in ms: the same in every process and language, so a fleet's starts spread over the
+ * period.
  */
-export declare function stableOffsetMs(id: string, periodMs: number): number
+export declare function stableOffsetMs(id: string, period: number | bigint): number

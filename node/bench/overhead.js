@@ -4,6 +4,13 @@
 // elsewhere lands on all alike. Overhead = time per call minus the bare `await noop()`
 // measured in the same round; the ratios are peer overhead / guards overhead.
 //
+// `floor` is the least any wrapper of a promise-returning call can cost: `fn()` and a
+// `.then` with a fulfilment and a rejection closure (what every contender does, at least),
+// with no guard at all. The parts of guards' own cost are measured beside it, in the same
+// run: one native call (a fast function that finds nothing to do), a permit taken and
+// given back (bulkhead: two native calls) and a breaker's (two native calls and two reads
+// of CLOCK_MONOTONIC), synchronously.
+//
 //   node bench/overhead.js [rounds] [callsPerRound]
 
 const g = require('..');
@@ -13,6 +20,10 @@ const cockatiel = require('cockatiel');
 const ROUNDS = Number(process.argv[2] || 9);
 const N = Number(process.argv[3] || 100_000);
 const noop = async () => 1;
+const ok = (v) => v;
+const fail = (e) => { throw e; };
+/** The floor: a wrapper that does nothing but wait for the promise (two fresh closures). */
+const floor = (fn) => { const t = 1; return fn().then((v) => ok(v, t), (e) => fail(e, t)); };
 
 const gBreaker = new g.CircuitBreaker();
 const gBulkhead = new g.Bulkhead({ maxConcurrent: 10 });
@@ -24,6 +35,9 @@ const ckRetry = cockatiel.retry(cockatiel.handleAll, { maxAttempts: 3, backoff: 
 const ckBulkhead = cockatiel.bulkhead(10, 0);
 
 const groups = {
+  floor: {
+    'no guard (.then)': () => floor(noop),
+  },
   breaker: {
     guards: () => gBreaker.execute(noop),
     opossum: () => opBreaker.fire(),
@@ -40,6 +54,20 @@ const groups = {
   },
 };
 
+const fastBulkhead = new g.Bulkhead({ maxConcurrent: 10 })._fast();
+const fastBreaker = new g.CircuitBreaker()._fast();
+const parts = {
+  'a permit taken and given back, bulkhead (2 native calls)': () => fastBulkhead.release(fastBulkhead.acquire()),
+  'a permit taken and reported, breaker (2 native calls, 2 clock reads)': () => fastBreaker.report(fastBreaker.acquire(), 0),
+  'one native call doing nothing (a made-up token handed back)': () => fastBulkhead.release(-1),
+};
+
+function timeSync(f) {
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < N; i++) f();
+  return Number(process.hrtime.bigint() - t0) / N;
+}
+
 async function time(f) {
   const t0 = process.hrtime.bigint();
   for (let i = 0; i < N; i++) await f();
@@ -51,6 +79,7 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.
 (async () => {
   const over = {};
   for (const [grp, cs] of Object.entries(groups)) for (const c of Object.keys(cs)) over[`${grp}/${c}`] = [];
+  const partTimes = Object.fromEntries(Object.keys(parts).map((k) => [k, []]));
   const bases = [];
   for (let r = -1; r < ROUNDS; r++) {          // round -1 warms up
     for (const [grp, cs] of Object.entries(groups)) {
@@ -60,16 +89,24 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.
         if (r >= 0) { over[`${grp}/${c}`].push(t - base); bases.push(base); }
       }
     }
+    for (const [k, f] of Object.entries(parts)) {
+      const t = timeSync(f);
+      if (r >= 0) partTimes[k].push(t);
+    }
   }
   console.log(`node ${process.version}; ${ROUNDS} rounds x ${N} calls; bare await noop(): median ${median(bases).toFixed(0)} ns`);
   console.log('overhead per call over the bare await (median of rounds, [min..max]):');
   for (const [grp, cs] of Object.entries(groups)) {
-    const gm = median(over[`${grp}/guards`]);
+    const gm = grp === 'floor' ? NaN : median(over[`${grp}/guards`]);
     for (const c of Object.keys(cs)) {
       const xs = over[`${grp}/${c}`];
       const m = median(xs);
-      const ratio = c === 'guards' ? '' : `  = ${(m / gm).toFixed(1)}x guards`;
+      const ratio = c === 'guards' || grp === 'floor' ? '' : `  = ${(m / gm).toFixed(1)}x guards`;
       console.log(`  ${grp.padEnd(9)} ${c.padEnd(19)} ${m.toFixed(0).padStart(6)} ns  [${Math.min(...xs).toFixed(0)}..${Math.max(...xs).toFixed(0)}]${ratio}`);
     }
+  }
+  console.log('parts of guards\' cost, synchronous, per call (median of rounds, [min..max]):');
+  for (const [k, xs] of Object.entries(partTimes)) {
+    console.log(`  ${k.padEnd(72)} ${median(xs).toFixed(0).padStart(5)} ns  [${Math.min(...xs).toFixed(0)}..${Math.max(...xs).toFixed(0)}]`);
   }
 })();

@@ -34,6 +34,8 @@ const DeadlineExceededError = def('DeadlineExceededError', 'GUARDS_DEADLINE_EXCE
 /** One attempt outlived its budget and was abandoned (its signal aborted). */
 const AttemptTimeoutError = def('AttemptTimeoutError', 'GUARDS_ATTEMPT_TIMEOUT', GuardsError);
 const PermitError = def('PermitError', 'GUARDS_PERMIT_ALREADY_REPORTED', GuardsError);
+/** A RetryDriver call in a phase where it means nothing (`call`, `phase`); nothing changed. */
+const RetryDriverError = def('RetryDriverError', 'GUARDS_RETRY_DRIVER_PHASE', GuardsError);
 const InternalError = def('InternalError', 'GUARDS_INTERNAL', GuardsError);
 
 const byKind = {
@@ -47,6 +49,7 @@ const byKind = {
   PERMIT_ALREADY_REPORTED: PermitError,
   PERMIT_WRONG_GUARD: PermitError,
   PERMIT_UNKNOWN: PermitError,
+  RETRY_DRIVER_PHASE: RetryDriverError,
   INTERNAL: InternalError,
 };
 
@@ -81,5 +84,5 @@ module.exports = {
   GuardsError, RejectedError, BreakerOpenError, BreakersFullError, BulkheadFullError,
   LimitExceededError, AdmissionRejectedError, QueueFullError, ThrottledError,
   BudgetExhaustedError, RetriesExhaustedError, DeadlineExceededError, AttemptTimeoutError,
-  PermitError, InternalError, badOption,
+  PermitError, RetryDriverError, InternalError, badOption,
 };

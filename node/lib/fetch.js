@@ -5,11 +5,13 @@
 const native = require('./native');
 const errors = require('./errors');
 const { Retry } = require('./retry');
-const { NUM } = require('./outcome');
-const { CHANGED } = require('./guards');
+const { NUM, classifyError } = require('./outcome');
+const guards = require('./guards');
+const { take } = require('./guarded');
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
 const MILLIS_HEADER = 'x-envoy-expected-rq-timeout-ms';
+const OWN = ['fetch', 'breakers', 'deadlineHeader', 'budget'];
 
 function hostKey(url) {
   try {
@@ -20,13 +22,31 @@ function hostKey(url) {
   }
 }
 
+/** A response's outcome and Retry-After, by core's HTTP rules. */
+function classifyResult(res) {
+  return native.classifyHttp(res.status, res.headers.get('retry-after') ?? undefined);
+}
+
+/** A response the policy retries is dropped: release its body (and its connection). */
+function releaseBody(info) {
+  const res = info.value;
+  if (res && res.body && typeof res.body.cancel === 'function' && !res.bodyUsed) {
+    res.body.cancel().catch(() => {});
+  }
+}
+
 /**
  * A `fetch` with guards. Options: the retry options (`maxAttempts`, `backoff`,
- * `honorRetryAfter`, `maxRetryAfter`, ...), `budget` (default: one per client),
- * `breakers` (a `KeyedBreakers`, default: one per client, keyed by `scheme://host:port`;
- * `null` for none), `attemptTimeoutMs`, `timeoutMs` (the whole call), `deadlineHeader`
- * (`'grpc'`: `grpc-timeout`; `'millis'`: `x-envoy-expected-rq-timeout-ms`; `null`: none),
- * `fetch` (the underlying fetch, default `globalThis.fetch`).
+ * `honorRetryAfter`, `maxRetryAfter`, `attemptTimeoutMs`, `timeoutMs`, `marginMs`, ...),
+ * `budget` (default: one per client; `null` for none), `breakers` (a `KeyedBreakers`,
+ * default: one per client, keyed by `scheme://host:port`; `null` for none),
+ * `deadlineHeader` (`'grpc'`: `grpc-timeout`; `'millis'`:
+ * `x-envoy-expected-rq-timeout-ms`; `null`: none), `fetch` (the underlying fetch, default
+ * `globalThis.fetch`).
+ *
+ * Per call, `init.signal` cancels the call (the attempt out is aborted, no retry) and
+ * `init.timeoutMs` narrows the client's `timeoutMs` for this call (the whole call,
+ * retries and waits included).
  *
  * Responses are classified by status (core's `classifyHttp`): 5xx, 408 and 429 are
  * retried, a 503/429 `Retry-After` is honoured; when the policy gives up on a response,
@@ -41,26 +61,37 @@ function createFetch(options = {}) {
   if (breakers !== undefined && breakers !== null && !(breakers instanceof native.KeyedBreakers)) {
     throw errors.badOption('TypeError', 'breakers', 'createFetch: `breakers` must be a KeyedBreakers or null');
   }
-  const keyed = breakers === undefined ? new native.KeyedBreakers({ slots: 64 }) : breakers;
-  const sharedBudget = budget === undefined ? new native.RetryBudget() : budget;
-  const idem = new Retry({ ...retryOptions, budget: sharedBudget, idempotency: 'idempotent', classifyResult });
-  const keyedSide = new Retry({ ...retryOptions, budget: sharedBudget, idempotency: 'keyed_side_effect', classifyResult });
-  const unkeyed = new Retry({ ...retryOptions, budget: sharedBudget, idempotency: 'unkeyed_side_effect', classifyResult });
+  if (budget !== undefined && budget !== null && !(budget instanceof native.RetryBudget)) {
+    throw errors.badOption('TypeError', 'budget', 'createFetch: `budget` must be a RetryBudget or null');
+  }
+  for (const k of ['classifyResult', 'onRetry', 'policy', 'idempotency']) {
+    if (retryOptions[k] !== undefined) throw errors.badOption('TypeError', k, `createFetch: \`${k}\` is the client's own (valid options: ${OWN.join(', ')} and the retry options)`);
+  }
+  const keyed = breakers === undefined ? new guards.KeyedBreakers({ slots: 64 }) : breakers;
+  const sharedBudget = budget === undefined ? new guards.RetryBudget() : (budget ?? undefined);
+  const plan = (idempotency) => new Retry({
+    ...retryOptions, budget: sharedBudget, idempotency, classifyResult, onRetry: releaseBody,
+  });
+  const idem = plan('idempotent');
+  const keyedSide = plan('keyed_side_effect');
+  const unkeyed = plan('unkeyed_side_effect');
 
   async function guardedFetch(input, init = {}) {
-    const url = typeof input === 'string' ? input : (input instanceof URL ? input.href : input.url);
+    if (init === null || typeof init !== 'object') throw errors.badOption('TypeError', 'init', 'fetch(input, init): init must be an object');
+    const url = typeof input === 'string' ? input : (input instanceof URL ? input.href : input && input.url);
     const key = hostKey(url);
     const method = String(init.method || (input && input.method) || 'GET').toUpperCase();
     const headers = new Headers(init.headers || (input && input.headers) || undefined);
-    const plan = IDEMPOTENT.has(method) ? idem : (headers.has('idempotency-key') ? keyedSide : unkeyed);
-    const callerSignal = init.signal || undefined;
-    return plan.execute(async ({ signal, budgetMs }) => {
-      let t = -1;
-      if (keyed) {
-        t = keyed._acquire(key);
-        if (t < 0) { keyed._lastRejection(key); throw new errors.BreakerOpenError(`the breaker for ${key} refused`); }
-        if (t >= CHANGED) t -= CHANGED;
-      }
+    const p = IDEMPOTENT.has(method) ? idem : (headers.has('idempotency-key') ? keyedSide : unkeyed);
+    const { timeoutMs, signal: callerSignal, ...rest } = init;
+    if (callerSignal !== undefined && callerSignal !== null && !(callerSignal instanceof AbortSignal)) {
+      throw errors.badOption('TypeError', 'signal', 'fetch: `init.signal` must be an AbortSignal');
+    }
+    const callOptions = {};
+    if (callerSignal) callOptions.signal = callerSignal;
+    if (timeoutMs !== undefined) callOptions.timeoutMs = timeoutMs;
+    return p.execute(async ({ signal, budgetMs }) => {
+      const report = keyed ? take(keyed, { key }) : null;
       const h = new Headers(headers);
       if (deadlineHeader !== null && Number.isFinite(budgetMs) && budgetMs < 86_400_000) {
         if (deadlineHeader === 'grpc') h.set('grpc-timeout', native.encodeGrpcTimeout(budgetMs));
@@ -68,15 +99,14 @@ function createFetch(options = {}) {
       }
       let res;
       try {
-        res = await baseFetch(url, { ...init, method, headers: h, signal });
+        res = await baseFetch(url, { ...rest, method, headers: h, signal: signal ?? callerSignal });
       } catch (err) {
-        if (t >= 0) keyed._report(t, NUM[outcomeOfError(err, signal, callerSignal)]);
+        if (report) report(NUM[outcomeOfError(err, signal, callerSignal)]);
         throw err;
       }
-      const c = native.classifyHttp(res.status, res.headers.get('retry-after') ?? undefined);
-      if (t >= 0) keyed._report(t, NUM[c.outcome]);
+      if (report) report(NUM[classifyResult(res).outcome]);
       return res;
-    }, { signal: callerSignal, timeoutMs: init.timeoutMs });
+    }, callOptions);
   }
 
   guardedFetch.breakers = keyed;
@@ -88,15 +118,7 @@ function createFetch(options = {}) {
 function outcomeOfError(err, attemptSignal, callerSignal) {
   if (callerSignal && callerSignal.aborted) return 'cancelled';
   if (attemptSignal && attemptSignal.aborted) return 'timeout';
-  const { classifyError } = require('./outcome');
   return classifyError(err).outcome;
-}
-
-/** A response's outcome; a retried response's body is released first. */
-function classifyResult(res) {
-  const c = native.classifyHttp(res.status, res.headers.get('retry-after') ?? undefined);
-  if (c.outcome === 'success' || c.outcome === 'permanent') return c;
-  return c;
 }
 
 module.exports = { createFetch };

@@ -17,7 +17,7 @@ const native = require('./native');
 const errors = require('./errors');
 const { NUM, classifyWith, refusalKindOf } = require('./outcome');
 const { Retry } = require('./retry');
-const { CHANGED } = require('./guards');
+const { CHANGED, fastOf } = require('./guards');
 
 const TIMEOUT = NUM.timeout;
 
@@ -30,33 +30,39 @@ function checkGuard(g, i) {
 
 /** Take guard `g` for one call: a function reporting the outcome number, or throws. */
 function take(g, opts) {
+  if (typeof g._guard === 'function') return g._guard(opts);
   if (g instanceof native.CircuitBreaker) {
-    let t = g._acquire();
+    const f = fastOf(g);
+    let t = f.acquire();
     if (t < 0) { g._lastRejection(); throw new errors.BreakerOpenError('the circuit breaker is open'); }
     if (t >= CHANGED) t -= CHANGED;
-    return (o) => { g._report(t, o); };
+    return (o) => { f.report(t, o); };
   }
   if (g instanceof native.KeyedBreakers) {
     const key = opts.key;
-    let t = g._acquire(key);
+    const f = fastOf(g);
+    let t = f.acquire(key);
     if (t < 0) { g._lastRejection(key); throw new errors.BreakerOpenError(`the breaker for ${key} refused`); }
     if (t >= CHANGED) t -= CHANGED;
-    return (o) => { g._report(t, o); };
+    return (o) => { f.report(t, o); };
   }
   if (g instanceof native.Bulkhead) {
-    const t = g._acquire();
+    const f = fastOf(g);
+    const t = f.acquire();
     if (t < 0) { g._lastRejection(); throw new errors.BulkheadFullError('the bulkhead is full'); }
-    return () => { g._release(t); };
+    return () => { f.release(t); };
   }
   if (g instanceof native.Limiter) {
-    const t = g._acquire(opts.priority ?? 0);
+    const f = fastOf(g);
+    const t = f.acquire(opts.priority ?? 0);
     if (t < 0) { g._lastRejection(); throw new errors.LimitExceededError('the limiter refused the call'); }
-    return (o) => { g._report(t, o); };
+    return (o) => { f.report(t, o); };
   }
   if (g instanceof native.Admission) {
-    const t = g._acquire(opts.priority ?? 1);
+    const f = fastOf(g);
+    const t = f.acquire(opts.priority ?? 1);
     if (t < 0) { g._lastRejection(); throw new errors.AdmissionRejectedError('admission refused the call'); }
-    return (o) => { g._report(t, o); };
+    return (o) => { f.report(t, o); };
   }
   // AdaptiveThrottle: may refuse locally; told whether the backend accepted the call.
   if (g.shouldReject()) {
@@ -66,7 +72,7 @@ function take(g, opts) {
   }
   return (o) => { g.report(NAMES[o]); };
 }
-const NAMES = Object.keys(NUM);
+const NAMES = Object.keys(NUM).sort((a, b) => NUM[a] - NUM[b]);
 
 class Guarded extends EventEmitter {
   #guards; #opts; #retry; #brownout; #fallback; #hasFallback; #timeoutMs; #classify;
@@ -186,4 +192,4 @@ function guarded(guards, options) {
   return new Guarded(guards, options);
 }
 
-module.exports = { Guarded, guarded };
+module.exports = { Guarded, guarded, take };

@@ -1,24 +1,52 @@
 'use strict';
 // The native guards, subclassed: promise-returning `execute`, events, and placement in a
 // SharedArrayBuffer for worker threads. Every decision is the native guard's.
+//
+// Hot paths call the guard's fast functions (`_fast()`: plain Node-API functions bound to
+// the guard, see node/src/fast.rs), kept in private fields: one native call to take a
+// permit, one to report it.
 
 const { EventEmitter } = require('node:events');
 const native = require('./native');
 const errors = require('./errors');
 const { NUM, classifyWith } = require('./outcome');
 
-const CHANGED = 2 ** 52;
+const CHANGED = native.FAST_CHANGED;
 const SUCCESS = NUM.success;
+const EVENTS_WORD = native.SHARED_EVENTS_WORD;
+const STATES = ['closed', 'open', 'half_open'];
+/** How often (ms) an idle cross-thread watcher checks that it still has listeners. */
+const WATCH_RECHECK_MS = 1000;
 
-/** Events: an EventEmitter per guard, created on first use. */
-function withEvents(Base) {
+const FAST = Symbol('guards.fast');
+
+/** The fast functions of native guard `g` (made once per object). */
+function fastOf(g) {
+  let f = g[FAST];
+  if (f === undefined) {
+    f = g._fast();
+    Object.defineProperty(g, FAST, { value: f });
+  }
+  return f;
+}
+
+/**
+ * Events: an EventEmitter per guard, created on first use. For a guard in a
+ * SharedArrayBuffer, a thread that sees the guard change bumps the buffer's event word and
+ * wakes the others (`Atomics.notify`); each thread with listeners for `watched` events
+ * waits on the word (`Atomics.waitAsync`, which keeps no thread alive) and, woken, emits
+ * what changed as it sees it (`_poll`). So every thread sharing the guard hears every
+ * change, from its own event loop.
+ */
+function withEvents(Base, watched = []) {
   return class extends Base {
     #emitter = null;
+    #watching = false;
     get events() { return this.#emitter || (this.#emitter = new EventEmitter()); }
     /** Listen to `event` ('stateChange', 'limitChange', ...). */
-    on(event, listener) { this.events.on(event, listener); return this; }
+    on(event, listener) { this.events.on(event, listener); this.#watch(event); return this; }
     /** Listen once. */
-    once(event, listener) { this.events.once(event, listener); return this; }
+    once(event, listener) { this.events.once(event, listener); this.#watch(event); return this; }
     /** Stop listening. */
     off(event, listener) { if (this.#emitter) this.#emitter.off(event, listener); return this; }
     /** @internal */
@@ -26,6 +54,38 @@ function withEvents(Base) {
       const em = this.#emitter;
       if (!em || em.listenerCount(event) === 0) return;
       try { em.emit(event, payload); } catch (err) { process.emitWarning(err); }
+    }
+    /** @internal This thread saw the guard change: wake the other threads sharing it. */
+    _notify() {
+      const mem = this.sharedMemory;
+      if (mem === undefined) return;
+      const w = new Int32Array(mem, 0, 8);
+      Atomics.add(w, EVENTS_WORD, 1);
+      Atomics.notify(w, EVENTS_WORD);
+    }
+    #listening() {
+      const em = this.#emitter;
+      return em !== null && watched.some((e) => em.listenerCount(e) > 0);
+    }
+    #watch(event) {
+      if (this.#watching || !watched.includes(event) || this.sharedMemory === undefined) return;
+      this.#watching = true;
+      const w = new Int32Array(this.sharedMemory, 0, 8);
+      const loop = async () => {
+        try {
+          while (this.#listening()) {
+            const seen = Atomics.load(w, EVENTS_WORD);
+            this._poll();
+            const r = Atomics.waitAsync(w, EVENTS_WORD, seen, WATCH_RECHECK_MS);
+            if (r.async) await r.value;
+          }
+        } catch (err) {
+          process.emitWarning(err);
+        } finally {
+          this.#watching = false;
+        }
+      };
+      loop();
     }
   };
 }
@@ -59,7 +119,10 @@ function outcomeOf(classify, err) {
   return NUM[classifyWith(classify, err).outcome];
 }
 
-/** Run `fn` between a fast-path acquire (token `t`) and `done(t, outcome number)`. */
+/**
+ * Run `fn` between a fast-path acquire (token `t`) and `done(t, outcome number)`: a value
+ * or a promise; a synchronous throw is reported and becomes a rejection.
+ */
 function run(fn, t, done, classify) {
   let p;
   try {
@@ -78,20 +141,50 @@ function run(fn, t, done, classify) {
   );
 }
 
-class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker), native.CircuitBreaker) {
-  #state = 'closed';
+function checkFn(fn) {
+  if (typeof fn !== 'function') throw errors.badOption('TypeError', 'fn', `execute(fn): fn must be a function, not ${fn === null ? 'null' : typeof fn}`);
+}
+
+function classifyOption(options) {
+  if (options === undefined || options === null) return undefined;
+  if (typeof options !== 'object') throw errors.badOption('TypeError', 'options', 'execute(fn, options): options must be an object');
+  const c = options.classify;
+  if (c !== undefined && typeof c !== 'function') throw errors.badOption('TypeError', 'classify', 'execute: `classify` must be a function');
+  return c;
+}
+
+class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker, ['stateChange']), native.CircuitBreaker) {
+  #acquire; #report;
+  #state;
   #done = (t, outcome) => {
-    const r = this._report(t, outcome);
-    if (r >= CHANGED) this.#changed();
+    const r = this.#report(t, outcome);
+    if (r >= CHANGED) this.#changed(STATES[r - CHANGED]);
   };
 
-  #changed() {
-    const to = this.state();
-    if (to !== this.#state) {
-      const from = this.#state;
-      this.#state = to;
-      this._emit('stateChange', { from, to, breaker: this });
-    }
+  constructor(options, shared) {
+    super(options, shared);
+    const f = fastOf(this);
+    this.#acquire = f.acquire;
+    this.#report = f.report;
+    this.#state = this.status().state;
+  }
+
+  #changed(to) {
+    this.#emitState(to ?? this.status().state);
+    this._notify();
+  }
+
+  #emitState(to) {
+    if (to === this.#state) return;
+    const from = this.#state;
+    this.#state = to;
+    this._emit('stateChange', { from, to, breaker: this });
+  }
+
+  /** @internal Woken by another thread: emit what changed. */
+  _poll() {
+    this._sync();
+    this.#emitState(this.status().state);
   }
 
   /**
@@ -100,10 +193,35 @@ class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker), nati
    * classified: another guard's refusal and programming errors are not failures).
    */
   execute(fn, options) {
-    let t = this._acquire();
+    checkFn(fn);
+    const classify = options === undefined ? undefined : classifyOption(options);
+    let t = this.#acquire();
     if (t < 0) return Promise.reject(this.#refusal(t));
     if (t >= CHANGED) { t -= CHANGED; this.#changed(); }
-    return run(fn, t, this.#done, options && options.classify);
+    // `run`, written out: this call site sees only this class's closures
+    let p;
+    try {
+      p = fn();
+    } catch (err) {
+      this.#done(t, outcomeOf(classify, err));
+      return Promise.reject(err);
+    }
+    if (p === null || typeof p !== 'object' || typeof p.then !== 'function') {
+      this.#done(t, SUCCESS);
+      return Promise.resolve(p);
+    }
+    return p.then(
+      (v) => { this.#done(t, SUCCESS); return v; },
+      (err) => { this.#done(t, outcomeOf(classify, err)); throw err; },
+    );
+  }
+
+  /** @internal For `guarded`: take a permit (or throw the refusal); returns its report. */
+  _guard() {
+    let t = this.#acquire();
+    if (t < 0) throw this.#refusal(t);
+    if (t >= CHANGED) { t -= CHANGED; this.#changed(); }
+    return (o) => this.#done(t, o);
   }
 
   #refusal(t) {
@@ -113,56 +231,194 @@ class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker), nati
   }
 }
 
-class KeyedBreakers extends withEvents(native.KeyedBreakers) {
+class KeyedBreakers extends withSharing(withEvents(native.KeyedBreakers, ['stateChange']), native.KeyedBreakers) {
+  #acquire; #report;
+  /** Key strings by key (bigint), for events heard from other threads. */
+  #names = new Map();
+
+  constructor(options, shared) {
+    super(options, shared);
+    const f = fastOf(this);
+    this.#acquire = f.acquire;
+    this.#report = f.report;
+  }
+
+  #changed(key) {
+    const keyId = native.KeyedBreakers.keyOf(key);
+    if (this.#names.size < 1024) this.#names.set(keyId, key);
+    this._emit('stateChange', { key, keyId, to: this.state(key), breakers: this });
+    this._notify();
+  }
+
+  /** @internal Woken by another thread: emit what changed. */
+  _poll() {
+    for (const [keyId, to] of this._changes()) {
+      this._emit('stateChange', { key: this.#names.get(keyId) ?? null, keyId, to, breakers: this });
+    }
+  }
+
   /** Run `fn` through the breaker of `key` (see `CircuitBreaker.execute`). */
   execute(key, fn, options) {
-    let t = this._acquire(key);
+    if (typeof key !== 'string') throw errors.badOption('TypeError', 'key', `execute(key, fn): key must be a string, not ${typeof key}`);
+    checkFn(fn);
+    const classify = options === undefined ? undefined : classifyOption(options);
+    let t = this.#acquire(key);
     if (t < 0) {
       try { this._lastRejection(key); } catch (e) { return Promise.reject(e); }
       return Promise.reject(new errors.BreakerOpenError(`the circuit breaker for ${key} refused`));
     }
-    if (t >= CHANGED) { t -= CHANGED; this._emit('stateChange', { key, to: this.state(key) }); }
+    if (t >= CHANGED) { t -= CHANGED; this.#changed(key); }
     return run(fn, t, (tok, outcome) => {
-      const r = this._report(tok, outcome);
-      if (r >= CHANGED) this._emit('stateChange', { key, to: this.state(key) });
-    }, options && options.classify);
+      if (this.#report(tok, outcome) >= CHANGED) this.#changed(key);
+    }, classify);
+  }
+
+  /** @internal For `guarded`: take a permit for `opts.key` (or throw); returns its report. */
+  _guard(opts) {
+    const key = opts.key;
+    let t = this.#acquire(key);
+    if (t < 0) {
+      this._lastRejection(key);
+      throw new errors.BreakerOpenError(`the circuit breaker for ${key} refused`);
+    }
+    if (t >= CHANGED) { t -= CHANGED; this.#changed(key); }
+    return (o) => { if (this.#report(t, o) >= CHANGED) this.#changed(key); };
   }
 }
 
 class Bulkhead extends withSharing(withEvents(native.Bulkhead), native.Bulkhead) {
-  #release = (t) => { this._release(t); };
+  #acquire; #release;
+  #done = (t) => { this.#release(t); };
+
+  constructor(options, shared) {
+    super(options, shared);
+    const f = fastOf(this);
+    this.#acquire = f.acquire;
+    this.#release = f.release;
+  }
+
   /** Run `fn` holding a slot; `BulkheadFullError` at the cap, without calling it. */
   execute(fn) {
-    const t = this._acquire();
+    checkFn(fn);
+    const t = this.#acquire();
     if (t < 0) {
       try { this._lastRejection(); } catch (e) { return Promise.reject(e); }
       return Promise.reject(new errors.BulkheadFullError('the bulkhead is full'));
     }
-    return run(fn, t, this.#release);
+    // `run`, written out: this call site sees only this class's closures
+    const release = this.#release;
+    let p;
+    try {
+      p = fn();
+    } catch (err) {
+      release(t);
+      return Promise.reject(err);
+    }
+    if (p === null || typeof p !== 'object' || typeof p.then !== 'function') {
+      release(t);
+      return Promise.resolve(p);
+    }
+    return p.then(
+      (v) => { release(t); return v; },
+      (err) => { release(t); throw err; },
+    );
   }
+
+  /** @internal For `guarded`: take a slot (or throw); returns its release. */
+  _guard() {
+    const t = this.#acquire();
+    if (t < 0) {
+      this._lastRejection();
+      throw new errors.BulkheadFullError('the bulkhead is full');
+    }
+    return () => this.#done(t);
+  }
+
+  /** @internal */
+  _poll() {}
 }
 
-class Limiter extends withSharing(withEvents(native.Limiter), native.Limiter) {
-  #limit = this.limit;
+class Limiter extends withSharing(withEvents(native.Limiter, ['limitChange']), native.Limiter) {
+  #acquire; #report;
+  #limit;
   #done = (t, outcome) => {
-    const l = this._report(t, outcome);
-    if (l >= 0 && l !== this.#limit) {
-      const from = this.#limit;
-      this.#limit = l;
-      this._emit('limitChange', { from, to: l, limiter: this });
-    }
+    const l = this.#report(t, outcome);
+    if (l >= 0 && l !== this.#limit) { this.#emitLimit(l); this._notify(); }
   };
+
+  constructor(options, shared) {
+    super(options, shared);
+    const f = fastOf(this);
+    this.#acquire = f.acquire;
+    this.#report = f.report;
+    this.#limit = this.limit;
+  }
+
+  #emitLimit(l) {
+    if (l === this.#limit) return;
+    const from = this.#limit;
+    this.#limit = l;
+    this._emit('limitChange', { from, to: l, limiter: this });
+  }
+
+  /** @internal Woken by another thread: emit what changed. */
+  _poll() { this.#emitLimit(this.limit); }
+
   /** Run `fn` under the limit (`options.priority`, 0..7); `LimitExceededError` when refused. */
   execute(fn, options) {
-    const t = this._acquire(options && options.priority !== undefined ? options.priority : 0);
+    checkFn(fn);
+    const classify = options === undefined ? undefined : classifyOption(options);
+    const p = options && options.priority !== undefined ? options.priority : 0;
+    const t = this.#acquire(p);
     if (t < 0) {
       try { this._lastRejection(); } catch (e) { return Promise.reject(e); }
+      return Promise.reject(new errors.LimitExceededError('the limiter refused the call'));
     }
-    return run(fn, t, this.#done, options && options.classify);
+    return run(fn, t, this.#done, classify);
+  }
+
+  /** @internal For `guarded`: take a permit at `opts.priority` (or throw); returns its report. */
+  _guard(opts) {
+    const t = this.#acquire(opts.priority ?? 0);
+    if (t < 0) {
+      this._lastRejection();
+      throw new errors.LimitExceededError('the limiter refused the call');
+    }
+    return (o) => this.#done(t, o);
   }
 }
 
-class Admission extends withSharing(withEvents(native.Admission), native.Admission) {}
-class RetryBudget extends withSharing(native.RetryBudget, native.RetryBudget) {}
+class Admission extends withSharing(withEvents(native.Admission, ['limitChange']), native.Admission) {
+  #limit = this.limit;
 
-module.exports = { CircuitBreaker, KeyedBreakers, Bulkhead, Limiter, Admission, RetryBudget, withEvents, CHANGED, run };
+  /** @internal The middleware's report returned `l` (the limit, -2 without one). */
+  _limitSeen(l) {
+    const to = l === -2 ? null : l;
+    if (l >= 0 && to !== this.#limit) { this.#emitLimit(to); this._notify(); }
+  }
+
+  #emitLimit(to) {
+    if (to === this.#limit) return;
+    const from = this.#limit;
+    this.#limit = to;
+    this._emit('limitChange', { from, to, admission: this });
+  }
+
+  /** @internal Woken by another thread: emit what changed. */
+  _poll() { this.#emitLimit(this.limit); }
+}
+
+/** The sharing a class gets from the layer, for the native classes without an `execute`. */
+class RetryBudget extends withSharing(native.RetryBudget, native.RetryBudget) {}
+class RetryPolicy extends withSharing(native.RetryPolicy, native.RetryPolicy) {}
+class Hedging extends withSharing(native.Hedging, native.Hedging) {}
+class LatencyTracker extends withSharing(native.LatencyTracker, native.LatencyTracker) {}
+class AdaptiveThrottle extends withSharing(native.AdaptiveThrottle, native.AdaptiveThrottle) {}
+class Brownout extends withSharing(native.Brownout, native.Brownout) {}
+class Backoff extends withSharing(native.Backoff, native.Backoff) {}
+
+module.exports = {
+  CircuitBreaker, KeyedBreakers, Bulkhead, Limiter, Admission, RetryBudget, RetryPolicy,
+  Hedging, LatencyTracker, AdaptiveThrottle, Brownout, Backoff,
+  withEvents, fastOf, CHANGED, run, checkFn,
+};

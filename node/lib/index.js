@@ -1,6 +1,6 @@
 'use strict';
 // guards for Node: overload guards on the lock-free Rust core of this repository.
-// See node/README.md.
+// See node/README.md; the types are in index.d.ts.
 
 const native = require('./native');
 const errors = require('./errors');
@@ -20,15 +20,18 @@ module.exports = {
   Limiter: guards.Limiter,
   Admission: guards.Admission,
   RetryBudget: guards.RetryBudget,
-  RetryPolicy: native.RetryPolicy,
+  RetryPolicy: guards.RetryPolicy,
+  Hedging: guards.Hedging,
+  LatencyTracker: guards.LatencyTracker,
+  AdaptiveThrottle: guards.AdaptiveThrottle,
+  Brownout: guards.Brownout,
+  BrownoutTable: native.BrownoutTable,
+  Backoff: guards.Backoff,
   RetryDriver: native.RetryDriver,
-  Backoff: native.Backoff,
+  RetryReceipt: native.RetryReceipt,
   Deadline: native.Deadline,
-  Hedging: native.Hedging,
-  LatencyTracker: native.LatencyTracker,
-  AdaptiveThrottle: native.AdaptiveThrottle,
   QueueDiscipline: native.QueueDiscipline,
-  Brownout: native.Brownout,
+  Limit: native.Limit,
   // the idiomatic layer
   Retry, retry, Guarded, guarded, createFetch,
   httpAdmission: middleware.httpAdmission,
@@ -40,13 +43,18 @@ module.exports = {
   OUTCOMES,
   // functions of the core
   nowNs: native.nowNs,
+  outcomeVerdicts: native.outcomeVerdicts,
   classifyHttp: native.classifyHttp,
   parseRetryAfter: native.parseRetryAfter,
+  parseHttpDate: native.parseHttpDate,
   outcomeOfStatus: native.outcomeOfStatus,
   formatHttpDate: native.formatHttpDate,
   encodeGrpcTimeout: native.encodeGrpcTimeout,
   parseGrpcTimeout: native.parseGrpcTimeout,
+  encodeMillis: native.encodeMillis,
+  parseMillis: native.parseMillis,
   stableOffsetMs: native.stableOffsetMs,
+  nextStableRun: native.nextStableRun,
   configSchema: native.configSchema,
   version: native.nativeVersion(),
   // errors

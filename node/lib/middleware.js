@@ -6,6 +6,7 @@
 const native = require('./native');
 const errors = require('./errors');
 const { NUM } = require('./outcome');
+const { fastOf } = require('./guards');
 
 const DEFAULT_EXEMPT = ['/health', '/healthz', '/livez', '/readyz', '/ready'];
 const PRIORITY_NAMES = { critical_plus: 0, critical: 1, sheddable_plus: 2, sheddable: 3 };
@@ -40,6 +41,11 @@ function makeDoor(admission, options = {}) {
     throw errors.badOption('TypeError', 'priority', 'admission middleware: `priority` must be a function of the request, a header name or a number 0..7');
   }
   const exempt = new Set(options.exempt ?? DEFAULT_EXEMPT);
+  if (options.onReject !== undefined && typeof options.onReject !== 'function') {
+    throw errors.badOption('TypeError', 'onReject', 'admission middleware: `onReject` must be a function');
+  }
+  const f = fastOf(admission);
+  const limitSeen = typeof admission._limitSeen === 'function' ? (l) => admission._limitSeen(l) : () => {};
   const stats = { requests: 0, exempt: 0, admitted: 0, rejected: 0, overloaded: 0, disconnected: 0, errors: 0 };
 
   function priorityOf(req) {
@@ -54,10 +60,10 @@ function makeDoor(admission, options = {}) {
   function admit(req, res) {
     stats.requests++;
     if (exempt.has(pathOf(req.url || '/'))) { stats.exempt++; return () => {}; }
-    const t = admission._acquire(priorityOf(req));
+    const t = f.acquire(priorityOf(req));
     if (t < 0) {
       stats.rejected++;
-      const secs = admission._retryAfterSecs();
+      const secs = f.retryAfterSecs();
       if (!res.headersSent) {
         res.statusCode = 503;
         res.setHeader('Retry-After', String(Math.max(1, Math.ceil(secs))));
@@ -73,7 +79,7 @@ function makeDoor(admission, options = {}) {
     const release = (outcome) => {
       if (done) return;
       done = true;
-      admission._report(t, outcome);
+      limitSeen(f.report(t, outcome));
     };
     res.once('finish', () => {
       const s = res.statusCode;

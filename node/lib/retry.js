@@ -1,11 +1,23 @@
 'use strict';
 // retry(fn, options): the retry loop on core's RetryDriver. This file only sleeps, calls,
 // times attempts out and classifies; the driver decides every step.
+//
+// A `Retry` plan keeps its drivers in a native pool (`RetryDrivers`) by slot number and
+// drives them through fast functions: no native object is built per call. A plan without
+// a deadline, a time limit, an attempt timeout or a budget starts nothing before the
+// first attempt (without those, `start` decides nothing): the attempt runs at once and
+// one native call (`settle`) starts the driver and reports the attempt together, so a
+// first-attempt success costs one native call.
+//
+// Step codes of the fast functions (node/src/retry_driver.rs): >= 0 an attempt's budget
+// in ms; -1 gave up (the reason from `_reason(slot)`); -2 succeeded; <= -3 wait
+// `-code - 3` ms.
 
 const { EventEmitter } = require('node:events');
 const native = require('./native');
 const errors = require('./errors');
 const { NUM, classifyWith } = require('./outcome');
+const { fastOf } = require('./guards');
 
 const POLICY_KEYS = new Set([
   'maxAttempts', 'retryTimeouts', 'retryConnectionErrors', 'retryOtherTransient',
@@ -16,6 +28,10 @@ const OWN_KEYS = new Set([
   'policy', 'budget', 'timeoutMs', 'deadline', 'attemptTimeoutMs', 'marginMs',
   'idempotency', 'classify', 'classifyResult', 'onRetry', 'signal', 'name',
 ]);
+const SUCCESS = NUM.success;
+const TIMEOUT = NUM.timeout;
+const GAVE_UP = -1;
+const SUCCEEDED = -2;
 
 function sleep(ms, signal) {
   return new Promise((resolve, reject) => {
@@ -42,12 +58,18 @@ function giveUpError(reason, attempts, cause) {
   return e;
 }
 
+function isThenable(p) {
+  return p !== null && typeof p === 'object' && typeof p.then === 'function';
+}
+
 /**
  * A retry plan, built once and shared: `new Retry(options).execute(fn)`. `fn` gets
  * `{ signal, attempt, budgetMs }` and may return a promise or a value.
  */
 class Retry extends EventEmitter {
-  #policy; #budget; #driverOptions; #classify; #classifyResult; #onRetry; #timed;
+  #policy; #budget; #classify; #classifyResult; #onRetry; #timed;
+  #drivers; #settle; #begin; #report; #resume; #quick; #quickInfo;
+  #free = []; #slots = 0;
   #stats = { calls: 0, attempts: 0, retries: 0, successes: 0, failures: 0, attemptTimeouts: 0, cancelled: 0 };
 
   constructor(options = {}) {
@@ -75,6 +97,9 @@ class Retry extends EventEmitter {
     for (const k of ['classify', 'classifyResult', 'onRetry']) {
       if (options[k] !== undefined && typeof options[k] !== 'function') throw errors.badOption('TypeError', k, `retry: \`${k}\` must be a function`);
     }
+    if (options.signal !== undefined) {
+      throw errors.badOption('TypeError', 'signal', 'new Retry(options): `signal` belongs to one call: pass it to execute(fn, { signal })');
+    }
     this.#budget = options.budget;
     this.#classify = options.classify;
     this.#classifyResult = options.classifyResult;
@@ -84,10 +109,18 @@ class Retry extends EventEmitter {
       if (options[k] !== undefined) d[k] = options[k];
     }
     if (this.#budget) d.budget = this.#budget;
-    this.#driverOptions = d;
+    // Validates the driver options now (a bad one throws here, naming it).
+    this.#drivers = new native.RetryDrivers(this.#policy, d);
+    const f = fastOf(this.#drivers);
+    this.#settle = f.settle;
+    this.#begin = f.begin;
+    this.#report = f.report;
+    this.#resume = f.resume;
     this.#timed = d.timeoutMs !== undefined || d.deadline !== undefined || d.attemptTimeoutMs !== undefined;
-    // Validate the driver options now (a bad one throws here, naming it).
-    new native.RetryDriver(this.#policy, d);
+    this.#quick = this.#drivers.settles && !this.#timed;
+    if (this.#quick) {
+      this.#quickInfo = Object.freeze({ signal: undefined, attempt: 1, budgetMs: this.#drivers.firstBudgetMs });
+    }
   }
 
   /** The native policy. */
@@ -97,107 +130,186 @@ class Retry extends EventEmitter {
   /** Counters of this plan's calls. */
   stats() { return { ...this.#stats, policy: this.#policy.stats() }; }
 
+  #take() { return this.#free.length > 0 ? this.#free.pop() : this.#slots++; }
+  #give(slot) { this.#free.push(slot); }
+
   /**
    * Run `fn` with retries. `options.signal` cancels everything (the attempt out is aborted
    * and the wait stopped); `options.deadline` / `options.timeoutMs` narrow the plan's.
    */
-  async execute(fn, options) {
-    if (typeof fn !== 'function') throw errors.badOption('TypeError', 'fn', 'retry: fn must be a function');
-    const signal = options && options.signal;
-    let dopts = this.#driverOptions;
-    if (options && (options.deadline !== undefined || options.timeoutMs !== undefined)) {
-      dopts = { ...dopts };
-      if (options.deadline !== undefined) dopts.deadline = dopts.deadline === undefined ? options.deadline : (options.deadline < dopts.deadline ? options.deadline : dopts.deadline);
-      if (options.timeoutMs !== undefined) dopts.timeoutMs = Math.min(options.timeoutMs, dopts.timeoutMs ?? Infinity);
+  execute(fn, options) {
+    if (typeof fn !== 'function') return Promise.reject(errors.badOption('TypeError', 'fn', 'retry: fn must be a function'));
+    if (options === undefined && this.#quick) return this.#first(fn);
+    if (options !== undefined && (options === null || typeof options !== 'object')) {
+      return Promise.reject(errors.badOption('TypeError', 'options', 'execute(fn, options): options must be an object'));
     }
-    const timed = this.#timed || dopts !== this.#driverOptions;
-    const d = new native.RetryDriver(this.#policy, dopts);
+    const signal = options ? options.signal : undefined;
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      return Promise.reject(errors.badOption('TypeError', 'signal', 'execute: `signal` must be an AbortSignal'));
+    }
+    const narrowed = options !== undefined && (options.deadline !== undefined || options.timeoutMs !== undefined);
+    if (!narrowed && signal === undefined && this.#quick) return this.#first(fn);
+    return this.#loop(fn, signal, narrowed ? options : undefined);
+  }
+
+  /** A plan that settles: the first attempt at once, then one native call. */
+  #first(fn) {
     const st = this.#stats;
     st.calls++;
-    if (signal && signal.aborted) { d.cancel(); st.cancelled++; throw signal.reason; }
-    let budgetMs = d._start();
-    if (budgetMs === -1) throw giveUpError(d.giveUpReason, 0, undefined);
-    for (;;) {
-      const attempt = d.attempts;
-      st.attempts++;
-      let value, err, failed = false, timedOut = false;
-      const ac = (timed || signal) ? new AbortController() : null;
-      try {
-        if (ac === null) {
-          value = await fn({ signal: undefined, attempt, budgetMs });
-        } else {
-          value = await this.#attempt(fn, ac, signal, attempt, budgetMs, timed);
+    st.attempts++;
+    let p;
+    try {
+      p = fn(this.#quickInfo);
+    } catch (e) {
+      return this.#afterFirst(fn, undefined, e, true);
+    }
+    if (!isThenable(p)) return this.#afterFirst(fn, p, undefined, false);
+    return p.then(
+      (v) => this.#afterFirst(fn, v, undefined, false),
+      (e) => this.#afterFirst(fn, undefined, e, true),
+    );
+  }
+
+  #afterFirst(fn, value, err, failed) {
+    let outcome = 'success';
+    let r;
+    const slot = this.#free.length > 0 ? this.#free[this.#free.length - 1] : this.#slots;
+    if (!failed && this.#classifyResult === undefined) {
+      r = this.#settle(slot, SUCCESS, -1);
+    } else {
+      let ra;
+      [outcome, ra] = this.#classified(value, err, failed, false);
+      r = this.#settle(slot, NUM[outcome], ra);
+    }
+    if (r === SUCCEEDED) {
+      this.#stats.successes++;
+      return failed ? Promise.reject(err) : value;
+    }
+    // the driver went on in `slot`: it is taken now
+    if (this.#take() !== slot) throw new errors.InternalError('retry: slot bookkeeping');
+    return this.#continue(fn, slot, r, 1, value, err, failed, outcome, undefined);
+  }
+
+  /** `[outcome, retryAfterMs]` of an attempt that gave `value` or threw `err`. */
+  #classified(value, err, failed, timedOut) {
+    if (!failed) {
+      if (this.#classifyResult === undefined) return ['success', -1];
+      const c = this.#classifyResult(value);
+      return [c ? c.outcome : 'success', c && c.retryAfterMs != null ? c.retryAfterMs : -1];
+    }
+    if (timedOut) return ['timeout', -1];
+    const c = classifyWith(this.#classify, err);
+    return [c.outcome, c.retryAfterMs != null ? c.retryAfterMs : -1];
+  }
+
+  /** The general loop: begin (the driver starts before the first attempt), attempts. */
+  async #loop(fn, signal, narrowed) {
+    const st = this.#stats;
+    st.calls++;
+    if (signal && signal.aborted) { st.cancelled++; throw signal.reason; }
+    const slot = this.#take();
+    let r;
+    try {
+      r = narrowed === undefined
+        ? this.#begin(slot)
+        : this.#drivers._beginWith(slot, narrowed.deadline ?? null, narrowed.timeoutMs ?? null);
+    } catch (e) {
+      this.#give(slot);
+      throw e;
+    }
+    if (r === GAVE_UP) {
+      const reason = this.#drivers._reason(slot);
+      this.#give(slot);
+      throw giveUpError(reason, 0, undefined);
+    }
+    return this.#continue(fn, slot, r, 0, undefined, undefined, false, undefined, signal, undefined);
+  }
+
+  /**
+   * Go on from step code `r` of the driver in `slot` (`attempts` made so far; the last
+   * one gave `value` or threw `err`) until the driver says succeeded or give up.
+   */
+  async #continue(fn, slot, r, attempts, value, err, failed, outcome, signal) {
+    const st = this.#stats;
+    const timed = this.#timed;
+    try {
+      for (;;) {
+        if (r <= -3) {
+          // wait, then resume (a timer may fire a little before the monotonic clock
+          // reaches the instant: then wait out the rest)
+          let waitMs = -r - 3;
+          st.retries++;
+          const info = { attempt: attempts, outcome, error: err, value, delayMs: waitMs, retry: this };
+          if (this.#onRetry) this.#onRetry(info);
+          if (this.listenerCount('retry')) this.emit('retry', info);
+          for (;;) {
+            try {
+              await sleep(waitMs, signal);
+            } catch (e) {
+              this.#drivers._cancel(slot);
+              st.cancelled++;
+              throw e;
+            }
+            r = this.#resume(slot);
+            if (r > -3) break;
+            waitMs = Math.max(1, -r - 3);
+          }
         }
-      } catch (e) {
-        failed = true;
-        err = e;
-        if (e && e.code === 'GUARDS_ATTEMPT_TIMEOUT') { timedOut = true; st.attemptTimeouts++; }
-      }
-      if (failed && signal && signal.aborted) {
-        d.cancel();
-        st.cancelled++;
-        throw signal.reason;
-      }
-      let outcome, retryAfterMs;
-      if (!failed) {
-        if (this.#classifyResult) {
-          const c = this.#classifyResult(value);
-          outcome = c ? c.outcome : 'success';
-          retryAfterMs = c && c.retryAfterMs != null ? c.retryAfterMs : -1;
-        } else {
-          outcome = 'success';
-          retryAfterMs = -1;
+        if (r === SUCCEEDED) {
+          st.successes++;
+          return value;
         }
-      } else {
-        const c = timedOut ? { outcome: 'timeout', retryAfterMs: null } : classifyWith(this.#classify, err);
-        outcome = c.outcome;
-        retryAfterMs = c.retryAfterMs != null ? c.retryAfterMs : -1;
-      }
-      let r = d._report(NUM[outcome], retryAfterMs);
-      if (r === -2) {
-        st.successes++;
-        return value;
-      }
-      if (r === -3) {
-        const waitMs = d.waitMs;
-        st.retries++;
-        const info = { attempt, outcome, error: err, delayMs: waitMs, retry: this };
-        if (this.#onRetry) this.#onRetry(info);
-        if (this.listenerCount('retry')) this.emit('retry', info);
+        if (r === GAVE_UP) {
+          const reason = this.#drivers._reason(slot);
+          const made = this.#drivers._attempts(slot);
+          if (this.listenerCount('giveUp')) this.emit('giveUp', { reason, attempts: made, error: err, outcome, retry: this });
+          st.failures++;
+          // the policy gave up on a result the caller classified as a failure: return it
+          if (!failed) return value;
+          switch (reason) {
+            case 'attempts_exhausted':
+            case 'retry_after_too_long':
+            case 'deadline_exceeded':
+            case 'budget_exhausted':
+              throw giveUpError(reason, made, err);
+            default:
+              throw err;
+          }
+        }
+        // r >= 0: make an attempt with budget r
+        attempts++;
+        st.attempts++;
+        failed = false;
+        err = undefined;
+        value = undefined;
+        let timedOut = false;
         try {
-          await sleep(waitMs, signal);
-          r = d._resume();
-          // a timer may fire a little before the monotonic clock reaches the instant
-          while (r === -3) {
-            await sleep(Math.max(1, d.waitMs), signal);
-            r = d._resume();
+          if (!timed && signal === undefined) {
+            value = await fn({ signal: undefined, attempt: attempts, budgetMs: r });
+          } else {
+            value = await this.#attempt(fn, new AbortController(), signal, attempts, r, timed);
           }
         } catch (e) {
-          d.cancel();
-          st.cancelled++;
-          throw e;
+          failed = true;
+          err = e;
+          if (e && e.code === 'GUARDS_ATTEMPT_TIMEOUT') { timedOut = true; st.attemptTimeouts++; }
         }
-        if (r >= 0) budgetMs = r;
-      }
-      if (r >= 0) continue;
-      // gave up
-      const reason = d.giveUpReason;
-      if (this.listenerCount('giveUp')) this.emit('giveUp', { reason, attempts: d.attempts, error: err, outcome, retry: this });
-      if (!failed) {
-        // the policy gave up on a result the caller classified as a failure: return it
-        st.failures++;
-        return value;
-      }
-      st.failures++;
-      switch (reason) {
-        case 'attempts_exhausted':
-        case 'retry_after_too_long':
-        case 'deadline_exceeded':
-        case 'budget_exhausted':
-          throw giveUpError(reason, d.attempts, err);
-        default:
+        if (failed && signal && signal.aborted) {
+          this.#drivers._cancel(slot);
+          st.cancelled++;
+          throw signal.reason;
+        }
+        let ra;
+        [outcome, ra] = this.#classified(value, err, failed, timedOut);
+        r = this.#report(slot, timedOut ? TIMEOUT : NUM[outcome], ra);
+        if (r === SUCCEEDED && failed) {
+          // the caller's classify called a thrown error a success: it is still thrown
+          st.successes++;
           throw err;
+        }
       }
+    } finally {
+      this.#give(slot);
     }
   }
 
@@ -239,7 +351,7 @@ class Retry extends EventEmitter {
 /** Run `fn` with retries (a one-off `Retry`). */
 function retry(fn, options) {
   const { signal, ...rest } = options || {};
-  return new Retry(rest).execute(fn, { signal });
+  return new Retry(rest).execute(fn, signal === undefined ? undefined : { signal });
 }
 
 module.exports = { Retry, retry, sleep };

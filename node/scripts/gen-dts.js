@@ -98,20 +98,66 @@ export type RetryStep =
   | { kind: 'wait'; retryAfterMs: number; retryAt: bigint; attempts: number }
   | { kind: 'succeeded'; attempts: number }
   | { kind: 'give_up'; reason: GiveUpReason; overloaded: boolean; attempts: number }
-/** Settings of one request's retry loop. */
+/** Settings of one request's retry loop (durations in ms, or exact ns as a bigint). */
 export interface RetryDriverOptions {
   /** A budget that pays for retries (deposits, charges and refunds by the call contract). */
   budget?: RetryBudget
   /** The request's deadline, an instant (bigint ns on the monotonic clock). */
   deadline?: bigint
-  /** The request's time limit from now, in ms (the earlier of this and \`deadline\`). */
-  timeoutMs?: number
-  /** The longest one attempt may take, in ms. Default: no limit beyond the deadline. */
-  attemptTimeoutMs?: number
-  /** Kept back from the time left for the answer to travel, in ms. Default 0. */
-  marginMs?: number
+  /** The request's time limit from its start (the earlier of this and \`deadline\`). */
+  timeoutMs?: number | bigint
+  /** The longest one attempt may take (at most a day). Default: no limit beyond the deadline. */
+  attemptTimeoutMs?: number | bigint
+  /** Kept back from the time left for the answer to travel. Default 0. */
+  marginMs?: number | bigint
   /** Default 'idempotent'. */
   idempotency?: Idempotency
+}
+/** A retry gate: may a retry (or hedge) caused by \`cause\` go at \`now\`? (a budget's question) */
+export type RetryGateFunction = (now: bigint, cause: 'timeout' | 'transient' | 'throttled' | 'hedge') => boolean
+/** Options of \`RetryPolicy.decide\` (durations in ms, or exact ns as a bigint). */
+export interface DecideOptions {
+  /** The server's Retry-After (honoured only with 'throttled'). */
+  retryAfterMs?: number | bigint
+  /** Default 'idempotent'. */
+  idempotency?: Idempotency
+  /** The deadline's time left (left out: no deadline). */
+  timeLeftMs?: number | bigint
+  /** The previous wait (decorrelated jitter). */
+  prevDelayMs?: number | bigint
+  /** A budget asked last (or give \`gate\`). */
+  budget?: RetryBudget
+  /** A gate asked last (or give \`budget\`). */
+  gate?: RetryGateFunction
+  /** The instant to decide at (default: the clock). */
+  now?: bigint
+}
+/** Options of a KeyedBreakers set: each key's breaker options, and the number of keys. */
+export type KeyedBreakersOptions = Omit<CircuitBreakerOptions, 'capacity'> & {
+  /** Keys held at most (rounded up to 4, 16, 64 or 256). Default 64. */
+  slots?: number
+}
+/** A step of the conformance-vector interpreter (see tests/vectors/README.md). */
+export interface VectorStep {
+  guard: string
+  op: string
+  /** Arguments: integers as bigints, floats as numbers, bytes as Buffers. */
+  args: Record<string, null | boolean | bigint | number | string | Buffer>
+  origin: { file: string; case: string; step: number | null; repetition: number; role: 'build' | 'op' | 'release' | 'free' }
+}
+/** A result for the interpreter: a bigint is an integer, a number a float, a symbol a value the API cannot observe. */
+export type VectorResult =
+  | null | boolean | bigint | number | string | symbol | Uint8Array
+  | VectorResult[] | { [key: string]: VectorResult }
+/** Counts of a replay. */
+export interface VectorSummary {
+  files: number; cases: number; passed: number; partlyObserved: number; failed: number
+  notCovered: number; fileErrors: number; compared: number; unobserved: number; ok: boolean
+}
+/** One case of a replay. */
+export interface VectorCase {
+  file: string; case: string | null; outcome: 'passed' | 'failed' | 'not_covered' | 'file_error'
+  compared?: number; unobserved?: number; op?: string; reason?: string
 }
 /** A breaker's state word. */
 export interface BreakerStatus {

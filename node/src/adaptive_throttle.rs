@@ -5,64 +5,101 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use guards::handle::AnyAdaptiveThrottle;
+use guards::names::AdaptiveThrottleConfig;
 use guards::schema;
 use guards::with_adaptive_throttle;
 
-use crate::convert::{now_of, num, numbers, Options};
-use crate::errors::config_failure;
+use crate::args;
+use crate::convert::{num, numbers, Options};
+use crate::shared::{self, Placed};
 
 const CLASS: &str = "AdaptiveThrottle";
 
+fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(AdaptiveThrottleConfig, u64)> {
+    let c = Options::read(env, CLASS, options)?.build(env, &schema::ADAPTIVE_THROTTLE, "")?;
+    Ok((c, 0))
+}
+
 /// Client-side throttling: rejects locally with probability
 /// `max(0, (requests − k·accepts) / (requests + 1))` once the backend stops accepting.
+/// Lock-free; shareable by worker threads (`AdaptiveThrottle.shared`).
 #[napi]
 pub struct AdaptiveThrottle {
     t: AnyAdaptiveThrottle,
+    _mem: Option<Uint8Array>,
 }
 
 #[napi]
 impl AdaptiveThrottle {
     /// A throttle with `options` (`window`, `k`, `aggression`, `maxRejectProbability`,
-    /// `minRequests`, `countRejected`, `seed`).
+    /// `minRequests`, `countRejected`, `seed`). With `shared`: built in or attached to a
+    /// `SharedArrayBuffer` (see `CircuitBreaker`).
     #[napi(
         constructor,
         catch_unwind,
-        ts_args_type = "options?: AdaptiveThrottleOptions"
+        ts_args_type = "options?: AdaptiveThrottleOptions, shared?: Uint8Array"
     )]
-    pub fn new(env: Env, options: Option<Unknown<'_>>) -> Result<Self> {
-        let c = Options::read(&env, CLASS, options)?.build(&env, &schema::ADAPTIVE_THROTTLE, "")?;
-        let t = AnyAdaptiveThrottle::new(c).map_err(|f| config_failure(&env, CLASS, "", &f))?;
-        Ok(AdaptiveThrottle { t })
+    pub fn new(
+        env: Env,
+        options: Option<Unknown<'_>>,
+        shared: Option<Unknown<'_>>,
+    ) -> Result<Self> {
+        let mem = crate::convert::shared_arg(&env, shared)?;
+        let given = !args::absent(&options);
+        let Placed { g, mem } =
+            shared::place::<AnyAdaptiveThrottle>(&env, CLASS, mem, given, || {
+                read_config(&env, options)
+            })?;
+        Ok(AdaptiveThrottle { t: g, _mem: mem })
+    }
+
+    /// Bytes a `SharedArrayBuffer` needs to hold a throttle.
+    #[napi(catch_unwind, ts_args_type = "options?: AdaptiveThrottleOptions")]
+    pub fn shared_size(env: Env, options: Option<Unknown<'_>>) -> Result<u32> {
+        shared::size_for::<AnyAdaptiveThrottle>(&env, CLASS, || read_config(&env, options))
     }
 
     /// Whether to refuse a request locally at `now` (a draw; counted as a request unless
     /// `countRejected` is off).
-    #[napi(catch_unwind)]
-    pub fn should_reject(&self, env: Env, now: Option<BigInt>) -> Result<bool> {
-        let now = now_of(&env, now)?;
+    #[napi(catch_unwind, ts_args_type = "now?: bigint")]
+    pub fn should_reject(&self, env: Env, now: Option<Unknown<'_>>) -> Result<bool> {
+        let now = args::now(&env, now)?;
         Ok(with_adaptive_throttle!(&self.t, t => t.should_reject(now)))
     }
 
     /// A request that went out ended with `outcome` at `now` (accepted by the backend or
     /// not, by the call contract).
-    #[napi(catch_unwind, ts_args_type = "outcome: Outcome, now?: bigint")]
-    pub fn report(&self, env: Env, outcome: String, now: Option<BigInt>) -> Result<&'static str> {
-        let o = crate::outcome::parse(&env, "outcome", &outcome)?;
-        let now = now_of(&env, now)?;
+    #[napi(
+        catch_unwind,
+        ts_args_type = "outcome: Outcome, now?: bigint",
+        ts_return_type = "'accepted' | 'rejected_by_backend' | 'nothing'"
+    )]
+    pub fn report(
+        &self,
+        env: Env,
+        outcome: Unknown<'_>,
+        now: Option<Unknown<'_>>,
+    ) -> Result<&'static str> {
+        let o = args::outcome(&env, "outcome", &outcome)?;
+        let now = args::now(&env, now)?;
         Ok(with_adaptive_throttle!(&self.t, t => t.report(now, o)).name())
     }
 
     /// The rejection probability at `now`.
-    #[napi(catch_unwind)]
-    pub fn reject_probability(&self, env: Env, now: Option<BigInt>) -> Result<f64> {
-        let now = now_of(&env, now)?;
+    #[napi(catch_unwind, ts_args_type = "now?: bigint")]
+    pub fn reject_probability(&self, env: Env, now: Option<Unknown<'_>>) -> Result<f64> {
+        let now = args::now(&env, now)?;
         Ok(with_adaptive_throttle!(&self.t, t => t.reject_probability(now)))
     }
 
     /// `{ requests, accepts }` in the window at `now`.
-    #[napi(catch_unwind, ts_return_type = "{ requests: number; accepts: number }")]
-    pub fn window<'e>(&self, env: &'e Env, now: Option<BigInt>) -> Result<Object<'e>> {
-        let now = now_of(env, now)?;
+    #[napi(
+        catch_unwind,
+        ts_args_type = "now?: bigint",
+        ts_return_type = "{ requests: number; accepts: number }"
+    )]
+    pub fn window<'e>(&self, env: &'e Env, now: Option<Unknown<'_>>) -> Result<Object<'e>> {
+        let now = args::now(env, now)?;
         let w = with_adaptive_throttle!(&self.t, t => t.window(now));
         numbers(
             env,
@@ -71,7 +108,10 @@ impl AdaptiveThrottle {
     }
 
     /// Counters, and the rejection probability now.
-    #[napi(catch_unwind, ts_return_type = "Record<string, number>")]
+    #[napi(
+        catch_unwind,
+        ts_return_type = "{ admitted: number; throttled: number; accepted: number; rejectedByBackend: number; stale: number; rejectProbability: number }"
+    )]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let s = with_adaptive_throttle!(&self.t, t => t.stats());
         let p = with_adaptive_throttle!(&self.t, t => t.reject_probability(guards::clock::now()));

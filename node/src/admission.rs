@@ -1,27 +1,47 @@
 //! `Admission`: the server refuses at the door, by priority (503 + Retry-After).
 
 use std::cell::Cell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use guards::handle::InPlace;
-use guards::names::{Admission as CoreAdmission, AdmissionConfig};
-use guards::permit::{Granted, Owner, PermitSlots};
+use guards::names::{Admission as CoreAdmission, AdmissionConfig, Nanos};
+use guards::permit::{Granted, Owner};
 use guards::schema;
 use guards_core::admission::{AdmissionPermit, AdmissionRejected};
+use guards_core::Priority;
 
-use crate::convert::{big, config_object, ms, now_of, num, Options};
+use crate::args;
+use crate::convert::{big, config_object, ms, num, Options};
 use crate::errors::{self, config_failure, Details};
+use crate::fast::{self, fast_fn};
 use crate::outcome;
-use crate::shared::{self, Kind};
-use crate::token;
+use crate::shared::{self, Placed};
+use crate::token::Tokens;
 
 pub(crate) struct AdmissionCore {
     g: InPlace<CoreAdmission>,
-    slots: PermitSlots<AdmissionPermit>,
     _mem: Option<Uint8Array>,
+}
+
+/// What one JavaScript object holds.
+pub(crate) struct AdmissionLocal {
+    core: Arc<AdmissionCore>,
+    /// The fast path's parked permits.
+    tokens: Tokens<AdmissionPermit>,
+    last: Cell<Option<AdmissionRejected>>,
+}
+
+impl Drop for AdmissionLocal {
+    /// Permits still parked (their calls never ended) go back to the guard.
+    fn drop(&mut self) {
+        for p in self.tokens.drain() {
+            self.core.g.on_ignore(p);
+        }
+    }
 }
 
 pub(crate) struct AdmissionRef(Arc<AdmissionCore>);
@@ -35,7 +55,7 @@ impl Owner for AdmissionRef {
 
 const CLASS: &str = "Admission";
 
-fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<AdmissionConfig> {
+fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(AdmissionConfig, u64)> {
     let mut o = Options::read(env, CLASS, options)?;
     let limit = crate::limit::take(env, &mut o)?;
     let mut c = o.build(env, &schema::ADMISSION, "")?;
@@ -44,14 +64,10 @@ fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<AdmissionConfi
     }
     c.validate()
         .map_err(|e| config_failure(env, CLASS, "", &e.into()))?;
-    Ok(c)
+    Ok((c, 0))
 }
 
-pub(crate) fn rejection_error(
-    env: &Env,
-    r: &AdmissionRejected,
-    now: guards::names::Nanos,
-) -> Error {
+pub(crate) fn rejection_error(env: &Env, r: &AdmissionRejected, now: Nanos) -> Error {
     let after = ms(r.retry_after(now));
     errors::throw(
         env,
@@ -78,14 +94,81 @@ pub(crate) fn rejection_error(
     )
 }
 
+/// The limit as JavaScript sees it: a number, or -1 without an adaptive limit.
+fn limit_number(g: &CoreAdmission) -> f64 {
+    match g.limit() {
+        u64::MAX => -1.0,
+        l => num(l),
+    }
+}
+
+// The fast path (see `fast`): `acquire(priority)` a token, or -1 when refused (-3: no
+// permit slot); `retryAfterSecs()` the whole seconds for the last refusal's Retry-After;
+// `report(token, outcome)` the limit after it (-2 without an adaptive limit), or -1 if the
+// token was reported before.
+fast_fn!(
+    fast_acquire,
+    AdmissionLocal,
+    1,
+    "Admission acquire",
+    |env, l, a| {
+        let level = a.whole(env, 0, "priority", 7)?;
+        let p = Priority::new(level as u8).unwrap_or(Priority::CRITICAL);
+        let now = guards::clock::now();
+        Ok(match l.core.g.try_acquire(now, p) {
+            Ok(permit) => match l.tokens.insert(permit) {
+                Ok(t) => t,
+                Err(permit) => {
+                    l.core.g.on_ignore(permit);
+                    -3.0
+                }
+            },
+            Err(r) => {
+                l.last.set(Some(r));
+                -1.0
+            }
+        })
+    }
+);
+
+fast_fn!(
+    fast_retry_after_secs,
+    AdmissionLocal,
+    0,
+    "Admission retryAfterSecs",
+    |_env, l, _a| {
+        Ok(l.last
+            .get()
+            .map_or(1.0, |r| r.retry_after_secs(guards::clock::now()) as f64))
+    }
+);
+
+fast_fn!(
+    fast_report,
+    AdmissionLocal,
+    2,
+    "Admission report",
+    |env, l, a| {
+        let token = a.f64(env, 0, "token")?;
+        let outcome = outcome::of_number(env, a.whole(env, 1, "outcome", 255)?)?;
+        let Some(p) = l.tokens.take(token) else {
+            return Ok(-1.0);
+        };
+        l.core.g.report(p, outcome, guards::clock::now());
+        Ok(match limit_number(&l.core.g) {
+            x if x < 0.0 => -2.0,
+            x => x,
+        })
+    }
+);
+
 /// Admission control for a server: each priority (0 most important .. 7) may fill the
 /// door up to its own limit (`limits`), optionally under an adaptive total (`limit`);
 /// a refused request should get `503` with `Retry-After`. Lock-free; shareable by worker
 /// threads.
 #[napi]
 pub struct Admission {
-    core: Arc<AdmissionCore>,
-    last: Cell<Option<AdmissionRejected>>,
+    l: Rc<AdmissionLocal>,
 }
 
 #[napi]
@@ -98,144 +181,101 @@ impl Admission {
         catch_unwind,
         ts_args_type = "options?: AdmissionOptions, shared?: Uint8Array"
     )]
-    pub fn new(env: Env, options: Option<Unknown<'_>>, shared: Option<Uint8Array>) -> Result<Self> {
-        let layout = InPlace::<CoreAdmission>::layout();
-        let (g, mem) = match shared {
-            None => {
-                let c = read_config(&env, options)?;
-                (
-                    InPlace::new(c).map_err(|f| config_failure(&env, CLASS, "", &f))?,
-                    None,
-                )
-            }
-            Some(mem) => {
-                if options.is_none() {
-                    let (ptr, _) =
-                        shared::attach(&env, CLASS, &mem, Kind::Admission, |_| Some(layout))?;
-                    // SAFETY: `attach` checked the buffer holds a built door at `ptr`.
-                    (unsafe { InPlace::attach(ptr.cast()) }, Some(mem))
-                } else {
-                    let c = read_config(&env, options)?;
-                    let ptr = shared::claim(&env, CLASS, &mem, layout)?;
-                    // SAFETY: `claim` gave exclusive use of the aligned bytes at `ptr`.
-                    let g = unsafe { InPlace::build_at(ptr.cast(), c) }
-                        .map_err(|f| config_failure(&env, CLASS, "", &f))?;
-                    shared::publish(&mem, Kind::Admission, 1);
-                    (g, Some(mem))
-                }
-            }
-        };
+    pub fn new(
+        env: Env,
+        options: Option<Unknown<'_>>,
+        shared: Option<Unknown<'_>>,
+    ) -> Result<Self> {
+        let mem = crate::convert::shared_arg(&env, shared)?;
+        let given = !args::absent(&options);
+        let Placed { g, mem } =
+            shared::place::<InPlace<CoreAdmission>>(&env, CLASS, mem, given, || {
+                read_config(&env, options)
+            })?;
         Ok(Admission {
-            core: Arc::new(AdmissionCore {
-                g,
-                slots: token::slots(),
-                _mem: mem,
+            l: Rc::new(AdmissionLocal {
+                core: Arc::new(AdmissionCore { g, _mem: mem }),
+                tokens: Tokens::new(),
+                last: Cell::new(None),
             }),
-            last: Cell::new(None),
         })
     }
 
     /// Bytes a `SharedArrayBuffer` needs to hold a door.
-    #[napi(catch_unwind)]
-    pub fn shared_size() -> u32 {
-        u32::try_from(shared::bytes_for(InPlace::<CoreAdmission>::layout())).unwrap_or(u32::MAX)
+    #[napi(catch_unwind, ts_args_type = "options?: AdmissionOptions")]
+    pub fn shared_size(env: Env, options: Option<Unknown<'_>>) -> Result<u32> {
+        shared::size_for::<InPlace<CoreAdmission>>(&env, CLASS, || read_config(&env, options))
+    }
+
+    /// The fast path's functions (`{ acquire, report, retryAfterSecs }`): for the
+    /// JavaScript layer's middleware.
+    #[napi(js_name = "_fast", catch_unwind, ts_return_type = "unknown")]
+    pub fn fast<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
+        fast::functions(
+            env,
+            &self.l,
+            &[
+                ("acquire", fast_acquire),
+                ("report", fast_report),
+                ("retryAfterSecs", fast_retry_after_secs),
+            ],
+        )
     }
 
     /// A permit for a request of `priority` (default 1) at `now`, or a thrown
     /// `AdmissionRejectedError` (with `retryAfterSecs` for the header).
-    #[napi(catch_unwind)]
+    #[napi(catch_unwind, ts_args_type = "priority?: number, now?: bigint")]
     pub fn try_acquire(
         &self,
         env: Env,
-        priority: Option<u32>,
-        now: Option<BigInt>,
+        priority: Option<Unknown<'_>>,
+        now: Option<Unknown<'_>>,
     ) -> Result<AdmissionPermitHandle> {
-        let p = crate::convert::priority(&env, priority, 1)?;
-        let now = now_of(&env, now)?;
-        match self.core.g.try_acquire(now, p) {
+        let p = args::priority(&env, priority, 1)?;
+        let now = args::now(&env, now)?;
+        match self.l.core.g.try_acquire(now, p) {
             Ok(permit) => Ok(AdmissionPermitHandle {
                 start: permit.start(),
-                granted: Granted::new(AdmissionRef(Arc::clone(&self.core)), permit),
+                in_flight: permit.in_flight(),
+                granted: Granted::new(AdmissionRef(Arc::clone(&self.l.core)), permit),
             }),
             Err(r) => Err(rejection_error(&env, &r, now)),
         }
     }
 
-    /// Fast path: a token, or -1 when refused; then `_retryAfterSecs()` for the header.
-    #[napi(js_name = "_acquire")]
-    pub fn fast_acquire(&self, env: Env, priority: u32) -> Result<f64> {
-        let p = crate::convert::priority(&env, Some(priority), 1)?;
-        let now = guards::clock::now();
-        Ok(match self.core.g.try_acquire(now, p) {
-            Ok(permit) => match self.core.slots.insert(permit) {
-                Ok(t) => token::pack(t),
-                Err((permit, _)) => {
-                    self.core.g.on_ignore(permit);
-                    -3.0
-                }
-            },
-            Err(r) => {
-                self.last.set(Some(r));
-                -1.0
-            }
-        })
-    }
-
-    /// Fast path: the whole seconds to put in `Retry-After` for the last refusal.
-    #[napi(js_name = "_retryAfterSecs")]
-    pub fn fast_retry_after_secs(&self) -> f64 {
-        self.last
-            .get()
-            .map_or(1.0, |r| r.retry_after_secs(guards::clock::now()) as f64)
-    }
-
-    /// Fast path: report `token` with outcome number `outcome`; false if reported before.
-    #[napi(js_name = "_report")]
-    pub fn fast_report(&self, env: Env, token: f64, outcome: u32) -> Result<bool> {
-        let outcome = outcome::of_number(&env, outcome)?;
-        let Some(t) = token::unpack(self.core.slots.guard_id(), token) else {
-            return Ok(false);
-        };
-        let Ok(p) = self.core.slots.take(t) else {
-            return Ok(false);
-        };
-        self.core.g.report(p, outcome, guards::clock::now());
-        Ok(true)
-    }
-
-    /// The last refusal of this thread's fast path, thrown as its error.
+    /// The last refusal of this object's fast path, thrown as its error.
     #[napi(catch_unwind, js_name = "_lastRejection")]
     pub fn last_rejection(&self, env: Env) -> Result<()> {
-        match self.last.get() {
+        match self.l.last.get() {
             Some(r) => Err(rejection_error(&env, &r, guards::clock::now())),
             None => Ok(()),
         }
     }
 
     /// Requests inside.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn in_flight(&self) -> f64 {
-        num(self.core.g.in_flight())
+        num(self.l.core.g.in_flight())
     }
 
     /// The adaptive limit (`null` without one).
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn limit(&self) -> Option<f64> {
-        let l = self.core.g.limit();
-        (l != u64::MAX).then(|| num(l))
+        let l = limit_number(&self.l.core.g);
+        (l >= 0.0).then_some(l)
     }
 
     /// The count inside at which `priority` is refused.
-    #[napi(catch_unwind)]
-    pub fn threshold(&self, env: Env, priority: Option<u32>) -> Result<f64> {
-        let p = crate::convert::priority(&env, priority, 1)?;
-        Ok(num(self.core.g.threshold(p)))
+    #[napi(catch_unwind, ts_args_type = "priority?: number")]
+    pub fn threshold(&self, env: Env, priority: Option<Unknown<'_>>) -> Result<f64> {
+        let p = args::priority(&env, priority, 1)?;
+        Ok(num(self.l.core.g.threshold(p)))
     }
 
     /// Counters and gauges.
     #[napi(catch_unwind, ts_return_type = "AdmissionStats")]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let s = self.core.g.stats();
+        let s = self.l.core.g.stats();
         let mut o = crate::convert::numbers(
             env,
             &[
@@ -264,7 +304,7 @@ impl Admission {
     /// The config (camelCase; `limit` as an object).
     #[napi(getter, catch_unwind, ts_return_type = "Record<string, unknown>")]
     pub fn config<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let c = self.core.g.config();
+        let c = self.l.core.g.config();
         let mut o = config_object(env, &schema::ADMISSION, c)?;
         o.set("limit", crate::limit::object(env, &c.limit)?)?;
         Ok(o)
@@ -274,18 +314,25 @@ impl Admission {
 /// A request let in by an `Admission`: `report` how it ended exactly once.
 #[napi(js_name = "AdmissionPermit")]
 pub struct AdmissionPermitHandle {
-    start: guards::names::Nanos,
+    start: Nanos,
+    in_flight: u64,
     granted: Granted<AdmissionRef>,
 }
 
 #[napi]
 impl AdmissionPermitHandle {
     /// Report how the request ended at `now` (a 503/429 the app answered is an overload
-    /// signal: `'throttled'`/`'overloaded'`).
+    /// signal: `'throttled'`/`'overloaded'`). Returns the verdict (`'success'`,
+    /// `'dropped'`, `'ignore'`).
     #[napi(catch_unwind, ts_args_type = "outcome: Outcome, now?: bigint")]
-    pub fn report(&self, env: Env, outcome: String, now: Option<BigInt>) -> Result<&'static str> {
-        let outcome = outcome::parse(&env, "outcome", &outcome)?;
-        let now = now_of(&env, now)?;
+    pub fn report(
+        &self,
+        env: Env,
+        outcome: Unknown<'_>,
+        now: Option<Unknown<'_>>,
+    ) -> Result<&'static str> {
+        let outcome = args::outcome(&env, "outcome", &outcome)?;
+        let now = args::now(&env, now)?;
         let p = self.granted.take().ok_or_else(|| {
             errors::permit(&env, guards::error::GuardsResult::PermitAlreadyReported)
         })?;
@@ -293,13 +340,19 @@ impl AdmissionPermitHandle {
     }
 
     /// When it was let in.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn start(&self) -> BigInt {
         big(self.start)
     }
 
+    /// Requests inside once it was let in (itself included).
+    #[napi(getter, catch_unwind)]
+    pub fn in_flight(&self) -> f64 {
+        num(self.in_flight)
+    }
+
     /// Whether it has been reported.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn done(&self) -> bool {
         self.granted.done()
     }

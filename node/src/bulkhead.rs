@@ -1,5 +1,7 @@
 //! `Bulkhead`: a fixed cap on calls in flight.
 
+use std::cell::Cell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
@@ -7,18 +9,36 @@ use napi_derive::napi;
 
 use guards::handle::InPlace;
 use guards::names::{Bulkhead as CoreBulkhead, BulkheadPermit, BulkheadRejected};
-use guards::permit::{Granted, Owner, PermitSlots};
+use guards::permit::{Granted, Owner};
 use guards::schema;
 
+use crate::args;
 use crate::convert::{config_object, num, numbers, Options};
-use crate::errors::{self, config_failure, Details};
-use crate::shared::{self, Kind};
-use crate::token;
+use crate::errors::{self, Details};
+use crate::fast::{self, fast_fn};
+use crate::shared::{self, Placed};
+use crate::token::Tokens;
 
 pub(crate) struct BulkheadCore {
     g: InPlace<CoreBulkhead>,
-    slots: PermitSlots<BulkheadPermit>,
     _mem: Option<Uint8Array>,
+}
+
+/// What one JavaScript object holds.
+pub(crate) struct BulkheadLocal {
+    core: Arc<BulkheadCore>,
+    /// The fast path's parked permits.
+    tokens: Tokens<BulkheadPermit>,
+    last: Cell<Option<BulkheadRejected>>,
+}
+
+impl Drop for BulkheadLocal {
+    /// Permits still parked (their calls never ended) go back to the guard.
+    fn drop(&mut self) {
+        for p in self.tokens.drain() {
+            self.core.g.release(p);
+        }
+    }
 }
 
 pub(crate) struct BulkheadRef(Arc<BulkheadCore>);
@@ -51,13 +71,61 @@ pub(crate) fn rejection_error(env: &Env, r: &BulkheadRejected) -> Error {
     )
 }
 
+fn read_config(
+    env: &Env,
+    options: Option<Unknown<'_>>,
+) -> Result<(guards::names::BulkheadConfig, u64)> {
+    let c = Options::read(env, CLASS, options)?.build(env, &schema::BULKHEAD, "")?;
+    Ok((c, 0))
+}
+
+// The fast path (see `fast`): `acquire()` a token, or -1 when full (-3: no permit slot);
+// `release(token)` true, or false if it was released before (nothing done).
+fast_fn!(
+    fast_acquire,
+    BulkheadLocal,
+    0,
+    "Bulkhead acquire",
+    |_env, l, _a| {
+        Ok(match l.core.g.try_acquire() {
+            Ok(p) => match l.tokens.insert(p) {
+                Ok(t) => t,
+                Err(p) => {
+                    l.core.g.release(p);
+                    -3.0
+                }
+            },
+            Err(r) => {
+                l.last.set(Some(r));
+                -1.0
+            }
+        })
+    }
+);
+
+fast_fn!(
+    fast_release,
+    BulkheadLocal,
+    1,
+    "Bulkhead release",
+    |env, l, a| {
+        let token = a.f64(env, 0, "token")?;
+        Ok(match l.tokens.take(token) {
+            Some(p) => {
+                l.core.g.release(p);
+                true
+            }
+            None => false,
+        })
+    }
+);
+
 /// A bulkhead: at most `maxConcurrent` calls in flight at once; the next one is refused at
 /// once (`BulkheadFullError`), never queued. Lock-free (one atomic word); shareable by
 /// worker threads (`Bulkhead.shared`).
 #[napi]
 pub struct Bulkhead {
-    core: Arc<BulkheadCore>,
-    last: std::cell::Cell<Option<BulkheadRejected>>,
+    l: Rc<BulkheadLocal>,
 }
 
 #[napi]
@@ -69,124 +137,126 @@ impl Bulkhead {
         catch_unwind,
         ts_args_type = "options?: BulkheadOptions, shared?: Uint8Array"
     )]
-    pub fn new(env: Env, options: Option<Unknown<'_>>, shared: Option<Uint8Array>) -> Result<Self> {
-        let layout = InPlace::<CoreBulkhead>::layout();
-        let (g, mem) = match shared {
-            None => {
-                let c = Options::read(&env, CLASS, options)?.build(&env, &schema::BULKHEAD, "")?;
-                let g = InPlace::new(c).map_err(|f| config_failure(&env, CLASS, "", &f))?;
-                (g, None)
-            }
-            Some(mem) => {
-                if options.is_none() {
-                    let (ptr, _) =
-                        shared::attach(&env, CLASS, &mem, Kind::Bulkhead, |_| Some(layout))?;
-                    // SAFETY: `attach` checked the buffer holds a built bulkhead at `ptr`;
-                    // `_mem` keeps the buffer alive as long as the view.
-                    (unsafe { InPlace::attach(ptr.cast()) }, Some(mem))
-                } else {
-                    let c =
-                        Options::read(&env, CLASS, options)?.build(&env, &schema::BULKHEAD, "")?;
-                    let ptr = shared::claim(&env, CLASS, &mem, layout)?;
-                    // SAFETY: `claim` gave exclusive use of the aligned bytes at `ptr`.
-                    let g = unsafe { InPlace::build_at(ptr.cast(), c) }
-                        .map_err(|f| config_failure(&env, CLASS, "", &f))?;
-                    shared::publish(&mem, Kind::Bulkhead, 1);
-                    (g, Some(mem))
-                }
-            }
-        };
+    pub fn new(
+        env: Env,
+        options: Option<Unknown<'_>>,
+        shared: Option<Unknown<'_>>,
+    ) -> Result<Self> {
+        let mem = crate::convert::shared_arg(&env, shared)?;
+        let given = !args::absent(&options);
+        let Placed { g, mem } =
+            shared::place::<InPlace<CoreBulkhead>>(&env, CLASS, mem, given, || {
+                read_config(&env, options)
+            })?;
         Ok(Bulkhead {
-            core: Arc::new(BulkheadCore {
-                g,
-                slots: token::slots(),
-                _mem: mem,
+            l: Rc::new(BulkheadLocal {
+                core: Arc::new(BulkheadCore { g, _mem: mem }),
+                tokens: Tokens::new(),
+                last: Cell::new(None),
             }),
-            last: std::cell::Cell::new(None),
         })
     }
 
     /// Bytes a `SharedArrayBuffer` needs to hold a bulkhead.
-    #[napi(catch_unwind)]
-    pub fn shared_size() -> u32 {
-        u32::try_from(shared::bytes_for(InPlace::<CoreBulkhead>::layout())).unwrap_or(u32::MAX)
+    #[napi(catch_unwind, ts_args_type = "options?: BulkheadOptions")]
+    pub fn shared_size(env: Env, options: Option<Unknown<'_>>) -> Result<u32> {
+        shared::size_for::<InPlace<CoreBulkhead>>(&env, CLASS, || read_config(&env, options))
+    }
+
+    /// Size a bulkhead with Little's law: `{ maxConcurrent: ceil(ratePerSec × p99 ×
+    /// headroom) }`, for the dependency's healthy call rate from this instance
+    /// (`ratePerSec`, > 0 up to 1e9), its healthy P99 latency (`p99`, ms or exact ns as a
+    /// bigint, up to an hour) and a safety factor (`headroom`, 1..=100; 2 is usual). A
+    /// value out of range throws a `RangeError` naming it.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "ratePerSec: number, p99: number | bigint, headroom: number",
+        ts_return_type = "{ maxConcurrent: number }"
+    )]
+    pub fn from_littles_law<'e>(
+        env: &'e Env,
+        rate_per_sec: Unknown<'_>,
+        p99: Unknown<'_>,
+        headroom: Unknown<'_>,
+    ) -> Result<Object<'e>> {
+        let rate = args::number(env, "ratePerSec", &rate_per_sec)?;
+        let p99 = args::duration(env, "p99", &p99)?;
+        let headroom = args::number(env, "headroom", &headroom)?;
+        let c =
+            guards::names::BulkheadConfig::from_littles_law(rate, p99, headroom).map_err(|e| {
+                let name = match e.field() {
+                    "rate_per_sec" => "ratePerSec",
+                    "max_concurrent" => "maxConcurrent",
+                    other => other,
+                };
+                errors::config_range_error(
+                    env,
+                    name,
+                    e.kind(),
+                    &format!(
+                        "Bulkhead.fromLittlesLaw: invalid `{name}`: {} (expected {})",
+                        errors::describe(e.kind()),
+                        e.expected()
+                    ),
+                )
+            })?;
+        numbers(env, &[("maxConcurrent", num(c.max_concurrent))])
+    }
+
+    /// The fast path's functions (`{ acquire, release }`, bound to this bulkhead): for
+    /// the JavaScript layer.
+    #[napi(js_name = "_fast", catch_unwind, ts_return_type = "unknown")]
+    pub fn fast<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
+        fast::functions(
+            env,
+            &self.l,
+            &[("acquire", fast_acquire), ("release", fast_release)],
+        )
     }
 
     /// Take a slot: a permit to release exactly once, or a thrown `BulkheadFullError`.
     #[napi(catch_unwind)]
     pub fn try_acquire(&self, env: Env) -> Result<BulkheadPermitHandle> {
-        match self.core.g.try_acquire() {
+        match self.l.core.g.try_acquire() {
             Ok(p) => Ok(BulkheadPermitHandle {
-                granted: Granted::new(BulkheadRef(Arc::clone(&self.core)), p),
+                granted: Granted::new(BulkheadRef(Arc::clone(&self.l.core)), p),
             }),
             Err(r) => Err(rejection_error(&env, &r)),
         }
     }
 
-    /// Fast path: a permit token, or -1 when full.
-    #[napi(js_name = "_acquire")]
-    pub fn fast_acquire(&self) -> f64 {
-        match self.core.g.try_acquire() {
-            Ok(p) => match self.core.slots.insert(p) {
-                Ok(t) => token::pack(t),
-                Err((p, _)) => {
-                    self.core.g.release(p);
-                    -3.0
-                }
-            },
-            Err(r) => {
-                self.last.set(Some(r));
-                -1.0
-            }
-        }
-    }
-
-    /// The last refusal of this thread's fast path, thrown as its error.
+    /// The last refusal of this object's fast path, thrown as its error.
     #[napi(catch_unwind, js_name = "_lastRejection")]
     pub fn last_rejection(&self, env: Env) -> Result<()> {
-        match self.last.get() {
+        match self.l.last.get() {
             Some(r) => Err(rejection_error(&env, &r)),
             None => Ok(()),
         }
     }
 
-    /// Fast path: release permit `token`; false if it was released before (nothing done).
-    #[napi(js_name = "_release")]
-    pub fn fast_release(&self, token: f64) -> bool {
-        let Some(t) = token::unpack(self.core.slots.guard_id(), token) else {
-            return false;
-        };
-        match self.core.slots.take(t) {
-            Ok(p) => {
-                self.core.g.release(p);
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
     /// Calls in flight.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn in_flight(&self) -> f64 {
-        num(self.core.g.in_flight())
+        num(self.l.core.g.in_flight())
     }
 
     /// Free slots.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn available(&self) -> f64 {
-        num(self.core.g.available())
+        num(self.l.core.g.available())
     }
 
     /// The cap.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn max_concurrent(&self) -> f64 {
-        num(self.core.g.config().max_concurrent)
+        num(self.l.core.g.config().max_concurrent)
     }
 
     /// `{ acquired, rejected, released, inFlight, maxConcurrent }`.
     #[napi(catch_unwind, ts_return_type = "BulkheadStats")]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let s = self.core.g.stats();
+        let g = &self.l.core.g;
+        let s = g.stats();
         numbers(
             env,
             &[
@@ -194,7 +264,7 @@ impl Bulkhead {
                 ("rejected", num(s.rejected)),
                 ("released", num(s.released)),
                 ("inFlight", num(s.in_flight)),
-                ("maxConcurrent", num(self.core.g.config().max_concurrent)),
+                ("maxConcurrent", num(g.config().max_concurrent)),
             ],
         )
     }
@@ -202,7 +272,7 @@ impl Bulkhead {
     /// The config (camelCase).
     #[napi(getter, catch_unwind, ts_return_type = "Required<BulkheadOptions>")]
     pub fn config<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        config_object(env, &schema::BULKHEAD, self.core.g.config())
+        config_object(env, &schema::BULKHEAD, self.l.core.g.config())
     }
 }
 
@@ -216,13 +286,13 @@ pub struct BulkheadPermitHandle {
 #[napi]
 impl BulkheadPermitHandle {
     /// Give the slot back; `false` if it was given back before.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn release(&self) -> bool {
         self.granted.give_back()
     }
 
     /// Whether it has been released.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn done(&self) -> bool {
         self.granted.done()
     }

@@ -2,6 +2,7 @@
 //! time), permits as take-once objects or, for the JavaScript layer's fast path, tokens.
 
 use std::cell::Cell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
@@ -9,24 +10,58 @@ use napi_derive::napi;
 
 use guards::handle::AnyBreaker;
 use guards::names::{
-    BreakerState, CircuitBreakerConfig, CircuitBreakerPermit as BreakerPermit,
-    CircuitBreakerRejected as BreakerRejected,
+    BreakerState, BreakerStatus, CircuitBreakerConfig, CircuitBreakerPermit as BreakerPermit,
+    CircuitBreakerRejected as BreakerRejected, CircuitBreakerStats, Nanos,
 };
-use guards::permit::{Granted, Owner, PermitSlots};
+use guards::permit::{Granted, Owner};
 use guards::schema;
 use guards::with_breaker;
 
-use crate::convert::{big, config_object, ms, now_of, num, Options};
-use crate::errors::{self, config_failure, Details};
+use crate::args;
+use crate::convert::{big, config_object, ms, num, Options};
+use crate::errors::{self, Details};
+use crate::fast::{self, fast_fn};
 use crate::outcome;
-use crate::shared::{self, Kind};
-use crate::token::{self, CHANGED};
+use crate::shared::{self, Placed};
+use crate::token::{Tokens, CHANGED};
 
 pub(crate) struct BreakerCore {
     pub(crate) g: AnyBreaker,
-    slots: PermitSlots<BreakerPermit>,
     /// The `SharedArrayBuffer` view the guard lives in (kept alive), if shared.
     _mem: Option<Uint8Array>,
+}
+
+/// What one JavaScript object holds: the guard, and what this thread last saw of it.
+pub(crate) struct BreakerLocal {
+    core: Arc<BreakerCore>,
+    /// The fast path's parked permits.
+    tokens: Tokens<BreakerPermit>,
+    /// The stored state this object last saw (for `stateChange` events).
+    seen: Cell<u8>,
+    /// The fast path's last refusal.
+    last: Cell<Option<BreakerRejected>>,
+}
+
+impl Drop for BreakerLocal {
+    /// Permits still parked (their calls never ended) go back to the guard.
+    fn drop(&mut self) {
+        for p in self.tokens.drain() {
+            self.core.g.on_ignore(p);
+        }
+    }
+}
+
+impl BreakerLocal {
+    /// The stored state, and whether it differs from what this object saw last.
+    #[inline]
+    fn observe(&self) -> (u8, bool) {
+        let s = self.core.g.status().state as u8;
+        let changed = s != self.seen.get();
+        if changed {
+            self.seen.set(s);
+        }
+        (s, changed)
+    }
 }
 
 /// The breaker a permit object goes back to.
@@ -52,7 +87,7 @@ pub(crate) fn state_name(s: BreakerState) -> &'static str {
     s.name()
 }
 
-pub(crate) fn rejection_error(env: &Env, r: &BreakerRejected, now: guards::names::Nanos) -> Error {
+pub(crate) fn rejection_error(env: &Env, r: &BreakerRejected, now: Nanos) -> Error {
     let (kind, what) = match r.reason.name() {
         "open" => ("BREAKER_OPEN", "the circuit breaker is open"),
         _ => (
@@ -74,37 +109,109 @@ pub(crate) fn rejection_error(env: &Env, r: &BreakerRejected, now: guards::names
     )
 }
 
+/// A breaker's state word as an object.
+pub(crate) fn status_object<'e>(env: &'e Env, s: &BreakerStatus) -> Result<Object<'e>> {
+    let mut o = Object::new(env)?;
+    o.set("state", s.state.name())?;
+    o.set("generation", s.generation)?;
+    o.set("probesIssued", s.probes_issued)?;
+    o.set("probesPassed", s.probes_passed)?;
+    o.set("consecutiveOpens", s.consecutive_opens)?;
+    o.set("halfOpenAt", big(s.half_open_at))?;
+    Ok(o)
+}
+
+/// A breaker's counters as an object, with its `state` now.
+pub(crate) fn stats_object<'e>(
+    env: &'e Env,
+    s: &CircuitBreakerStats,
+    state: BreakerState,
+) -> Result<Object<'e>> {
+    let mut o = Object::new(env)?;
+    for (k, v) in [
+        ("successes", s.successes),
+        ("failures", s.failures),
+        ("slowCalls", s.slow_calls),
+        ("probesAdmitted", s.probes_admitted),
+        ("probeSuccesses", s.probe_successes),
+        ("probeFailures", s.probe_failures),
+        ("ignored", s.ignored),
+        ("discarded", s.discarded),
+        ("rejectedOpen", s.rejected_open),
+        ("rejectedHalfOpen", s.rejected_half_open),
+        ("closedToOpen", s.closed_to_open),
+        ("openToHalfOpen", s.open_to_half_open),
+        ("halfOpenToClosed", s.half_open_to_closed),
+        ("halfOpenToOpen", s.half_open_to_open),
+    ] {
+        o.set(k, num(v))?;
+    }
+    o.set("state", state_name(state))?;
+    Ok(o)
+}
+
+// The fast path of the JavaScript layer (see `fast`).
+//
+// `acquire()`: a permit token (plus 2^52 if this object saw the state change), or -1
+// (open) / -2 (half-open, probes out) / -3 (no permit slot); `_lastRejection()` tells
+// more. `report(token, outcome)`: the stored state's number (closed 0, open 1, half-open
+// 2) plus 2^52 if it changed; -1 if the token was reported before or never issued
+// (nothing counted).
+fast_fn!(
+    fast_acquire,
+    BreakerLocal,
+    0,
+    "CircuitBreaker acquire",
+    |_env, l, _a| {
+        let now = guards::clock::now();
+        Ok(match l.core.g.try_acquire(now) {
+            Ok(p) => match l.tokens.insert(p) {
+                Ok(t) => {
+                    let (_, changed) = l.observe();
+                    t + if changed { CHANGED } else { 0.0 }
+                }
+                Err(p) => {
+                    l.core.g.on_ignore(p);
+                    -3.0
+                }
+            },
+            Err(r) => {
+                l.last.set(Some(r));
+                if r.reason.name() == "open" {
+                    -1.0
+                } else {
+                    -2.0
+                }
+            }
+        })
+    }
+);
+
+fast_fn!(
+    fast_report,
+    BreakerLocal,
+    2,
+    "CircuitBreaker report",
+    |env, l, a| {
+        let token = a.f64(env, 0, "token")?;
+        let outcome = outcome::of_number(env, a.whole(env, 1, "outcome", 255)?)?;
+        let Some(p) = l.tokens.take(token) else {
+            return Ok(-1.0);
+        };
+        let now = guards::clock::now();
+        with_breaker!(&l.core.g, b => b.report(p, outcome, now));
+        let (s, changed) = l.observe();
+        Ok(f64::from(s) + if changed { CHANGED } else { 0.0 })
+    }
+);
+
 /// A circuit breaker: closed, open or half-open, judged on a count or time window of
 /// outcomes (failure rate and slow-call rate), opening for a growing duration, then
 /// letting a few probes through. Lock-free; one breaker may be shared by every caller of
 /// a dependency, and by worker threads (`CircuitBreaker.shared`).
 #[napi]
 pub struct CircuitBreaker {
-    core: Arc<BreakerCore>,
-    seen: Cell<u8>,
-    last: Cell<Option<BreakerRejected>>,
-}
-
-impl CircuitBreaker {
-    fn from_core(core: BreakerCore) -> Self {
-        let s = core.g.status().state as u8;
-        CircuitBreaker {
-            core: Arc::new(core),
-            seen: Cell::new(s),
-            last: Cell::new(None),
-        }
-    }
-
-    /// The stored state, and whether it differs from what this thread saw last.
-    #[inline]
-    fn observe(&self) -> (u8, bool) {
-        let s = self.core.g.status().state as u8;
-        let changed = s != self.seen.get();
-        if changed {
-            self.seen.set(s);
-        }
-        (s, changed)
-    }
+    l: Rc<BreakerLocal>,
 }
 
 #[napi]
@@ -119,140 +226,76 @@ impl CircuitBreaker {
         catch_unwind,
         ts_args_type = "options?: CircuitBreakerOptions, shared?: Uint8Array"
     )]
-    pub fn new(env: Env, options: Option<Unknown<'_>>, shared: Option<Uint8Array>) -> Result<Self> {
-        let core = match shared {
-            None => {
-                let (config, capacity) = read_config(&env, options)?;
-                let g = AnyBreaker::new(config, capacity)
-                    .map_err(|f| config_failure(&env, CLASS, "", &f))?;
-                BreakerCore {
-                    g,
-                    slots: token::slots(),
-                    _mem: None,
-                }
-            }
-            Some(mem) => {
-                if options.is_none() {
-                    let (ptr, cap) = shared::attach(
-                        &env,
-                        CLASS,
-                        &mem,
-                        Kind::CircuitBreaker,
-                        AnyBreaker::layout_for,
-                    )?;
-                    // SAFETY: `attach` checked that the buffer holds a built breaker of this
-                    // capacity at `ptr`; `_mem` keeps the buffer alive as long as the view.
-                    let g = unsafe { AnyBreaker::attach(cap, ptr) }
-                        .ok_or_else(|| errors::internal(&env, "capacity"))?;
-                    BreakerCore {
-                        g,
-                        slots: token::slots(),
-                        _mem: Some(mem),
-                    }
-                } else {
-                    let (config, capacity) = read_config(&env, options)?;
-                    let cap = AnyBreaker::capacity_for(&config, capacity)
-                        .map_err(|f| config_failure(&env, CLASS, "", &f))?;
-                    let layout = AnyBreaker::layout_for(cap)
-                        .ok_or_else(|| errors::internal(&env, "capacity"))?;
-                    let ptr = shared::claim(&env, CLASS, &mem, layout)?;
-                    // SAFETY: `claim` gave us exclusive use of `layout.size()` bytes at `ptr`,
-                    // aligned for the guard, inside the buffer `_mem` keeps alive.
-                    let g = unsafe { AnyBreaker::build_at(cap, config, ptr) }
-                        .ok_or_else(|| errors::internal(&env, "capacity"))?
-                        .map_err(|f| config_failure(&env, CLASS, "", &f))?;
-                    shared::publish(&mem, Kind::CircuitBreaker, cap);
-                    BreakerCore {
-                        g,
-                        slots: token::slots(),
-                        _mem: Some(mem),
-                    }
-                }
-            }
-        };
-        Ok(CircuitBreaker::from_core(core))
+    pub fn new(
+        env: Env,
+        options: Option<Unknown<'_>>,
+        shared: Option<Unknown<'_>>,
+    ) -> Result<Self> {
+        let mem = crate::convert::shared_arg(&env, shared)?;
+        let given = !args::absent(&options);
+        let Placed { g, mem } =
+            shared::place::<AnyBreaker>(&env, CLASS, mem, given, || read_config(&env, options))?;
+        let s = g.status().state as u8;
+        Ok(CircuitBreaker {
+            l: Rc::new(BreakerLocal {
+                core: Arc::new(BreakerCore { g, _mem: mem }),
+                tokens: Tokens::new(),
+                seen: Cell::new(s),
+                last: Cell::new(None),
+            }),
+        })
     }
 
     /// Bytes a `SharedArrayBuffer` needs to hold a breaker with `options`.
     #[napi(catch_unwind, ts_args_type = "options?: CircuitBreakerOptions")]
     pub fn shared_size(env: Env, options: Option<Unknown<'_>>) -> Result<u32> {
-        let (config, capacity) = read_config(&env, options)?;
-        let cap = AnyBreaker::capacity_for(&config, capacity)
-            .map_err(|f| config_failure(&env, CLASS, "", &f))?;
-        let layout =
-            AnyBreaker::layout_for(cap).ok_or_else(|| errors::internal(&env, "capacity"))?;
-        Ok(u32::try_from(shared::bytes_for(layout)).unwrap_or(u32::MAX))
+        shared::size_for::<AnyBreaker>(&env, CLASS, || read_config(&env, options))
+    }
+
+    /// The fast path's functions (`{ acquire, report }`, bound to this breaker): for the
+    /// JavaScript layer.
+    #[napi(js_name = "_fast", catch_unwind, ts_return_type = "unknown")]
+    pub fn fast<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
+        fast::functions(
+            env,
+            &self.l,
+            &[("acquire", fast_acquire), ("report", fast_report)],
+        )
+    }
+
+    /// The stored state's number (closed 0, open 1, half-open 2) plus 2^52 if it differs
+    /// from what this object saw last (which it then sees): for the layer's events.
+    #[napi(js_name = "_sync", catch_unwind)]
+    pub fn sync(&self) -> f64 {
+        let (s, changed) = self.l.observe();
+        f64::from(s) + if changed { CHANGED } else { 0.0 }
     }
 
     /// Ask to make a call at `now`: a permit to report exactly once, or a thrown
     /// `BreakerOpenError` (`code` `GUARDS_BREAKER_OPEN` or `GUARDS_BREAKER_HALF_OPEN_FULL`,
     /// with `retryAt` and `retryAfterMs`).
-    #[napi(catch_unwind)]
-    pub fn try_acquire(&self, env: Env, now: Option<BigInt>) -> Result<CircuitBreakerPermit> {
-        let now = now_of(&env, now)?;
-        match self.core.g.try_acquire(now) {
+    #[napi(catch_unwind, ts_args_type = "now?: bigint")]
+    pub fn try_acquire(&self, env: Env, now: Option<Unknown<'_>>) -> Result<CircuitBreakerPermit> {
+        let now = args::now(&env, now)?;
+        match self.l.core.g.try_acquire(now) {
             Ok(p) => {
-                self.observe();
+                self.l.observe();
                 Ok(CircuitBreakerPermit {
                     is_probe: p.is_probe(),
                     probe_timeout: p.probe_timeout(),
                     acquired_at: p.acquired_at(),
-                    granted: Granted::new(BreakerRef(Arc::clone(&self.core)), p),
+                    generation: p.generation(),
+                    granted: Granted::new(BreakerRef(Arc::clone(&self.l.core)), p),
                 })
             }
             Err(r) => Err(rejection_error(&env, &r, now)),
         }
     }
 
-    /// Fast path of the JavaScript layer: a permit token (plus 2^52 if the state changed),
-    /// or -1 (open) / -2 (half-open, probes out); `lastRejection()` tells more.
-    #[napi(js_name = "_acquire")]
-    pub fn fast_acquire(&self) -> f64 {
-        let now = guards::clock::now();
-        match self.core.g.try_acquire(now) {
-            Ok(p) => match self.core.slots.insert(p) {
-                Ok(t) => {
-                    let (_, changed) = self.observe();
-                    token::pack(t) + if changed { CHANGED } else { 0.0 }
-                }
-                Err((p, _)) => {
-                    self.core.g.on_ignore(p);
-                    -3.0
-                }
-            },
-            Err(r) => {
-                self.last.set(Some(r));
-                if r.reason.name() == "open" {
-                    -1.0
-                } else {
-                    -2.0
-                }
-            }
-        }
-    }
-
-    /// Fast path: hand back permit `token` with outcome number `outcome`. Returns the
-    /// state's number (closed 0, open 1, half-open 2) plus 2^52 if it changed; -1 if the
-    /// token was already reported or never issued (nothing counted).
-    #[napi(js_name = "_report")]
-    pub fn fast_report(&self, env: Env, token: f64, outcome: u32) -> Result<f64> {
-        let outcome = outcome::of_number(&env, outcome)?;
-        let Some(t) = token::unpack(self.core.slots.guard_id(), token) else {
-            return Ok(-1.0);
-        };
-        let Ok(p) = self.core.slots.take(t) else {
-            return Ok(-1.0);
-        };
-        let now = guards::clock::now();
-        with_breaker!(&self.core.g, b => b.report(p, outcome, now));
-        let (s, changed) = self.observe();
-        Ok(f64::from(s) + if changed { CHANGED } else { 0.0 })
-    }
-
-    /// The last refusal of this thread's fast path, thrown as its error.
+    /// The last refusal of this object's fast path, thrown as its error.
     #[napi(catch_unwind, js_name = "_lastRejection")]
     pub fn last_rejection(&self, env: Env) -> Result<()> {
-        match self.last.get() {
+        match self.l.last.get() {
             Some(r) => Err(rejection_error(&env, &r, guards::clock::now())),
             None => Ok(()),
         }
@@ -260,35 +303,32 @@ impl CircuitBreaker {
 
     /// The state at `now`: `'closed'`, `'open'` or `'half_open'` (an open breaker whose
     /// open period has ended reports `'half_open'`).
-    #[napi(catch_unwind, ts_return_type = "'closed' | 'open' | 'half_open'")]
-    pub fn state(&self, env: Env, now: Option<BigInt>) -> Result<&'static str> {
-        let now = now_of(&env, now)?;
-        Ok(state_name(self.core.g.state(now)))
+    #[napi(
+        catch_unwind,
+        ts_args_type = "now?: bigint",
+        ts_return_type = "'closed' | 'open' | 'half_open'"
+    )]
+    pub fn state(&self, env: Env, now: Option<Unknown<'_>>) -> Result<&'static str> {
+        let now = args::now(&env, now)?;
+        Ok(state_name(self.l.core.g.state(now)))
     }
 
     /// The state word: `{ state, generation, probesIssued, probesPassed,
     /// consecutiveOpens, halfOpenAt }` (`halfOpenAt` a bigint instant, 0n unless open).
     #[napi(catch_unwind, ts_return_type = "BreakerStatus")]
     pub fn status<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let s = self.core.g.status();
-        let mut o = Object::new(env)?;
-        o.set("state", s.state.name())?;
-        o.set("generation", s.generation)?;
-        o.set("probesIssued", s.probes_issued)?;
-        o.set("probesPassed", s.probes_passed)?;
-        o.set("consecutiveOpens", s.consecutive_opens)?;
-        o.set("halfOpenAt", big(s.half_open_at))?;
-        Ok(o)
+        status_object(env, &self.l.core.g.status())
     }
 
     /// What the window holds at `now`: `{ calls, failures, slow }`.
     #[napi(
         catch_unwind,
+        ts_args_type = "now?: bigint",
         ts_return_type = "{ calls: number; failures: number; slow: number }"
     )]
-    pub fn window_counts<'e>(&self, env: &'e Env, now: Option<BigInt>) -> Result<Object<'e>> {
-        let now = now_of(env, now)?;
-        let w = self.core.g.window_counts(now);
+    pub fn window_counts<'e>(&self, env: &'e Env, now: Option<Unknown<'_>>) -> Result<Object<'e>> {
+        let now = args::now(env, now)?;
+        let w = self.l.core.g.window_counts(now);
         let mut o = Object::new(env)?;
         o.set("calls", num(w.calls))?;
         o.set("failures", num(w.failures))?;
@@ -299,28 +339,8 @@ impl CircuitBreaker {
     /// Counters since it was built (relaxed snapshots, read without stopping traffic).
     #[napi(catch_unwind, ts_return_type = "CircuitBreakerStats")]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let s = self.core.g.stats();
-        let mut o = Object::new(env)?;
-        for (k, v) in [
-            ("successes", s.successes),
-            ("failures", s.failures),
-            ("slowCalls", s.slow_calls),
-            ("probesAdmitted", s.probes_admitted),
-            ("probeSuccesses", s.probe_successes),
-            ("probeFailures", s.probe_failures),
-            ("ignored", s.ignored),
-            ("discarded", s.discarded),
-            ("rejectedOpen", s.rejected_open),
-            ("rejectedHalfOpen", s.rejected_half_open),
-            ("closedToOpen", s.closed_to_open),
-            ("openToHalfOpen", s.open_to_half_open),
-            ("halfOpenToClosed", s.half_open_to_closed),
-            ("halfOpenToOpen", s.half_open_to_open),
-        ] {
-            o.set(k, num(v))?;
-        }
-        o.set("state", state_name(self.core.g.state(guards::clock::now())))?;
-        Ok(o)
+        let g = &self.l.core.g;
+        stats_object(env, &g.stats(), g.state(guards::clock::now()))
     }
 
     /// The config it runs with (camelCase, durations in ms).
@@ -330,22 +350,23 @@ impl CircuitBreaker {
         ts_return_type = "Required<CircuitBreakerOptions>"
     )]
     pub fn config<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let c = self.core.g.config();
+        let g = &self.l.core.g;
+        let c = g.config();
         let mut o = config_object(env, &schema::CIRCUIT_BREAKER, &c)?;
-        o.set("capacity", num(self.core.g.capacity() as u64))?;
+        o.set("capacity", num(g.capacity() as u64))?;
         Ok(o)
     }
 
     /// Window cells allocated (a supported capacity at least the window's).
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn capacity(&self) -> u32 {
-        u32::try_from(self.core.g.capacity()).unwrap_or(u32::MAX)
+        u32::try_from(self.l.core.g.capacity()).unwrap_or(u32::MAX)
     }
 
-    /// Permits handed out by this object and not reported yet (the fast path's tokens).
-    #[napi(getter)]
+    /// Permits handed out by the fast path (`execute`) and not reported yet.
+    #[napi(getter, catch_unwind)]
     pub fn outstanding(&self) -> f64 {
-        num(self.core.slots.outstanding())
+        num(self.l.tokens.outstanding())
     }
 }
 
@@ -355,8 +376,9 @@ impl CircuitBreaker {
 #[napi]
 pub struct CircuitBreakerPermit {
     is_probe: bool,
-    probe_timeout: Option<guards::names::Nanos>,
-    acquired_at: guards::names::Nanos,
+    probe_timeout: Option<Nanos>,
+    acquired_at: Nanos,
+    generation: u32,
     granted: Granted<BreakerRef>,
 }
 
@@ -365,10 +387,19 @@ impl CircuitBreakerPermit {
     /// Report how the call ended (`'success'`, `'timeout'`, ... see `Outcome`) at `now`.
     /// Returns the effect on the breaker (`'counted'`, `'opened'`, `'probe_passed'`,
     /// `'closed'`, `'reopened'`, `'discarded'`, `'ignored'`).
-    #[napi(catch_unwind, ts_args_type = "outcome: Outcome, now?: bigint")]
-    pub fn report(&self, env: Env, outcome: String, now: Option<BigInt>) -> Result<&'static str> {
-        let outcome = outcome::parse(&env, "outcome", &outcome)?;
-        let now = now_of(&env, now)?;
+    #[napi(
+        catch_unwind,
+        ts_args_type = "outcome: Outcome, now?: bigint",
+        ts_return_type = "'counted' | 'opened' | 'probe_passed' | 'closed' | 'reopened' | 'discarded' | 'ignored'"
+    )]
+    pub fn report(
+        &self,
+        env: Env,
+        outcome: Unknown<'_>,
+        now: Option<Unknown<'_>>,
+    ) -> Result<&'static str> {
+        let outcome = args::outcome(&env, "outcome", &outcome)?;
+        let now = args::now(&env, now)?;
         let p = self.granted.take().ok_or_else(|| {
             errors::permit(&env, guards::error::GuardsResult::PermitAlreadyReported)
         })?;
@@ -377,25 +408,32 @@ impl CircuitBreakerPermit {
     }
 
     /// Whether this permit is a half-open probe.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn is_probe(&self) -> bool {
         self.is_probe
     }
 
     /// A probe's timeout in ms (what the call should wait at most), `null` for a call.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn probe_timeout_ms(&self) -> Option<f64> {
         self.probe_timeout.map(ms)
     }
 
     /// When it was granted (the `now` of `tryAcquire`).
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn acquired_at(&self) -> BigInt {
         big(self.acquired_at)
     }
 
+    /// The breaker's generation it was granted in (a report from an older generation is
+    /// discarded).
+    #[napi(getter, catch_unwind)]
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
     /// Whether it has been reported (or given back).
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn done(&self) -> bool {
         self.granted.done()
     }

@@ -336,9 +336,10 @@ fn unknown<C: Copy>(
 fn field_failure(env: &Env, class: &str, prefix: &str, camel_path: &str, f: &Failure) -> Error {
     use guards::error::{Detail, GuardsResult};
     match f.detail {
-        Detail::Config(e) => range_error(
+        Detail::Config(e) => crate::errors::config_range_error(
             env,
             camel_path,
+            e.kind(),
             &format!(
                 "{class}: invalid option `{camel_path}`: {} (expected {})",
                 crate::errors::describe(e.kind()),
@@ -382,48 +383,6 @@ pub(crate) fn whole(env: &Env, class: &str, name: &str, v: &Val, max: u64) -> Re
         }
     };
     Ok(n)
-}
-
-/// An instant argument: `undefined` reads the clock; a `bigint` must be a non-negative
-/// 64-bit number of nanoseconds.
-#[inline]
-pub(crate) fn now_of(env: &Env, now: Option<BigInt>) -> Result<Nanos> {
-    match now {
-        None => Ok(guards::clock::now()),
-        Some(b) => instant(env, "now", &b),
-    }
-}
-
-pub(crate) fn instant(env: &Env, name: &str, b: &BigInt) -> Result<Nanos> {
-    let (negative, value, lossless) = b.get_u64();
-    if negative || !lossless {
-        return Err(range_error(
-            env,
-            name,
-            &format!("`{name}` must be a bigint of nanoseconds in 0..2^64"),
-        ));
-    }
-    Ok(Nanos(value))
-}
-
-/// A duration argument in milliseconds (a number), or exact nanoseconds (a bigint).
-pub(crate) fn duration_ms(env: &Env, name: &str, ms: f64) -> Result<Nanos> {
-    if !ms.is_finite() || ms < 0.0 {
-        return Err(range_error(
-            env,
-            name,
-            &format!("`{name}` must be a finite, non-negative number of milliseconds, not {ms}"),
-        ));
-    }
-    let ns = (ms * 1e6).round();
-    if ns >= 18_446_744_073_709_551_616.0 {
-        return Err(range_error(
-            env,
-            name,
-            &format!("`{name}` is too large (at most 2^64 ns)"),
-        ));
-    }
-    Ok(Nanos(ns as u64))
 }
 
 /// Nanoseconds as milliseconds (a number).
@@ -478,19 +437,26 @@ pub(crate) fn numbers<'e>(env: &'e Env, pairs: &[(&str, f64)]) -> Result<Object<
     Ok(o)
 }
 
-/// A priority argument: 0 (most important) ..= 7; `undefined` is the given default.
-pub(crate) fn priority(env: &Env, p: Option<u32>, default: u8) -> Result<guards_core::Priority> {
-    let level = match p {
-        None => default,
-        Some(p) => u8::try_from(p).unwrap_or(u8::MAX),
-    };
-    guards_core::Priority::new(level).ok_or_else(|| {
-        range_error(
-            env,
-            "priority",
-            &format!(
-                "`priority` must be a whole number in 0..=7 (0 is the most important), not {level}"
-            ),
-        )
-    })
+/// The optional `shared` argument of a constructor: a `Uint8Array` (over a
+/// `SharedArrayBuffer`) or nothing.
+pub(crate) fn shared_arg(env: &Env, v: Option<Unknown<'_>>) -> Result<Option<Uint8Array>> {
+    if crate::args::absent(&v) {
+        return Ok(None);
+    }
+    let Some(v) = v else { return Ok(None) };
+    let ok = v.get_type()? == ValueType::Object && v.is_typedarray()?;
+    if ok {
+        // SAFETY: checked to be a typed array; napi-rs checks it is a `Uint8Array`.
+        if let Ok(a) = unsafe { v.cast::<Uint8Array>() } {
+            return Ok(Some(a));
+        }
+    }
+    Err(type_error(
+        env,
+        "shared",
+        &format!(
+            "`shared` must be a Uint8Array over a SharedArrayBuffer, not {}",
+            crate::args::what(&v)
+        ),
+    ))
 }

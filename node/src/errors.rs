@@ -38,7 +38,11 @@ pub(crate) struct Details {
     pub option: Option<String>,
     pub retry_at: Option<u64>,
     pub reason: Option<&'static str>,
+    /// A refused config value's kind (`not_finite`, `negative`, `zero`, `out_of_range`,
+    /// `inconsistent`).
+    pub kind: Option<&'static str>,
     pub numbers: Vec<(&'static str, f64)>,
+    pub strings: Vec<(&'static str, &'static str)>,
 }
 
 impl Details {
@@ -60,6 +64,12 @@ impl Details {
         }
         if let Some(r) = self.reason {
             parts.push(format!("\"reason\":{}", quote(r)));
+        }
+        if let Some(k) = self.kind {
+            parts.push(format!("\"kind\":{}", quote(k)));
+        }
+        for (k, v) in &self.strings {
+            parts.push(format!("{}:{}", quote(k), quote(v)));
         }
         for (k, v) in &self.numbers {
             if v.is_finite() {
@@ -132,6 +142,25 @@ pub(crate) fn range_error(env: &Env, option: &str, message: &str) -> Error {
     throw(env, "RangeError", message, Details::option(option))
 }
 
+/// A `RangeError` for a config value refused with `kind` (core's `ConfigErrorKind`).
+pub(crate) fn config_range_error(
+    env: &Env,
+    option: &str,
+    kind: guards_core::ConfigErrorKind,
+    message: &str,
+) -> Error {
+    throw(
+        env,
+        "RangeError",
+        message,
+        Details {
+            option: Some(option.to_owned()),
+            kind: Some(kind.name()),
+            ..Details::default()
+        },
+    )
+}
+
 /// A config failure from the schema or core's `validate`, for class `class` (option
 /// names in camelCase, nested with `.` and `[i]`; `prefix` is prepended, for nested
 /// configs such as a limiter's `limit`).
@@ -144,7 +173,7 @@ pub(crate) fn config_failure(env: &Env, class: &str, prefix: &str, f: &Failure) 
                 crate::errors::describe(e.kind()),
                 e.expected()
             );
-            range_error(env, &option, &msg)
+            config_range_error(env, &option, e.kind(), &msg)
         }
         Detail::Argument { name, expected } => {
             let option = format!("{prefix}{}", camel(name));

@@ -4,98 +4,129 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use guards::handle::AnyHedging;
+use guards::names::HedgingConfig;
 use guards::schema;
 use guards::with_hedging;
 use guards_core::hedging::HedgeDecision;
-use guards_core::retry_policy::{RetryCause, RetryGate};
+use guards_core::retry_policy::RetryGate;
 
-use crate::convert::{big, duration_ms, instant, ms, now_of, num, numbers, Options};
-use crate::errors::config_failure;
-use crate::retry_budget::RetryBudget;
+use crate::args;
+use crate::convert::{big, ms, num, numbers, Options};
+use crate::retry_budget::Gate;
+use crate::shared::{self, Placed};
 
 const CLASS: &str = "Hedging";
 
-struct Gate<'a>(&'a RetryBudget);
-
-impl RetryGate for Gate<'_> {
-    fn allow_retry(&self, now: guards::names::Nanos, cause: RetryCause) -> bool {
-        self.0.core.g.withdraw(now, cause).is_some()
-    }
+fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(HedgingConfig, u64)> {
+    let c = Options::read(env, CLASS, options)?.build(env, &schema::HEDGING, "")?;
+    Ok((c, 0))
 }
 
 /// Hedging: after the tracked `delayQuantile` latency, send a hedge, at most `maxHedges`
-/// per request, idempotent requests only, paid from a retry budget.
+/// per request, idempotent requests only, paid from a retry budget. Lock-free; shareable
+/// by worker threads (`Hedging.shared`).
 #[napi]
 pub struct Hedging {
     h: AnyHedging,
+    _mem: Option<Uint8Array>,
 }
 
 #[napi]
 impl Hedging {
     /// A hedging policy with `options` (`delayQuantile`, `minDelay`, `maxDelay`,
-    /// `maxHedges`, `minSamples`, `refreshInterval`, `tracker: { window, ... }`).
-    #[napi(constructor, catch_unwind, ts_args_type = "options?: HedgingOptions")]
-    pub fn new(env: Env, options: Option<Unknown<'_>>) -> Result<Self> {
-        let c = Options::read(&env, CLASS, options)?.build(&env, &schema::HEDGING, "")?;
-        let h = AnyHedging::new(c).map_err(|f| config_failure(&env, CLASS, "", &f))?;
-        Ok(Hedging { h })
+    /// `maxHedges`, `minSamples`, `refreshInterval`, `tracker: { window, ... }`). With
+    /// `shared`: built in or attached to a `SharedArrayBuffer` (see `CircuitBreaker`).
+    #[napi(
+        constructor,
+        catch_unwind,
+        ts_args_type = "options?: HedgingOptions, shared?: Uint8Array"
+    )]
+    pub fn new(
+        env: Env,
+        options: Option<Unknown<'_>>,
+        shared: Option<Unknown<'_>>,
+    ) -> Result<Self> {
+        let mem = crate::convert::shared_arg(&env, shared)?;
+        let given = !args::absent(&options);
+        let Placed { g, mem } =
+            shared::place::<AnyHedging>(&env, CLASS, mem, given, || read_config(&env, options))?;
+        Ok(Hedging { h: g, _mem: mem })
     }
 
-    /// Record a latency of `latencyMs` at `now`.
-    #[napi(catch_unwind)]
-    pub fn record_latency(&self, env: Env, latency_ms: f64, now: Option<BigInt>) -> Result<()> {
-        let l = duration_ms(&env, "latencyMs", latency_ms)?;
-        let now = now_of(&env, now)?;
+    /// Bytes a `SharedArrayBuffer` needs to hold a hedging policy.
+    #[napi(catch_unwind, ts_args_type = "options?: HedgingOptions")]
+    pub fn shared_size(env: Env, options: Option<Unknown<'_>>) -> Result<u32> {
+        shared::size_for::<AnyHedging>(&env, CLASS, || read_config(&env, options))
+    }
+
+    /// Record a latency (ms, or exact ns as a bigint) at `now`.
+    #[napi(catch_unwind, ts_args_type = "latency: number | bigint, now?: bigint")]
+    pub fn record_latency(
+        &self,
+        env: Env,
+        latency: Unknown<'_>,
+        now: Option<Unknown<'_>>,
+    ) -> Result<()> {
+        let l = args::duration(&env, "latency", &latency)?;
+        let now = args::now(&env, now)?;
         with_hedging!(&self.h, h => h.record_latency(now, l));
         Ok(())
     }
 
-    /// A call started at `startedAt` ended with `outcome` at `now` (recorded by the call
-    /// contract).
+    /// A call started at `startedAt` ended with `outcome` at `now`: its latency recorded
+    /// or skipped by the call contract (`'record'` / `'skip'`).
     #[napi(
         catch_unwind,
-        ts_args_type = "startedAt: bigint, outcome: Outcome, now?: bigint"
+        ts_args_type = "startedAt: bigint, outcome: Outcome, now?: bigint",
+        ts_return_type = "'record' | 'skip'"
     )]
     pub fn report(
         &self,
         env: Env,
-        started_at: BigInt,
-        outcome: String,
-        now: Option<BigInt>,
+        started_at: Unknown<'_>,
+        outcome: Unknown<'_>,
+        now: Option<Unknown<'_>>,
     ) -> Result<&'static str> {
-        let s = instant(&env, "startedAt", &started_at)?;
-        let o = crate::outcome::parse(&env, "outcome", &outcome)?;
-        let now = now_of(&env, now)?;
+        let s = args::instant(&env, "startedAt", &started_at)?;
+        let o = args::outcome(&env, "outcome", &outcome)?;
+        let now = args::now(&env, now)?;
         Ok(with_hedging!(&self.h, h => h.report(now, s, o)).name())
     }
 
     /// The hedge delay in ms at `now` (`null`: not enough samples).
-    #[napi(catch_unwind)]
-    pub fn hedge_delay_ms(&self, env: Env, now: Option<BigInt>) -> Result<Option<f64>> {
-        let now = now_of(&env, now)?;
+    #[napi(catch_unwind, ts_args_type = "now?: bigint")]
+    pub fn hedge_delay_ms(&self, env: Env, now: Option<Unknown<'_>>) -> Result<Option<f64>> {
+        let now = args::now(&env, now)?;
         Ok(with_hedging!(&self.h, h => h.hedge_delay(now)).map(ms))
     }
 
     /// Should a request started at `requestStarted`, with `hedgesSent` hedges out, send
     /// one at `now`? `{ decision: 'hedge_now' }`, `{ decision: 'wait_until', at }` or
-    /// `{ decision: 'never', reason }`; `budget` pays for the hedge.
+    /// `{ decision: 'never', reason }`. `budget` pays for the hedge: a `RetryBudget`, or a
+    /// function `(now, cause) => boolean` (asked last).
     #[napi(
         catch_unwind,
-        ts_return_type = "{ decision: 'hedge_now' | 'wait_until' | 'never'; at?: bigint; reason?: string }"
+        ts_args_type = "requestStarted: bigint, hedgesSent: number, idempotent: boolean, budget?: RetryBudget | RetryGateFunction | null, now?: bigint",
+        ts_return_type = "{ decision: 'hedge_now' } | { decision: 'wait_until'; at: bigint } | { decision: 'never'; reason: 'not_idempotent' | 'limit_reached' | 'no_latency_data' | 'budget_exhausted' }"
     )]
     pub fn should_hedge<'e>(
         &self,
         env: &'e Env,
-        request_started: BigInt,
-        hedges_sent: u32,
-        idempotent: bool,
-        budget: Option<&RetryBudget>,
-        now: Option<BigInt>,
+        request_started: Unknown<'_>,
+        hedges_sent: Unknown<'_>,
+        idempotent: Unknown<'_>,
+        budget: Option<Unknown<'e>>,
+        now: Option<Unknown<'_>>,
     ) -> Result<Object<'e>> {
-        let s = instant(env, "requestStarted", &request_started)?;
-        let now = now_of(env, now)?;
-        let gate = budget.map(Gate);
-        let d = with_hedging!(&self.h, h => h.should_hedge(now, s, hedges_sent, idempotent, gate.as_ref().map(|g| g as &dyn RetryGate)));
+        let s = args::instant(env, "requestStarted", &request_started)?;
+        let sent = args::whole_u32(env, "hedgesSent", &hedges_sent)?;
+        let idem = args::boolean(env, "idempotent", &idempotent)?;
+        let gate = Gate::read(env, "budget", budget)?;
+        let now = args::now(env, now)?;
+        let d = with_hedging!(&self.h, h => h.should_hedge(now, s, sent, idem, gate.as_ref().map(|g| g as &dyn RetryGate)));
+        if let Some(e) = gate.and_then(Gate::error) {
+            return Err(e);
+        }
         let mut o = Object::new(env)?;
         o.set("decision", d.name())?;
         match d {
@@ -107,7 +138,10 @@ impl Hedging {
     }
 
     /// Counters.
-    #[napi(catch_unwind, ts_return_type = "Record<string, number>")]
+    #[napi(
+        catch_unwind,
+        ts_return_type = "{ hedges: number; deferred: number; notIdempotent: number; limitReached: number; noLatencyData: number; budgetExhausted: number }"
+    )]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let s = with_hedging!(&self.h, h => h.stats());
         numbers(

@@ -31,11 +31,14 @@
 // napi-derive's generated glue trips these.
 #![allow(missing_debug_implementations, clippy::new_without_default)]
 
+mod args;
 mod convert;
 mod errors;
+mod fast;
 pub mod outcome;
-mod shared;
-mod token;
+pub mod shared;
+pub mod token;
+pub mod vectors;
 
 pub mod adaptive_throttle;
 pub mod admission;
@@ -48,7 +51,7 @@ pub mod hedging;
 pub mod http;
 pub mod keyed_breakers;
 pub mod latency_tracker;
-mod limit;
+pub mod limit;
 pub mod limiter;
 pub mod queue_discipline;
 pub mod retry_budget;
@@ -78,9 +81,17 @@ pub fn native_version() -> &'static str {
     catch_unwind,
     ts_args_type = "factory: (kind: string, message: string, detailsJson: string) => Error"
 )]
-pub fn install_error_factory(
-    env: Env,
-    factory: Function<'_, FnArgs<(String, String, String)>, Unknown<'static>>,
-) -> Result<()> {
-    errors::install(&env, factory)
+pub fn install_error_factory(env: Env, factory: Unknown<'_>) -> Result<()> {
+    if factory.get_type()? != napi::ValueType::Function {
+        return Err(errors::type_error(
+            &env,
+            "factory",
+            &format!("`factory` must be a function, not {}", args::what(&factory)),
+        ));
+    }
+    // SAFETY: checked to be a function.
+    let f = unsafe {
+        factory.cast::<Function<'_, FnArgs<(String, String, String)>, Unknown<'static>>>()
+    }?;
+    errors::install(&env, f)
 }

@@ -1,27 +1,47 @@
 //! `Limiter`: permits against a (possibly adaptive) concurrency limit, by priority.
 
 use std::cell::Cell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use guards::handle::InPlace;
-use guards::names::{Limiter as CoreLimiter, LimiterConfig};
-use guards::permit::{Granted, Owner, PermitSlots};
+use guards::names::{Limiter as CoreLimiter, LimiterConfig, Nanos};
+use guards::permit::{Granted, Owner};
 use guards::schema;
 use guards_core::limiter::{LimiterPermit, LimiterRejected};
+use guards_core::Priority;
 
-use crate::convert::{big, config_object, ms, now_of, num, Options};
+use crate::args;
+use crate::convert::{big, config_object, ms, num, Options};
 use crate::errors::{self, config_failure, Details};
+use crate::fast::{self, fast_fn};
 use crate::outcome;
-use crate::shared::{self, Kind};
-use crate::token;
+use crate::shared::{self, Placed};
+use crate::token::Tokens;
 
 pub(crate) struct LimiterCore {
     g: InPlace<CoreLimiter>,
-    slots: PermitSlots<LimiterPermit>,
     _mem: Option<Uint8Array>,
+}
+
+/// What one JavaScript object holds.
+pub(crate) struct LimiterLocal {
+    core: Arc<LimiterCore>,
+    /// The fast path's parked permits.
+    tokens: Tokens<LimiterPermit>,
+    last: Cell<Option<LimiterRejected>>,
+}
+
+impl Drop for LimiterLocal {
+    /// Permits still parked (their calls never ended) go back to the guard.
+    fn drop(&mut self) {
+        for p in self.tokens.drain() {
+            self.core.g.on_ignore(p);
+        }
+    }
 }
 
 pub(crate) struct LimiterRef(Arc<LimiterCore>);
@@ -35,7 +55,7 @@ impl Owner for LimiterRef {
 
 const CLASS: &str = "Limiter";
 
-fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<LimiterConfig> {
+fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(LimiterConfig, u64)> {
     let mut o = Options::read(env, CLASS, options)?;
     let limit = crate::limit::take(env, &mut o)?;
     let mut c = o.build(env, &schema::LIMITER, "")?;
@@ -44,10 +64,10 @@ fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<LimiterConfig>
     }
     c.validate()
         .map_err(|e| config_failure(env, CLASS, "", &e.into()))?;
-    Ok(c)
+    Ok((c, 0))
 }
 
-pub(crate) fn rejection_error(env: &Env, r: &LimiterRejected, now: guards::names::Nanos) -> Error {
+pub(crate) fn rejection_error(env: &Env, r: &LimiterRejected, now: Nanos) -> Error {
     let after = ms(r.retry_after(now));
     errors::throw(
         env,
@@ -73,13 +93,56 @@ pub(crate) fn rejection_error(env: &Env, r: &LimiterRejected, now: guards::names
     )
 }
 
+// The fast path (see `fast`): `acquire(priority)` a token, or -1 when refused (-3: no
+// permit slot; `_lastRejection()` tells more); `report(token, outcome)` the limit after
+// it, or -1 if the token was reported before.
+fast_fn!(
+    fast_acquire,
+    LimiterLocal,
+    1,
+    "Limiter acquire",
+    |env, l, a| {
+        let level = a.whole(env, 0, "priority", 7)?;
+        let p = Priority::new(level as u8).unwrap_or(Priority::CRITICAL_PLUS);
+        let now = guards::clock::now();
+        Ok(match l.core.g.try_acquire(now, p) {
+            Ok(permit) => match l.tokens.insert(permit) {
+                Ok(t) => t,
+                Err(permit) => {
+                    l.core.g.on_ignore(permit);
+                    -3.0
+                }
+            },
+            Err(r) => {
+                l.last.set(Some(r));
+                -1.0
+            }
+        })
+    }
+);
+
+fast_fn!(
+    fast_report,
+    LimiterLocal,
+    2,
+    "Limiter report",
+    |env, l, a| {
+        let token = a.f64(env, 0, "token")?;
+        let outcome = outcome::of_number(env, a.whole(env, 1, "outcome", 255)?)?;
+        let Some(p) = l.tokens.take(token) else {
+            return Ok(-1.0);
+        };
+        l.core.g.report(p, outcome, guards::clock::now());
+        Ok(num(l.core.g.limit()))
+    }
+);
+
 /// A concurrency limiter: calls in flight stay under a limit that is fixed or moved by an
 /// algorithm (AIMD, Vegas, Gradient2) from the calls' latencies and drops; priority
 /// classes may be held to a share of it. Lock-free; shareable by worker threads.
 #[napi]
 pub struct Limiter {
-    core: Arc<LimiterCore>,
-    last: Cell<Option<LimiterRejected>>,
+    l: Rc<LimiterLocal>,
 }
 
 #[napi]
@@ -92,142 +155,108 @@ impl Limiter {
         catch_unwind,
         ts_args_type = "options?: LimiterOptions, shared?: Uint8Array"
     )]
-    pub fn new(env: Env, options: Option<Unknown<'_>>, shared: Option<Uint8Array>) -> Result<Self> {
-        let layout = InPlace::<CoreLimiter>::layout();
-        let (g, mem) = match shared {
-            None => {
-                let c = read_config(&env, options)?;
-                (
-                    InPlace::new(c).map_err(|f| config_failure(&env, CLASS, "", &f))?,
-                    None,
-                )
-            }
-            Some(mem) => {
-                if options.is_none() {
-                    let (ptr, _) =
-                        shared::attach(&env, CLASS, &mem, Kind::Limiter, |_| Some(layout))?;
-                    // SAFETY: `attach` checked the buffer holds a built limiter at `ptr`.
-                    (unsafe { InPlace::attach(ptr.cast()) }, Some(mem))
-                } else {
-                    let c = read_config(&env, options)?;
-                    let ptr = shared::claim(&env, CLASS, &mem, layout)?;
-                    // SAFETY: `claim` gave exclusive use of the aligned bytes at `ptr`.
-                    let g = unsafe { InPlace::build_at(ptr.cast(), c) }
-                        .map_err(|f| config_failure(&env, CLASS, "", &f))?;
-                    shared::publish(&mem, Kind::Limiter, 1);
-                    (g, Some(mem))
-                }
-            }
-        };
+    pub fn new(
+        env: Env,
+        options: Option<Unknown<'_>>,
+        shared: Option<Unknown<'_>>,
+    ) -> Result<Self> {
+        let mem = crate::convert::shared_arg(&env, shared)?;
+        let given = !args::absent(&options);
+        let Placed { g, mem } =
+            shared::place::<InPlace<CoreLimiter>>(&env, CLASS, mem, given, || {
+                read_config(&env, options)
+            })?;
         Ok(Limiter {
-            core: Arc::new(LimiterCore {
-                g,
-                slots: token::slots(),
-                _mem: mem,
+            l: Rc::new(LimiterLocal {
+                core: Arc::new(LimiterCore { g, _mem: mem }),
+                tokens: Tokens::new(),
+                last: Cell::new(None),
             }),
-            last: Cell::new(None),
         })
     }
 
     /// Bytes a `SharedArrayBuffer` needs to hold a limiter.
-    #[napi(catch_unwind)]
-    pub fn shared_size() -> u32 {
-        u32::try_from(shared::bytes_for(InPlace::<CoreLimiter>::layout())).unwrap_or(u32::MAX)
+    #[napi(catch_unwind, ts_args_type = "options?: LimiterOptions")]
+    pub fn shared_size(env: Env, options: Option<Unknown<'_>>) -> Result<u32> {
+        shared::size_for::<InPlace<CoreLimiter>>(&env, CLASS, || read_config(&env, options))
+    }
+
+    /// The fast path's functions (`{ acquire, report }`): for the JavaScript layer.
+    #[napi(js_name = "_fast", catch_unwind, ts_return_type = "unknown")]
+    pub fn fast<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
+        fast::functions(
+            env,
+            &self.l,
+            &[("acquire", fast_acquire), ("report", fast_report)],
+        )
     }
 
     /// A permit for a call of `priority` (0, the most important, ..7; default 0) at `now`,
     /// or a thrown `LimitExceededError`.
-    #[napi(catch_unwind)]
+    #[napi(catch_unwind, ts_args_type = "priority?: number, now?: bigint")]
     pub fn try_acquire(
         &self,
         env: Env,
-        priority: Option<u32>,
-        now: Option<BigInt>,
+        priority: Option<Unknown<'_>>,
+        now: Option<Unknown<'_>>,
     ) -> Result<LimiterPermitHandle> {
-        let p = crate::convert::priority(&env, priority, 0)?;
-        let now = now_of(&env, now)?;
-        match self.core.g.try_acquire(now, p) {
+        let p = args::priority(&env, priority, 0)?;
+        let now = args::now(&env, now)?;
+        match self.l.core.g.try_acquire(now, p) {
             Ok(permit) => Ok(LimiterPermitHandle {
                 start: permit.start(),
-                granted: Granted::new(LimiterRef(Arc::clone(&self.core)), permit),
+                in_flight: permit.in_flight(),
+                threshold: permit.threshold(),
+                granted: Granted::new(LimiterRef(Arc::clone(&self.l.core)), permit),
             }),
             Err(r) => Err(rejection_error(&env, &r, now)),
         }
     }
 
-    /// Fast path: a token, or -1 when refused (`_lastRejection()` tells more).
-    #[napi(js_name = "_acquire")]
-    pub fn fast_acquire(&self, env: Env, priority: u32) -> Result<f64> {
-        let p = crate::convert::priority(&env, Some(priority), 0)?;
-        let now = guards::clock::now();
-        Ok(match self.core.g.try_acquire(now, p) {
-            Ok(permit) => match self.core.slots.insert(permit) {
-                Ok(t) => token::pack(t),
-                Err((permit, _)) => {
-                    self.core.g.on_ignore(permit);
-                    -3.0
-                }
-            },
-            Err(r) => {
-                self.last.set(Some(r));
-                -1.0
-            }
-        })
-    }
-
-    /// Fast path: report `token` with outcome number `outcome`; returns the limit after it
-    /// (-1 if the token was reported before).
-    #[napi(js_name = "_report")]
-    pub fn fast_report(&self, env: Env, token: f64, outcome: u32) -> Result<f64> {
-        let outcome = outcome::of_number(&env, outcome)?;
-        let Some(t) = token::unpack(self.core.slots.guard_id(), token) else {
-            return Ok(-1.0);
-        };
-        let Ok(p) = self.core.slots.take(t) else {
-            return Ok(-1.0);
-        };
-        self.core.g.report(p, outcome, guards::clock::now());
-        Ok(num(self.core.g.limit()))
-    }
-
-    /// The last refusal of this thread's fast path, as the error to throw.
+    /// The last refusal of this object's fast path, as the error to throw.
     #[napi(catch_unwind, js_name = "_lastRejection")]
     pub fn last_rejection(&self, env: Env) -> Result<()> {
-        match self.last.get() {
+        match self.l.last.get() {
             Some(r) => Err(rejection_error(&env, &r, guards::clock::now())),
             None => Ok(()),
         }
     }
 
     /// The current limit.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn limit(&self) -> f64 {
-        num(self.core.g.limit())
+        num(self.l.core.g.limit())
     }
 
     /// Calls in flight.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn in_flight(&self) -> f64 {
-        num(self.core.g.in_flight())
+        num(self.l.core.g.in_flight())
     }
 
     /// The in-flight count at which `priority` is refused.
-    #[napi(catch_unwind)]
-    pub fn threshold(&self, env: Env, priority: Option<u32>) -> Result<f64> {
-        let p = crate::convert::priority(&env, priority, 0)?;
-        Ok(num(self.core.g.threshold(p)))
+    #[napi(catch_unwind, ts_args_type = "priority?: number")]
+    pub fn threshold(&self, env: Env, priority: Option<Unknown<'_>>) -> Result<f64> {
+        let p = args::priority(&env, priority, 0)?;
+        Ok(num(self.l.core.g.threshold(p)))
     }
 
     /// The retry-after hint a refusal now would carry, in ms.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn retry_after_ms(&self) -> f64 {
-        ms(self.core.g.retry_after())
+        ms(self.l.core.g.retry_after())
+    }
+
+    /// The same hint, in exact nanoseconds.
+    #[napi(getter, catch_unwind)]
+    pub fn retry_after_ns(&self) -> BigInt {
+        big(self.l.core.g.retry_after())
     }
 
     /// Counters and gauges (`rejectedByPriority` is per priority).
     #[napi(catch_unwind, ts_return_type = "LimiterStats")]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let s = self.core.g.stats();
+        let s = self.l.core.g.stats();
         let mut o = crate::convert::numbers(
             env,
             &[
@@ -259,7 +288,7 @@ impl Limiter {
     /// The config (camelCase, durations in ms; `limit` as an object).
     #[napi(getter, catch_unwind, ts_return_type = "Record<string, unknown>")]
     pub fn config<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let c = self.core.g.config();
+        let c = self.l.core.g.config();
         let mut o = config_object(env, &schema::LIMITER, c)?;
         o.set("limit", crate::limit::object(env, &c.limit)?)?;
         Ok(o)
@@ -269,18 +298,26 @@ impl Limiter {
 /// A permit of a `Limiter`: `report` how the call ended exactly once.
 #[napi(js_name = "LimiterPermit")]
 pub struct LimiterPermitHandle {
-    start: guards::names::Nanos,
+    start: Nanos,
+    in_flight: u64,
+    threshold: u64,
     granted: Granted<LimiterRef>,
 }
 
 #[napi]
 impl LimiterPermitHandle {
     /// Report how the call ended at `now`: a success is an RTT sample, a timeout or an
-    /// overload answer a drop, anything else frees the slot without a sample.
+    /// overload answer a drop, anything else frees the slot without a sample. Returns
+    /// the verdict (`'success'`, `'dropped'`, `'ignore'`).
     #[napi(catch_unwind, ts_args_type = "outcome: Outcome, now?: bigint")]
-    pub fn report(&self, env: Env, outcome: String, now: Option<BigInt>) -> Result<&'static str> {
-        let outcome = outcome::parse(&env, "outcome", &outcome)?;
-        let now = now_of(&env, now)?;
+    pub fn report(
+        &self,
+        env: Env,
+        outcome: Unknown<'_>,
+        now: Option<Unknown<'_>>,
+    ) -> Result<&'static str> {
+        let outcome = args::outcome(&env, "outcome", &outcome)?;
+        let now = args::now(&env, now)?;
         let p = self.granted.take().ok_or_else(|| {
             errors::permit(&env, guards::error::GuardsResult::PermitAlreadyReported)
         })?;
@@ -288,13 +325,25 @@ impl LimiterPermitHandle {
     }
 
     /// When it was granted.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn start(&self) -> BigInt {
         big(self.start)
     }
 
+    /// Calls in flight once it was granted (itself included).
+    #[napi(getter, catch_unwind)]
+    pub fn in_flight(&self) -> f64 {
+        num(self.in_flight)
+    }
+
+    /// The threshold its priority was admitted under.
+    #[napi(getter, catch_unwind)]
+    pub fn threshold(&self) -> f64 {
+        num(self.threshold)
+    }
+
     /// Whether it has been reported.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn done(&self) -> bool {
         self.granted.done()
     }

@@ -1,25 +1,15 @@
-//! Outcomes in: the call contract's names (`'success'`, `'timeout'`, ...) or numbers.
+//! Outcomes: the call contract's names (`'success'`, `'timeout'`, ...), their numbers (the
+//! fast paths pass numbers), and what each guard does with one (the table of
+//! `docs/outcomes.md`).
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
+use guards_core::outcome::RetryVerdict;
 use guards_core::Outcome;
 
+use crate::args;
 use crate::errors::type_error;
-
-const NAMES: &str = "'success', 'timeout', 'connection_error', 'other_transient', 'throttled', \
-                     'overloaded', 'permanent', 'rejected', 'ignored', 'cancelled'";
-
-/// The outcome named `name` (core's snake_case names), or a `TypeError` naming `option`.
-pub(crate) fn parse(env: &Env, option: &str, name: &str) -> Result<Outcome> {
-    Outcome::from_name(name).ok_or_else(|| {
-        type_error(
-            env,
-            option,
-            &format!("`{option}` must be an outcome: one of {NAMES}, not {name:?}"),
-        )
-    })
-}
 
 /// The outcome numbered `n` (the fast paths of the JavaScript layer pass numbers).
 #[inline]
@@ -31,7 +21,36 @@ pub(crate) fn of_number(env: &Env, n: u32) -> Result<Outcome> {
 }
 
 /// The outcomes in number order (`OUTCOMES[n]` is outcome `n`'s name).
-#[napi(catch_unwind)]
+#[napi(catch_unwind, ts_return_type = "Outcome[]")]
 pub fn outcome_names() -> Vec<&'static str> {
     Outcome::ALL.iter().map(|o| o.name()).collect()
+}
+
+/// What every guard does with `outcome` (the call contract's table, docs/outcomes.md):
+/// `{ number, breakerCall, breakerProbe, bulkhead, limiter, retryBudget,
+/// adaptiveThrottle, latency, retry: { retry: cause } | { giveUp: reason }, brownout }`.
+#[napi(
+    catch_unwind,
+    ts_args_type = "outcome: Outcome",
+    ts_return_type = "{ number: number; breakerCall: string; breakerProbe: string; bulkhead: string; limiter: string; retryBudget: string; adaptiveThrottle: string; latency: string; retry: { retry: 'timeout' | 'transient' | 'throttled' | 'hedge' } | { giveUp: GiveUpReason }; brownout: RefusalKind | null }"
+)]
+pub fn outcome_verdicts<'e>(env: &'e Env, outcome: Unknown<'_>) -> Result<Object<'e>> {
+    let o = args::outcome(env, "outcome", &outcome)?;
+    let mut out = Object::new(env)?;
+    out.set("number", o as u8)?;
+    out.set("breakerCall", o.breaker(false).name())?;
+    out.set("breakerProbe", o.breaker(true).name())?;
+    out.set("bulkhead", o.bulkhead().name())?;
+    out.set("limiter", o.limiter().name())?;
+    out.set("retryBudget", o.retry_budget().name())?;
+    out.set("adaptiveThrottle", o.adaptive_throttle().name())?;
+    out.set("latency", o.latency().name())?;
+    let mut retry = Object::new(env)?;
+    match o.retry() {
+        RetryVerdict::Retry(cause) => retry.set("retry", cause.name())?,
+        RetryVerdict::GiveUp(reason) => retry.set("giveUp", reason.name())?,
+    }
+    out.set("retry", retry)?;
+    out.set("brownout", o.brownout().map(|k| k.name()))?;
+    Ok(out)
 }

@@ -8,28 +8,23 @@ use guards::handle::AnyQueue;
 use guards::schema;
 use guards::with_queue;
 
-use crate::convert::{big, instant, ms, now_of, num, numbers, Options};
-use crate::errors::{self, config_failure, range_error, Details};
+use crate::args;
+use crate::convert::{big, ms, num, numbers, Options};
+use crate::errors::{self, config_failure, Details};
 
 const CLASS: &str = "QueueDiscipline";
 
 /// A wait queue's discipline: `push` waiters (by id), `pop` the next one to serve; waiters
 /// past the age limit while the queue stands, or past their deadline, are dropped (see
-/// `dropped()`).
+/// `dropped()`). Owned by one consumer (not lock-free, not shared between threads).
 #[napi]
 pub struct QueueDiscipline {
     q: AnyQueue,
 }
 
-fn id_of(env: &Env, id: f64) -> Result<u64> {
-    if id.fract() != 0.0 || !(0.0..=9_007_199_254_740_991.0).contains(&id) {
-        return Err(range_error(
-            env,
-            "id",
-            &format!("`id` must be a safe non-negative integer, not {id}"),
-        ));
-    }
-    Ok(id as u64)
+/// A waiter id: a whole number (a bigint for ids past 2^53).
+fn id_of(env: &Env, id: &Unknown<'_>) -> Result<u64> {
+    args::whole(env, "id", id, u64::MAX)
 }
 
 fn waiter<'e>(env: &'e Env, w: &guards_core::queue_discipline::Waiter) -> Result<Object<'e>> {
@@ -60,22 +55,22 @@ impl QueueDiscipline {
 
     /// Queue waiter `id` (priority 0..7, default 1; `deadline` a bigint instant) at `now`;
     /// a full queue throws `QueueFullError`.
-    #[napi(catch_unwind)]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "id: number | bigint, priority?: number, deadline?: bigint | null, now?: bigint"
+    )]
     pub fn push(
         &mut self,
         env: Env,
-        id: f64,
-        priority: Option<u32>,
-        deadline: Option<BigInt>,
-        now: Option<BigInt>,
+        id: Unknown<'_>,
+        priority: Option<Unknown<'_>>,
+        deadline: Option<Unknown<'_>>,
+        now: Option<Unknown<'_>>,
     ) -> Result<()> {
-        let id = id_of(&env, id)?;
-        let p = crate::convert::priority(&env, priority, 1)?;
-        let d = match deadline {
-            Some(b) => Some(instant(&env, "deadline", &b)?),
-            None => None,
-        };
-        let now = now_of(&env, now)?;
+        let id = id_of(&env, &id)?;
+        let p = args::priority(&env, priority, 1)?;
+        let d = args::opt_instant(&env, "deadline", deadline)?;
+        let now = args::now(&env, now)?;
         with_queue!(&mut self.q, q => q.push(now, id, p, d)).map_err(|r| {
             errors::throw(
                 &env,
@@ -94,10 +89,15 @@ impl QueueDiscipline {
     /// or `null` when none is left; waiters dropped on the way are in `dropped()`.
     #[napi(
         catch_unwind,
+        ts_args_type = "now?: bigint",
         ts_return_type = "{ id: number; enqueuedAt: bigint; priority: number; deadline?: bigint; order: 'fifo' | 'lifo' } | null"
     )]
-    pub fn pop<'e>(&mut self, env: &'e Env, now: Option<BigInt>) -> Result<Option<Object<'e>>> {
-        let now = now_of(env, now)?;
+    pub fn pop<'e>(
+        &mut self,
+        env: &'e Env,
+        now: Option<Unknown<'_>>,
+    ) -> Result<Option<Object<'e>>> {
+        let now = args::now(env, now)?;
         match with_queue!(&mut self.q, q => q.pop(now)) {
             Some(d) => {
                 let mut o = waiter(env, &d.waiter)?;
@@ -109,9 +109,9 @@ impl QueueDiscipline {
     }
 
     /// Drop every waiter past its deadline or the age limit at `now`; how many.
-    #[napi(catch_unwind)]
-    pub fn expire(&mut self, env: Env, now: Option<BigInt>) -> Result<u32> {
-        let now = now_of(&env, now)?;
+    #[napi(catch_unwind, ts_args_type = "now?: bigint")]
+    pub fn expire(&mut self, env: Env, now: Option<Unknown<'_>>) -> Result<u32> {
+        let now = args::now(&env, now)?;
         Ok(with_queue!(&mut self.q, q => q.expire(now)))
     }
 
@@ -132,34 +132,43 @@ impl QueueDiscipline {
     }
 
     /// Take waiter `id` out (its caller gave up); whether it was there.
-    #[napi(catch_unwind)]
-    pub fn remove(&mut self, env: Env, id: f64) -> Result<bool> {
-        let id = id_of(&env, id)?;
+    #[napi(catch_unwind, ts_args_type = "id: number | bigint")]
+    pub fn remove(&mut self, env: Env, id: Unknown<'_>) -> Result<bool> {
+        let id = id_of(&env, &id)?;
         Ok(with_queue!(&mut self.q, q => q.remove(id)).is_some())
     }
 
     /// Waiters queued.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn length(&self) -> u32 {
         with_queue!(&self.q, q => q.len())
     }
 
-    /// Whether the queue has been non-empty for a whole `interval` at `now`.
+    /// Waiters queued by priority (8 numbers, priority 0 first).
     #[napi(catch_unwind)]
-    pub fn is_standing(&self, env: Env, now: Option<BigInt>) -> Result<bool> {
-        let now = now_of(&env, now)?;
+    pub fn length_by_priority(&self) -> Vec<u32> {
+        with_queue!(&self.q, q => q.len_by_priority().to_vec())
+    }
+
+    /// Whether the queue has been non-empty for a whole `interval` at `now`.
+    #[napi(catch_unwind, ts_args_type = "now?: bigint")]
+    pub fn is_standing(&self, env: Env, now: Option<Unknown<'_>>) -> Result<bool> {
+        let now = args::now(&env, now)?;
         Ok(with_queue!(&self.q, q => q.is_standing(now)))
     }
 
     /// The oldest waiter's age in ms at `now`.
-    #[napi(catch_unwind)]
-    pub fn oldest_age_ms(&self, env: Env, now: Option<BigInt>) -> Result<f64> {
-        let now = now_of(&env, now)?;
+    #[napi(catch_unwind, ts_args_type = "now?: bigint")]
+    pub fn oldest_age_ms(&self, env: Env, now: Option<Unknown<'_>>) -> Result<f64> {
+        let now = args::now(&env, now)?;
         Ok(ms(with_queue!(&self.q, q => q.oldest_age(now))))
     }
 
     /// Counters.
-    #[napi(catch_unwind, ts_return_type = "Record<string, number>")]
+    #[napi(
+        catch_unwind,
+        ts_return_type = "{ enqueued: number; servedFifo: number; servedLifo: number; droppedAgeLimit: number; droppedDeadline: number; cancelled: number; rejectedFull: number; length: number }"
+    )]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let s = with_queue!(&self.q, q => q.stats());
         numbers(

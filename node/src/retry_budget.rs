@@ -1,20 +1,27 @@
 //! `RetryBudget`: may this retry go? One of four modes (token bucket, gRPC retry
-//! throttling, the AWS retry quota, a windowed share of recent requests).
+//! throttling, the AWS retry quota, a windowed share of recent requests). Also the `gate`
+//! argument of `RetryPolicy.decide` and `Hedging.shouldHedge`: a budget, or a JavaScript
+//! function answering each question.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
+use napi::ValueType;
 use napi_derive::napi;
 
+use guards::error::GuardsResult;
 use guards::handle::InPlace;
-use guards::names::{RetryBudget as CoreBudget, RetryBudgetConfig};
+use guards::names::{Nanos, RetryBudget as CoreBudget, RetryBudgetConfig};
+use guards::permit::TakeOnce;
 use guards::schema;
-use guards_core::retry_budget::Budget;
-use guards_core::retry_policy::RetryCause;
+use guards_core::retry_budget::{Budget, RetryReceipt as CoreReceipt};
+use guards_core::retry_policy::{RetryCause, RetryGate};
 
-use crate::convert::{build_leaves, now_of, num, numbers, Options, Val};
-use crate::errors::{config_failure, range_error, type_error};
-use crate::shared::{self, Kind};
+use crate::args;
+use crate::convert::{build_leaves, num, numbers, Options, Val};
+use crate::errors::{self, range_error, type_error};
+use crate::shared::{self, Placed};
 
 const CLASS: &str = "RetryBudget";
 
@@ -23,7 +30,7 @@ pub(crate) struct BudgetCore {
     _mem: Option<Uint8Array>,
 }
 
-fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<RetryBudgetConfig> {
+fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(RetryBudgetConfig, u64)> {
     let mut o = Options::read(env, CLASS, options)?;
     let mode = match o.take("mode") {
         None => "token_bucket".to_owned(),
@@ -37,7 +44,7 @@ fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<RetryBudgetCon
         }
     };
     let leaves = o.leaves;
-    Ok(match mode.as_str() {
+    let c = match mode.as_str() {
         "token_bucket" => RetryBudgetConfig::TokenBucket(build_leaves(env, CLASS, &schema::TOKEN_BUDGET, "", leaves)?),
         "grpc" => RetryBudgetConfig::Grpc(build_leaves(env, CLASS, &schema::GRPC_THROTTLE, "", leaves)?),
         "aws" => RetryBudgetConfig::Aws(build_leaves(env, CLASS, &schema::AWS_RETRY_QUOTA, "", leaves)?),
@@ -49,12 +56,17 @@ fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<RetryBudgetCon
                 &format!("RetryBudget: `mode` must be 'token_bucket', 'grpc', 'aws' or 'windowed', not {other:?}"),
             ))
         }
-    })
+    };
+    Ok((c, 0))
 }
 
-/// The cause named `name` (`'timeout'`, `'transient'`, `'throttled'`, `'hedge'`).
-pub(crate) fn cause(env: &Env, name: &str) -> Result<RetryCause> {
-    RetryCause::from_name(name).ok_or_else(|| {
+/// The cause named by argument `v` (`'timeout'`, `'transient'`, `'throttled'`, `'hedge'`;
+/// left out: `'transient'`).
+pub(crate) fn cause(env: &Env, v: Option<Unknown<'_>>) -> Result<RetryCause> {
+    let Some(name) = args::opt_string(env, "cause", v)? else {
+        return Ok(RetryCause::Transient);
+    };
+    RetryCause::from_name(&name).ok_or_else(|| {
         type_error(
             env,
             "cause",
@@ -63,6 +75,83 @@ pub(crate) fn cause(env: &Env, name: &str) -> Result<RetryCause> {
             ),
         )
     })
+}
+
+/// What decides whether a retry (or hedge) may go: a budget, or a JavaScript function
+/// `(now: bigint, cause) => boolean`.
+pub(crate) enum Gate<'a> {
+    Budget(&'a InPlace<CoreBudget>),
+    Js {
+        env: &'a Env,
+        f: Function<'a, FnArgs<(BigInt, &'static str)>, Unknown<'a>>,
+        /// The first error the function threw (or a wrong answer), rethrown afterwards.
+        failed: RefCell<Option<Error>>,
+    },
+}
+
+impl<'a> Gate<'a> {
+    /// The gate argument `v` (named `name`): a `RetryBudget`, a function, or nothing.
+    pub(crate) fn read(env: &'a Env, name: &str, v: Option<Unknown<'a>>) -> Result<Option<Self>> {
+        let Some(x) = v.filter(|_| !args::absent(&v)) else {
+            return Ok(None);
+        };
+        if x.get_type()? == ValueType::Function {
+            // SAFETY: checked to be a function.
+            let f =
+                unsafe { x.cast::<Function<'a, FnArgs<(BigInt, &'static str)>, Unknown<'a>>>() }?;
+            return Ok(Some(Gate::Js {
+                env,
+                f,
+                failed: RefCell::new(None),
+            }));
+        }
+        let b = args::instance::<RetryBudget>(
+            env,
+            name,
+            "RetryBudget or a function (now, cause) => boolean",
+            &x,
+        )?;
+        Ok(Some(Gate::Budget(&b.core.g)))
+    }
+
+    /// The error the function threw, if it did.
+    pub(crate) fn error(self) -> Option<Error> {
+        match self {
+            Gate::Js { failed, .. } => failed.into_inner(),
+            Gate::Budget(_) => None,
+        }
+    }
+}
+
+impl RetryGate for Gate<'_> {
+    fn allow_retry(&self, now: Nanos, cause: RetryCause) -> bool {
+        match self {
+            Gate::Budget(b) => b.withdraw(now, cause).is_some(),
+            Gate::Js { env, f, failed } => {
+                if failed.borrow().is_some() {
+                    return false;
+                }
+                let answer = f
+                    .call(FnArgs::from((BigInt::from(now.0), cause.name())))
+                    .and_then(|v| match v.get_type()? {
+                        // SAFETY: checked to be a boolean.
+                        ValueType::Boolean => unsafe { v.cast::<bool>() },
+                        _ => Err(type_error(
+                            env,
+                            "gate",
+                            &format!("the gate must return a boolean, not {}", args::what(&v)),
+                        )),
+                    });
+                match answer {
+                    Ok(b) => b,
+                    Err(e) => {
+                        *failed.borrow_mut() = Some(e);
+                        false
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// A retry budget: retries stay a bounded share of the traffic, so a failing dependency
@@ -78,91 +167,122 @@ impl RetryBudget {
     /// A budget with `options`: `mode` (`'token_bucket'` default: `capacity` 10,
     /// `ratio` 0.1; `'grpc'`: `maxTokens`, `tokenRatio`; `'aws'`: `capacity`,
     /// `transientCost`, `timeoutCost`, `throttledCost`, `hedgeCost`, `successIncrement`;
-    /// `'windowed'`: `ttl`, `minRetriesPerSec`, `percentCanRetry`).
+    /// `'windowed'`: `ttl`, `minRetriesPerSec`, `percentCanRetry`). With `shared`: built
+    /// in or attached to a `SharedArrayBuffer` (see `CircuitBreaker`).
     #[napi(
         constructor,
         catch_unwind,
         ts_args_type = "options?: RetryBudgetOptions, shared?: Uint8Array"
     )]
-    pub fn new(env: Env, options: Option<Unknown<'_>>, shared: Option<Uint8Array>) -> Result<Self> {
-        let layout = InPlace::<CoreBudget>::layout();
-        let (g, mem) = match shared {
-            None => {
-                let c = read_config(&env, options)?;
-                (
-                    InPlace::new(c).map_err(|f| config_failure(&env, CLASS, "", &f))?,
-                    None,
-                )
-            }
-            Some(mem) => {
-                if options.is_none() {
-                    let (ptr, _) =
-                        shared::attach(&env, CLASS, &mem, Kind::RetryBudget, |_| Some(layout))?;
-                    // SAFETY: `attach` checked the buffer holds a built budget at `ptr`.
-                    (unsafe { InPlace::attach(ptr.cast()) }, Some(mem))
-                } else {
-                    let c = read_config(&env, options)?;
-                    let ptr = shared::claim(&env, CLASS, &mem, layout)?;
-                    // SAFETY: `claim` gave exclusive use of the aligned bytes at `ptr`.
-                    let g = unsafe { InPlace::build_at(ptr.cast(), c) }
-                        .map_err(|f| config_failure(&env, CLASS, "", &f))?;
-                    shared::publish(&mem, Kind::RetryBudget, 1);
-                    (g, Some(mem))
-                }
-            }
-        };
+    pub fn new(
+        env: Env,
+        options: Option<Unknown<'_>>,
+        shared: Option<Unknown<'_>>,
+    ) -> Result<Self> {
+        let mem = crate::convert::shared_arg(&env, shared)?;
+        let given = !args::absent(&options);
+        let Placed { g, mem } =
+            shared::place::<InPlace<CoreBudget>>(&env, CLASS, mem, given, || {
+                read_config(&env, options)
+            })?;
         Ok(RetryBudget {
             core: Arc::new(BudgetCore { g, _mem: mem }),
         })
     }
 
     /// Bytes a `SharedArrayBuffer` needs to hold a budget.
-    #[napi(catch_unwind)]
-    pub fn shared_size() -> u32 {
-        u32::try_from(shared::bytes_for(InPlace::<CoreBudget>::layout())).unwrap_or(u32::MAX)
+    #[napi(catch_unwind, ts_args_type = "options?: RetryBudgetOptions")]
+    pub fn shared_size(env: Env, options: Option<Unknown<'_>>) -> Result<u32> {
+        shared::size_for::<InPlace<CoreBudget>>(&env, CLASS, || read_config(&env, options))
     }
 
     /// A first attempt goes out at `now` (the token bucket and windowed modes earn).
-    #[napi(catch_unwind)]
-    pub fn deposit(&self, env: Env, now: Option<BigInt>) -> Result<()> {
-        let now = now_of(&env, now)?;
+    #[napi(catch_unwind, ts_args_type = "now?: bigint")]
+    pub fn deposit(&self, env: Env, now: Option<Unknown<'_>>) -> Result<()> {
+        let now = args::now(&env, now)?;
         self.core.g.deposit(now);
         Ok(())
     }
 
     /// May a retry caused by `cause` (default `'transient'`) go at `now`? Charges the
-    /// mode's cost when it may.
+    /// mode's cost and returns its receipt (hand it back with `report` when the retry
+    /// ends: the `'aws'` mode refunds a retry that succeeded), or `null` when it may not.
     #[napi(
         catch_unwind,
         ts_args_type = "cause?: 'timeout' | 'transient' | 'throttled' | 'hedge', now?: bigint"
     )]
-    pub fn withdraw(&self, env: Env, cause: Option<String>, now: Option<BigInt>) -> Result<bool> {
-        let c = match cause {
-            None => RetryCause::Transient,
-            Some(s) => self::cause(&env, &s)?,
-        };
-        let now = now_of(&env, now)?;
-        Ok(self.core.g.withdraw(now, c).is_some())
+    pub fn withdraw(
+        &self,
+        env: Env,
+        cause: Option<Unknown<'_>>,
+        now: Option<Unknown<'_>>,
+    ) -> Result<Option<RetryReceipt>> {
+        let c = self::cause(&env, cause)?;
+        let now = args::now(&env, now)?;
+        Ok(self.core.g.withdraw(now, c).map(|r| RetryReceipt {
+            cost_micros: r.cost_micros(),
+            cost: r.cost(),
+            budget: Arc::as_ptr(&self.core) as usize,
+            cell: TakeOnce::new(r),
+        }))
     }
 
-    /// Tell the budget how an attempt ended (gRPC mode: a success adds `tokenRatio`, a
-    /// failure takes a token; the other modes do not look).
-    #[napi(catch_unwind, ts_args_type = "outcome: Outcome, now?: bigint")]
-    pub fn report(&self, env: Env, outcome: String, now: Option<BigInt>) -> Result<&'static str> {
-        let outcome = crate::outcome::parse(&env, "outcome", &outcome)?;
-        let now = now_of(&env, now)?;
-        Ok(Budget::report(&*self.core.g, now, outcome, None).name())
+    /// Tell the budget how an attempt ended at `now`, with the `receipt` of the retry it
+    /// was (none for a first attempt): by the call contract, a success is a success (gRPC:
+    /// +`tokenRatio`; AWS: the receipt refunded, or the success increment), a failure a
+    /// retry could fix a failure (gRPC: −1 token); the other modes do not look. Returns
+    /// the verdict (`'success'`, `'failure'`, `'nothing'`).
+    #[napi(
+        catch_unwind,
+        ts_args_type = "outcome: Outcome, now?: bigint, receipt?: RetryReceipt",
+        ts_return_type = "'success' | 'failure' | 'nothing'"
+    )]
+    pub fn report(
+        &self,
+        env: Env,
+        outcome: Unknown<'_>,
+        now: Option<Unknown<'_>>,
+        receipt: Option<Unknown<'_>>,
+    ) -> Result<&'static str> {
+        let outcome = args::outcome(&env, "outcome", &outcome)?;
+        let now = args::now(&env, now)?;
+        let receipt =
+            match args::opt_instance::<RetryReceipt>(&env, "receipt", "RetryReceipt", &receipt)? {
+                None => None,
+                Some(r) => {
+                    if r.budget != Arc::as_ptr(&self.core) as usize {
+                        return Err(errors::permit(&env, GuardsResult::PermitWrongGuard));
+                    }
+                    Some(
+                        r.cell.take().ok_or_else(|| {
+                            errors::permit(&env, GuardsResult::PermitAlreadyReported)
+                        })?,
+                    )
+                }
+            };
+        Ok(Budget::report(&*self.core.g, now, outcome, receipt).name())
     }
 
     /// The balance at `now`, in tokens (mode-specific; the windowed mode: retries allowed).
-    #[napi(catch_unwind)]
-    pub fn tokens(&self, env: Env, now: Option<BigInt>) -> Result<f64> {
-        let now = now_of(&env, now)?;
+    #[napi(catch_unwind, ts_args_type = "now?: bigint")]
+    pub fn tokens(&self, env: Env, now: Option<Unknown<'_>>) -> Result<f64> {
+        let now = args::now(&env, now)?;
         Ok(self.core.g.tokens(now))
     }
 
+    /// The balance at `now` in micro-tokens, exactly (negative only in the windowed mode).
+    #[napi(catch_unwind, ts_args_type = "now?: bigint")]
+    pub fn tokens_micros(&self, env: Env, now: Option<Unknown<'_>>) -> Result<f64> {
+        let now = args::now(&env, now)?;
+        Ok(self.core.g.tokens_micros(now) as f64)
+    }
+
     /// The mode's name.
-    #[napi(getter)]
+    #[napi(
+        getter,
+        catch_unwind,
+        ts_return_type = "'token_bucket' | 'grpc' | 'aws' | 'windowed'"
+    )]
     pub fn mode(&self) -> &'static str {
         self.core.g.mode().name()
     }
@@ -182,5 +302,37 @@ impl RetryBudget {
                 ("tokens", self.core.g.tokens(guards::clock::now())),
             ],
         )
+    }
+}
+
+/// What a retry cost, from `RetryBudget.withdraw`: hand it back once with the budget's
+/// `report` when the retry ends (the `'aws'` mode refunds a retry that succeeded).
+#[napi]
+pub struct RetryReceipt {
+    cost_micros: u64,
+    cost: f64,
+    /// The issuing budget (its address, compared, never read).
+    budget: usize,
+    cell: TakeOnce<CoreReceipt>,
+}
+
+#[napi]
+impl RetryReceipt {
+    /// What the retry cost, in micro-tokens (0 in the `'grpc'` mode, where failures pay).
+    #[napi(getter, catch_unwind)]
+    pub fn cost_micros(&self) -> f64 {
+        num(self.cost_micros)
+    }
+
+    /// What the retry cost, in tokens.
+    #[napi(getter, catch_unwind)]
+    pub fn cost(&self) -> f64 {
+        self.cost
+    }
+
+    /// Whether it has been handed back.
+    #[napi(getter, catch_unwind)]
+    pub fn done(&self) -> bool {
+        self.cell.is_taken()
     }
 }

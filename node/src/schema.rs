@@ -55,9 +55,11 @@ fn fields<'e, C: Copy>(env: &'e Env, s: &Schema<C>) -> Result<Vec<Object<'e>>> {
 /// `'gradient'`, `'limiter'`, `'admission'`): `{ name, unit, default, expected, doc }`.
 #[napi(
     catch_unwind,
+    ts_args_type = "name: string",
     ts_return_type = "Array<{ name: string; unit: string; default: unknown; expected: string; doc: string; values?: string[]; min?: number; max?: number }>"
 )]
-pub fn config_schema(env: &Env, name: String) -> Result<Vec<Object<'_>>> {
+pub fn config_schema<'e>(env: &'e Env, name: Unknown<'_>) -> Result<Vec<Object<'e>>> {
+    let name = crate::args::string(env, "name", &name)?;
     macro_rules! pick {
         ($($n:literal => $s:ident),* $(,)?) => {
             match name.as_str() {

@@ -7,12 +7,22 @@
 //! message per call: the workers' calls race on the same atomics exactly as threads of one
 //! Rust process do.
 //!
-//! Layout of the buffer: a 16-byte header (`magic`, the guard `kind`, its `capacity`,
-//! `ready`), then the guard at the first address aligned to its alignment (128 bytes),
-//! so the buffer is `16 + align + size` bytes. Every thread sees the buffer at the same
-//! address, so the offset is the same for all. `magic` is claimed with a
-//! compare-and-swap (one builder), `ready` is published with a release store after the
-//! build and read with an acquire load by `attach`.
+//! Layout of the buffer: a 32-byte header of 32-bit words (`magic`, the guard `kind`, its
+//! `capacity`, `ready`, `events`, three reserved), then the guard at the first address
+//! aligned to its alignment (128 bytes), so the buffer is `32 + align + size` bytes. Every
+//! thread sees the buffer at the same address, so the offset is the same for all. `magic`
+//! is claimed with a compare-and-swap (one builder), `ready` is published with a release
+//! store after the build and read with an acquire load by `attach`. `events` is the
+//! JavaScript layer's: a thread that sees the guard change state bumps it and wakes the
+//! threads waiting on it (`Atomics.notify`), which then compare the state with what they
+//! saw last and emit their own event (`lib/guards.js`).
+//!
+//! Every guard whose state is atomics can be shared: `CircuitBreaker`, `KeyedBreakers`,
+//! `Bulkhead`, `Limiter`, `Admission`, `RetryBudget`, `RetryPolicy` (its counters and its
+//! jitter generator), `Hedging`, `LatencyTracker`, `AdaptiveThrottle`, `Brownout`, and
+//! `Backoff` (its jitter generator). Not `QueueDiscipline` (one consumer owns it: `&mut`),
+//! not a `RetryDriver` (one request's loop), and not a `Deadline` (an immutable instant:
+//! post its `expiresAt`).
 
 use std::alloc::Layout;
 use std::ptr::NonNull;
@@ -20,10 +30,24 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use napi::bindgen_prelude::*;
 
-use crate::errors::type_error;
+use guards::error::Failure;
+use guards::handle::{
+    AnyAdaptiveThrottle, AnyBreaker, AnyHedging, AnyKeyedBreakers, AnyLatencyTracker, InPlace,
+};
+use guards::names::{
+    AdaptiveThrottleConfig, Admission, AdmissionConfig, Bulkhead, BulkheadConfig,
+    CircuitBreakerConfig, ConfigError, ConfigErrorKind, HedgingConfig, LatencyTrackerConfig,
+    Limiter, LimiterConfig, RetryBudget, RetryBudgetConfig,
+};
+
+use crate::errors::{config_failure, internal, type_error};
 
 const MAGIC: u32 = 0x6775_6172;
-const HEADER: usize = 16;
+/// Bytes before the guard's aligned start.
+const HEADER: usize = 32;
+/// The header word (index of a 32-bit word) the JavaScript layer uses for events.
+#[napi_derive::napi]
+pub const SHARED_EVENTS_WORD: u32 = 4;
 
 /// Which guard a buffer holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +58,13 @@ pub(crate) enum Kind {
     Limiter = 3,
     Admission = 4,
     RetryBudget = 5,
+    KeyedBreakers = 6,
+    Hedging = 7,
+    LatencyTracker = 8,
+    AdaptiveThrottle = 9,
+    Brownout = 10,
+    RetryPolicy = 11,
+    Backoff = 12,
 }
 
 /// Bytes a buffer needs for a guard of `layout`.
@@ -79,13 +110,241 @@ fn guard_ptr(mem: &Uint8Array, layout: Layout) -> Option<NonNull<u8>> {
     NonNull::new(start as *mut u8)
 }
 
-/// Claim a fresh (all-zero) buffer for a guard of `kind`: the pointer to build it at.
-pub(crate) fn claim(
+/// A guard type that can be built in a caller's buffer or attached to one: ffi's
+/// `InPlace<T>` and `Any*` handles.
+pub(crate) trait Placeable: Sized {
+    /// Its config.
+    type Config: Copy;
+    /// The header's kind.
+    const KIND: Kind;
+    /// The capacity `config` needs (`requested`: the caller's capacity option, 0 to fit).
+    fn capacity(config: &Self::Config, requested: u64) -> std::result::Result<usize, Failure>;
+    /// The layout of capacity `cap`.
+    fn layout_for(cap: usize) -> Option<Layout>;
+    /// Built in its own memory.
+    fn build(config: Self::Config, cap: usize) -> std::result::Result<Self, Failure>;
+    /// Built in the caller's memory.
+    ///
+    /// # Safety
+    /// As ffi's `InPlace::build_at`, for `layout_for(cap)`.
+    unsafe fn build_at(
+        cap: usize,
+        config: Self::Config,
+        ptr: NonNull<u8>,
+    ) -> Option<std::result::Result<Self, Failure>>;
+    /// A view of one built at `ptr`.
+    ///
+    /// # Safety
+    /// As ffi's `InPlace::attach`.
+    unsafe fn attach(cap: usize, ptr: NonNull<u8>) -> Option<Self>;
+}
+
+/// `Placeable` for `InPlace<T>` of a fixed layout.
+macro_rules! placeable_in_place {
+    ($($t:ty => $cfg:ty, $kind:ident;)*) => {$(
+        impl Placeable for InPlace<$t> {
+            type Config = $cfg;
+            const KIND: Kind = Kind::$kind;
+            fn capacity(_: &$cfg, _: u64) -> std::result::Result<usize, Failure> {
+                Ok(1)
+            }
+            fn layout_for(_: usize) -> Option<Layout> {
+                Some(InPlace::<$t>::layout())
+            }
+            fn build(config: $cfg, _: usize) -> std::result::Result<Self, Failure> {
+                InPlace::new(config)
+            }
+            unsafe fn build_at(
+                _: usize,
+                config: $cfg,
+                ptr: NonNull<u8>,
+            ) -> Option<std::result::Result<Self, Failure>> {
+                // SAFETY: forwarded from the caller.
+                Some(unsafe { InPlace::build_at(ptr.cast(), config) })
+            }
+            unsafe fn attach(_: usize, ptr: NonNull<u8>) -> Option<Self> {
+                // SAFETY: forwarded from the caller.
+                Some(unsafe { InPlace::attach(ptr.cast()) })
+            }
+        }
+    )*};
+}
+
+placeable_in_place!(
+    Bulkhead => BulkheadConfig, Bulkhead;
+    Limiter => LimiterConfig, Limiter;
+    Admission => AdmissionConfig, Admission;
+    RetryBudget => RetryBudgetConfig, RetryBudget;
+    crate::brownout::BrownoutState => guards::names::BrownoutConfig, Brownout;
+    crate::retry_policy::PolicyState => crate::retry_policy::PolicySeed, RetryPolicy;
+    crate::backoff::BackoffState => crate::backoff::BackoffSeed, Backoff;
+);
+
+/// `Placeable` for an `Any*` handle over capacities.
+macro_rules! placeable_any {
+    ($($t:ty => $cfg:ty, $kind:ident, $cap:expr;)*) => {$(
+        impl Placeable for $t {
+            type Config = $cfg;
+            const KIND: Kind = Kind::$kind;
+            fn capacity(config: &$cfg, requested: u64) -> std::result::Result<usize, Failure> {
+                let f: fn(&$cfg, u64) -> std::result::Result<usize, Failure> = $cap;
+                f(config, requested)
+            }
+            fn layout_for(cap: usize) -> Option<Layout> {
+                <$t>::layout_for(cap)
+            }
+            fn build(config: $cfg, cap: usize) -> std::result::Result<Self, Failure> {
+                <$t as OwnNew>::own_new(config, cap)
+            }
+            unsafe fn build_at(
+                cap: usize,
+                config: $cfg,
+                ptr: NonNull<u8>,
+            ) -> Option<std::result::Result<Self, Failure>> {
+                // SAFETY: forwarded from the caller.
+                unsafe { <$t>::build_at(cap, config, ptr) }
+            }
+            unsafe fn attach(cap: usize, ptr: NonNull<u8>) -> Option<Self> {
+                // SAFETY: forwarded from the caller.
+                unsafe { <$t>::attach(cap, ptr) }
+            }
+        }
+    )*};
+}
+
+/// Building an `Any*` handle in its own memory with a given capacity.
+trait OwnNew: Sized {
+    type Config;
+    fn own_new(config: Self::Config, cap: usize) -> std::result::Result<Self, Failure>;
+}
+
+impl OwnNew for AnyBreaker {
+    type Config = CircuitBreakerConfig;
+    fn own_new(config: CircuitBreakerConfig, cap: usize) -> std::result::Result<Self, Failure> {
+        AnyBreaker::new(config, cap as u64)
+    }
+}
+
+impl OwnNew for AnyKeyedBreakers {
+    type Config = CircuitBreakerConfig;
+    fn own_new(config: CircuitBreakerConfig, cap: usize) -> std::result::Result<Self, Failure> {
+        AnyKeyedBreakers::new(config, cap as u64)
+    }
+}
+
+macro_rules! own_new_single {
+    ($($t:ty => $cfg:ty),*) => {$(
+        impl OwnNew for $t {
+            type Config = $cfg;
+            fn own_new(config: $cfg, _: usize) -> std::result::Result<Self, Failure> {
+                <$t>::new(config)
+            }
+        }
+    )*};
+}
+
+own_new_single!(
+    AnyHedging => HedgingConfig,
+    AnyLatencyTracker => LatencyTrackerConfig,
+    AnyAdaptiveThrottle => AdaptiveThrottleConfig
+);
+
+fn single(caps: &'static [usize]) -> std::result::Result<usize, Failure> {
+    caps.first()
+        .copied()
+        .ok_or_else(|| Failure::code(guards::error::GuardsResult::Panic))
+}
+
+/// The keyed set's slot count: the smallest supported capacity holding `slots` keys.
+pub(crate) fn keyed_capacity(slots: u64) -> std::result::Result<usize, Failure> {
+    if slots == 0 {
+        return Err(Failure::from(ConfigError::new(
+            "slots",
+            ConfigErrorKind::Zero,
+            "1..=256 keys",
+        )));
+    }
+    AnyKeyedBreakers::CAPACITIES
+        .iter()
+        .copied()
+        .find(|&c| c as u64 >= slots)
+        .ok_or_else(|| {
+            Failure::from(ConfigError::new(
+                "slots",
+                ConfigErrorKind::OutOfRange,
+                "1..=256 keys",
+            ))
+        })
+}
+
+placeable_any!(
+    AnyBreaker => CircuitBreakerConfig, CircuitBreaker, |c, r| AnyBreaker::capacity_for(c, r);
+    AnyKeyedBreakers => CircuitBreakerConfig, KeyedBreakers, |_, r| keyed_capacity(r);
+    AnyHedging => HedgingConfig, Hedging, |_, _| single(AnyHedging::CAPACITIES);
+    AnyLatencyTracker => LatencyTrackerConfig, LatencyTracker, |_, _| single(AnyLatencyTracker::CAPACITIES);
+    AnyAdaptiveThrottle => AdaptiveThrottleConfig, AdaptiveThrottle, |_, _| single(AnyAdaptiveThrottle::CAPACITIES);
+);
+
+/// A guard and, when it lives in one, the shared buffer (kept alive with it).
+pub(crate) struct Placed<G> {
+    pub(crate) g: G,
+    pub(crate) mem: Option<Uint8Array>,
+}
+
+/// Build or attach guard `G` of class `class`:
+///
+/// - no `shared` buffer: built in its own memory from `config()`;
+/// - a fresh (all-zero) buffer and options given: built in it;
+/// - a buffer holding a built guard and no options: attached to it.
+///
+/// `config` reads the options: the config and the capacity option (0: fit).
+pub(crate) fn place<G: Placeable>(
     env: &Env,
     class: &str,
-    mem: &Uint8Array,
-    layout: Layout,
-) -> Result<NonNull<u8>> {
+    shared: Option<Uint8Array>,
+    options_given: bool,
+    config: impl FnOnce() -> Result<(G::Config, u64)>,
+) -> Result<Placed<G>> {
+    let Some(mem) = shared else {
+        let (c, requested) = config()?;
+        let cap = G::capacity(&c, requested).map_err(|f| config_failure(env, class, "", &f))?;
+        let g = G::build(c, cap).map_err(|f| config_failure(env, class, "", &f))?;
+        return Ok(Placed { g, mem: None });
+    };
+    if !options_given {
+        let (ptr, cap) = attach(env, class, &mem, G::KIND, G::layout_for)?;
+        // SAFETY: `attach` checked that the buffer holds a built guard of this kind and
+        // capacity at `ptr`; the returned `Placed` keeps the buffer alive with the view.
+        let g = unsafe { G::attach(cap, ptr) }.ok_or_else(|| internal(env, "capacity"))?;
+        return Ok(Placed { g, mem: Some(mem) });
+    }
+    let (c, requested) = config()?;
+    let cap = G::capacity(&c, requested).map_err(|f| config_failure(env, class, "", &f))?;
+    let layout = G::layout_for(cap).ok_or_else(|| internal(env, "capacity"))?;
+    let ptr = claim(env, class, &mem, layout)?;
+    // SAFETY: `claim` gave us exclusive use of `layout.size()` bytes at `ptr`, aligned for
+    // the guard, inside the buffer that `Placed` keeps alive.
+    let g = unsafe { G::build_at(cap, c, ptr) }
+        .ok_or_else(|| internal(env, "capacity"))?
+        .map_err(|f| config_failure(env, class, "", &f))?;
+    publish(&mem, G::KIND, cap);
+    Ok(Placed { g, mem: Some(mem) })
+}
+
+/// Bytes a `SharedArrayBuffer` needs for guard `G` with `config()`.
+pub(crate) fn size_for<G: Placeable>(
+    env: &Env,
+    class: &str,
+    config: impl FnOnce() -> Result<(G::Config, u64)>,
+) -> Result<u32> {
+    let (c, requested) = config()?;
+    let cap = G::capacity(&c, requested).map_err(|f| config_failure(env, class, "", &f))?;
+    let layout = G::layout_for(cap).ok_or_else(|| internal(env, "capacity"))?;
+    Ok(u32::try_from(bytes_for(layout)).unwrap_or(u32::MAX))
+}
+
+/// Claim a fresh (all-zero) buffer for a guard of `kind`: the pointer to build it at.
+fn claim(env: &Env, class: &str, mem: &Uint8Array, layout: Layout) -> Result<NonNull<u8>> {
     let bad = |why: &str| type_error(env, "shared", &format!("{class}: {why}"));
     let h = header(mem).ok_or_else(|| bad("the shared buffer is too small"))?;
     let ptr = guard_ptr(mem, layout).ok_or_else(|| {
@@ -101,7 +360,7 @@ pub(crate) fn claim(
 }
 
 /// The guard is built: publish it.
-pub(crate) fn publish(mem: &Uint8Array, kind: Kind, capacity: usize) {
+fn publish(mem: &Uint8Array, kind: Kind, capacity: usize) {
     if let Some(h) = header(mem) {
         h.kind.store(kind as u32, Ordering::Relaxed);
         h.capacity.store(
@@ -113,7 +372,7 @@ pub(crate) fn publish(mem: &Uint8Array, kind: Kind, capacity: usize) {
 }
 
 /// Attach to a buffer holding a built guard of `kind`: its pointer and capacity.
-pub(crate) fn attach(
+fn attach(
     env: &Env,
     class: &str,
     mem: &Uint8Array,

@@ -61,3 +61,41 @@ test('keyed breakers need a key; wrap keeps arguments; bad options', async () =>
   assert.throws(() => g.guarded([], { priority: 9 }), (e) => e instanceof RangeError && e.option === 'priority');
   assert.throws(() => g.guarded([], { fallbak: 1 }), (e) => e instanceof TypeError && e.option === 'fallbak');
 });
+
+test('calls through guarded emit the guards\' events', async () => {
+  const breaker = new g.CircuitBreaker({ windowSize: 4, minimumCalls: 4, failureRateThreshold: 0.5, openDuration: 60_000 });
+  const seen = [];
+  breaker.on('stateChange', (e) => seen.push(`${e.from}->${e.to}`));
+  const down = async () => { throw Object.assign(new Error('x'), { code: 'ETIMEDOUT' }); };
+  const stack = g.guarded([breaker], { fallback: 'degraded' });
+  for (let i = 0; i < 4; i++) assert.equal(await stack.execute(down), 'degraded');
+  assert.deepEqual(seen, ['closed->open']);
+  assert.equal(await stack.execute(async () => 'fresh'), 'degraded', 'open: refused, fallback served');
+  assert.equal(breaker.stats().rejectedOpen, 1);
+
+  const limiter = new g.Limiter({ limit: { algorithm: 'aimd', initialLimit: 10, interval: 1 } });
+  const limits = [];
+  limiter.on('limitChange', (e) => limits.push(e.to));
+  const limited = g.guarded([limiter], { fallback: null });
+  for (let i = 0; i < 20; i++) {
+    await limited.execute(down);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  assert.ok(limits.length >= 1 && limits.every((l) => l < 10), `limit moved down: ${limits}`);
+  assert.equal(limits[limits.length - 1], limiter.limit);
+});
+
+test('KeyedBreakers: names and keys, insert, a full set', async () => {
+  const k = new g.KeyedBreakers({ slots: 4 });
+  const key = g.KeyedBreakers.keyOf('a');
+  assert.equal(typeof key, 'bigint');
+  assert.equal(k.insert('a'), true);
+  assert.equal(k.state(key), 'closed', 'a name and its key are the same breaker');
+  for (const n of ['b', 'c', 'd']) assert.equal(k.insert(n), true);
+  assert.equal(k.insert('e'), false, 'the set is full');
+  await assert.rejects(k.execute('e', async () => 1), (e) => e instanceof g.BreakersFullError && e.code === 'GUARDS_BREAKERS_FULL');
+  assert.equal(await k.execute('a', async () => 7), 7);
+  assert.equal(k.breakerStats('a').successes, 1);
+  assert.equal(k.breakerStats('zzz'), null);
+  assert.equal(k.status('zzz'), null);
+});

@@ -81,12 +81,19 @@ test('KeyedBreakers: one breaker per key', async () => {
 test('RetryBudget: token bucket, modes, bad mode', () => {
   const b = new g.RetryBudget({ capacity: 2, ratio: 0.5 });
   assert.equal(b.mode, 'token_bucket');
-  assert.equal(b.withdraw(), true);
-  assert.equal(b.withdraw(), true);
-  assert.equal(b.withdraw(), false);
+  assert.ok(b.withdraw() instanceof g.RetryReceipt);
+  const r = b.withdraw();
+  assert.equal(r.costMicros, 1_000_000, 'a token bucket retry costs one token');
+  assert.equal(b.withdraw(), null, 'empty: refused');
   b.deposit(); b.deposit();
-  assert.equal(b.withdraw('timeout'), true);
+  assert.ok(b.withdraw('timeout'));
+  assert.equal(b.report('success', undefined, r), 'success');
+  assert.equal(r.done, true);
+  assert.throws(() => b.report('success', undefined, r), (e) => e instanceof g.PermitError && e.code === 'GUARDS_PERMIT_ALREADY_REPORTED');
   assert.deepEqual({ ...b.stats(), tokens: undefined }, { deposits: 2, withdrawals: 3, refusals: 1, refunds: 0, failures: 0, tokens: undefined });
+  const other = new g.RetryBudget().withdraw();
+  assert.throws(() => b.report('success', undefined, other), (e) => e instanceof g.PermitError && e.code === 'GUARDS_PERMIT_WRONG_GUARD', 'a receipt goes back to its own budget');
+  assert.throws(() => b.report('success', undefined, {}), (e) => e instanceof TypeError && e.option === 'receipt');
   assert.equal(new g.RetryBudget({ mode: 'grpc', maxTokens: 10 }).mode, 'grpc');
   assert.equal(new g.RetryBudget({ mode: 'aws' }).mode, 'aws');
   assert.equal(new g.RetryBudget({ mode: 'windowed', ttl: 1000 }).mode, 'windowed');
@@ -124,7 +131,8 @@ test('RetryDriver: attempt -> wait -> attempt -> succeeded, with explicit times'
   const s = d.report('throttled', 5000, ms(1100));
   assert.deepEqual(s, { kind: 'give_up', reason: 'deadline_exceeded', overloaded: true, attempts: 2 });
   assert.equal(d.phase, 'gave_up');
-  assert.equal(d.cancel(), null);
+  assert.throws(() => d.cancel(), (e) => e instanceof g.RetryDriverError && e.code === 'GUARDS_RETRY_DRIVER_PHASE' && e.call === 'cancel' && e.phase === 'gave_up');
+  assert.throws(() => d.report('success'), (e) => e instanceof g.RetryDriverError && e.call === 'report');
   const d2 = new g.RetryDriver(p);
   d2.start();
   assert.equal(d2.report('success').kind, 'succeeded');
@@ -142,11 +150,18 @@ test('Deadline and its wire forms', () => {
   assert.equal(d.attemptBudgetMs(60, 1, ms(2980)), 19);
   assert.equal(d.attemptBudgetMs(60, 1, ms(3001)), null);
   assert.equal(g.Deadline.fromGrpcTimeout('1S', ms(0)).expiresAt, ms(1000));
-  assert.throws(() => g.Deadline.fromGrpcTimeout('1x', ms(0)), (e) => e instanceof RangeError && /unknown_unit/.test(e.message));
+  assert.throws(() => g.Deadline.fromGrpcTimeout('1x', ms(0)), (e) => e instanceof RangeError && e.reason === 'unknown_unit');
+  assert.deepEqual(d.attemptBudget(60, 1, ms(2980)), { decision: 'start', budgetMs: 19 });
+  assert.deepEqual(d.attemptBudget(60, 1, ms(3001)), { decision: 'expired' });
+  assert.deepEqual(d.attemptBudget(60, 1, ms(2999) + 500_000n), { decision: 'too_little_left', leftMs: 0.5 });
+  assert.equal(g.encodeMillis(1500.7), '1500');
+  assert.equal(g.parseMillis('250'), 250);
+  assert.throws(() => g.parseMillis('2x'), (e) => e instanceof RangeError && e.reason === 'invalid_character');
   assert.equal(g.Deadline.none().timeLeftMs(), Infinity);
   assert.equal(g.encodeGrpcTimeout(1500), '1500000u');
   assert.equal(g.parseGrpcTimeout('250m'), 250);
-  assert.throws(() => g.Deadline.after(NaN), (e) => e instanceof RangeError && e.option === 'timeoutMs');
+  assert.throws(() => g.Deadline.after(NaN), (e) => e instanceof RangeError && e.option === 'timeout');
+  assert.equal(g.Deadline.after(5n, 10n).expiresAt, 15n, 'a bigint duration is exact nanoseconds');
 });
 
 test('HTTP: status to outcome and Retry-After', () => {
@@ -170,7 +185,10 @@ test('LatencyTracker and Hedging', () => {
   assert.ok(t.proposeTimeoutMs(ms(1000)) > 90);
   assert.equal(t.report(ms(990), 'timeout', ms(1000)), 'record');
   assert.equal(t.report(ms(990), 'connection_error', ms(1000)), 'skip');
-  assert.throws(() => t.quantileMs(0), (e) => e instanceof RangeError && e.option === 'q');
+  assert.throws(() => t.quantileMs(1.5), (e) => e instanceof RangeError && e.option === 'q');
+  assert.throws(() => t.quantileMs(NaN), (e) => e instanceof RangeError && e.option === 'q');
+  assert.ok(t.quantileMs(0, ms(1000)) <= 1.02, 'q = 0 is the smallest');
+  assert.ok(t.falseTimeoutRate(50, ms(1000)) > 0.4);
   const h = new g.Hedging({ minSamples: 5, maxHedges: 1, refreshInterval: 0 });
   for (let i = 0; i < 20; i++) h.recordLatency(10, ms(1000));
   assert.equal(h.shouldHedge(ms(1000), 0, false, null, ms(1001)).reason, 'not_idempotent');

@@ -109,3 +109,73 @@ test('priority from a header; bad middleware options', () => {
   assert.throws(() => g.expressAdmission({}), (e) => e instanceof TypeError && e.option === 'admission');
   assert.throws(() => g.expressAdmission(new g.Admission(), { exampt: [] }), (e) => e instanceof TypeError && e.option === 'exampt');
 });
+
+test('Express error paths: an error handler answering 503 is an overload signal; async errors release the slot', async () => {
+  const door = new g.Admission({ limits: limits(4), limit: { algorithm: 'aimd', initialLimit: 4, minLimit: 1, interval: 1 } });
+  const mw = g.expressAdmission(door);
+  const app = express();
+  app.use(mw);
+  app.get('/overloaded', () => { throw Object.assign(new Error('db pool exhausted'), { status: 503 }); });
+  app.get('/async', async () => { await new Promise((r) => setTimeout(r, 1)); throw new Error('async bug'); });
+  app.get('/next', (req, res, next) => next(new Error('passed on')));
+  // eslint-disable-next-line no-unused-vars
+  app.use((err, req, res, next) => { res.status(err.status || 500).send(err.message); });
+  const s = http.createServer(app);
+  const url = await listen(s);
+  try {
+    for (const p of ['/overloaded', '/async', '/next']) {
+      const r = await fetch(`${url}${p}`);
+      await r.text();
+      assert.equal(r.status, p === '/overloaded' ? 503 : 500, p);
+    }
+    for (let i = 0; i < 100 && door.inFlight > 0; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(door.inFlight, 0, 'every slot released');
+    const st = mw.stats();
+    assert.equal(st.admitted, 3);
+    assert.equal(st.overloaded, 1, 'the 503 the application answered');
+    assert.equal(door.stats().dropped, 1, 'reported to the door as a drop');
+  } finally { s.closeAllConnections(); s.close(); }
+});
+
+test('Fastify error paths: an error handler answering 503 is an overload signal; a throwing priority function is the default', async () => {
+  const door = new g.Admission({ limits: limits(2) });
+  const hook = g.fastifyAdmission(door, { priority: () => { throw new Error('bad header'); } });
+  const app = Fastify();
+  app.addHook('onRequest', hook);
+  app.setErrorHandler((err, req, reply) => { reply.code(err.statusCode || 500).send({ error: err.message }); });
+  app.get('/overloaded', async () => { throw Object.assign(new Error('busy'), { statusCode: 503 }); });
+  app.get('/boom', async () => { throw new Error('bug'); });
+  app.get('/ok', async () => 'ok');
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  try {
+    const codes = [];
+    for (const p of ['/overloaded', '/boom', '/ok']) {
+      const r = await fetch(`${url}${p}`);
+      await r.text();
+      codes.push(r.status);
+    }
+    assert.deepEqual(codes, [503, 500, 200]);
+    for (let i = 0; i < 100 && door.inFlight > 0; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(door.inFlight, 0);
+    assert.equal(hook.stats().admitted, 3, 'admitted at the default priority');
+    assert.equal(hook.stats().overloaded, 1);
+    assert.equal(door.stats().refusedByPriority.reduce((a, b) => a + b, 0), 0);
+  } finally { app.server.closeAllConnections(); await app.close(); }
+});
+
+test('node:http: a handler that throws after writing headers destroys the response; its slot is released', async () => {
+  const door = new g.Admission({ limits: limits(2) });
+  const handler = g.httpAdmission(door, async (req, res) => {
+    res.writeHead(200);
+    res.write('partial');
+    throw new Error('late bug');
+  });
+  const s = http.createServer(handler);
+  const url = await listen(s);
+  try {
+    await assert.rejects(async () => { const r = await fetch(url); await r.text(); });
+    for (let i = 0; i < 100 && door.inFlight > 0; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(door.inFlight, 0);
+    assert.equal(handler.stats().errors, 1);
+  } finally { s.closeAllConnections(); s.close(); }
+});
