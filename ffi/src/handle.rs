@@ -8,10 +8,11 @@
 //!
 //! - [`InPlace<T>`]: memory from `alloc_zeroed` with `T`'s layout (aligned and padded to
 //!   whole 128-byte lines, so a guard shares no cache line with other objects), turned
-//!   into a guard by [`Reset::reset`] and freed with the same layout. The
-//!   all-zero bytes are an inert, valid value of every guard (see [`Reset`]), so building
-//!   in place is "zero the memory, reset it with the config": the same steps work in a
-//!   shared-memory region.
+//!   into a guard by core's `reset` ([`Reset`]) and freed with the same layout. The
+//!   all-zero bytes are an inert, valid value of every guard, so building in place is
+//!   "zero the memory, reset it with the config": the same steps work in a shared-memory
+//!   region, and no guard (a breaker of 65536 cells, a latency tracker of a few hundred KiB)
+//!   ever passes through a thread's stack.
 //! - The `Any*` enums: one variant per supported capacity, chosen from a runtime number by
 //!   `new`, with methods that dispatch to the guard inside. Bindings see a capacity, never
 //!   a const generic. [`with_breaker!`](crate::with_breaker) and friends reach the guard
@@ -34,91 +35,81 @@ use std::ptr::NonNull;
 
 use crate::error::{Failure, GuardsResult};
 use crate::names::{
-    AdaptiveThrottle, AdaptiveThrottleConfig, BreakerPermit, BreakerRejected, BreakerState,
-    BreakerStatus, BrownoutTable, Bulkhead, BulkheadConfig, CircuitBreaker, CircuitBreakerConfig,
-    CircuitBreakerStats, ConfigError, ConfigErrorKind, Hedging, HedgingConfig, KeyedBreakers,
-    LatencyTracker, LatencyTrackerConfig, Nanos, OutcomeEffect, QueueDiscipline,
-    QueueDisciplineConfig, WindowCounts, WindowKind, WindowedBudget, WindowedBudgetConfig,
+    AdaptiveThrottle, AdaptiveThrottleConfig, Admission, AdmissionConfig, BreakerPermit,
+    BreakerRejected, BreakerState, BreakerStatus, Brownout, BrownoutConfig, BrownoutTable,
+    Bulkhead, BulkheadConfig, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerStats,
+    ConfigError, ConfigErrorKind, Hedging, HedgingConfig, KeyedBreakers, LatencyTracker,
+    LatencyTrackerConfig, Limiter, LimiterConfig, Nanos, Outcome, OutcomeEffect, QueueDiscipline,
+    QueueDisciplineConfig, RetryBudget, RetryBudgetConfig, RetryPolicy, RetryPolicyConfig,
+    WindowCounts, WindowKind, WindowedBudget, WindowedBudgetConfig,
 };
 
-/// Set a guard to the freshly built state for `config`, in place.
-///
-/// TEMPORARY: core is gaining `reset(&mut self, config)` on every guard, with the guarantee
-/// that all-zero bytes are a valid inert value of every guard and config type. Until it
-/// lands this local trait stands in for it, implemented as `*self = T::new(config)?`;
-/// when core's lands, delete this trait and its impls and call core's method (the call
-/// sites do not change).
-///
-/// Until then the all-zero guarantee rests on an audit of today's core, recorded here:
-/// every guard implementing this trait is made of atomics, integers, floats, `bool`s,
-/// [`Nanos`] and `#[repr(u8)]` enums whose first variant is `0` (`WindowKind::Count`,
-/// `ServeOrder::Fifo`, `DropReason::AgeLimit`), arrays of those and `#[repr(transparent)]`
-/// wrappers of them (`Counter`, `Priority`); none has a pointer, a reference, a niche or a
-/// `Drop` impl.
+/// Set a guard to the freshly built state for `config`, in place: core's
+/// `reset(&mut self, config)`, which every guard has (see "Building in place" in core's
+/// crate docs: all-zero bytes are a valid inert value of every guard, and `reset` writes the
+/// state `new(config)` would give field by field, never building the guard on the stack).
+/// This trait only gathers those inherent methods under one name for [`InPlace`].
 pub trait Reset {
     /// The guard's config.
     type Config: Copy + Send + 'static;
 
-    /// Rebuild `self` for `config`; on error `self` is unchanged.
+    /// Core's `reset`: rebuild `self` for `config`; on error `self` is unchanged.
     fn reset(&mut self, config: Self::Config) -> Result<(), ConfigError>;
 }
 
-/// TEMPORARY impls of [`Reset`] (see its docs): `*self = new(config)?`.
-macro_rules! temporary_reset {
+/// [`Reset`] as core's inherent `reset`.
+macro_rules! core_reset {
     ($($t:ty => $c:ty),* $(,)?) => {$(
         impl Reset for $t {
             type Config = $c;
             fn reset(&mut self, config: $c) -> Result<(), ConfigError> {
-                *self = <$t>::new(config)?;
-                Ok(())
+                <$t>::reset(self, config)
             }
         }
     )*};
 }
 
-temporary_reset!(
+core_reset!(
     Bulkhead => BulkheadConfig,
     AdaptiveThrottle => AdaptiveThrottleConfig,
     LatencyTracker => LatencyTrackerConfig,
     Hedging => HedgingConfig,
     WindowedBudget => WindowedBudgetConfig,
+    Limiter => LimiterConfig,
+    Admission => AdmissionConfig,
+    RetryPolicy => RetryPolicyConfig,
+    RetryBudget => RetryBudgetConfig,
+    Brownout => BrownoutConfig,
 );
 
 impl<const CAP: usize> Reset for CircuitBreaker<CAP> {
     type Config = CircuitBreakerConfig;
     fn reset(&mut self, config: CircuitBreakerConfig) -> Result<(), ConfigError> {
-        *self = CircuitBreaker::new(config)?;
-        Ok(())
+        CircuitBreaker::<CAP>::reset(self, config)
     }
 }
 
 impl<const SLOTS: usize, const CAP: usize> Reset for KeyedBreakers<SLOTS, CAP> {
     type Config = CircuitBreakerConfig;
     fn reset(&mut self, config: CircuitBreakerConfig) -> Result<(), ConfigError> {
-        *self = KeyedBreakers::new(config)?;
-        Ok(())
+        KeyedBreakers::<SLOTS, CAP>::reset(self, config)
     }
 }
 
 impl<const N: usize> Reset for QueueDiscipline<N> {
     type Config = QueueDisciplineConfig;
     fn reset(&mut self, config: QueueDisciplineConfig) -> Result<(), ConfigError> {
-        *self = QueueDiscipline::new(config)?;
-        Ok(())
+        QueueDiscipline::<N>::reset(self, config)
     }
 }
 
 impl<const N: usize> Reset for BrownoutTable<N> {
     type Config = ();
     fn reset(&mut self, _config: ()) -> Result<(), ConfigError> {
-        *self = BrownoutTable::new();
+        BrownoutTable::<N>::reset(self);
         Ok(())
     }
 }
-
-/// Above this size the TEMPORARY `reset` (which builds the guard by value) runs on a helper
-/// thread with a stack large enough for it; core's in-place `reset` will not need it.
-const BIG: usize = 64 * 1024;
 
 /// A guard on the heap, built in place with its own alignment. Like a `Box<T>` that is
 /// never moved through the stack.
@@ -136,12 +127,6 @@ impl<T: std::fmt::Debug> std::fmt::Debug for InPlace<T> {
         (**self).fmt(f)
     }
 }
-
-/// A raw pointer that may cross to the helper thread (it is joined before we go on).
-struct SendPtr<T>(*mut T);
-// SAFETY: the pointee is only touched by the helper thread while the spawning thread
-// waits for it to finish.
-unsafe impl<T: Send> Send for SendPtr<T> {}
 
 /// Guards are laid out on whole cache lines of their own (128 bytes, the adjacent-line
 /// prefetch pair of x86): a guard's hot atomics never share a line with an unrelated heap
@@ -168,26 +153,9 @@ impl<T: Reset + Send> InPlace<T> {
             NonNull::new(raw).ok_or(Failure::code(GuardsResult::OutOfMemory))?
         };
         let this = InPlace { ptr };
-        let raw = SendPtr(ptr.as_ptr());
-        let reset = move || {
-            let raw = raw;
-            // SAFETY: `raw` points to zeroed memory of `T`'s layout, which is a valid
-            // inert `T` (see `Reset`), and nothing else refers to it yet.
-            unsafe { (*raw.0).reset(config) }
-        };
-        let done = if layout.size() > BIG {
-            std::thread::scope(|scope| {
-                std::thread::Builder::new()
-                    .name("guards-build".to_owned())
-                    .stack_size(layout.size().saturating_mul(16).saturating_add(8 << 20))
-                    .spawn_scoped(scope, reset)
-                    .map_err(|_| Failure::code(GuardsResult::OutOfMemory))?
-                    .join()
-                    .map_err(|_| Failure::code(GuardsResult::Panic))
-            })?
-        } else {
-            reset()
-        };
+        // SAFETY: `ptr` points to zeroed memory of `T`'s layout, which is a valid inert `T`
+        // (see `Reset`), and nothing else refers to it yet.
+        let done = unsafe { (*this.ptr.as_ptr()).reset(config) };
         // On error `this` is dropped: the inert value is dropped and the memory freed.
         done.map_err(Failure::from)?;
         Ok(this)
@@ -393,6 +361,13 @@ impl AnyBreaker {
     #[inline]
     pub fn try_acquire(&self, now: Nanos) -> Result<BreakerPermit, BreakerRejected> {
         with_breaker!(self, b => b.try_acquire(now))
+    }
+
+    /// Core's `report`: `p` handed back with how the call ended (the call contract decides
+    /// what it means to the breaker).
+    #[inline]
+    pub fn report(&self, p: BreakerPermit, outcome: Outcome, now: Nanos) -> OutcomeEffect {
+        with_breaker!(self, b => b.report(p, outcome, now))
     }
 
     /// Core's `on_success`.
@@ -622,8 +597,7 @@ mod tests {
 
     #[test]
     fn big_guards_build_on_a_small_stack() {
-        // A 256 KiB thread builds a 512 KiB breaker: the temporary by-value build runs on
-        // the helper thread, never on this stack.
+        // A 256 KiB thread builds a 512 KiB breaker: it is reset in place, never on a stack.
         std::thread::Builder::new()
             .stack_size(256 * 1024)
             .spawn(|| {

@@ -14,23 +14,23 @@ pub use guards_core::circuit_breaker::{
     CircuitBreakerRejected as BreakerRejected, CircuitBreakerStats, KeyedBreakers, OutcomeEffect,
     PermitKind, WindowCounts, WindowKind,
 };
-pub use guards_core::{ConfigError, ConfigErrorKind, Nanos};
+pub use guards_core::{ConfigError, ConfigErrorKind, Nanos, Outcome};
 
 pub use guards_core::adaptive_throttle::{AdaptiveThrottle, AdaptiveThrottleConfig};
-pub use guards_core::admission::AdmissionConfig;
+pub use guards_core::admission::{Admission, AdmissionConfig};
 pub use guards_core::backoff::{BackoffConfig, Jitter};
-pub use guards_core::brownout::{BrownoutConfig, BrownoutTable, RefusalKinds};
+pub use guards_core::brownout::{Brownout, BrownoutConfig, BrownoutTable, RefusalKinds};
 pub use guards_core::deadline::DeadlineConfig;
 pub use guards_core::hedging::{Hedging, HedgingConfig};
 pub use guards_core::latency_tracker::{LatencyTracker, LatencyTrackerConfig};
 pub use guards_core::limit::{AimdConfig, GradientConfig, VegasConfig};
-pub use guards_core::limiter::LimiterConfig;
+pub use guards_core::limiter::{Limiter, LimiterConfig};
 pub use guards_core::queue_discipline::{QueueDiscipline, QueueDisciplineConfig};
 pub use guards_core::retry_budget::{
-    AwsRetryQuotaConfig, GrpcThrottleConfig, TokenBudgetConfig, WindowedBudget,
-    WindowedBudgetConfig,
+    AwsRetryQuotaConfig, GrpcThrottleConfig, RetryBudget, RetryBudgetConfig, TokenBudgetConfig,
+    WindowedBudget, WindowedBudgetConfig,
 };
-pub use guards_core::retry_policy::{RetryPolicyConfig, UnkeyedSideEffects};
+pub use guards_core::retry_policy::{RetryPolicy, RetryPolicyConfig, UnkeyedSideEffects};
 
 /// A stable snake_case name of a core enum value. Core spells it `as_str` today and will
 /// spell it `name`; only this trait's impls change.

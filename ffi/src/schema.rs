@@ -667,7 +667,7 @@ schema! {
     "slow_call_rate_threshold" => (slow_call_rate_threshold): RATIO, F(cb::DEFAULT_SLOW_CALL_RATE_THRESHOLD),
         float_above(0.0, 1.0), "a fraction in 0.0 < x <= 1.0", "open at this slow-call rate";
     "minimum_calls" => (minimum_calls): COUNT, U(cb::DEFAULT_MINIMUM_CALLS), uint(0, cb::MAX_MINIMUM_CALLS),
-        "0 (automatic) ..=1e9 calls", "calls needed before rates are judged (0: the whole count window)";
+        "0 (automatic) ..=1e9 calls", "calls needed before rates are judged (0: 10, or a smaller count window whole)";
     "open_duration" => (open_duration): DURATION, U(cb::DEFAULT_OPEN_DURATION.0),
         uint(1_000, cb::MAX_OPEN_DURATION.0), "1 µs..=366 days, at most max_open_duration",
         "how long it stays open the first time";

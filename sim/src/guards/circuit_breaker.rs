@@ -44,9 +44,16 @@ const TIME_BUCKETS: u64 = 10;
 
 impl Breaker {
     pub(crate) fn new(spec: &BreakerSpec, place: &str) -> Result<Self, SimError> {
+        // `min_calls: 0` means what `BreakerSpec` documents (the whole count window, or one
+        // call for a time window), spelled out rather than left to core's automatic minimum.
+        let min_calls = match (spec.min_calls, spec.window) {
+            (0, BreakerWindow::Count(n)) => u64::from(n),
+            (0, BreakerWindow::Time(_)) => 1,
+            (m, _) => u64::from(m),
+        };
         let mut config = CircuitBreakerConfig {
             failure_rate_threshold: spec.failure_rate,
-            minimum_calls: u64::from(spec.min_calls),
+            minimum_calls: min_calls,
             open_duration: spec.open_for,
             max_open_duration: spec
                 .open_for
