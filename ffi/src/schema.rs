@@ -1070,6 +1070,38 @@ schema! {
         uint(0, 86_400_000_000_000), "min_retry_after..=1 day", "upper bound of the Retry-After answered";
 }
 
+/// Priority classes a per-priority setting covers (`limits[0]` ..= `limits[7]`).
+pub const PRIORITY_CLASSES: usize = guards_core::priority::MAX_PRIORITIES;
+
+/// The values of a per-priority setting (`limits[i]`, `shares[i]`, `partitions[i].share`,
+/// `partitions[i].max_in_flight`) when a binding was given a list of fewer than
+/// [`PRIORITY_CLASSES`] values, or none for some class: each class without a value takes
+/// the value of the class before it (class 0 keeps the default, `None` here). So
+/// `limits = [100, 50]` means 100 for class 0 and 50 for classes 1 to 7: the classes a
+/// user left out never break the ordering core requires (each class at most the one
+/// before), and an error always names an index the user wrote. Values past the last class
+/// are ignored (a binding refuses a longer list before calling this).
+///
+/// ```
+/// use guards::schema::{per_priority, Input};
+///
+/// let got = per_priority(&[Some(Input::Int(100)), Some(Input::Int(50))]);
+/// assert_eq!(got[0], Some(Input::Int(100)));
+/// assert!(got[1..].iter().all(|v| *v == Some(Input::Int(50))));
+/// assert_eq!(per_priority(&[None, Some(Input::Int(7))])[0], None);
+/// ```
+pub fn per_priority<'a>(given: &[Option<Input<'a>>]) -> [Option<Input<'a>>; PRIORITY_CLASSES] {
+    let mut out = [None; PRIORITY_CLASSES];
+    let mut last = None;
+    for (i, slot) in out.iter_mut().enumerate() {
+        if let Some(Some(v)) = given.get(i) {
+            last = Some(*v);
+        }
+        *slot = last;
+    }
+    out
+}
+
 /// The circuit breaker config at the schema's defaults (what `guards_circuit_breaker_config_default`
 /// hands C).
 pub fn circuit_breaker_defaults() -> CircuitBreakerConfig {

@@ -39,7 +39,10 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 use pyo3::{intern, PyTraverseError, PyTypeInfo, PyVisit};
 
-use crate::guarded::{self, Held, PyGuardedFunction, Verdict};
+use guards_core::Outcome;
+
+use crate::events::Op;
+use crate::guarded::{self, Held, PyGuardedFunction};
 
 /// How the awaited object is stepped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -456,14 +459,15 @@ impl PyGuardedCoroutine {
 
     /// The first step: deadline, guard, `fn(*args, **kwargs)`, then into what it returned.
     fn start<'py>(&self, py: Python<'py>) -> (State, PyResult<Step<'py>>) {
-        let owner = self.owner.get();
-        let guard = owner.guard.as_ref();
+        let owner_obj = self.owner.bind(py);
+        let owner = owner_obj.get();
+        let op = Op::QualnameOf(owner_obj.as_any());
         let mut now = None;
         let taken = match guarded::deadline_source(py, &owner.deadline, owner.deadline_gated) {
             Some(d) => guarded::check_inherited(py, d, &mut now),
             None => Ok(()),
         }
-        .and_then(|()| guard.acquire(py, &mut now));
+        .and_then(|()| owner.guard.take(py, &mut now, op));
         let held = match taken {
             Ok(held) => held,
             Err(e) => return (State::Done, Err(e)),
@@ -489,7 +493,9 @@ impl PyGuardedCoroutine {
         held: Held,
         input: Input<'py>,
     ) -> (State, PyResult<Step<'py>>) {
-        let guard = self.owner.get().guard.as_ref();
+        let owner_obj = self.owner.bind(py);
+        let guard = &owner_obj.get().guard;
+        let op = Op::QualnameOf(owner_obj.as_any());
         let result = match input {
             Input::Send(v) => {
                 let v = v.unwrap_or_else(|| py.None().into_bound(py));
@@ -526,8 +532,8 @@ impl PyGuardedCoroutine {
                     // GeneratorExit at the `await`: an abandoned call.
                     Ok(()) => {
                         drop(target);
-                        let settled = guard.finish(py, held, Verdict::Cancelled);
-                        return (State::Done, settled.map(|()| Step::Closed));
+                        guard.settle(py, held, Outcome::Cancelled, op);
+                        return (State::Done, Ok(Step::Closed));
                     }
                     Err(e) => Err(e),
                 }
@@ -544,8 +550,8 @@ impl PyGuardedCoroutine {
             ),
             Ok(Step::Return(v)) => {
                 drop(target);
-                let settled = guard.finish(py, held, Verdict::Success);
-                (State::Done, settled.map(|()| Step::Return(v)))
+                guard.settle(py, held, Outcome::Success, op);
+                (State::Done, Ok(Step::Return(v)))
             }
             // Not an answer of the awaited object.
             Ok(Step::Closed) => (State::Done, Ok(Step::Closed)),
@@ -558,9 +564,11 @@ impl PyGuardedCoroutine {
 
     /// The call raised `e`: settle the guard as `e` says; the error to raise.
     fn failed(&self, py: Python<'_>, held: Held, e: PyErr) -> PyErr {
-        let owner = self.owner.get();
+        let owner_obj = self.owner.bind(py);
+        let owner = owner_obj.get();
         let classify = owner.classify.as_ref().map(|c| c.bind(py));
-        guarded::fail(py, owner.guard.as_ref(), held, e, classify)
+        let op = Op::QualnameOf(owner_obj.as_any());
+        guarded::fail(py, &owner.guard, held, e, classify, op)
     }
 
     fn name(&self, py: Python<'_>) -> String {
@@ -589,10 +597,9 @@ impl Drop for PyGuardedCoroutine {
             // call abandoned.
             State::Running { target, held, .. } => Python::attach(|py| {
                 drop(target);
-                let owner = self.owner.get();
-                if let Err(e) = owner.guard.as_ref().finish(py, held, Verdict::Cancelled) {
-                    e.write_unraisable(py, None);
-                }
+                let owner_obj = self.owner.bind(py);
+                let op = Op::QualnameOf(owner_obj.as_any());
+                owner_obj.get().guard.settle(py, held, Outcome::Cancelled, op);
             }),
         }
     }
