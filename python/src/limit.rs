@@ -187,18 +187,21 @@ impl PyLimit {
 
     /// Feed one sample: a call that took `rtt` (a duration) with `in_flight` calls in
     /// flight, `dropped` if it timed out or was refused downstream; returns the new limit.
-    #[pyo3(signature = (rtt, in_flight, dropped = false, now = None))]
+    #[pyo3(signature = (rtt, in_flight, dropped = None, now = None))]
     fn update(
         &self,
         rtt: &Bound<'_, PyAny>,
         in_flight: &Bound<'_, PyAny>,
-        dropped: bool,
+        dropped: Option<&Bound<'_, PyAny>>,
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<u64> {
         let sample = LimitSample {
             rtt: util::get_duration("rtt", rtt, Ctx::Arg)?,
             in_flight: util::get_u64("in_flight", in_flight, Ctx::Arg)?,
-            dropped,
+            dropped: match util::given(dropped) {
+                Some(d) => util::get_bool("dropped", d)?,
+                None => false,
+            },
             now: util::get_now(now)?,
         };
         Ok(self.lock().update(sample))

@@ -106,9 +106,17 @@ def test_unknown_keyword_is_a_type_error() -> None:
         guards.QueueDiscipline(capacty=4)  # type: ignore[call-arg]
 
 
-def test_none_means_the_default() -> None:
-    q = guards.QueueDiscipline(capacity=None, interval=None)  # type: ignore[arg-type]
-    assert q.config() == guards.QueueDiscipline().config()
+def test_none_is_never_the_default() -> None:
+    # Leave a setting out to get its default; None is a value of the wrong type.
+    for make in (
+        lambda: guards.QueueDiscipline(capacity=None),  # type: ignore[arg-type]
+        lambda: guards.QueueDiscipline(interval=None),  # type: ignore[arg-type]
+        lambda: guards.Bulkhead(None),  # type: ignore[arg-type]
+        lambda: guards.RetryPolicy(max_attempts=None),  # type: ignore[arg-type]
+        lambda: guards.LatencyTracker(window=None),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(TypeError, match="not None"):
+            make()
 
 
 def test_nanos_pickles() -> None:

@@ -284,5 +284,5 @@ def test_generators_closed_out_of_order_on_many_threads() -> None:
             assert guards.current_deadline() is None
 
     run_threads(4, worker)
-    assert pool.in_flight() == 0
+    assert pool.in_flight == 0
     assert pool.stats()["released"] == 4 * 200 * 3

