@@ -269,7 +269,7 @@ impl PyBrownoutTable {
     /// Register the operation `key` (int or name) with a brownout policy; returns its
     /// index. Raises `ConfigError` for a bad policy, `ValueError` for a key already
     /// registered, `RuntimeError` when the table is full.
-    #[pyo3(signature = (key, **settings), text_signature = "(key, *, optional=False, exempt=False, fallback_on=None)")]
+    #[pyo3(signature = (key, **settings), text_signature = "($self, key, *, optional=False, exempt=False, fallback_on=None)")]
     fn register(
         &self,
         py: Python<'_>,
