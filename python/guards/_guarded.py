@@ -88,7 +88,7 @@ import functools
 import inspect
 import socket
 from collections.abc import Awaitable
-from typing import Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from . import _guards as _n
 from . import events as _events
@@ -112,11 +112,13 @@ from ._util import (
     fail_type,
     http_status,
     is_async_callable,
-    mark_coroutine_function,
     positive_duration_ns,
     reject_generator_function,
 )
 from .retry import _CONNECTION_NAMES, _TIMEOUT_NAMES
+
+if TYPE_CHECKING:
+    from ._guards import _Outcome
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -334,6 +336,56 @@ def _adapter(guard: Any, priority: Optional[int], key: Any = None) -> _Adapter:
     )
 
 
+_PARTIAL_FUNC = functools.partial.func  # the callable a partial calls (its C field)
+
+
+class GuardedPartial(functools.partial):  # type: ignore[type-arg]
+    """What ``@guarded(breaker)`` (one breaker, keyed breaker or bulkhead, no ``timeout=``,
+    no ``fallback=``) returns: a :func:`functools.partial` that calls the native
+    :class:`guards.GuardedFunction` (:attr:`native`) with no argument added, and whose
+    :attr:`func` is the decorated function.
+
+    Calls cost no Python frame: they go from the partial's C code to the native guarded
+    call. Code that looks through a partial to find the function behind it sees the
+    decorated one, so it treats the guarded function as that function: Starlette's
+    ``Route`` (which takes any other object for an ASGI app) calls it as an endpoint,
+    ``inspect.iscoroutinefunction`` is true for an ``async def``, ``inspect.signature``
+    is the function's. It binds as a method (in native code), pickles and copies by
+    reference (as a function does), and reads the native guarded function's attributes
+    (``guard``, ``is_async``)."""
+
+    # ``func``: a property over the base class's field, which stays the native callable.
+    @property  # type: ignore[override]
+    def func(self) -> Callable[..., Any]:
+        """The decorated function (``__wrapped__``)."""
+        return self.__wrapped__  # type: ignore[no-any-return]
+
+    @property
+    def native(self) -> _n.GuardedFunction:
+        """The native :class:`guards.GuardedFunction` every call goes to."""
+        return _PARTIAL_FUNC.__get__(self)  # type: ignore[no-any-return]
+
+    def __new__(cls, native: _n.GuardedFunction, fn: Callable[..., Any]) -> GuardedPartial:
+        if not isinstance(native, _n.GuardedFunction):
+            fail_type("native", "a guards.GuardedFunction", native)
+        self = super().__new__(cls, native)
+        functools.update_wrapper(self, fn)  # __wrapped__ (``func``), __name__, __doc__...
+        return self
+
+    __get__ = _n._bind_method
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.native, name)
+
+    def __reduce__(self) -> str:
+        return self.__qualname__  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return f"<guarded function {getattr(self, '__qualname__', '?')}>"
+
+
 # ------------------------------------------------------------------ fallbacks
 
 
@@ -529,11 +581,11 @@ class Guarded(_n.GuardedBase):
                 deadline=_DEADLINE.get,
                 deadline_gated=True,
             )
-            if isinstance(one, _KeyedBreakerAdapter):
+            if isinstance(one, _KeyedBreakerAdapter) and one.operation is not None:
                 self._set_operation(one.operation)
 
     # ---------------------------------------------------------- classification
-    def classify(self, exc: BaseException) -> str:
+    def classify(self, exc: BaseException) -> _Outcome:
         """The outcome an exception leaving the block or call reports (see the module
         docs): :func:`guards.classify_exception`, narrowed by ``failure=`` / ``ignore=``."""
         if not isinstance(exc, Exception):
@@ -546,9 +598,9 @@ class Guarded(_n.GuardedBase):
                 return "ignored"
             if outcome in ("permanent", "ignored"):
                 return "other_transient"  # the caller says this is the dependency failing
-        return outcome  # type: ignore[no-any-return]
+        return outcome
 
-    def _outcome_of(self, exc: BaseException, taken: list[tuple[_Adapter, Any]]) -> str:
+    def _outcome_of(self, exc: BaseException, taken: list[tuple[_Adapter, Any]]) -> _Outcome:
         """``classify(exc)``; if a user's ``failure``/``ignore`` predicate raises, the
         guards are given back (``ignored``) before its error propagates."""
         try:
@@ -798,8 +850,6 @@ class Guarded(_n.GuardedBase):
 
         functools.update_wrapper(wrapper, fn)
         wrapper.guarded = self  # type: ignore[attr-defined]
-        if is_async and isinstance(wrapper, _n.GuardedFunction):
-            mark_coroutine_function(wrapper, fn)
         return wrapper  # type: ignore[return-value]
 
     def _single(self, fn: Callable[..., Any], adapter: _Adapter, is_async: bool) -> Any:
@@ -808,11 +858,12 @@ class Guarded(_n.GuardedBase):
         :class:`guards.GuardedFunction` (nothing between the caller and ``fn`` but native
         code on success; an exception is classified natively, or by :meth:`classify` when
         ``failure=`` / ``ignore=`` are given; for an ``async def``, a native
-        :class:`guards.GuardedCoroutine` is awaited instead of a Python coroutine);
+        :class:`guards.GuardedCoroutine` is awaited instead of a Python coroutine), called
+        through a :class:`GuardedPartial` so that frameworks see the function;
         otherwise one Python frame and a look at the inherited deadline."""
         custom = self._failure is not None or self._ignore is not None
         if isinstance(adapter, (_BreakerAdapter, _BulkheadAdapter)):
-            return _n.GuardedFunction(
+            native = _n.GuardedFunction(
                 adapter.guard,
                 fn,
                 key=adapter.key if isinstance(adapter, _KeyedBreakerAdapter) else None,
@@ -821,6 +872,7 @@ class Guarded(_n.GuardedBase):
                 deadline_gated=True,
                 is_async=is_async,
             )
+            return GuardedPartial(native, fn)
         acquire = adapter.acquire
         report = adapter.report
         classify = self.classify

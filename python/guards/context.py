@@ -56,6 +56,7 @@ from ._deadline import (
 from ._guarded import (
     Guarded,
     GuardedCall,
+    GuardedPartial,
     guarded,
     is_dependency_failure,
     refusal_kind,
@@ -79,6 +80,7 @@ __all__ = [
     "guarded",
     "Guarded",
     "GuardedCall",
+    "GuardedPartial",
     "refusal_kind",
     "is_dependency_failure",
 ]

@@ -404,6 +404,24 @@ fn method_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     METHOD_TYPE.import(py, "types", "MethodType")
 }
 
+/// `_bind_method(callable, obj, owner=None)`: `callable` itself when `obj` is `None`, else
+/// `callable` bound to `obj` (a `types.MethodType`), as a function binds. The `__get__` of
+/// `guards.GuardedPartial` (a descriptor in native code, so that a guarded method is
+/// looked up as fast as a plain one).
+#[pyfunction]
+#[pyo3(signature = (callable, obj, owner=None, /))]
+fn _bind_method<'py>(
+    callable: &Bound<'py, PyAny>,
+    obj: Option<&Bound<'py, PyAny>>,
+    owner: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let _ = owner;
+    match given(obj) {
+        None => Ok(callable.clone()),
+        Some(obj) => method_type(callable.py())?.call1((callable, obj)),
+    }
+}
+
 #[pymethods]
 impl PyGuardedFunction {
     /// `GuardedFunction(guard, fn, /, *, key=None, classify=None, deadline=None,
@@ -542,6 +560,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "_deadline_published",
         wrap_pyfunction!(_deadline_published, m)?,
     )?;
+    m.setattr("_bind_method", wrap_pyfunction!(_bind_method, m)?)?;
     m.add_class::<PyGuardedFunction>()?;
     m.add_class::<PyGuardedCoroutine>()?;
     Ok(())

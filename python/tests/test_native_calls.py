@@ -260,7 +260,8 @@ def test_guarded_decorates_plain_functions_natively() -> None:
         """Get an item."""
         return f"{qty} x {item}"
 
-    assert isinstance(get, guards.GuardedFunction)
+    assert isinstance(get, guards.GuardedPartial)
+    assert isinstance(get.native, guards.GuardedFunction)
     assert get("apple", qty=2) == "2 x apple"
     assert get.__name__ == "get"
     assert get.__doc__ == "Get an item."
@@ -272,18 +273,18 @@ def test_guarded_decorates_plain_functions_natively() -> None:
     assert get.guard is br
     assert "get" in repr(get)
     assert not inspect.iscoroutinefunction(get)
-    assert isinstance(guards.guarded(guards.Bulkhead())(len), guards.GuardedFunction)
+    assert isinstance(guards.guarded(guards.Bulkhead())(len), guards.GuardedPartial)
     keyed = guards.guarded(guards.KeyedBreakers(), key="op")(len)
-    assert isinstance(keyed, guards.GuardedFunction)
+    assert isinstance(keyed, guards.GuardedPartial)
 
 
 def test_guarded_keeps_python_wrappers_where_the_native_one_does_not_apply() -> None:
-    assert not isinstance(guards.guarded(guards.Limiter())(len), guards.GuardedFunction)
+    assert not isinstance(guards.guarded(guards.Limiter())(len), guards.GuardedPartial)
     br, bh = guards.CircuitBreaker(), guards.Bulkhead()
     for g in (guards.guarded(br, bh), guards.guarded(br, fallback=None)):
-        assert not isinstance(g(len), guards.GuardedFunction)
+        assert not isinstance(g(len), guards.GuardedPartial)
     for g in (guards.guarded(br, timeout=1),):
-        assert not isinstance(g(len), guards.GuardedFunction)
+        assert not isinstance(g(len), guards.GuardedPartial)
 
 
 def test_guarded_function_binds_as_a_method() -> None:
@@ -300,7 +301,7 @@ def test_guarded_function_binds_as_a_method() -> None:
     c = Client("http://stock")
     assert c.get("/items") == "http://stock/items"
     assert Client.get(c, "/x") == "http://stock/x"
-    assert isinstance(Client.__dict__["get"], guards.GuardedFunction)
+    assert isinstance(Client.__dict__["get"], guards.GuardedPartial)
     assert Client.get is Client.__dict__["get"]
     assert br.stats()["successes"] == 2
 
@@ -373,7 +374,7 @@ def test_guarded_function_with_failure_and_ignore(clock: guards.FakeClock) -> No
     def call(exc: BaseException) -> None:
         raise exc
 
-    assert isinstance(call, guards.GuardedFunction)
+    assert isinstance(call, guards.GuardedPartial)
     for exc in (KeyError("k"), ValueError("v"), ConnectionError("c"), TimeoutError()):
         with pytest.raises(type(exc)):
             call(exc)
