@@ -137,10 +137,7 @@ impl PyAdaptiveThrottle {
 
     /// Record that the backend refused a request at `now` (counted in the stats only).
     #[pyo3(signature = (now = None))]
-    fn on_rejected_by_backend(
-        &self,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
+    fn on_rejected_by_backend(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         self.t.on_rejected_by_backend(util::get_now(now)?);
         Ok(())
     }

@@ -6,11 +6,11 @@
 //! `x_ns()`. Random draws come from the backoff's own `Rng` (seeded with `seed`, random
 //! when `None`) unless a `guards.Rng` is passed as `rng=`.
 
+use guards::schema::BACKOFF;
 use guards_core::backoff::{
     fnv1a64 as core_fnv1a64, next_stable_run as core_next_stable_run,
     stable_offset as core_stable_offset, Backoff, BackoffConfig,
 };
-use guards::schema::BACKOFF;
 use guards_core::{Nanos, Rng};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyMapping, PyTuple};

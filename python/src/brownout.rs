@@ -284,7 +284,9 @@ impl PyBrownoutTable {
             settings,
         )?)?;
         let mut guard = self.write();
-        if guards::with_brownout_table!(&*guard, t => t.len()) >= self.capacity && c.validate().is_ok() {
+        if guards::with_brownout_table!(&*guard, t => t.len()) >= self.capacity
+            && c.validate().is_ok()
+        {
             let dup = guards::with_brownout_table!(&*guard, t => t.get(k).is_some());
             if !dup {
                 return Err(PyRuntimeError::new_err(format!(
@@ -335,14 +337,16 @@ impl PyBrownoutTable {
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         match given(key) {
             None => {
-                let (totals, unknown) = guards::with_brownout_table!(&*self.read(), t => (t.totals(), t.unknown()));
+                let (totals, unknown) =
+                    guards::with_brownout_table!(&*self.read(), t => (t.totals(), t.unknown()));
                 let d = stats_of(py, totals)?;
                 d.set_item("unknown", unknown)?;
                 Ok(Some(d))
             }
             Some(key) => {
                 let k = key_of(key)?;
-                let s = guards::with_brownout_table!(&*self.read(), t => t.get(k).map(Brownout::stats));
+                let s =
+                    guards::with_brownout_table!(&*self.read(), t => t.get(k).map(Brownout::stats));
                 s.map(|s| stats_of(py, s)).transpose()
             }
         }
@@ -350,7 +354,10 @@ impl PyBrownoutTable {
 
     /// The counters summed over every registered operation.
     fn totals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        stats_of(py, guards::with_brownout_table!(&*self.read(), t => t.totals()))
+        stats_of(
+            py,
+            guards::with_brownout_table!(&*self.read(), t => t.totals()),
+        )
     }
 
     /// Refusals and full calls reported for keys that are not registered.

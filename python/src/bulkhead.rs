@@ -10,6 +10,7 @@ use guards::handle::InPlace;
 use guards::names::{Bulkhead, BulkheadPermit, BulkheadRejected};
 use guards::schema::BULKHEAD;
 use guards_core::bulkhead::BulkheadConfig;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
@@ -39,8 +40,8 @@ pub(crate) fn full_error(py: Python<'_>, full: BulkheadRejected) -> PyErr {
     );
     let v = err.value(py);
     let set = || -> PyResult<()> {
-        v.setattr("in_flight", full.in_flight)?;
-        v.setattr("max_concurrent", full.max_concurrent)?;
+        v.setattr(intern!(py, "in_flight"), full.in_flight)?;
+        v.setattr(intern!(py, "max_concurrent"), full.max_concurrent)?;
         Ok(())
     };
     match set() {
@@ -56,10 +57,7 @@ impl PyBulkhead {
     }
 
     /// Take a slot (a refusal raises `BulkheadFull`, emitted as a `refusal`).
-    pub(crate) fn take<'py>(
-        slf: &Bound<'py, Self>,
-        op: Op<'_, 'py>,
-    ) -> PyResult<BulkheadPermit> {
+    pub(crate) fn take<'py>(slf: &Bound<'py, Self>, op: Op<'_, 'py>) -> PyResult<BulkheadPermit> {
         slf.get().b.try_acquire().map_err(|full| {
             let py = slf.py();
             let err = full_error(py, full);

@@ -24,6 +24,7 @@ use guards_core::circuit_breaker::{
 };
 use guards_core::{Nanos, Outcome};
 use pyo3::exceptions::PyRuntimeError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyString, PyTuple};
 
@@ -58,7 +59,10 @@ pub(crate) fn rejected_error(py: Python<'_>, r: BreakerRejected, now: Nanos) -> 
         Some(r.reason.name()),
         Some(wait),
     );
-    if let Err(e) = err.value(py).setattr("retry_at", r.retry_at.as_u64()) {
+    if let Err(e) = err
+        .value(py)
+        .setattr(intern!(py, "retry_at"), r.retry_at.as_u64())
+    {
         return e;
     }
     err
@@ -294,12 +298,7 @@ impl PyCircuitBreaker {
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        guarded::run(
-            &Guard::Breaker(slf.clone().unbind()),
-            r#fn,
-            args,
-            kwargs,
-        )
+        guarded::run(&Guard::Breaker(slf.clone().unbind()), r#fn, args, kwargs)
     }
 
     /// `await breaker.acall(fn, *args, **kwargs)`: `fn(*args, **kwargs)` awaited under the

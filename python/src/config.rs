@@ -276,7 +276,9 @@ impl<'py> Args<'py> {
     pub(crate) fn build<C: Copy>(&self, schema: &'static Schema<C>) -> PyResult<C> {
         let mut c = schema.defaults();
         self.apply(schema, &mut c)?;
-        schema.validate(&c).map_err(|f| errors::failure(self.py(), f))?;
+        schema
+            .validate(&c)
+            .map_err(|f| errors::failure(self.py(), f))?;
         Ok(c)
     }
 
@@ -408,8 +410,12 @@ pub(crate) fn apply_per_priority<C: Copy>(
             None => None,
         });
     }
-    let inputs: Vec<Option<Input<'_>>> = given.iter().map(|g| g.as_ref().map(Given::input)).collect();
-    for (i, input) in guards::schema::per_priority(&inputs).into_iter().enumerate() {
+    let inputs: Vec<Option<Input<'_>>> =
+        given.iter().map(|g| g.as_ref().map(Given::input)).collect();
+    for (i, input) in guards::schema::per_priority(&inputs)
+        .into_iter()
+        .enumerate()
+    {
         let Some(input) = input else { continue };
         let fname = field_name(i);
         if let Some(field) = schema.field(&fname) {
@@ -420,4 +426,3 @@ pub(crate) fn apply_per_priority<C: Copy>(
     }
     Ok(())
 }
-

@@ -6,13 +6,13 @@
 //! seconds (`math.inf` for no deadline) with `time_left_ns()` its exact twin (`None` for no
 //! deadline).
 
+use guards::schema::DEADLINE;
 use guards_core::deadline::{
     encode_grpc_timeout as core_encode_grpc, encode_millis as core_encode_millis,
     parse_grpc_timeout as core_parse_grpc, parse_millis as core_parse_millis, AttemptBudget,
     Deadline, DeadlineConfig, GrpcTimeoutError, MillisError,
 };
 use guards_core::Nanos;
-use guards::schema::DEADLINE;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
@@ -73,10 +73,7 @@ impl PyDeadline {
     /// `timeout` from `now` (a duration: seconds, timedelta or Nanos); saturates at "none".
     #[staticmethod]
     #[pyo3(signature = (timeout, now = None))]
-    fn after(
-        timeout: &Bound<'_, PyAny>,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
+    fn after(timeout: &Bound<'_, PyAny>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let t = util::get_duration("timeout", timeout, Ctx::Arg)?;
         let now = util::get_now(now)?;
         Ok(PyDeadline {
@@ -152,10 +149,7 @@ impl PyDeadline {
 
     /// Nanoseconds left at `now` (0 once expired, `None` for no deadline).
     #[pyo3(signature = (now = None))]
-    fn time_left_ns(
-        &self,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<u64>> {
+    fn time_left_ns(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
         let now = util::get_now(now)?;
         Ok((!self.d.is_none()).then(|| self.d.time_left(now).as_u64()))
     }
@@ -192,10 +186,7 @@ impl PyDeadline {
     /// The time left at `now` as a `grpc-timeout` header value (rounded down), or `None`
     /// for no deadline.
     #[pyo3(name = "to_grpc_timeout", signature = (now = None))]
-    fn grpc_timeout_header(
-        &self,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<String>> {
+    fn grpc_timeout_header(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
         let now = util::get_now(now)?;
         Ok(self.d.to_grpc_timeout(now).map(|h| h.as_str().to_owned()))
     }
@@ -203,10 +194,7 @@ impl PyDeadline {
     /// The time left at `now` in whole milliseconds (rounded down) as a header value, or
     /// `None` for no deadline.
     #[pyo3(name = "to_millis", signature = (now = None))]
-    fn millis_header(
-        &self,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<String>> {
+    fn millis_header(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
         let now = util::get_now(now)?;
         Ok(self.d.to_millis(now).map(|h| h.as_str().to_owned()))
     }
@@ -280,10 +268,7 @@ impl PyAttemptBudget {
 
     /// The attempt's own deadline when starting at `now`, else `None`.
     #[pyo3(signature = (now = None))]
-    fn attempt_deadline(
-        &self,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<PyDeadline>> {
+    fn attempt_deadline(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<Option<PyDeadline>> {
         let now = util::get_now(now)?;
         Ok(self.b.attempt_deadline(now).map(|d| PyDeadline { d }))
     }

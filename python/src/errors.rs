@@ -8,12 +8,11 @@
 
 use guards::error::{Detail, Failure, GuardsResult};
 use guards_core::{ConfigError as CoreConfigError, Nanos};
-use pyo3::exceptions::{
-    PyException, PyMemoryError, PyTimeoutError, PyTypeError, PyValueError,
-};
+use pyo3::exceptions::{PyException, PyMemoryError, PyTimeoutError, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyTuple, PyType};
+use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 pyo3::create_exception!(
     guards,
@@ -152,9 +151,10 @@ pub(crate) fn failure(py: Python<'_>, f: Failure) -> PyErr {
         Detail::Argument { name, expected } if f.code == GuardsResult::ConfigWrongType => {
             PyTypeError::new_err(format!("`{name}` must be {expected}"))
         }
-        Detail::Argument { name, expected } => {
-            PyValueError::new_err(format!("invalid `{name}` (expected {})", pythonic(expected)))
-        }
+        Detail::Argument { name, expected } => PyValueError::new_err(format!(
+            "invalid `{name}` (expected {})",
+            pythonic(expected)
+        )),
         Detail::UnknownField { given, valid, .. } => PyTypeError::new_err(format!(
             "unexpected setting `{}` (the settings are {valid})",
             given.as_str()
@@ -219,11 +219,21 @@ pub(crate) fn refusal(
     reason: Option<&str>,
     retry_after: Option<Nanos>,
 ) -> PyErr {
+    let py = ty.py();
     let build = || -> PyResult<PyErr> {
         let inst = ty.call1((message,))?;
-        inst.setattr("reason", reason)?;
-        inst.setattr("retry_after", retry_after.map(Nanos::as_secs_f64))?;
-        inst.setattr("retry_after_ns", retry_after.map(Nanos::as_u64))?;
+        inst.setattr(
+            intern!(py, "reason"),
+            reason.map(|r| PyString::intern(py, r)),
+        )?;
+        inst.setattr(
+            intern!(py, "retry_after"),
+            retry_after.map(Nanos::as_secs_f64),
+        )?;
+        inst.setattr(
+            intern!(py, "retry_after_ns"),
+            retry_after.map(Nanos::as_u64),
+        )?;
         Ok(PyErr::from_value(inst))
     };
     build().unwrap_or_else(|e| e)

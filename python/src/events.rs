@@ -16,9 +16,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use guards::names::BreakerStatus;
 use guards_core::circuit_breaker::BreakerState;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyBool, PyDict, PyString};
 
 /// `guards.events.emit_new`, imported on first use (the package imports this module).
 fn emit_new(py: Python<'_>) -> Option<&Bound<'_, PyAny>> {
@@ -30,19 +31,70 @@ fn emit_new(py: Python<'_>) -> Option<&Bound<'_, PyAny>> {
     .map(|f| f.bind(py))
 }
 
-/// Emit an event of `kind` from `source` with `fields`. Never raises: a failure (which
-/// `emit_new` itself never has) is reported as unraisable.
-fn emit(
-    py: Python<'_>,
-    kind: &str,
-    source: &Bound<'_, PyAny>,
-    fields: &[(&str, Bound<'_, PyAny>)],
+/// What decides whether an event is seen without calling into Python: `guards.events`'s
+/// listener table, the `guards` logger's level cache and each kind's highest log level.
+struct Audience {
+    listeners: Py<PyDict>,
+    level_cache: Py<PyDict>,
+    max_level: Py<PyDict>,
+}
+
+fn audience(py: Python<'_>) -> Option<&Audience> {
+    static AUDIENCE: PyOnceLock<Audience> = PyOnceLock::new();
+    AUDIENCE
+        .get_or_try_init(py, || -> PyResult<Audience> {
+            let m = py.import("guards.events")?;
+            let listeners = m.getattr("_LISTENERS")?;
+            let level_cache = m.getattr("logger")?.getattr("_cache")?;
+            let max_level = m.getattr("_MAX_LEVEL")?;
+            Ok(Audience {
+                listeners: listeners.cast_into::<PyDict>()?.unbind(),
+                level_cache: level_cache.cast_into::<PyDict>()?.unbind(),
+                max_level: max_level.cast_into::<PyDict>()?.unbind(),
+            })
+        })
+        .ok()
+}
+
+/// Whether an event of `kind` is certainly unseen: no listener for it, and the `guards`
+/// logger's cached answer for the kind's highest level is "not enabled" (a level the
+/// logger has not been asked about yet, or anything unexpected, is left to `emit_new`).
+/// Dictionary reads only, so that a refusal nobody listens to costs no Python call.
+fn unheard(py: Python<'_>, kind: &Bound<'_, PyString>) -> bool {
+    let Some(a) = audience(py) else {
+        return false;
+    };
+    let listened = match a.listeners.bind(py).get_item(kind) {
+        Ok(Some(v)) => v.is_truthy().unwrap_or(true),
+        Ok(None) => false,
+        Err(_) => true,
+    };
+    if listened {
+        return false;
+    }
+    let Ok(Some(level)) = a.max_level.bind(py).get_item(kind) else {
+        return false;
+    };
+    matches!(a.level_cache.bind(py).get_item(level), Ok(Some(v)) if v.is(&PyBool::new(py, false)))
+}
+
+/// Emit an event of `kind` from `source` with `fields` (made only when someone may see
+/// the event). Never raises: a failure (which `emit_new` itself never has) is reported as
+/// unraisable.
+fn emit<'py>(
+    py: Python<'py>,
+    kind: &Bound<'py, PyString>,
+    source: &Bound<'py, PyAny>,
+    fields: impl FnOnce() -> Vec<(&'static str, Bound<'py, PyAny>)>,
 ) {
+    if unheard(py, kind) {
+        return;
+    }
     let Some(f) = emit_new(py) else { return };
     let run = || -> PyResult<()> {
         let kw = PyDict::new(py);
-        for (k, v) in fields {
-            kw.set_item(*k, v)?;
+        for (k, v) in fields() {
+            kw.set_item(k, v)?;
         }
         f.call((kind, source), Some(&kw))?;
         Ok(())
@@ -74,11 +126,18 @@ impl<'a, 'py> Op<'a, 'py> {
         match self {
             Op::None => py.None().into_bound(py),
             Op::Given(v) => v.clone(),
-            Op::QualnameOf(f) => f
-                .getattr(pyo3::intern!(py, "__qualname__"))
-                .ok()
-                .filter(|n| n.is_instance_of::<PyString>())
-                .unwrap_or_else(|| py.None().into_bound(py)),
+            Op::QualnameOf(f) => {
+                if let Ok(g) = f.cast::<crate::guarded::PyGuardedFunction>() {
+                    // Its own name if it was given one, else its function's.
+                    if let Ok(n) = crate::guarded::qualname(g.as_any(), g.get()) {
+                        return PyString::new(py, &n).into_any();
+                    }
+                }
+                f.getattr(pyo3::intern!(py, "__qualname__"))
+                    .ok()
+                    .filter(|n| n.is_instance_of::<PyString>())
+                    .unwrap_or_else(|| py.None().into_bound(py))
+            }
         }
     }
 }
@@ -94,15 +153,12 @@ pub(crate) fn refusal<'py>(
     operation: Op<'_, 'py>,
     err: &PyErr,
 ) {
-    emit(
-        py,
-        "refusal",
-        source,
-        &[
+    emit(py, intern!(py, "refusal"), source, || {
+        vec![
             ("operation", operation_field(py, operation)),
             ("exception", err.value(py).clone().into_any()),
-        ],
-    );
+        ]
+    });
 }
 
 /// An adaptive limit moved from `old` to `new`.
@@ -113,18 +169,15 @@ pub(crate) fn limit_change<'py>(
     old: u64,
     new: u64,
 ) {
-    let Ok(old) = old.into_pyobject(py);
-    let Ok(new) = new.into_pyobject(py);
-    emit(
-        py,
-        "limit_change",
-        source,
-        &[
+    emit(py, intern!(py, "limit_change"), source, || {
+        let Ok(old) = old.into_pyobject(py);
+        let Ok(new) = new.into_pyobject(py);
+        vec![
             ("operation", operation_field(py, operation)),
             ("old", old.into_any()),
             ("new", new.into_any()),
-        ],
-    );
+        ]
+    });
 }
 
 fn state_change<'py>(
@@ -134,16 +187,13 @@ fn state_change<'py>(
     old: BreakerState,
     new: BreakerState,
 ) {
-    emit(
-        py,
-        "state_change",
-        source,
-        &[
+    emit(py, intern!(py, "state_change"), source, || {
+        vec![
             ("operation", operation_field(py, operation)),
             ("old", PyString::intern(py, old.name()).into_any()),
             ("new", PyString::intern(py, new.name()).into_any()),
-        ],
-    );
+        ]
+    });
 }
 
 fn pack(s: &BreakerStatus) -> u64 {

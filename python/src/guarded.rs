@@ -88,7 +88,10 @@ fn now_once(now: &mut Option<Nanos>) -> Nanos {
 
 impl Guard {
     /// The guard of `key` in `set`.
-    pub(crate) fn keyed(set: &Bound<'_, PyKeyedBreakers>, key: &Bound<'_, PyAny>) -> PyResult<Self> {
+    pub(crate) fn keyed(
+        set: &Bound<'_, PyKeyedBreakers>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
         Ok(Guard::Keyed {
             set: set.clone().unbind(),
             key: key_arg(key)?,
@@ -173,7 +176,13 @@ impl Guard {
     /// Give back what the call held, reporting `outcome` at the clock's `now` (read only
     /// for a breaker).
     #[inline]
-    pub(crate) fn settle<'py>(&self, py: Python<'py>, held: Held, outcome: Outcome, op: Op<'_, 'py>) {
+    pub(crate) fn settle<'py>(
+        &self,
+        py: Python<'py>,
+        held: Held,
+        outcome: Outcome,
+        op: Op<'_, 'py>,
+    ) {
         match (self, held) {
             (Guard::Bulkhead(b), Held::Slot(p)) => {
                 b.get().b.report(p, outcome);

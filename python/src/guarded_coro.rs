@@ -599,7 +599,10 @@ impl Drop for PyGuardedCoroutine {
                 drop(target);
                 let owner_obj = self.owner.bind(py);
                 let op = Op::QualnameOf(owner_obj.as_any());
-                owner_obj.get().guard.settle(py, held, Outcome::Cancelled, op);
+                owner_obj
+                    .get()
+                    .guard
+                    .settle(py, held, Outcome::Cancelled, op);
             }),
         }
     }

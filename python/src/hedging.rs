@@ -163,14 +163,8 @@ impl PyHedging {
 
     /// `hedge_delay` in integer nanoseconds.
     #[pyo3(signature = (now = None))]
-    fn hedge_delay_ns(
-        &self,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<u64>> {
-        Ok(self
-            .h
-            .hedge_delay(util::get_now(now)?)
-            .map(Nanos::as_u64))
+    fn hedge_delay_ns(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+        Ok(self.h.hedge_delay(util::get_now(now)?).map(Nanos::as_u64))
     }
 
     /// Should the request started at `request_started` (integer nanoseconds), which has

@@ -44,7 +44,12 @@ pub(crate) fn tracker_arg<'py>(v: &Bound<'py, PyAny>) -> PyResult<TrackerArg<'py
     util::check_mapping_keys(
         "tracker",
         m,
-        &["window", "timeout_quantile", "timeout_factor", "min_samples"],
+        &[
+            "window",
+            "timeout_quantile",
+            "timeout_factor",
+            "min_samples",
+        ],
     )?;
     let mut out = Vec::new();
     for item in m.items()?.iter() {
@@ -142,11 +147,7 @@ impl PyLatencyTracker {
 
     /// Record a call that took `latency` (a duration) and ended at `now`.
     #[pyo3(signature = (latency, now = None))]
-    fn record(
-        &self,
-        latency: &Bound<'_, PyAny>,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
+    fn record(&self, latency: &Bound<'_, PyAny>, now: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let l = util::get_duration("latency", latency, Ctx::Arg)?;
         self.t.record(util::get_now(now)?, l);
         Ok(())

@@ -84,19 +84,18 @@ pub(crate) fn limit_config_arg(v: &Bound<'_, PyAny>) -> PyResult<LimitConfig> {
             v,
         ));
     };
-    let algorithm = match util::mapping_get(m, "algorithm")? {
-        Some(a) => util::get_str("algorithm", &a)?,
-        None => {
-            return Err(PyTypeError::new_err(
+    let algorithm =
+        match util::mapping_get(m, "algorithm")? {
+            Some(a) => util::get_str("algorithm", &a)?,
+            None => return Err(PyTypeError::new_err(
                 "a `limit` mapping needs its `algorithm` ('fixed', 'aimd', 'vegas', 'gradient')",
-            ))
-        }
-    };
+            )),
+        };
     let mut args = Args::empty(py, "limit");
     for item in m.items()?.iter() {
-        let (k, val): (String, Bound<'_, PyAny>) = item.extract().map_err(|_| {
-            PyTypeError::new_err("`limit` must be a mapping with str keys")
-        })?;
+        let (k, val): (String, Bound<'_, PyAny>) = item
+            .extract()
+            .map_err(|_| PyTypeError::new_err("`limit` must be a mapping with str keys"))?;
         if k != "algorithm" {
             args.push(k, val);
         }
@@ -274,7 +273,14 @@ impl PyFixedLimit {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyClassInitializer<Self>> {
-        PyLimit::init("FixedLimit", "fixed", &["limit"], args, kwargs, PyFixedLimit)
+        PyLimit::init(
+            "FixedLimit",
+            "fixed",
+            &["limit"],
+            args,
+            kwargs,
+            PyFixedLimit,
+        )
     }
 }
 
@@ -341,7 +347,14 @@ impl PyGradientLimit {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyClassInitializer<Self>> {
-        PyLimit::init("GradientLimit", "gradient", &[], args, kwargs, PyGradientLimit)
+        PyLimit::init(
+            "GradientLimit",
+            "gradient",
+            &[],
+            args,
+            kwargs,
+            PyGradientLimit,
+        )
     }
 }
 

@@ -343,7 +343,11 @@ pub(crate) fn http_outcome<'py>(
         )));
     }
     // Any int: a status outside 100..=599 is a malformed answer (`other_transient`).
-    let code = status.extract::<i64>().ok().and_then(|c| u16::try_from(c).ok()).unwrap_or(0);
+    let code = status
+        .extract::<i64>()
+        .ok()
+        .and_then(|c| u16::try_from(c).ok())
+        .unwrap_or(0);
     let after = retry_after_of(retry_after)?;
     let outcome = http::outcome_of_status(code, after.is_some());
     let after = after.filter(|_| outcome == Outcome::Throttled);

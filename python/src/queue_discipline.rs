@@ -25,7 +25,6 @@ use crate::config::{self, Args};
 use crate::errors::{self, QueueFull};
 use crate::util::{self, given, Ctx};
 
-
 /// A waiter in the queue: the caller's `id`, when it was enqueued, its absolute deadline
 /// (integer nanoseconds, or `None`) and its priority class.
 #[pyclass(module = "guards", frozen, get_all)]

@@ -11,9 +11,7 @@
 use guards::handle::InPlace;
 use guards::permit::TakeOnce;
 use guards::schema;
-use guards_core::retry_budget::{
-    RetryBudget, RetryBudgetConfig, RetryReceipt, MICROS_PER_TOKEN,
-};
+use guards_core::retry_budget::{RetryBudget, RetryBudgetConfig, RetryReceipt, MICROS_PER_TOKEN};
 use guards_core::retry_policy::RetryGate;
 use guards_core::{ConfigError, ConfigErrorKind};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -142,7 +140,10 @@ impl PyRetryBudget {
         signature = (*args, **kwargs),
         text_signature = "(*, capacity=10.0, ratio=0.1)"
     )]
-    fn token_bucket(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+    fn token_bucket(
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
         Self::of_mode("token_bucket", "RetryBudget.token_bucket", args, kwargs)
     }
 

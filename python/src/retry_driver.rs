@@ -135,9 +135,7 @@ impl PyRetryRun {
 
     fn budget<'a>(&'a self, py: Python<'_>) -> Option<&'a dyn Budget> {
         let _ = py;
-        self.budget
-            .as_ref()
-            .map(|b| &*b.get().b as &dyn Budget)
+        self.budget.as_ref().map(|b| &*b.get().b as &dyn Budget)
     }
 }
 
@@ -199,7 +197,8 @@ impl PyRetryRun {
             attempt_timeout: timeout.unwrap_or(MAX_ATTEMPT_TIMEOUT),
             margin,
         };
-        let d = RetryDriver::new(deadline, idem, config).map_err(|e| errors::config_error(py, e))?;
+        let d =
+            RetryDriver::new(deadline, idem, config).map_err(|e| errors::config_error(py, e))?;
         Ok(PyRetryRun {
             d: Mutex::new(d),
             policy,
@@ -211,7 +210,11 @@ impl PyRetryRun {
     /// Start the request at `now`: the first attempt (a deposit in the budget), or give up
     /// (`deadline_exceeded`) when there is no time for one.
     #[pyo3(signature = (now = None))]
-    fn start<'py>(&self, py: Python<'py>, now: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyTuple>> {
+    fn start<'py>(
+        &self,
+        py: Python<'py>,
+        now: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
         let now = util::get_now(now)?;
         let s = self
             .lock()
@@ -243,7 +246,11 @@ impl PyRetryRun {
 
     /// The wait is over at `now`: the next attempt, or give up (`deadline_exceeded`).
     #[pyo3(signature = (now = None))]
-    fn resume<'py>(&self, py: Python<'py>, now: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyTuple>> {
+    fn resume<'py>(
+        &self,
+        py: Python<'py>,
+        now: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
         let now = util::get_now(now)?;
         let s = self.lock().resume(now).map_err(driver_error)?;
         self.step(py, s)

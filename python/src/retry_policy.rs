@@ -21,8 +21,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::backoff::{self, PyBackoff};
-use crate::deadline::PyDeadline;
 use crate::config::{self, Args};
+use crate::deadline::PyDeadline;
 use crate::errors;
 use crate::retry_budget::PyRetryBudget;
 use crate::rng::PyRng;
@@ -278,7 +278,9 @@ impl PyRetryPolicy {
         if let Some(b) = ready {
             c.backoff = b;
         }
-        RETRY_POLICY.validate(&c).map_err(|f| errors::failure(py, f))?;
+        RETRY_POLICY
+            .validate(&c)
+            .map_err(|f| errors::failure(py, f))?;
         let p = InPlace::<RetryPolicy>::new(c).map_err(|f| errors::failure(py, f))?;
         Ok(PyRetryPolicy {
             p,
