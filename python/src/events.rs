@@ -75,7 +75,7 @@ fn unheard(py: Python<'_>, kind: &Bound<'_, PyString>) -> bool {
     let Ok(Some(level)) = a.max_level.bind(py).get_item(kind) else {
         return false;
     };
-    matches!(a.level_cache.bind(py).get_item(level), Ok(Some(v)) if v.is(&PyBool::new(py, false)))
+    matches!(a.level_cache.bind(py).get_item(level), Ok(Some(v)) if v.is(PyBool::new(py, false)))
 }
 
 /// Emit an event of `kind` from `source` with `fields` (made only when someone may see
