@@ -3,17 +3,20 @@
 //! `GuardedBase` is the base class of the Python layer's `Guarded`. Configured for one
 //! breaker or bulkhead without a timeout of its own (`_configure_blocks`), its `__enter__`
 //! and `__exit__` are native: entering checks the inherited deadline, takes the guard and
-//! pushes a `GuardedBlockCall` on the context's stack of open blocks; exiting takes this
-//! object's innermost open block out of the stack and tells the guard how the block ended:
+//! pushes a `GuardedBlockCall` on the context's stack of open blocks; exiting closes this
+//! object's innermost open block and tells the guard how the block ended:
 //! the exception leaving it classified (`guards.classify_exception`, or the `classify` of
 //! the `failure=` / `ignore=` rules), else the outcome marked with `call.failure()` & co.
 //! Otherwise they call the Python layer's `_enter_slow` / `_exit_slow`.
 //!
 //! The stack is a tuple in a `ContextVar` (per thread and per asyncio task; a copied
-//! context keeps its own view). A block is usually left innermost first, which pops the
-//! tuple's last entry; a block left out of order (a `with` in a generator closed after a
-//! block entered later) is taken out of the tuple wherever it is, so no guard leaks and no
-//! other block is disturbed.
+//! context keeps its own view). Entering sets a new tuple: the open entries of the current
+//! one and the new block. Leaving finds this object's innermost open block in the tuple
+//! (the last entry, unless blocks are left out of order, as a `with` in a generator closed
+//! after a block entered later leaves them) and closes it, without setting the variable
+//! again: a closed entry stays in the tuple until the next block entered in that context
+//! leaves it out. So a block costs one `ContextVar.set`, no guard leaks whatever the order
+//! of exits, and a context that copied the tuple sees the block closed too.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
@@ -21,6 +24,7 @@ use std::sync::OnceLock;
 use guards::permit::TakeOnce;
 use guards_core::{Nanos, Outcome};
 use pyo3::exceptions::PyRuntimeError;
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{IntoPyDict, PyDict, PyTuple};
@@ -41,11 +45,43 @@ struct Blocks {
     operation: OnceLock<Py<PyAny>>,
 }
 
-/// The context's stack of open native blocks: `ContextVar.get` and `ContextVar.set` of one
-/// `ContextVar` holding a tuple (outermost first).
+/// The context's stack of native blocks: `ContextVar.get` and `ContextVar.set` of one
+/// `ContextVar` holding a tuple of `GuardedBlockCall` (outermost first; closed ones are
+/// skipped and left out by the next `set`).
 struct Stack {
     get: Py<PyAny>,
     set: Py<PyAny>,
+}
+
+impl Stack {
+    /// The current tuple.
+    fn current<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        // SAFETY: `get` is a valid callable kept alive by `self`; PyObject_CallObject with
+        // NULL arguments calls it without any, returning a new reference or NULL with an
+        // error set.
+        let got = unsafe {
+            Bound::from_owned_ptr_or_err(
+                py,
+                ffi::PyObject_CallObject(self.get.as_ptr(), std::ptr::null_mut()),
+            )?
+        };
+        Ok(got.cast_into::<PyTuple>()?)
+    }
+
+    /// Make `stack` the current tuple.
+    fn replace(&self, stack: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let end: *mut ffi::PyObject = std::ptr::null_mut();
+        // SAFETY: `set` and `stack` are valid objects kept alive for the call; the argument
+        // list ends with NULL as PyObject_CallFunctionObjArgs requires; the result (the
+        // ContextVar's token) is a new reference or NULL with an error set.
+        unsafe {
+            Bound::from_owned_ptr_or_err(
+                stack.py(),
+                ffi::PyObject_CallFunctionObjArgs(self.set.as_ptr(), stack.as_ptr(), end),
+            )
+            .map(drop)
+        }
+    }
 }
 
 fn stack(py: Python<'_>) -> PyResult<&Stack> {
@@ -72,6 +108,13 @@ impl std::fmt::Debug for PyGuardedBase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GuardedBase").finish_non_exhaustive()
     }
+}
+
+/// Whether a stack entry is a block still open.
+fn is_open(entry: &Bound<'_, PyAny>) -> bool {
+    entry
+        .cast::<PyBlockCall>()
+        .is_ok_and(|c| !c.get().held.is_taken())
 }
 
 fn no_open_block() -> PyErr {
@@ -147,10 +190,14 @@ impl PyGuardedBase {
         // From here an error drops `call`, which gives the guard back.
         let call = Bound::new(py, call)?;
         let st = stack(py)?;
-        let open = st.get.bind(py).call0()?.cast_into::<PyTuple>()?;
-        let mut items: Vec<Bound<'py, PyAny>> = open.iter().collect();
-        items.push(call.clone().into_any());
-        st.set.bind(py).call1((PyTuple::new(py, items)?,))?;
+        let current = st.current(py)?;
+        let open = current.iter().filter(|c| is_open(c));
+        let next = PyTuple::new(
+            py,
+            open.chain(std::iter::once(call.clone().into_any()))
+                .collect::<Vec<_>>(),
+        )?;
+        st.replace(&next)?;
         Ok(call.into_any())
     }
 
@@ -167,39 +214,26 @@ impl PyGuardedBase {
             slf.call_method1(intern!(py, "_exit_slow"), (et, e, tb))?;
             return Ok(());
         };
-        let st = stack(py)?;
-        let open = st.get.bind(py).call0()?.cast_into::<PyTuple>()?;
-        let n = open.len();
-        // The innermost block of this object: the last entry, unless left out of order.
+        let current = stack(py)?.current(py)?;
+        // The innermost open block of this object: the last entry, unless left out of
+        // order. Taking its guard closes it.
         let mut found = None;
-        for i in (0..n).rev() {
-            let item = open.get_item(i)?;
+        for i in (0..current.len()).rev() {
+            let item = current.get_item(i)?;
             if let Ok(call) = item.cast::<PyBlockCall>() {
-                if call.get().owner.bind(py).is(slf) {
-                    found = Some((i, call.clone()));
-                    break;
+                let c = call.get();
+                if c.owner.bind(py).is(slf) {
+                    if let Some(held) = c.held.take() {
+                        found = Some((call.clone(), held));
+                        break;
+                    }
                 }
             }
         }
-        let Some((index, call)) = found else {
+        let Some((call, held)) = found else {
             return Err(no_open_block());
         };
-        let rest = if index + 1 == n {
-            open.get_slice(0, index)
-        } else {
-            let items: Vec<Bound<'_, PyAny>> = open
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| *i != index)
-                .map(|(_, x)| x)
-                .collect();
-            PyTuple::new(py, items)?
-        };
-        st.set.bind(py).call1((rest,))?;
         let call = call.get();
-        let Some(held) = call.held.take() else {
-            return Ok(()); // already settled (cannot happen: a call is exited once)
-        };
         let op = Op::given(call.operation.as_ref().map(|o| o.bind(py)));
         let guard = &blocks.guard;
         match given(e) {

@@ -135,8 +135,8 @@ struct Types {
     generator: Py<PyType>,
     /// `types.CoroutineType.send`.
     coroutine_send: Py<PyAny>,
-    /// The coroutine type's `am_send` (Python 3.10+, where `PyType_GetSlot` reads the slots
-    /// of static types): a coroutine's return value comes back without a `StopIteration`.
+    /// The coroutine type's `am_send` (read with `PyType_GetSlot`): a coroutine's return
+    /// value comes back without a `StopIteration`.
     coroutine_am_send: Option<SendFunc>,
 }
 
@@ -145,16 +145,14 @@ fn types(py: Python<'_>) -> PyResult<&Types> {
     TYPES.get_or_try_init(py, || {
         let m = py.import("types")?;
         let coroutine = m.getattr("CoroutineType")?.cast_into::<PyType>()?;
-        let coroutine_am_send = if py.version_info() >= (3, 10) {
-            // SAFETY: `coroutine` is a type object; from 3.10 PyType_GetSlot accepts static
-            // types, and returns the slot (or NULL) without raising for a known slot id.
-            let slot = unsafe { ffi::PyType_GetSlot(coroutine.as_type_ptr(), ffi::Py_am_send) };
-            // SAFETY: the `am_send` slot holds a `sendfunc`, whose C signature `SendFunc`
-            // spells (the result enum is an int).
-            (!slot.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, SendFunc>(slot) })
-        } else {
-            None
-        };
+        // SAFETY: `coroutine` is a type object; from 3.10 (the oldest Python this module
+        // builds for) PyType_GetSlot accepts static types, and returns the slot (or NULL)
+        // without raising for a known slot id.
+        let slot = unsafe { ffi::PyType_GetSlot(coroutine.as_type_ptr(), ffi::Py_am_send) };
+        // SAFETY: the `am_send` slot holds a `sendfunc`, whose C signature `SendFunc` spells
+        // (the result enum is an int).
+        let coroutine_am_send = (!slot.is_null())
+            .then(|| unsafe { std::mem::transmute::<*mut c_void, SendFunc>(slot) });
         Ok(Types {
             coroutine_send: coroutine.getattr("send")?.unbind(),
             coroutine: coroutine.unbind(),
