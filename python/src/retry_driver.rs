@@ -182,7 +182,7 @@ impl PyRetryRun {
                 Idempotency::from_name(&name).ok_or_else(|| {
                     util::bad_value(
                         py,
-                        Ctx::Arg,
+                        Ctx::Config,
                         "idempotency",
                         ConfigErrorKind::OutOfRange,
                         "one of 'idempotent', 'keyed_side_effect', 'unkeyed_side_effect'",

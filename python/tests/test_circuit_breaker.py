@@ -3,6 +3,7 @@ windows, permits released once, with-blocks, validation, threads."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import inspect
 import threading
@@ -139,6 +140,37 @@ def test_with_blocks_report_success_failure_or_ignore() -> None:
             raise KeyboardInterrupt
     s = b.stats()
     assert (s["successes"], s["failures"], s["ignored"]) == (1, 1, 2)
+
+
+@pytest.mark.parametrize("abandon", [KeyboardInterrupt, asyncio.CancelledError, GeneratorExit])
+def test_a_probe_abandoned_by_a_base_exception_is_a_failed_probe(
+    clock: guards.FakeClock, abandon: type[BaseException]
+) -> None:
+    """Issue 8: ``BreakerPermit.__exit__`` used to report any non-``Exception`` as ignored,
+    a half-open probe included. The contract (docs/outcomes.md) says ``cancelled``: nothing
+    for an ordinary call, a failure for a probe (a breaker must not close on probes that
+    never answered), as ``guarded()`` and core report it."""
+    b = breaker(window_size=4, minimum_calls=4, half_open_probes=1)
+    with pytest.raises(abandon):
+        with b.acquire():
+            raise abandon()
+    assert b.stats()["ignored"] == 1 and b.state == "closed"  # an ordinary call: nothing
+    for _ in range(4):
+        b.acquire().on_failure()
+    assert b.state == "open"
+    clock.advance(5.5)
+    probe = b.acquire()
+    assert probe.is_probe and b.state == "half_open"
+    with pytest.raises(abandon):
+        with probe:
+            raise abandon()
+    assert b.state == "open" and b.stats()["probe_failures"] == 1
+    # The same through guarded(): one rule.
+    clock.advance(5.5)
+    with pytest.raises(abandon):
+        with guards.guarded(b):
+            raise abandon()
+    assert b.state == "open" and b.stats()["probe_failures"] == 2
 
 
 def test_a_forgotten_permit_is_ignored_when_collected() -> None:
