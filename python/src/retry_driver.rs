@@ -280,6 +280,12 @@ impl PyRetryRun {
         self.lock().phase().name()
     }
 
+    /// Why the loop gave up (`"attempts_exhausted"`, `"deadline_exceeded"`, ...), or `None`.
+    #[getter]
+    fn give_up_reason(&self) -> Option<&'static str> {
+        self.lock().give_up_reason().map(|r| r.name())
+    }
+
     /// The outcome of the last attempt reported, or `None`.
     #[getter]
     fn last_outcome(&self) -> Option<&'static str> {

@@ -409,6 +409,9 @@ impl PyRetryPolicy {
                 ("retry_after_too_long", s.retry_after_too_long),
                 ("deadline_exceeded", s.deadline_exceeded),
                 ("budget_exhausted", s.budget_exhausted),
+                ("rejected", s.rejected),
+                ("ignored", s.ignored),
+                ("cancelled", s.cancelled),
             ],
         )
     }
