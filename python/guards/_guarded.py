@@ -112,6 +112,7 @@ from ._util import (
     fail_type,
     http_status,
     is_async_callable,
+    mark_coroutine_function,
     positive_duration_ns,
     reject_generator_function,
 )
@@ -334,56 +335,6 @@ def _adapter(guard: Any, priority: Optional[int], key: Any = None) -> _Adapter:
         "AdaptiveThrottle instances",
         guard,
     )
-
-
-_PARTIAL_FUNC = functools.partial.func  # the callable a partial calls (its C field)
-
-
-class GuardedPartial(functools.partial):  # type: ignore[type-arg]
-    """What ``@guarded(breaker)`` (one breaker, keyed breaker or bulkhead, no ``timeout=``,
-    no ``fallback=``) returns: a :func:`functools.partial` that calls the native
-    :class:`guards.GuardedFunction` (:attr:`native`) with no argument added, and whose
-    :attr:`func` is the decorated function.
-
-    Calls cost no Python frame: they go from the partial's C code to the native guarded
-    call. Code that looks through a partial to find the function behind it sees the
-    decorated one, so it treats the guarded function as that function: Starlette's
-    ``Route`` (which takes any other object for an ASGI app) calls it as an endpoint,
-    ``inspect.iscoroutinefunction`` is true for an ``async def``, ``inspect.signature``
-    is the function's. It binds as a method (in native code), pickles and copies by
-    reference (as a function does), and reads the native guarded function's attributes
-    (``guard``, ``is_async``)."""
-
-    # ``func``: a property over the base class's field, which stays the native callable.
-    @property  # type: ignore[override]
-    def func(self) -> Callable[..., Any]:
-        """The decorated function (``__wrapped__``)."""
-        return self.__wrapped__  # type: ignore[no-any-return]
-
-    @property
-    def native(self) -> _n.GuardedFunction:
-        """The native :class:`guards.GuardedFunction` every call goes to."""
-        return _PARTIAL_FUNC.__get__(self)  # type: ignore[no-any-return]
-
-    def __new__(cls, native: _n.GuardedFunction, fn: Callable[..., Any]) -> GuardedPartial:
-        if not isinstance(native, _n.GuardedFunction):
-            fail_type("native", "a guards.GuardedFunction", native)
-        self = super().__new__(cls, native)
-        functools.update_wrapper(self, fn)  # __wrapped__ (``func``), __name__, __doc__...
-        return self
-
-    __get__ = _n._bind_method
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.native, name)
-
-    def __reduce__(self) -> str:
-        return self.__qualname__  # type: ignore[no-any-return]
-
-    def __repr__(self) -> str:
-        return f"<guarded function {getattr(self, '__qualname__', '?')}>"
 
 
 # ------------------------------------------------------------------ fallbacks
@@ -850,6 +801,8 @@ class Guarded(_n.GuardedBase):
 
         functools.update_wrapper(wrapper, fn)
         wrapper.guarded = self  # type: ignore[attr-defined]
+        if is_async and isinstance(wrapper, _n.GuardedFunction):
+            mark_coroutine_function(wrapper, fn)
         return wrapper  # type: ignore[return-value]
 
     def _single(self, fn: Callable[..., Any], adapter: _Adapter, is_async: bool) -> Any:
@@ -858,12 +811,12 @@ class Guarded(_n.GuardedBase):
         :class:`guards.GuardedFunction` (nothing between the caller and ``fn`` but native
         code on success; an exception is classified natively, or by :meth:`classify` when
         ``failure=`` / ``ignore=`` are given; for an ``async def``, a native
-        :class:`guards.GuardedCoroutine` is awaited instead of a Python coroutine), called
-        through a :class:`GuardedPartial` so that frameworks see the function;
+        :class:`guards.GuardedCoroutine` is awaited instead of a Python coroutine; code that
+        asks ``inspect.isfunction`` takes it for ``fn``, see ``GuardedFunction.__class__``);
         otherwise one Python frame and a look at the inherited deadline."""
         custom = self._failure is not None or self._ignore is not None
         if isinstance(adapter, (_BreakerAdapter, _BulkheadAdapter)):
-            native = _n.GuardedFunction(
+            return _n.GuardedFunction(
                 adapter.guard,
                 fn,
                 key=adapter.key if isinstance(adapter, _KeyedBreakerAdapter) else None,
@@ -872,7 +825,6 @@ class Guarded(_n.GuardedBase):
                 deadline_gated=True,
                 is_async=is_async,
             )
-            return GuardedPartial(native, fn)
         acquire = adapter.acquire
         report = adapter.report
         classify = self.classify

@@ -56,7 +56,6 @@ from ._deadline import (
 from ._guarded import (
     Guarded,
     GuardedCall,
-    GuardedPartial,
     guarded,
     is_dependency_failure,
     refusal_kind,
@@ -80,7 +79,6 @@ __all__ = [
     "guarded",
     "Guarded",
     "GuardedCall",
-    "GuardedPartial",
     "refusal_kind",
     "is_dependency_failure",
 ]

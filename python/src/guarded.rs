@@ -413,23 +413,26 @@ fn method_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     METHOD_TYPE.import(py, "types", "MethodType")
 }
 
-/// `_bind_method(callable, obj, owner=None)`: `callable` itself when `obj` is `None`, else
-/// `callable` bound to `obj` (a `types.MethodType`), as a function binds. The `__get__` of
-/// `guards.GuardedPartial` (a descriptor in native code, so that a guarded method is
-/// looked up as fast as a plain one).
-#[pyfunction]
-#[pyo3(signature = (callable, obj, owner=None, /))]
-fn _bind_method<'py>(
-    callable: &Bound<'py, PyAny>,
-    obj: Option<&Bound<'py, PyAny>>,
-    owner: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let _ = owner;
-    match given(obj) {
-        None => Ok(callable.clone()),
-        Some(obj) => method_type(callable.py())?.call1((callable, obj)),
-    }
+/// `types.FunctionType`.
+fn function_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static FUNCTION_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    FUNCTION_TYPE.import(py, "types", "FunctionType")
 }
+
+/// What a function has and a `GuardedFunction` reads from the function it guards (see
+/// `__class__`).
+const FUNCTION_ATTRIBUTES: [&str; 10] = [
+    "__code__",
+    "__defaults__",
+    "__kwdefaults__",
+    "__globals__",
+    "__closure__",
+    "__builtins__",
+    "__annotations__",
+    "__type_params__",
+    "__name__",
+    "__qualname__",
+];
 
 #[pymethods]
 impl PyGuardedFunction {
@@ -516,6 +519,39 @@ impl PyGuardedFunction {
         self.guard.object().clone_ref(py)
     }
 
+    /// `types.FunctionType` when the guarded callable is a Python function, else its own
+    /// type: code that asks `inspect.isfunction()` (as Starlette's `Route` does, to call an
+    /// endpoint as `endpoint(request)` rather than as an ASGI app) takes it for the function
+    /// it guards, as it takes a `wrapt` proxy for what it wraps. `type()` and
+    /// `isinstance(x, guards.GuardedFunction)` still tell it apart.
+    #[getter]
+    fn __class__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let function = function_type(py)?;
+        if slf.get().func.bind(py).get_type().is(function) {
+            Ok(function.clone().into_any())
+        } else {
+            Ok(slf.get_type().into_any())
+        }
+    }
+
+    /// A function's attributes this object does not have itself (`__code__`,
+    /// `__defaults__`, `__globals__`, ...): the guarded function's, so that code treating
+    /// it as that function (see `__class__`; `inspect.iscoroutinefunction`,
+    /// `inspect.signature`) finds them.
+    fn __getattr__<'py>(
+        slf: &Bound<'py, Self>,
+        name: &Bound<'py, PyString>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let n = name.to_cow()?;
+        if FUNCTION_ATTRIBUTES.contains(&&*n) {
+            return slf.get().func.bind(slf.py()).getattr(name);
+        }
+        Err(pyo3::exceptions::PyAttributeError::new_err(format!(
+            "'GuardedFunction' object has no attribute '{n}'"
+        )))
+    }
+
     /// Pickled by reference, like a function: its module and qualified name.
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         slf.getattr(intern!(slf.py(), "__qualname__"))
@@ -569,7 +605,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "_deadline_published",
         wrap_pyfunction!(_deadline_published, m)?,
     )?;
-    m.setattr("_bind_method", wrap_pyfunction!(_bind_method, m)?)?;
     m.add_class::<PyGuardedFunction>()?;
     m.add_class::<PyGuardedCoroutine>()?;
     Ok(())

@@ -335,7 +335,7 @@ def _guarded_call(breaker: guards.CircuitBreaker) -> object:
     def stock_lookup(exc: BaseException | None) -> None:
         _raise_or_pass(exc)
 
-    assert isinstance(stock_lookup, guards.GuardedPartial)  # the native path
+    assert isinstance(stock_lookup, guards.GuardedFunction)  # the native path
     return stock_lookup
 
 

@@ -5,7 +5,6 @@ so what ``@guarded(...)`` returns must be seen as the function it decorates."""
 from __future__ import annotations
 
 import copy
-import functools
 import inspect
 import pickle
 
@@ -64,18 +63,19 @@ def test_async_and_sync_guarded_functions_are_starlette_endpoints() -> None:
     assert bulkhead.stats()["released"] == 2 and bulkhead.in_flight == 0
 
 
-def test_a_guarded_partial_is_seen_as_the_function_it_decorates() -> None:
-    assert isinstance(stock, functools.partial) and isinstance(stock, guards.GuardedPartial)
-    assert stock.func is stock.__wrapped__ and inspect.isfunction(stock.func)
-    assert isinstance(stock.native, guards.GuardedFunction) and stock.native.is_async
-    assert stock.guard is breaker and report.guard is bulkhead
+def test_a_guarded_function_is_seen_as_the_function_it_decorates() -> None:
+    assert isinstance(stock, guards.GuardedFunction) and type(stock) is guards.GuardedFunction
+    assert inspect.isfunction(stock) and inspect.isfunction(report)
+    assert stock.__code__ is stock.__wrapped__.__code__  # type: ignore[attr-defined]
+    assert stock.guard is breaker and report.guard is bulkhead and stock.is_async
     assert inspect.iscoroutinefunction(stock) and not inspect.iscoroutinefunction(report)
     assert str(inspect.signature(stock)) == "(request: 'Request') -> 'PlainTextResponse'"
     assert stock.__name__ == "stock" and repr(stock) == "<guarded function stock>"
     # By reference, as a function is.
     assert pickle.loads(pickle.dumps(report)) is report
     assert copy.copy(report) is report and copy.deepcopy(report) is report
-    with pytest.raises(TypeError, match="native"):
-        guards.GuardedPartial(object(), len)  # type: ignore[arg-type]
     with pytest.raises(AttributeError):
         stock.no_such_attribute  # noqa: B018
+    # Built directly (no functools.update_wrapper), it still reads as its function.
+    direct = guards.GuardedFunction(bulkhead, report.__wrapped__)  # type: ignore[attr-defined]
+    assert direct.__name__ == "report" and direct.__defaults__ is None
