@@ -1812,8 +1812,8 @@ typedef struct guards_circuit_breaker_config {
    */
   double slow_call_rate_threshold;
   /**
-   * Calls needed before rates are judged; 0 = the whole count window, or 1 for a time
-   * window (default 0).
+   * Calls needed before rates are judged; 0 = automatic: 10, or the whole count window
+   * if it is smaller (default 0).
    */
   uint64_t minimum_calls;
   /**

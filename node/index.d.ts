@@ -138,7 +138,7 @@ export interface CircuitBreakerOptions {
   slowCallDuration?: number | bigint
   /** Open at this slow-call rate. Default 1; a fraction in 0.0 < x <= 1.0. */
   slowCallRateThreshold?: number
-  /** Calls needed before rates are judged (0: the whole count window). Default 0; 0 (automatic) ..=1e9 calls. */
+  /** Calls needed before rates are judged (0: 10, or a smaller count window whole). Default 0; 0 (automatic) ..=1e9 calls. */
   minimumCalls?: number
   /** How long it stays open the first time. Default 5000 ms; 1 µs..=366 days, at most max_open_duration. */
   openDuration?: number | bigint

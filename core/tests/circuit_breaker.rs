@@ -371,6 +371,7 @@ fn time_window_is_cleared_on_close() {
         window_kind: WindowKind::Time,
         window_duration: secs(10),
         window_buckets: 10,
+        minimum_calls: 1,
         open_duration: ms(500),
         half_open_probes: 1,
         ..CircuitBreakerConfig::default()
@@ -513,7 +514,7 @@ fn new_rejects_invalid_configs() {
 enum MState {
     Closed,
     Open { until: u64 },
-    HalfOpen { issued: u64, passed: u64 },
+    HalfOpen { issued: u64, passed: u64, due: u64 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -588,11 +589,21 @@ impl Model {
                 self.state = MState::HalfOpen {
                     issued: 1,
                     passed: 0,
+                    due: self.due(now),
                 };
                 MAcquire::Probe(self.generation)
             }
-            MState::HalfOpen { issued, passed } => {
+            MState::HalfOpen {
+                issued,
+                passed,
+                due,
+            } => {
                 if issued >= self.cfg.half_open_probes {
+                    if now >= due {
+                        // Every probe out is past its timeout: a failed probe.
+                        self.open(due);
+                        return self.acquire(now);
+                    }
                     MAcquire::Rejected(
                         CircuitBreakerRejectReason::HalfOpenFull,
                         now + self.cfg.probe_timeout.0,
@@ -601,11 +612,17 @@ impl Model {
                     self.state = MState::HalfOpen {
                         issued: issued + 1,
                         passed,
+                        due: due.max(self.due(now)),
                     };
                     MAcquire::Probe(self.generation)
                 }
             }
         }
+    }
+
+    /// When a probe issued at `now` is due, rounded up to a microsecond.
+    fn due(&self, now: u64) -> u64 {
+        (now + self.cfg.probe_timeout.0).div_ceil(1_000) * 1_000
     }
 
     fn counts(&self, now: u64) -> WindowCounts {
@@ -631,8 +648,8 @@ impl Model {
 
     fn min_calls(&self) -> u64 {
         match (self.cfg.window_kind, self.cfg.minimum_calls) {
-            (WindowKind::Count, 0) => self.cfg.window_size,
-            (WindowKind::Time, 0) => 1,
+            (WindowKind::Count, 0) => self.cfg.window_size.min(10),
+            (WindowKind::Time, 0) => 10,
             (_, m) => m,
         }
     }
@@ -641,7 +658,12 @@ impl Model {
         let slow = self.cfg.slow_call_duration != Nanos::MAX
             && now - p.at >= self.cfg.slow_call_duration.0;
         if p.probe {
-            let MState::HalfOpen { issued, passed } = self.state else {
+            let MState::HalfOpen {
+                issued,
+                passed,
+                due,
+            } = self.state
+            else {
                 return OutcomeEffect::Discarded;
             };
             if p.generation != self.generation {
@@ -662,6 +684,7 @@ impl Model {
             self.state = MState::HalfOpen {
                 issued,
                 passed: passed + 1,
+                due,
             };
             return OutcomeEffect::ProbePassed;
         }
@@ -690,11 +713,17 @@ impl Model {
     }
 
     fn ignore(&mut self, p: MPermit) {
-        if let MState::HalfOpen { issued, passed } = self.state {
+        if let MState::HalfOpen {
+            issued,
+            passed,
+            due,
+        } = self.state
+        {
             if p.probe && p.generation == self.generation && issued > 0 {
                 self.state = MState::HalfOpen {
                     issued: issued - 1,
                     passed,
+                    due,
                 };
             }
         }

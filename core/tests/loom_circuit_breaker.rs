@@ -245,6 +245,54 @@ fn one_transition_to_half_open_and_k_probes() {
     });
 }
 
+/// A probe taken at 5 ms (due at 6 ms: probe timeout 1 ms) races a caller at 20 ms. The
+/// late caller gets a probe (first, or because it sees the early probe's due instant,
+/// judges it a failed probe and re-opens: at 6 ms for 5 ms, over by 20 ms), or, when its own
+/// lost attempt at the half-open transition raised the due instant, is refused until at most
+/// 21 ms. Either way a caller at 30 ms is a probe: no probe holds the breaker for ever.
+#[test]
+fn an_overdue_probe_does_not_block_for_ever() {
+    loom::model(|| {
+        let b = opened(count_config(1, 1.0, 1), ms(0));
+        let (b1, b2) = (b.clone(), b.clone());
+        let (early, late) = both(
+            move || b1.try_acquire(ms(5)),
+            move || b2.try_acquire(ms(20)),
+        );
+        match &late {
+            Ok(p) => assert!(p.is_probe()),
+            Err(r) => {
+                assert_eq!(r.reason, CircuitBreakerRejectReason::HalfOpenFull);
+                assert!(r.retry_at <= ms(21), "{r:?}");
+            }
+        }
+        let again = b.try_acquire(ms(30));
+        assert!(
+            again.as_ref().is_ok_and(CircuitBreakerPermit::is_probe),
+            "{again:?}"
+        );
+        for p in [early, late, again].into_iter().flatten() {
+            b.on_ignore(p);
+        }
+    });
+}
+
+/// Two callers at the same instant with one probe slot: the probe taken is never judged
+/// overdue by the other (it is not due yet), so exactly one is admitted.
+#[test]
+fn a_fresh_probe_is_never_judged_overdue() {
+    loom::model(|| {
+        let b = opened(count_config(1, 1.0, 1), ms(0));
+        let (b1, b2) = (b.clone(), b.clone());
+        let (x, y) = both(move || b1.try_acquire(ms(5)), move || b2.try_acquire(ms(5)));
+        assert_eq!(usize::from(x.is_ok()) + usize::from(y.is_ok()), 1);
+        assert_eq!(b.stats().half_open_to_open, 0);
+        for p in [x, y].into_iter().flatten() {
+            b.on_ignore(p);
+        }
+    });
+}
+
 /// Two probes out of two fail at once: exactly one re-opens, the other is discarded, and
 /// the open-until instant is that of the generation published (from one of the two `now`s).
 #[test]
@@ -288,9 +336,10 @@ fn reader_never_sees_a_stale_open_until() {
         let b = opened(count_config(1, 1.0, 1), ms(0));
         let probe = b.try_acquire(ms(5)).unwrap();
         let (b1, b2) = (b.clone(), b.clone());
+        // The reader comes at 5.5 ms, before the probe is due (6 ms).
         let (e, (r, st)) = both(
             move || b1.on_failure(probe, ms(6)),
-            move || (b2.try_acquire(ms(7)), b2.status()),
+            move || (b2.try_acquire(Nanos::from_micros(5_500)), b2.status()),
         );
         assert_eq!(e, OutcomeEffect::Reopened);
         match st.state {
@@ -302,7 +351,7 @@ fn reader_never_sees_a_stale_open_until() {
         }
         match r {
             Err(r) if r.reason == CircuitBreakerRejectReason::HalfOpenFull => {
-                assert_eq!(r.retry_at, ms(8))
+                assert_eq!(r.retry_at, Nanos::from_micros(6_500))
             }
             Err(r) => {
                 assert_eq!(r.reason, CircuitBreakerRejectReason::Open);

@@ -47,8 +47,8 @@ pub mod handle;
 pub mod names;
 pub mod permit;
 pub mod schema;
-pub mod shared;
 pub mod seed;
+pub mod shared;
 pub(crate) mod sync;
 pub mod vectors;
 

@@ -667,7 +667,7 @@ schema! {
     "slow_call_rate_threshold" => (slow_call_rate_threshold): RATIO, F(cb::DEFAULT_SLOW_CALL_RATE_THRESHOLD),
         float_above(0.0, 1.0), "a fraction in 0.0 < x <= 1.0", "open at this slow-call rate";
     "minimum_calls" => (minimum_calls): COUNT, U(cb::DEFAULT_MINIMUM_CALLS), uint(0, cb::MAX_MINIMUM_CALLS),
-        "0 (automatic) ..=1e9 calls", "calls needed before rates are judged (0: the whole count window)";
+        "0 (automatic) ..=1e9 calls", "calls needed before rates are judged (0: 10, or a smaller count window whole)";
     "open_duration" => (open_duration): DURATION, U(cb::DEFAULT_OPEN_DURATION.0),
         uint(1_000, cb::MAX_OPEN_DURATION.0), "1 µs..=366 days, at most max_open_duration",
         "how long it stays open the first time";
@@ -1068,6 +1068,38 @@ schema! {
         uint(0, 86_400_000_000_000), "0..=1 day", "lower bound of the Retry-After answered";
     "max_retry_after" => (max_retry_after): DURATION, U(ad::DEFAULT_MAX_RETRY_AFTER.0),
         uint(0, 86_400_000_000_000), "min_retry_after..=1 day", "upper bound of the Retry-After answered";
+}
+
+/// Priority classes a per-priority setting covers (`limits[0]` ..= `limits[7]`).
+pub const PRIORITY_CLASSES: usize = guards_core::priority::MAX_PRIORITIES;
+
+/// The values of a per-priority setting (`limits[i]`, `shares[i]`, `partitions[i].share`,
+/// `partitions[i].max_in_flight`) when a binding was given a list of fewer than
+/// [`PRIORITY_CLASSES`] values, or none for some class: each class without a value takes
+/// the value of the class before it (class 0 keeps the default, `None` here). So
+/// `limits = [100, 50]` means 100 for class 0 and 50 for classes 1 to 7: the classes a
+/// user left out never break the ordering core requires (each class at most the one
+/// before), and an error always names an index the user wrote. Values past the last class
+/// are ignored (a binding refuses a longer list before calling this).
+///
+/// ```
+/// use guards::schema::{per_priority, Input};
+///
+/// let got = per_priority(&[Some(Input::Int(100)), Some(Input::Int(50))]);
+/// assert_eq!(got[0], Some(Input::Int(100)));
+/// assert!(got[1..].iter().all(|v| *v == Some(Input::Int(50))));
+/// assert_eq!(per_priority(&[None, Some(Input::Int(7))])[0], None);
+/// ```
+pub fn per_priority<'a>(given: &[Option<Input<'a>>]) -> [Option<Input<'a>>; PRIORITY_CLASSES] {
+    let mut out = [None; PRIORITY_CLASSES];
+    let mut last = None;
+    for (i, slot) in out.iter_mut().enumerate() {
+        if let Some(Some(v)) = given.get(i) {
+            last = Some(*v);
+        }
+        *slot = last;
+    }
+    out
 }
 
 /// The circuit breaker config at the schema's defaults (what `guards_circuit_breaker_config_default`

@@ -31,7 +31,10 @@ pub(crate) type BackoffSeed = (BackoffConfig, u64);
 
 impl BuildInPlace for BackoffState {
     type Config = BackoffSeed;
-    fn reset_in_place(&mut self, (config, seed): BackoffSeed) -> std::result::Result<(), ConfigError> {
+    fn reset_in_place(
+        &mut self,
+        (config, seed): BackoffSeed,
+    ) -> std::result::Result<(), ConfigError> {
         self.b = CoreBackoff::new(config)?;
         self.rng = Rng::new(seed);
         Ok(())

@@ -35,7 +35,10 @@ pub(crate) type PolicySeed = (RetryPolicyConfig, u64);
 
 impl BuildInPlace for PolicyState {
     type Config = PolicySeed;
-    fn reset_in_place(&mut self, (config, seed): PolicySeed) -> std::result::Result<(), ConfigError> {
+    fn reset_in_place(
+        &mut self,
+        (config, seed): PolicySeed,
+    ) -> std::result::Result<(), ConfigError> {
         self.policy.reset(config)?;
         self.rng = Rng::new(seed);
         Ok(())

@@ -15,38 +15,41 @@
 
 ``guarded(*guards)`` acquires each guard in order (a refusal releases what was already
 taken and raises the guard's :class:`guards.GuardError`), runs the block or the call, and
-reports how it went to each guard in reverse order:
+hands each guard back, in reverse order, with how it ended: one *outcome* of the call
+contract (``docs/outcomes.md``), which each guard turns into its own verdict. The block
+or call returned: ``success``. It raised: the exception is classified by
+:func:`guards.classify_exception`, the one rule every path shares:
 
-================  =================  ==============  ======================
-how it ended      CircuitBreaker     Bulkhead        Limiter / Admission
-================  =================  ==============  ======================
-returned          ``on_success``     released        ``on_success``
-failure           ``on_failure``     released        ``on_ignore``
-timeout/overload  ``on_failure``     released        ``on_dropped``
-ignored           ``on_ignore``      released        ``on_ignore``
-cancelled         probe: failure,    released        ``on_ignore``
-                  else ``on_ignore``
-================  =================  ==============  ======================
+==========================================================  ==================
+the call raised                                             outcome
+==========================================================  ==================
+``CancelledError``, ``KeyboardInterrupt``, ``GeneratorExit``  ``cancelled``
+``DeadlineExceeded``                                        ``timeout``
+an inner ``@retry`` that gave up after attempts             ``overloaded``
+another guard's refusal (``BreakerOpen``, ...)              ``rejected``
+a programming error (:data:`PROGRAMMING_ERRORS`)            ``ignored``
+an exception carrying an HTTP status                        by the status
+``TimeoutError``, HTTP clients' timeouts                    ``timeout``
+``ConnectionError``, DNS failures, HTTP connection errors   ``connection_error``
+anything else                                               ``other_transient``
+==========================================================  ==================
 
-*failure* is any ``Exception`` except a programming error (:data:`PROGRAMMING_ERRORS`:
-``TypeError``, ``KeyError``, ``AttributeError``, ``AssertionError``, ...: a bug in the
-caller's code says nothing about the dependency, so it is *ignored*) unless ``failure=``
-(exception types or a predicate) says which ones count; ``ignore=`` lists exceptions that say nothing about the dependency (a
-404, a validation error). A refusal by another guard nested inside (``BulkheadFull`` of an
-inner call, ...) is ignored too: it is not the dependency failing. An inner ``@retry``
-that gave up after making attempts (``RetriesExhausted``, or ``BudgetExhausted`` with
-``attempts > 0``) is a failure: the dependency failed and no retry was left. A timeout
-(``TimeoutError``, :class:`guards.DeadlineExceeded`) or an exception carrying HTTP status
-503 or 429 is an overload signal, which a limiter counts as a dropped call.
-An :class:`guards.AdaptiveThrottle` may refuse locally (``Throttled``) before the call;
-afterwards it is told the backend accepted the call (returned, or failed otherwise) or
-rejected it (timeout/overload); ignored and cancelled calls tell it nothing.
-*cancelled* is a ``BaseException`` that is not an ``Exception``: ``asyncio.CancelledError``,
-``KeyboardInterrupt``, ``GeneratorExit``. A breaker probe abandoned that way counts as
-failed (as core requires), an ordinary call as ignored.
+So a ``CircuitBreaker`` counts timeouts, connection errors, 5xx, 429 and overload answers
+as failures, a 4xx as a success of the dependency, and ignores refusals, programming
+errors and cancellations (a cancelled half-open probe is a failure); a ``Bulkhead`` gives
+its slot back whatever happened; a ``Limiter`` or ``Admission`` takes a success as an RTT
+sample and a timeout or an overload answer as a drop, and ignores the rest; an
+:class:`guards.AdaptiveThrottle` may refuse locally (``Throttled``) before the call and
+hears afterwards whether the backend accepted it.
+
+``failure=`` (exception types or a predicate) says which exceptions count as failures of
+the dependency (the others are ``ignored``); ``ignore=`` lists exceptions that say
+nothing about the dependency (a 404, a validation error).
 
 Inside a ``with`` block, the object ``as`` gives you can mark the outcome when no
-exception says it: ``call.failure()`` (e.g. for a 5xx response), ``call.ignore()``.
+exception says it: ``call.failure()`` (e.g. for a 5xx response: ``other_transient``),
+``call.dropped()`` (an overload signal: ``overloaded``), ``call.ignore()``, or
+``call.set_outcome(name)``.
 
 Deadlines: a guarded call or block inherits the deadline of its context
 (:func:`guards.deadline`, ``@guards.retry`` attempts, the admission middleware) and does
@@ -72,7 +75,8 @@ with no guard at all is a fallback alone (for the outermost layer of a stack).
 Blocks left out of order: a ``with`` block inside a generator is left when the generator
 is closed, possibly after a block entered later (in another generator) is still open.
 Each context keeps its open blocks in a stack; leaving one takes the innermost open block
-of that ``guarded`` object out of the stack wherever it is, so no slot leaks.
+of that ``guarded`` object out of the stack wherever it is, so no slot leaks. With one
+breaker or bulkhead and no ``timeout=``, the block and its stack run natively.
 """
 
 from __future__ import annotations
@@ -84,7 +88,7 @@ import functools
 import inspect
 import socket
 from collections.abc import Awaitable
-from typing import Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from . import _guards as _n
 from . import events as _events
@@ -98,12 +102,12 @@ from ._guards import (
     GuardError,
     LimitExceeded,
     QueueFull,
-    RetriesExhausted,
     Throttled,
 )
 from ._util import (
     ExcSpec,
     check_int,
+    config_error,
     exception_matcher,
     fail_type,
     http_status,
@@ -111,37 +115,35 @@ from ._util import (
     mark_coroutine_function,
     positive_duration_ns,
     reject_generator_function,
-    snake_case,
 )
 from .retry import _CONNECTION_NAMES, _TIMEOUT_NAMES
 
+if TYPE_CHECKING:
+    from ._guards import _Outcome
+
 F = TypeVar("F", bound=Callable[..., Any])
 
-# How a call ended, as the guards are told.
-SUCCESS = 0
-FAILURE = 1  # the dependency failed
-DROPPED = 2  # timed out or overloaded: a failure that is also an overload signal
-IGNORE = 3  # says nothing about the dependency
-CANCELLED = 4  # abandoned (BaseException that is not an Exception)
-
 _MISSING: Any = object()
+
+#: Every outcome of the call contract (``docs/outcomes.md``), in core's order.
+OUTCOMES = (
+    "success",
+    "timeout",
+    "connection_error",
+    "other_transient",
+    "throttled",
+    "overloaded",
+    "permanent",
+    "rejected",
+    "ignored",
+    "cancelled",
+)
 _TOO_LATE = "the deadline had passed before the call started"
 
-#: Exceptions that are bugs in the caller's code, not failures of a dependency: a breaker
-#: ignores them, and a fallback is not served for them (they propagate and are logged).
-PROGRAMMING_ERRORS: tuple[type[BaseException], ...] = (
-    TypeError,
-    AttributeError,
-    NameError,
-    KeyError,
-    IndexError,
-    AssertionError,
-    ZeroDivisionError,
-    ImportError,
-    NotImplementedError,
-    RecursionError,
-    SyntaxError,
-)
+#: Exceptions that are bugs in the caller's code, not failures of a dependency
+#: (classified ``ignored``): a breaker ignores them, and a fallback is not served for them
+#: (they propagate and are logged).
+PROGRAMMING_ERRORS: tuple[type[BaseException], ...] = _n.PROGRAMMING_ERRORS
 
 # Class names (anywhere in an exception's MRO) of HTTP clients' timeout, connection and
 # transport errors (the first two shared with the retry classifier).
@@ -159,16 +161,6 @@ def _status_of(exc: BaseException) -> Optional[int]:
     """An HTTP status carried by an exception (httpx, requests, aiohttp, or our own)."""
     found = http_status(exc)
     return None if found is None else found[0]
-
-
-def _dependency_failed(exc: GuardError) -> bool:
-    """Whether a guard error means the guarded work itself failed: a deadline passed, or
-    an inner ``@retry`` gave up after making attempts (every attempt failed, or the budget
-    refused a retry after a failed attempt). Any other guard error is a local refusal."""
-    if isinstance(exc, (DeadlineExceeded, RetriesExhausted)):
-        return True
-    attempts = getattr(exc, "attempts", 0)
-    return isinstance(attempts, int) and attempts > 0
 
 
 def is_programming_error(exc: BaseException) -> bool:
@@ -212,7 +204,8 @@ def is_dependency_failure(exc: BaseException) -> bool:
 def refusal_kind(exc: BaseException) -> str:
     """The brownout refusal kind of an exception: ``breaker_open``, ``bulkhead_full``,
     ``budget_exhausted``, ``throttled`` (refused locally), ``timeout``, ``overloaded``
-    (the callee said so: HTTP 503 or 429) or ``failed``."""
+    (the callee said so: HTTP 503 or 429) or ``failed`` (anything else, by the outcome
+    :func:`guards.classify_exception` gives it)."""
     if isinstance(exc, BreakerOpen):
         return "breaker_open"
     if isinstance(exc, (BulkheadFull, LimitExceeded, QueueFull)):
@@ -221,22 +214,29 @@ def refusal_kind(exc: BaseException) -> str:
         return "budget_exhausted"
     if isinstance(exc, (Throttled, AdmissionRejected)):
         return "throttled"
-    if isinstance(exc, TimeoutError):  # DeadlineExceeded too
-        return "timeout"
-    status = _status_of(exc)
-    if status in (429, 503):
-        return "overloaded"
-    return "failed"
+    if not isinstance(exc, Exception):
+        return "failed"
+    outcome, _ = _n.classify_exception(exc)
+    return _REFUSAL_KIND_OF_OUTCOME.get(outcome, "failed")
+
+
+#: The brownout refusal kind of an outcome (core's ``RefusalKind::of``).
+_REFUSAL_KIND_OF_OUTCOME = {
+    "timeout": "timeout",
+    "connection_error": "failed",
+    "other_transient": "failed",
+    "throttled": "overloaded",
+    "overloaded": "overloaded",
+    "rejected": "throttled",
+}
 
 
 # ------------------------------------------------------------------ adapters
 #
-# One adapter per kind of native guard: how to take a slot and how to give it back with
-# the call's outcome, telling the event listeners what changed. Adapters hold no state of
-# their own.
-
-_STATE_OF_EFFECT = {"opened": ("closed", "open"), "closed": ("half_open", "closed")}
-_STATE_OF_EFFECT["reopened"] = ("half_open", "open")
+# One adapter per kind of native guard: how to take it and how to give it back with the
+# call's outcome. The native guards emit the events themselves (refusals, breaker state
+# changes, limit changes), named after the adapter's ``operation``. Adapters hold no
+# state of their own.
 
 
 class _Adapter:
@@ -247,52 +247,18 @@ class _Adapter:
         self.kind = kind
         self.operation: Optional[str] = None
 
-    def acquire(self, now: Optional[int]) -> Any:  # pragma: no cover - abstract
+    def acquire(self) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def report(self, token: Any, outcome: int, now: Optional[int]) -> None:  # pragma: no cover
-        raise NotImplementedError
-
-    def refused(self, refusal: GuardError) -> None:
-        _events.emit_new("refusal", self.guard, operation=self.operation, exception=refusal)
-
-    def fast_paths(self) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
-        """(take a slot now, give it back as a success now)."""
-        return (lambda: self.acquire(None)), (lambda t: self.report(t, SUCCESS, None))
+    def report(self, token: Any, outcome: str) -> None:
+        token.report(outcome)
 
 
 class _BreakerAdapter(_Adapter):
     __slots__ = ()
 
-    def _status(self) -> Any:
-        return self.guard.status()
-
-    def acquire(self, now: Optional[int]) -> Any:
-        permit = self.guard.acquire()  # raises BreakerOpen (natives read the clock)
-        if permit.is_probe and _events.wanted("state_change"):
-            status = self._status()
-            if status is not None and status.get("probes_issued") == 1:  # the first probe
-                self._changed("open", "half_open", None)
-        return permit
-
-    def report(self, token: Any, outcome: int, now: Optional[int]) -> None:
-        if outcome == SUCCESS:
-            effect = token.on_success()
-        elif outcome == FAILURE or outcome == DROPPED:
-            effect = token.on_failure()
-        elif outcome == CANCELLED and token.is_probe:
-            effect = token.on_failure()  # an abandoned probe must not hold the half-open state
-        else:
-            token.on_ignore()
-            return
-        change = _STATE_OF_EFFECT.get(effect)  # type: ignore[arg-type]
-        if change is not None:
-            self._changed(change[0], change[1], None)
-
-    def _changed(self, old: str, new: str, exc: Optional[BaseException]) -> None:
-        _events.emit_new(
-            "state_change", self.guard, operation=self.operation, old=old, new=new, exception=exc
-        )
+    def acquire(self) -> Any:
+        return self.guard.acquire(operation=self.operation)  # raises BreakerOpen
 
 
 class _KeyedBreakerAdapter(_BreakerAdapter):
@@ -303,113 +269,65 @@ class _KeyedBreakerAdapter(_BreakerAdapter):
     def __init__(self, guard: Any, kind: str, key: Any) -> None:
         super().__init__(guard, kind)
         self.key = key
-        self.operation = str(key)
+        self.operation = key if isinstance(key, str) else str(key)
 
-    def _status(self) -> Any:
-        return self.guard.status(self.key)
-
-    def acquire(self, now: Optional[int]) -> Any:
-        permit = self.guard.acquire(self.key)  # raises BreakerOpen
-        if permit.is_probe and _events.wanted("state_change"):
-            status = self._status()
-            if status is not None and status.get("probes_issued") == 1:
-                self._changed("open", "half_open", None)
-        return permit
+    def acquire(self) -> Any:
+        return self.guard.acquire(self.key, operation=self.operation)  # raises BreakerOpen
 
 
 class _BulkheadAdapter(_Adapter):
     __slots__ = ()
 
-    def acquire(self, now: Optional[int]) -> Any:
-        return self.guard.acquire()  # raises BulkheadFull
-
-    def report(self, token: Any, outcome: int, now: Optional[int]) -> None:
-        token.release()
-
-    def fast_paths(self) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
-        return self.guard.acquire, _n.BulkheadPermit.release
+    def acquire(self) -> Any:
+        return self.guard.acquire(operation=self.operation)  # raises BulkheadFull
 
 
 class _LimiterAdapter(_Adapter):
     """Limiter and Admission: a permit (ticket) that reports its own outcome once."""
 
-    __slots__ = ("priority", "permit_type")
+    __slots__ = ("priority",)
 
-    def __init__(self, guard: Any, kind: str, priority: Optional[int], permit_type: Any) -> None:
+    def __init__(self, guard: Any, kind: str, priority: Optional[int]) -> None:
         super().__init__(guard, kind)
         self.priority = priority
-        self.permit_type = permit_type
 
-    def acquire(self, now: Optional[int]) -> Any:
-        if self.priority is None:
-            return self.guard.acquire()  # raises on refusal
-        return self.guard.acquire(self.priority)
-
-    def report(self, token: Any, outcome: int, now: Optional[int]) -> None:
-        if outcome == IGNORE or outcome == FAILURE or outcome == CANCELLED:
-            token.on_ignore()
-            return
-        watch = _events.wanted("limit_change")
-        before = self.guard.limit if watch else 0
-        if outcome == SUCCESS:
-            token.on_success()
-        else:
-            token.on_dropped()
-        if watch:
-            after = self.guard.limit
-            if after != before:
-                _events.emit_new(
-                    "limit_change", self.guard, operation=self.operation, old=before, new=after
-                )
+    def acquire(self) -> Any:
+        return self.guard.acquire(self.priority, operation=self.operation)  # raises
 
 
 class _ThrottleAdapter(_Adapter):
     """Client-side adaptive throttling: ``admit`` may reject locally (``Throttled``);
-    the backend's answer is reported as accepted (anything but an overload signal) or
-    rejected (a timeout, a 503/429)."""
+    afterwards the throttle hears how the call ended (the call contract decides whether
+    the backend accepted it)."""
 
     __slots__ = ()
 
-    def acquire(self, now: Optional[int]) -> Any:
-        self.guard.admit()  # raises Throttled
+    def acquire(self) -> Any:
+        self.guard.admit(operation=self.operation)  # raises Throttled
         return None
 
-    def report(self, token: Any, outcome: int, now: Optional[int]) -> None:
-        if outcome == SUCCESS or outcome == FAILURE:
-            self.guard.on_accepted()
-        elif outcome == DROPPED:
-            self.guard.on_rejected_by_backend()
-
-    def fast_paths(self) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
-        admit, accepted = self.guard.admit, self.guard.on_accepted
-        return admit, (lambda _t: accepted())
+    def report(self, token: Any, outcome: str) -> None:
+        self.guard.report(outcome)
 
 
 def _adapter(guard: Any, priority: Optional[int], key: Any = None) -> _Adapter:
-    keyed = getattr(_n, "KeyedBreakers", None)
-    if keyed is not None and isinstance(guard, keyed):
+    if isinstance(guard, _n.KeyedBreakers):
         if key is None:
             raise TypeError("a guards.KeyedBreakers needs `key` (the operation's name or number)")
         if isinstance(key, bool) or not isinstance(key, (str, bytes, int)):
             fail_type("key", "a str, bytes or int", key)
         if not isinstance(key, int):
-            keyed.key_of(key)  # a bad key fails here, not on the first call
+            _n.KeyedBreakers.key_of(key)  # a bad key fails here, not on the first call
         return _KeyedBreakerAdapter(guard, "keyed_breakers", key)
-    kinds = {
-        "CircuitBreaker": _BreakerAdapter,
-        "Bulkhead": _BulkheadAdapter,
-    }
-    name = type(guard).__name__
-    for cls_name, adapter in kinds.items():
-        cls = getattr(_n, cls_name, None)
-        if cls is not None and isinstance(guard, cls):
-            return adapter(guard, snake_case(cls_name))
-    for cls_name, permit_name in (("Limiter", "LimiterPermit"), ("Admission", "AdmissionTicket")):
-        cls = getattr(_n, cls_name, None)
-        if cls is not None and isinstance(guard, cls):
-            return _LimiterAdapter(guard, snake_case(cls_name), priority, getattr(_n, permit_name))
-    cls = getattr(_n, "AdaptiveThrottle", None)
-    if cls is not None and isinstance(guard, cls):
+    if isinstance(guard, _n.CircuitBreaker):
+        return _BreakerAdapter(guard, "circuit_breaker")
+    if isinstance(guard, _n.Bulkhead):
+        return _BulkheadAdapter(guard, "bulkhead")
+    if isinstance(guard, _n.Limiter):
+        return _LimiterAdapter(guard, "limiter", priority)
+    if isinstance(guard, _n.Admission):
+        return _LimiterAdapter(guard, "admission", priority)
+    if isinstance(guard, _n.AdaptiveThrottle):
         return _ThrottleAdapter(guard, "adaptive_throttle")
     fail_type(
         "guards",
@@ -417,7 +335,6 @@ def _adapter(guard: Any, priority: Optional[int], key: Any = None) -> _Adapter:
         "AdaptiveThrottle instances",
         guard,
     )
-    raise AssertionError(name)  # unreachable: fail_type raises
 
 
 # ------------------------------------------------------------------ fallbacks
@@ -454,9 +371,10 @@ def _fallback_arity(fallback: Any) -> tuple[int, bool]:
 
 class GuardedCall(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta for register()
     """What ``with guarded(...) as call`` gives: mark the outcome when no exception tells
-    it. ``call.failure()`` reports a failure (e.g. a 5xx response), ``call.dropped()`` an
-    overload signal (a timeout, a 503), ``call.ignore()`` nothing at all; the last mark
-    wins. An exception leaving the block still decides first.
+    it. ``call.failure()`` reports a failure of the dependency (``other_transient``: e.g.
+    a 5xx response), ``call.dropped()`` an overload signal (``overloaded``: a timeout, a
+    503), ``call.ignore()`` nothing at all, ``call.set_outcome(name)`` any outcome of the
+    call contract; the last mark wins. An exception leaving the block still decides first.
 
     A block that is never left (its context was lost) gives its slots back, reporting
     nothing, when the call object is collected (the native permits it holds do so)."""
@@ -467,21 +385,31 @@ class GuardedCall(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta for register()
         self._owner = owner
         self._adapter = adapter  # the guard when there is one; else ``_token`` is the list
         self._token = token
-        self._mark = SUCCESS
+        self._mark = "success"
         self._scope: Optional[DeadlineScope] = None
         self._done = False
 
     def failure(self) -> None:
-        self._mark = FAILURE
+        self._mark = "other_transient"
 
     def dropped(self) -> None:
-        self._mark = DROPPED
+        self._mark = "overloaded"
 
     def ignore(self) -> None:
-        self._mark = IGNORE
+        self._mark = "ignored"
 
     def success(self) -> None:
-        self._mark = SUCCESS
+        self._mark = "success"
+
+    def set_outcome(self, outcome: str) -> None:
+        if outcome not in OUTCOMES:
+            raise config_error("outcome", "out_of_range", " | ".join(repr(o) for o in OUTCOMES))
+        self._mark = outcome
+
+    @property
+    def outcome(self) -> str:
+        """The outcome marked so far."""
+        return self._mark
 
     def _taken(self) -> list[tuple[_Adapter, Any]]:
         if self._adapter is not None:
@@ -500,6 +428,7 @@ class GuardedCall(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta for register()
     def __repr__(self) -> str:
         state = "closed" if self._done else "open"
         return f"<guarded block call ({state})>"
+
 
 GuardedCall.register(_n.GuardedBlockCall)
 
@@ -585,65 +514,74 @@ class Guarded(_n.GuardedBase):
         # timeout: what call() / acall() run natively (a bulkhead hears no outcome).
         self._native: Optional[tuple[Callable[..., Any], Callable[..., Any]]] = None
         one = self._one
+        custom = self._failure is not None or self._ignore is not None
         if (
             isinstance(one, _BulkheadAdapter)
             and brownout is None
             and self._timeout_ns is None
-            and self._failure is None
-            and self._ignore is None
+            and not custom
         ):
             self._native = (one.guard.call, one.guard.acall)
+        # ``with`` blocks under one breaker or bulkhead without a timeout of their own run
+        # natively (GuardedBase.__enter__/__exit__); others call _enter_slow/_exit_slow.
+        if isinstance(one, (_BreakerAdapter, _BulkheadAdapter)) and self._timeout_ns is None:
+            self._configure_blocks(
+                one.guard,
+                key=one.key if isinstance(one, _KeyedBreakerAdapter) else None,
+                classify=self.classify if custom else None,
+                deadline=_DEADLINE.get,
+                deadline_gated=True,
+            )
+            if isinstance(one, _KeyedBreakerAdapter) and one.operation is not None:
+                self._set_operation(one.operation)
 
     # ---------------------------------------------------------- classification
-    def classify(self, exc: BaseException) -> int:
-        """How an exception leaving the block is reported (see the module docs)."""
+    def classify(self, exc: BaseException) -> _Outcome:
+        """The outcome an exception leaving the block or call reports (see the module
+        docs): :func:`guards.classify_exception`, narrowed by ``failure=`` / ``ignore=``."""
         if not isinstance(exc, Exception):
-            return CANCELLED
+            return "cancelled"
         if self._ignore is not None and self._ignore(exc):
-            return IGNORE
-        if isinstance(exc, GuardError) and not _dependency_failed(exc):
-            return IGNORE  # a nested guard refused: not the dependency failing
-        if self._failure is not None:
+            return "ignored"
+        outcome, _ = _n.classify_exception(exc)
+        if self._failure is not None and outcome not in ("rejected", "cancelled"):
             if not self._failure(exc):
-                return IGNORE
-        elif isinstance(exc, PROGRAMMING_ERRORS):
-            return IGNORE  # a bug in the caller's code, not the dependency failing
-        if isinstance(exc, TimeoutError) or _status_of(exc) in (429, 503):
-            return DROPPED
-        return FAILURE
+                return "ignored"
+            if outcome in ("permanent", "ignored"):
+                return "other_transient"  # the caller says this is the dependency failing
+        return outcome
 
-    def _outcome_of(self, exc: BaseException, taken: list[tuple[_Adapter, Any]]) -> int:
+    def _outcome_of(self, exc: BaseException, taken: list[tuple[_Adapter, Any]]) -> _Outcome:
         """``classify(exc)``; if a user's ``failure``/``ignore`` predicate raises, the
-        slots are given back (as ignored) before its error propagates."""
+        guards are given back (``ignored``) before its error propagates."""
         try:
             return self.classify(exc)
         except BaseException:
-            self._release(taken, IGNORE, None)
+            self._release(taken, "ignored")
             raise
 
     # ---------------------------------------------------------- acquire / release
-    def _acquire(self, now: Optional[int], skip_refused: bool) -> list[tuple[_Adapter, Any]]:
+    def _acquire(self, skip_refused: bool) -> list[tuple[_Adapter, Any]]:
         """Take every guard in order; on a refusal give back what was taken and raise
         (or, for an exempt brownout operation, go on without that guard)."""
         taken: list[tuple[_Adapter, Any]] = []
         for adapter in self._adapters:
             try:
-                taken.append((adapter, adapter.acquire(now)))
+                taken.append((adapter, adapter.acquire()))
             except GuardError as refusal:
-                adapter.refused(refusal)
                 if skip_refused:
                     decision = self._brownout_decides(refusal)
                     if decision == "proceed":
                         continue
                     refusal._guards_decision = decision  # type: ignore[attr-defined]
-                self._release(taken, IGNORE, now)
+                self._release(taken, "rejected")
                 raise
         return taken
 
     @staticmethod
-    def _release(taken: list[tuple[_Adapter, Any]], outcome: int, now: Optional[int]) -> None:
+    def _release(taken: list[tuple[_Adapter, Any]], outcome: str) -> None:
         for adapter, token in reversed(taken):
-            adapter.report(token, outcome, now)
+            adapter.report(token, outcome)
 
     def _brownout_decides(self, exc: BaseException) -> str:
         b = self._brownout
@@ -662,14 +600,9 @@ class Guarded(_n.GuardedBase):
         check_inherited()
         one = self._one
         if one is not None:
-            try:
-                token = one.acquire(None)
-            except GuardError as refusal:
-                one.refused(refusal)
-                raise
-            call = GuardedCall(self, one, token)
+            call = GuardedCall(self, one, one.acquire())
         else:
-            call = GuardedCall(self, None, self._acquire(None, False))
+            call = GuardedCall(self, None, self._acquire(False))
         _ENTRIES.set(_ENTRIES.get() + (call,))
         return call
 
@@ -680,24 +613,13 @@ class Guarded(_n.GuardedBase):
         outcome = call._mark if e is None else self._outcome_of(e, call._taken())
         adapter = call._adapter
         if adapter is None:
-            self._release(call._token, outcome, None)
+            self._release(call._token, outcome)
         else:
-            adapter.report(call._token, outcome, None)
+            adapter.report(call._token, outcome)
 
-    def __enter__(self) -> GuardedCall:
-        one = self._one
-        if one is not None and self._timeout_ns is None:
-            # _push, inlined for the common case: one guard, no timeout of its own
-            d = _DEADLINE.get()
-            if d is not None and d.is_expired():
-                raise _expired_error(d, _TOO_LATE)
-            try:
-                call = GuardedCall(self, one, one.acquire(None))
-            except GuardError as refusal:
-                one.refused(refusal)
-                raise
-            _ENTRIES.set(_ENTRIES.get() + (call,))
-            return call
+    def _enter_slow(self) -> GuardedCall:
+        """``__enter__`` when the block does not run natively (several guards, a limiter,
+        admission or throttle, or a ``timeout``)."""
         call = self._push()
         if self._timeout_ns is not None:
             scope = DeadlineScope(self._timeout_ns, None)
@@ -709,20 +631,11 @@ class Guarded(_n.GuardedBase):
                 raise
         return call
 
-    def __exit__(self, et: Any = None, e: Any = None, tb: Any = None) -> None:
-        stack = _ENTRIES.get()
-        if stack and stack[-1]._owner is self:  # in order: the innermost block
-            call = stack[-1]
-            _ENTRIES.set(stack[:-1])
-        else:
-            call = _take_entry(self)
+    def _exit_slow(self, et: Any = None, e: Any = None, tb: Any = None) -> None:
+        call = _take_entry(self)
         if call._scope is not None:
             call._scope.__exit__(et, e, tb)
-        if e is None and call._adapter is not None and not call._done:
-            call._done = True
-            call._adapter.report(call._token, call._mark, None)
-        else:
-            self._settle(call, e)
+        self._settle(call, e)
 
     async def __aenter__(self) -> GuardedCall:
         call = self._push()
@@ -760,7 +673,7 @@ class Guarded(_n.GuardedBase):
         brownout = self._brownout is not None
         try:
             check_inherited()
-            taken = self._acquire(None, brownout)
+            taken = self._acquire(brownout)
         except GuardError as refusal:
             return self._on_refused(refusal)
         try:
@@ -771,11 +684,11 @@ class Guarded(_n.GuardedBase):
                 with scope:
                     result = fn(*args, **kwargs)
         except BaseException as exc:
-            self._release(taken, self._outcome_of(exc, taken), None)
+            self._release(taken, self._outcome_of(exc, taken))
             if brownout and isinstance(exc, Exception):
                 return self._on_failed(exc)
             raise
-        self._release(taken, SUCCESS, None)
+        self._release(taken, "success")
         if brownout:
             self._brownout.on_full()
         return result
@@ -792,7 +705,7 @@ class Guarded(_n.GuardedBase):
         brownout = self._brownout is not None
         try:
             check_inherited()
-            taken = self._acquire(None, brownout)
+            taken = self._acquire(brownout)
         except GuardError as refusal:
             return await self._await_fallback(self._on_refused(refusal))
         try:
@@ -803,11 +716,11 @@ class Guarded(_n.GuardedBase):
                 async with scope:
                     result = await fn(*args, **kwargs)
         except BaseException as exc:
-            self._release(taken, self._outcome_of(exc, taken), None)
+            self._release(taken, self._outcome_of(exc, taken))
             if brownout and isinstance(exc, Exception):
                 return await self._await_fallback(self._on_failed(exc))
             raise
-        self._release(taken, SUCCESS, None)
+        self._release(taken, "success")
         if brownout:
             self._brownout.on_full()
         return result
@@ -872,6 +785,8 @@ class Guarded(_n.GuardedBase):
             for a in self._adapters:
                 if a.operation is None:
                     a.operation = self._operation
+            if self._operation is not None and not isinstance(self._one, _KeyedBreakerAdapter):
+                self._set_operation(self._operation)
         if self._brownout is None and self._timeout_ns is None and len(self._adapters) == 1:
             wrapper = self._single(fn, self._adapters[0], is_async)
         elif is_async:
@@ -890,55 +805,43 @@ class Guarded(_n.GuardedBase):
             mark_coroutine_function(wrapper, fn)
         return wrapper  # type: ignore[return-value]
 
-    def _native_classify(self, adapter: _Adapter) -> Optional[Callable[[BaseException], int]]:
-        """What a native guarded function judges an exception by: :meth:`classify` for a
-        breaker; for a bulkhead (which hears no outcome) only when ``failure=`` /
-        ``ignore=`` are given (their predicates still run, and may raise)."""
-        if isinstance(adapter, _BreakerAdapter):
-            return self.classify
-        if self._failure is not None or self._ignore is not None:
-            return self.classify
-        return None
-
     def _single(self, fn: Callable[..., Any], adapter: _Adapter, is_async: bool) -> Any:
         """A decorator for one guard, no brownout and no timeout of its own: the hot path
         of most services. A breaker or bulkhead around a plain function is a native
         :class:`guards.GuardedFunction` (nothing between the caller and ``fn`` but native
-        code on success; an exception is judged by :meth:`classify`; for an ``async def``,
-        a native :class:`guards.GuardedCoroutine` is awaited instead of a Python
-        coroutine); otherwise one Python frame and a look at the inherited deadline."""
+        code on success; an exception is classified natively, or by :meth:`classify` when
+        ``failure=`` / ``ignore=`` are given; for an ``async def``, a native
+        :class:`guards.GuardedCoroutine` is awaited instead of a Python coroutine; code that
+        asks ``inspect.isfunction`` takes it for ``fn``, see ``GuardedFunction.__class__``);
+        otherwise one Python frame and a look at the inherited deadline."""
+        custom = self._failure is not None or self._ignore is not None
         if isinstance(adapter, (_BreakerAdapter, _BulkheadAdapter)):
             return _n.GuardedFunction(
                 adapter.guard,
                 fn,
                 key=adapter.key if isinstance(adapter, _KeyedBreakerAdapter) else None,
-                classify=self._native_classify(adapter),
+                classify=self.classify if custom else None,
                 deadline=_DEADLINE.get,
                 deadline_gated=True,
                 is_async=is_async,
             )
-        acquire, succeed = adapter.fast_paths()
+        acquire = adapter.acquire
         report = adapter.report
-        refused = adapter.refused
         classify = self.classify
         get_deadline = _DEADLINE.get
 
-        def outcome_of(exc: BaseException, token: Any) -> int:
+        def outcome_of(exc: BaseException, token: Any) -> str:
             try:
                 return classify(exc)
             except BaseException:
-                report(token, IGNORE, None)  # give the slot back, then surface the bug
+                report(token, "ignored")  # give the guard back, then surface the bug
                 raise
 
         def take() -> Any:
             d = get_deadline()
             if d is not None and d.is_expired():
                 raise _expired_error(d, _TOO_LATE)
-            try:
-                return acquire()
-            except GuardError as refusal:
-                refused(refusal)
-                raise
+            return acquire()
 
         if is_async:
 
@@ -947,9 +850,9 @@ class Guarded(_n.GuardedBase):
                 try:
                     result = await fn(*args, **kwargs)
                 except BaseException as exc:
-                    report(token, outcome_of(exc, token), None)
+                    report(token, outcome_of(exc, token))
                     raise
-                succeed(token)
+                report(token, "success")
                 return result
 
             return awrapper
@@ -959,9 +862,9 @@ class Guarded(_n.GuardedBase):
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:
-                report(token, outcome_of(exc, token), None)
+                report(token, outcome_of(exc, token))
                 raise
-            succeed(token)
+            report(token, "success")
             return result
 
         return wrapper

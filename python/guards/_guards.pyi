@@ -43,6 +43,10 @@ __all__ = [
     "next_stable_run",
     "RetryPolicy",
     "RetryDecision",
+    "RetryRun",
+    "classify_exception",
+    "http_outcome",
+    "PROGRAMMING_ERRORS",
     "RetryBudget",
     "RetryReceipt",
     "Bulkhead",
@@ -282,7 +286,7 @@ class AttemptBudget:
 class DeadlineConfig:
     """Per-attempt timing: each attempt gets ``min(attempt_timeout, time left) - margin``."""
 
-    def __new__(cls, *, attempt_timeout: _Duration = 0.06, margin: _Duration = 0.001) -> Self: ...
+    def __new__(cls, attempt_timeout: _Duration = 0.06, *, margin: _Duration = 0.001) -> Self: ...
     @property
     def attempt_timeout(self) -> float: ...
     @property
@@ -314,8 +318,8 @@ class Backoff:
 
     def __new__(
         cls,
-        *,
         base: _Duration = 0.025,
+        *,
         cap: _Duration = 20.0,
         multiplier: float = 2.0,
         jitter: _Jitter = "full",
@@ -338,7 +342,16 @@ def next_stable_run(id: str | bytes, period: _Duration, now: _Instant | None = N
 # ---------------------------------------------------------------- retry policy
 
 _Outcome: TypeAlias = Literal[
-    "success", "timeout", "connection_error", "other_transient", "throttled", "overloaded", "permanent"
+    "success",
+    "timeout",
+    "connection_error",
+    "other_transient",
+    "throttled",
+    "overloaded",
+    "permanent",
+    "rejected",
+    "ignored",
+    "cancelled",
 ]
 _Idempotency: TypeAlias = Literal["idempotent", "keyed_side_effect", "unkeyed_side_effect"]
 
@@ -366,8 +379,8 @@ class RetryPolicy:
 
     def __new__(
         cls,
-        *,
         max_attempts: int = 3,
+        *,
         retry_timeouts: bool = True,
         retry_connection_errors: bool = True,
         retry_other_transient: bool = True,
@@ -402,15 +415,64 @@ class RetryPolicy:
     def worst_case_time_ns(self, attempt_timeout: _Duration) -> int: ...
     def stats(self) -> dict[str, int]: ...
 
+# A step of a retry loop: ("attempt", number, budget_ns | None, expires_at | None),
+# ("wait", delay_ns, retry_at, None), ("succeeded", None, None, None) or
+# ("give_up", reason, None, None).
+_RetryStep: TypeAlias = tuple[str, Any, Any, Any]
+
+@final
+class RetryRun:
+    """The retry loop of one request on core's RetryDriver: the caller only sleeps and calls."""
+
+    def __new__(
+        cls,
+        policy: RetryPolicy,
+        *,
+        budget: RetryBudget | None = None,
+        deadline: Deadline | None = None,
+        idempotency: _Idempotency | None = None,
+        attempt_timeout: _Duration | None = None,
+        margin: _Duration | None = None,
+    ) -> Self: ...
+    def start(self, now: _Instant | None = None) -> _RetryStep: ...
+    def report(
+        self, outcome: _Outcome, retry_after: _Duration | None = None, now: _Instant | None = None
+    ) -> _RetryStep: ...
+    def resume(self, now: _Instant | None = None) -> _RetryStep: ...
+    def cancel(self) -> _RetryStep: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def retries(self) -> int: ...
+    @property
+    def phase(self) -> Literal["idle", "attempting", "waiting", "succeeded", "gave_up"]: ...
+    @property
+    def give_up_reason(self) -> str | None: ...
+    @property
+    def last_outcome(self) -> _Outcome | None: ...
+
+def classify_exception(exc: BaseException) -> tuple[_Outcome, float | None]:
+    """The outcome of an exception a call raised, and the server's Retry-After (seconds)."""
+
+def http_outcome(
+    status: int, retry_after: float | int | str | bytes | None = None
+) -> tuple[_Outcome, float | None]:
+    """The outcome of an HTTP answer (core's http classification)."""
+
+PROGRAMMING_ERRORS: tuple[type[BaseException], ...]
+
 # ---------------------------------------------------------------- circuit breaker
 
-_Effect: TypeAlias = Literal["counted", "opened", "probe_passed", "closed", "reopened", "discarded"]
+_Effect: TypeAlias = Literal[
+    "counted", "opened", "probe_passed", "closed", "reopened", "discarded", "ignored"
+]
 _State: TypeAlias = Literal["closed", "open", "half_open"]
 
 @final
 class BreakerPermit:
     """A breaker call or half-open probe; report one outcome."""
 
+    def report(self, outcome: _Outcome, now: _Instant | None = None) -> _Effect | None: ...
     def on_success(self, now: _Instant | None = None) -> _Effect | None: ...
     def on_failure(self, now: _Instant | None = None) -> _Effect | None: ...
     def on_ignore(self) -> bool: ...
@@ -429,7 +491,7 @@ class BreakerPermit:
     @property
     def probe_timeout_ns(self) -> int | None: ...
     def __enter__(self) -> Self: ...
-    def __exit__(self, exc_type: object = None, _exc: object = None, _tb: object = None) -> bool: ...
+    def __exit__(self, _exc_type: object = None, exc: object = None, _tb: object = None) -> bool: ...
 
 @final
 class CircuitBreaker:
@@ -451,18 +513,24 @@ class CircuitBreaker:
         max_open_duration: _Duration = 300.0,
         half_open_probes: int = 3,
         probe_timeout: _Duration = 1.0,
-        capacity: Literal[128, 1024, 8192, 65536] = 128,
+        capacity: int = 0,
     ) -> Self: ...
     def config(self) -> dict[str, Any]: ...
-    def acquire(self, now: _Instant | None = None) -> BreakerPermit: ...
+    @property
+    def capacity(self) -> int: ...
+    def acquire(self, now: _Instant | None = None, *, operation: str | None = None) -> BreakerPermit: ...
     def call(self, fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         """``fn(*args, **kwargs)`` under the breaker, judged as ``guards.guarded`` judges it."""
     def acall(
         self, fn: Callable[_P, Awaitable[_R]], /, *args: _P.args, **kwargs: _P.kwargs
     ) -> GuardedCoroutine[_R]:
         """``await breaker.acall(fn, ...)``: ``fn(...)`` awaited under the breaker."""
-    def try_acquire(self, now: _Instant | None = None) -> BreakerPermit | None: ...
-    def state(self, now: _Instant | None = None) -> _State: ...
+    def try_acquire(
+        self, now: _Instant | None = None, *, operation: str | None = None
+    ) -> BreakerPermit | None: ...
+    @property
+    def state(self) -> _State: ...
+    def state_at(self, now: _Instant) -> _State: ...
     def status(self) -> dict[str, Any]: ...
     def window_counts(self, now: _Instant | None = None) -> dict[str, int]: ...
     def stats(self) -> dict[str, int]: ...
@@ -476,7 +544,7 @@ class KeyedBreakers:
     def __new__(
         cls,
         *,
-        slots: Literal[4, 16, 64, 256] = 16,
+        slots: int = 16,
         window_kind: Literal["count", "time"] = "count",
         window_size: int = 100,
         window_duration: _Duration = 10.0,
@@ -493,9 +561,13 @@ class KeyedBreakers:
     ) -> Self: ...
     @staticmethod
     def key_of(data: str | bytes) -> int: ...
+    @property
+    def slots(self) -> int: ...
     def config(self) -> dict[str, Any]: ...
     def get_or_insert(self, key: _Key) -> bool: ...
-    def acquire(self, key: _Key, now: _Instant | None = None) -> BreakerPermit: ...
+    def acquire(
+        self, key: _Key, now: _Instant | None = None, *, operation: str | None = None
+    ) -> BreakerPermit: ...
     def call(
         self, key: _Key, fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs
     ) -> _R: ...
@@ -507,7 +579,9 @@ class KeyedBreakers:
         *args: _P.args,
         **kwargs: _P.kwargs,
     ) -> GuardedCoroutine[_R]: ...
-    def try_acquire(self, key: _Key, now: _Instant | None = None) -> BreakerPermit | None: ...
+    def try_acquire(
+        self, key: _Key, now: _Instant | None = None, *, operation: str | None = None
+    ) -> BreakerPermit | None: ...
     def state(self, key: _Key, now: _Instant | None = None) -> _State: ...
     def status(self, key: _Key) -> dict[str, Any] | None: ...
     def window_counts(self, key: _Key, now: _Instant | None = None) -> dict[str, int] | None: ...
@@ -536,10 +610,10 @@ class GuardedFunction:
         /,
         *,
         key: _Key | None = None,
-        classify: Callable[[BaseException], int] | None = None,
+        classify: Callable[[BaseException], _Outcome] | None = None,
         deadline: Callable[[], Any] | None = None,
-        deadline_gated: bool | None = None,
-        is_async: bool | None = None,
+        deadline_gated: bool = False,
+        is_async: bool = False,
     ) -> Self: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def __get__(self, instance: Any, owner: Any = None, /) -> Any: ...
@@ -575,11 +649,11 @@ class GuardedBase:
         guard: CircuitBreaker | KeyedBreakers | Bulkhead,
         *,
         key: _Key | None = None,
-        classify: Callable[[BaseException], int] | None = None,
+        classify: Callable[[BaseException], _Outcome] | None = None,
         deadline: Callable[[], Any] | None = None,
         deadline_gated: bool = False,
-        entries: Any,
     ) -> None: ...
+    def _set_operation(self, operation: str) -> None: ...
     def __enter__(self) -> Any: ...
     def __exit__(self, et: object = None, e: object = None, tb: object = None) -> None: ...
 
@@ -592,6 +666,9 @@ class GuardedBlockCall:
     def dropped(self) -> None: ...
     def ignore(self) -> None: ...
     def success(self) -> None: ...
+    def set_outcome(self, outcome: _Outcome) -> None: ...
+    @property
+    def outcome(self) -> _Outcome: ...
     @property
     def probe_timeout(self) -> float | None: ...
 
@@ -616,20 +693,20 @@ class RetryBudget:
 
     def __new__(
         cls,
+        mode: Literal["token_bucket", "grpc", "aws", "windowed"] = "token_bucket",
         *,
-        mode: Literal["token_bucket", "grpc", "aws", "windowed"] | None = None,
-        capacity: float | None = None,
-        ratio: float | None = None,
-        max_tokens: float | None = None,
-        token_ratio: float | None = None,
-        transient_cost: int | None = None,
-        timeout_cost: int | None = None,
-        throttled_cost: int | None = None,
-        hedge_cost: int | None = None,
-        success_increment: int | None = None,
-        ttl: _Duration | None = None,
-        min_retries_per_sec: float | None = None,
-        percent_can_retry: float | None = None,
+        capacity: float = ...,
+        ratio: float = ...,
+        max_tokens: float = ...,
+        token_ratio: float = ...,
+        transient_cost: int = ...,
+        timeout_cost: int = ...,
+        throttled_cost: int = ...,
+        hedge_cost: int = ...,
+        success_increment: int = ...,
+        ttl: _Duration = ...,
+        min_retries_per_sec: float = ...,
+        percent_can_retry: float = ...,
     ) -> Self: ...
     @staticmethod
     def token_bucket(*, capacity: float = 10.0, ratio: float = 0.1) -> RetryBudget: ...
@@ -668,6 +745,7 @@ class BulkheadPermit:
     """A bulkhead slot; released once by ``release()``, ``with``, or garbage collection."""
 
     def release(self) -> bool: ...
+    def report(self, outcome: _Outcome) -> bool: ...
     @property
     def released(self) -> bool: ...
     def __enter__(self) -> Self: ...
@@ -677,13 +755,13 @@ class BulkheadPermit:
 class Bulkhead:
     """At most ``max_concurrent`` calls in flight."""
 
-    def __new__(cls, *, max_concurrent: int = 12) -> Self: ...
+    def __new__(cls, max_concurrent: int = 12) -> Self: ...
     @staticmethod
     def from_littles_law(rate_per_sec: float, p99: _Duration, headroom: float) -> Bulkhead: ...
     def config(self) -> dict[str, Any]: ...
     @property
     def max_concurrent(self) -> int: ...
-    def acquire(self) -> BulkheadPermit: ...
+    def acquire(self, *, operation: str | None = None) -> BulkheadPermit: ...
     def call(self, fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         """``fn(*args, **kwargs)`` in a slot, given back however the call ends."""
     def acall(
@@ -691,7 +769,9 @@ class Bulkhead:
     ) -> GuardedCoroutine[_R]:
         """``await bulkhead.acall(fn, ...)``: ``fn(...)`` awaited in a slot."""
     def try_acquire(self) -> BulkheadPermit | None: ...
+    @property
     def in_flight(self) -> int: ...
+    @property
     def available(self) -> int: ...
     def stats(self) -> dict[str, int]: ...
 
@@ -814,7 +894,12 @@ class AdaptiveThrottle:
     @property
     def success_rate_threshold(self) -> float: ...
     def should_reject(self, now: _Instant | None = None, *, rng: Rng | None = None) -> bool: ...
-    def admit(self, now: _Instant | None = None, *, rng: Rng | None = None) -> None: ...
+    def admit(
+        self, now: _Instant | None = None, *, rng: Rng | None = None, operation: str | None = None
+    ) -> None: ...
+    def report(
+        self, outcome: _Outcome, now: _Instant | None = None
+    ) -> Literal["accepted", "rejected_by_backend", "nothing"]: ...
     def on_accepted(self, now: _Instant | None = None) -> None: ...
     def on_rejected_by_backend(self, now: _Instant | None = None) -> None: ...
     def reject_probability(self, now: _Instant | None = None) -> float: ...
@@ -849,15 +934,15 @@ class Brownout:
 class BrownoutTable:
     """Brownout policies for named operations."""
 
-    def __new__(cls, *, capacity: int = 16) -> Self: ...
+    def __new__(cls, capacity: int = 16) -> Self: ...
     @property
     def capacity(self) -> int: ...
     def register(
         self,
         key: str | int,
         *,
-        optional: bool | None = None,
-        exempt: bool | None = None,
+        optional: bool = False,
+        exempt: bool = False,
         fallback_on: Iterable[_RefusalKind] | int | None = None,
     ) -> int: ...
     def on_refusal(self, key: str | int, kind: _RefusalKind) -> _BrownoutDecision: ...
@@ -959,8 +1044,10 @@ class _Partition(TypedDict, total=False):
 
 @final
 class LimiterPermit:
-    """A limiter slot; report one outcome (``on_success``, ``on_dropped``, ``on_ignore``)."""
+    """A limiter slot; report one outcome (``report``, or ``on_success``, ``on_dropped``,
+    ``on_ignore``)."""
 
+    def report(self, outcome: _Outcome, now: _Instant | None = None) -> bool: ...
     def on_success(self, now: _Instant | None = None) -> bool: ...
     def on_dropped(self, now: _Instant | None = None) -> bool: ...
     def on_ignore(self) -> bool: ...
@@ -975,7 +1062,7 @@ class LimiterPermit:
     @property
     def priority(self) -> int: ...
     def __enter__(self) -> Self: ...
-    def __exit__(self, exc_type: object = None, _exc: object = None, _tb: object = None) -> bool: ...
+    def __exit__(self, _exc_type: object = None, exc: object = None, _tb: object = None) -> bool: ...
 
 @final
 class Limiter:
@@ -983,8 +1070,8 @@ class Limiter:
 
     def __new__(
         cls,
-        *,
         limit: _LimitArg | None = None,
+        *,
         window: _Duration = 0.1,
         min_window_samples: int = 10,
         partitions: Sequence[_Partition | None] | None = None,
@@ -992,13 +1079,20 @@ class Limiter:
         max_retry_after: _Duration = 1.0,
     ) -> Self: ...
     def config(self) -> dict[str, Any]: ...
-    def acquire(self, priority: int | None = None, now: _Instant | None = None) -> LimiterPermit: ...
-    def try_acquire(self, priority: int | None = None, now: _Instant | None = None) -> LimiterPermit | None: ...
+    def acquire(
+        self, priority: int | None = None, now: _Instant | None = None, *, operation: str | None = None
+    ) -> LimiterPermit: ...
+    def try_acquire(
+        self, priority: int | None = None, now: _Instant | None = None, *, operation: str | None = None
+    ) -> LimiterPermit | None: ...
     @property
     def limit(self) -> int: ...
+    @property
     def in_flight(self) -> int: ...
     def threshold(self, priority: int | None = None) -> int: ...
+    @property
     def retry_after(self) -> float: ...
+    @property
     def retry_after_ns(self) -> int: ...
     def stats(self) -> dict[str, int]: ...
     def rejected_by_priority(self) -> list[int]: ...
@@ -1007,8 +1101,10 @@ class Limiter:
 
 @final
 class AdmissionTicket:
-    """A place inside; report one outcome (``on_success``, ``on_dropped``, ``on_ignore``)."""
+    """A place inside; report one outcome (``report``, or ``on_success``, ``on_dropped``,
+    ``on_ignore``)."""
 
+    def report(self, outcome: _Outcome, now: _Instant | None = None) -> bool: ...
     def on_success(self, now: _Instant | None = None) -> bool: ...
     def on_dropped(self, now: _Instant | None = None) -> bool: ...
     def on_ignore(self) -> bool: ...
@@ -1021,7 +1117,7 @@ class AdmissionTicket:
     @property
     def priority(self) -> int: ...
     def __enter__(self) -> Self: ...
-    def __exit__(self, exc_type: object = None, _exc: object = None, _tb: object = None) -> bool: ...
+    def __exit__(self, _exc_type: object = None, exc: object = None, _tb: object = None) -> bool: ...
 
 @final
 class Admission:
@@ -1029,8 +1125,8 @@ class Admission:
 
     def __new__(
         cls,
-        *,
         limits: Sequence[int | None] | None = None,
+        *,
         limit: _LimitArg | None = None,
         shares: Sequence[float | None] | None = None,
         window: _Duration = 0.1,
@@ -1039,11 +1135,16 @@ class Admission:
         max_retry_after: _Duration = 60.0,
     ) -> Self: ...
     def config(self) -> dict[str, Any]: ...
-    def acquire(self, priority: int | None = None, now: _Instant | None = None) -> AdmissionTicket: ...
-    def try_acquire(self, priority: int | None = None, now: _Instant | None = None) -> AdmissionTicket | None: ...
+    def acquire(
+        self, priority: int | None = None, now: _Instant | None = None, *, operation: str | None = None
+    ) -> AdmissionTicket: ...
+    def try_acquire(
+        self, priority: int | None = None, now: _Instant | None = None, *, operation: str | None = None
+    ) -> AdmissionTicket | None: ...
+    @property
     def in_flight(self) -> int: ...
     @property
-    def limit(self) -> int: ...
+    def limit(self) -> int | None: ...
     def threshold(self, priority: int | None = None) -> int: ...
     def stats(self) -> dict[str, int]: ...
     def refused_by_priority(self) -> list[int]: ...
@@ -1087,8 +1188,8 @@ class QueueDiscipline:
 
     def __new__(
         cls,
-        *,
         capacity: int = 128,
+        *,
         interval: _Duration = 0.1,
         target: _Duration = 0.005,
         lifo: bool = True,

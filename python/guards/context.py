@@ -54,7 +54,6 @@ from ._deadline import (
     timeout_for,
 )
 from ._guarded import (
-    PROGRAMMING_ERRORS,
     Guarded,
     GuardedCall,
     guarded,
@@ -82,7 +81,6 @@ __all__ = [
     "GuardedCall",
     "refusal_kind",
     "is_dependency_failure",
-    "PROGRAMMING_ERRORS",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -6,7 +6,7 @@
 
     def page_on_call(event: guards.events.Event) -> None:
         if event.new == "open":
-            alert(f"breaker {event.operation} opened: {event.exception!r}")
+            alert(f"breaker {event.operation} opened")
 
     guards.events.on("state_change", page_on_call)                 # every guard
     guards.events.on(["retry", "give_up"], log_it, source=stock)   # only this guard
@@ -38,12 +38,15 @@ Event kinds (``Event.kind``) and where they come from:
     An adaptive limit (a :class:`guards.Limiter` or :class:`guards.Admission` with one)
     moved from ``old`` to ``new``.
 
-Where events are emitted (phase 1): the Python paths of :func:`guards.guarded` (``with``
-blocks, calls with a fallback, a timeout, several guards, or a limiter / throttle), the
-admission middlewares, :func:`guards.retry`, and :mod:`guards.httpx`. A call that runs
-entirely in native code -- ``@guards.guarded(one_breaker_or_bulkhead)`` without
-``fallback`` or ``timeout``, ``breaker.call(...)``, a permit used directly -- emits
-nothing yet.
+Where events are emitted: everywhere a guard is used. The Python paths of
+:func:`guards.guarded`, the admission middlewares, :func:`guards.retry` and
+:mod:`guards.httpx` emit them from Python; the native paths -- ``breaker.call(...)``,
+``@guards.guarded(one_breaker_or_bulkhead)`` functions, coroutines and ``with`` blocks,
+permits used by hand -- emit them from native code into this same registry (a breaker's
+state change once, by the call that caused it). An event that no listener and no enabled
+log level would see is not even built: native code reads the listener table and the
+logger's cached answer for the event's level first, so a refused call costs no Python
+call for its event until someone listens.
 
 Listeners run synchronously, in the thread (or task) of the call that caused the event,
 and must be quick; an exception raised by a listener is logged (``guards`` logger, level

@@ -121,10 +121,10 @@ class _Guards:
 
     @staticmethod
     def _result_outcome(response: httpx.Response) -> Any:
-        status = response.status_code
-        if status < 400 or (status < 500 and status not in (408, 429)):
+        outcome, after = http_outcome(response.status_code, response.headers.get("Retry-After"))
+        if outcome in ("success", "permanent"):
             return None  # a success, or the caller's mistake: not retried
-        return http_outcome(status, response.headers.get("Retry-After"))
+        return outcome, after
 
     def retry_for(self, request: httpx.Request) -> Retry:
         if request.method.upper() in IDEMPOTENT_METHODS:
@@ -165,11 +165,9 @@ class _Guards:
 
     @staticmethod
     def judge(call: Any, response: httpx.Response) -> None:
-        status = response.status_code
-        if status in (429, 503):
-            call.dropped()
-        elif status >= 500:
-            call.failure()
+        """Tell the breaker how the answer went: its status's outcome (core's ``http``)."""
+        outcome, _ = http_outcome(response.status_code, response.headers.get("Retry-After"))
+        call.set_outcome(outcome)
 
     @staticmethod
     def retried(response: httpx.Response) -> bool:

@@ -23,13 +23,15 @@ load balancer's probes is taken out of rotation exactly when it is needed.
     # aiohttp
     app = aiohttp.web.Application(middlewares=[guards.AiohttpAdmissionMiddleware(door)])
 
-How each response is reported to the admission (an adaptive limit learns from it): a
-response with status 503 or 429 from the application is an overload signal
-(``on_dropped``); any other response is a success (``on_success``, timed from admission
-to the end of the body); an exception or a client that went away says nothing about
-capacity (``on_ignore``), and so does an ASGI response the client went away from before
-its end (uvicorn then drops what is sent and a streaming response stops without an
-error; counted as ``disconnected``).
+How each request is reported to the admission (an adaptive limit learns from it), as an
+outcome of the call contract (``docs/outcomes.md``): a response with status 503 or 429
+from the application is ``overloaded`` (the server itself refused: an overload signal);
+any other response is a ``success`` (timed from admission to the end of the body); an
+exception the application raised is classified by :func:`guards.classify_exception` (a
+timeout is an overload signal, a ``KeyError`` says nothing); a client that went away
+before the end of the response is ``cancelled`` (says nothing about capacity: uvicorn
+then drops what is sent and a streaming response stops without an error; counted as
+``disconnected``).
 
 ``priority``: a callable receiving the ASGI ``scope`` (the WSGI ``environ``, the aiohttp
 ``request``) and
@@ -57,7 +59,6 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Optional, Union
 
 from . import _guards as _n
-from . import events as _events
 from ._deadline import _DEADLINE, publish
 from ._guards import AdmissionRejected
 from ._util import check_callable, check_int, config_error, fail_type
@@ -219,33 +220,36 @@ class _Door:
             return None
         return check_int("priority", p, 0, 7)
 
-    def admit(self, request: Any) -> Any:
-        """A ticket, or raise AdmissionRejected."""
+    def admit(self, request: Any, path: Any) -> Any:
+        """A ticket, or raise AdmissionRejected (emitted as a ``refusal`` named by the
+        request's path)."""
         p = self.priority_of(request)
-        return self.admission.acquire() if p is None else self.admission.acquire(p)
+        return self.admission.acquire(p, operation=path if isinstance(path, str) else None)
 
-    def release(self, ticket: Any, status: Optional[int], failed: bool) -> None:
-        if failed or status is None:
-            ticket.on_ignore()
-            return
-        watch = _events.wanted("limit_change")
-        before = self.admission.limit if watch else 0
-        if status in _OVERLOAD_STATUSES:
+    def release(
+        self,
+        ticket: Any,
+        status: Optional[int],
+        failed: bool,
+        exc: Optional[BaseException] = None,
+        gone: bool = False,
+    ) -> None:
+        """Give the ticket back with how the request ended (see the module docs)."""
+        if gone:
+            outcome = "cancelled"
+        elif failed:
+            outcome = "ignored" if exc is None else _n.classify_exception(exc)[0]
+        elif status is None:
+            outcome = "ignored"
+        elif status in _OVERLOAD_STATUSES:
             self.count("overloaded")
-            ticket.on_dropped()
+            outcome = "overloaded"
         else:
-            ticket.on_success()
-        if watch:
-            after = self.admission.limit
-            if after != before:
-                _events.emit_new("limit_change", self.admission, old=before, new=after)
+            outcome = "success"
+        ticket.report(outcome)
 
     def refused(self, refused: BaseException, path: Any) -> None:
         self.count("rejected")
-        _events.emit_new(
-            "refusal", self.admission, operation=path if isinstance(path, str) else None,
-            exception=refused,
-        )
 
     def _refusal_headers(
         self, refused: BaseException, *, length: bool = True
@@ -298,7 +302,7 @@ class AdmissionMiddleware(_Door):
             await self.app(scope, receive, send)
             return
         try:
-            ticket = self.admit(scope)
+            ticket = self.admit(scope, scope.get("path"))
         except AdmissionRejected as refused:
             self.refused(refused, scope.get("path"))
             await self._reject(send, refused)
@@ -325,21 +329,25 @@ class AdmissionMiddleware(_Door):
         deadline = self.deadline_of(scope.get("headers", ()))
         token = None if deadline is None else publish(deadline)
         failed = True
+        error: Optional[BaseException] = None
         try:
             await self.app(scope, receive_watch, send_status)
             failed = False
-        except Exception:
-            self.count("errors")
+        except BaseException as e:
+            error = e
+            if isinstance(e, Exception):
+                self.count("errors")
             raise
         finally:
             if token is not None:
                 _DEADLINE.reset(token)
+            gone = False
             if not failed and (ended[1] or not ended[0]):
                 # The client went away mid-response (servers then drop what is sent, and
                 # a streaming response stops without an error): not a success.
                 self.count("disconnected")
-                failed = True
-            self.release(ticket, status[0] if status else None, failed)
+                gone = True
+            self.release(ticket, status[0] if status else None, failed, error, gone)
 
     async def _reject(self, send: Any, refused: BaseException) -> None:
         headers = [(k.lower().encode(), v.encode()) for k, v in self._refusal_headers(refused)]
@@ -373,7 +381,7 @@ class WSGIAdmissionMiddleware(_Door):
             self.count("exempt")
             return self.app(environ, start_response)  # type: ignore[no-any-return]
         try:
-            ticket = self.admit(environ)
+            ticket = self.admit(environ, environ.get("PATH_INFO"))
         except AdmissionRejected as refused:
             self.refused(refused, environ.get("PATH_INFO"))
             start_response("503 Service Unavailable", self._refusal_headers(refused))
@@ -401,7 +409,7 @@ class WSGIAdmissionMiddleware(_Door):
         except BaseException as e:
             if isinstance(e, Exception):
                 self.count("errors")
-            self.release(ticket, None, True)
+            self.release(ticket, None, True, e)
             raise
         finally:
             if token is not None:
@@ -421,6 +429,7 @@ class _ReleasingBody:
         self._lock = threading.Lock()
         self._released = False
         self._failed = False
+        self._error: Optional[BaseException] = None
 
     def __iter__(self) -> Iterator[bytes]:
         try:
@@ -431,6 +440,7 @@ class _ReleasingBody:
             if isinstance(e, Exception):
                 self._door.count("errors")
             self._failed = True
+            self._error = e
             self._release()
             raise
 
@@ -439,7 +449,9 @@ class _ReleasingBody:
             if self._released:
                 return
             self._released = True
-        self._door.release(self._ticket, self._status[0] if self._status else None, self._failed)
+        self._door.release(
+            self._ticket, self._status[0] if self._status else None, self._failed, self._error
+        )
 
     def __del__(self) -> None:
         # A server that never closes the body must not leak the ticket forever.
@@ -488,7 +500,7 @@ class AiohttpAdmissionMiddleware(_Door):
             self.count("exempt")
             return await handler(request)
         try:
-            ticket = self.admit(request)
+            ticket = self.admit(request, request.path)
         except AdmissionRejected as refused:
             self.refused(refused, request.path)
             headers = dict(self._refusal_headers(refused, length=False))
@@ -498,6 +510,7 @@ class AiohttpAdmissionMiddleware(_Door):
         token = None if deadline is None else publish(deadline)
         status: Optional[int] = None
         failed = True
+        error: Optional[BaseException] = None
         try:
             response = await handler(request)
             status = getattr(response, "status", None)
@@ -507,10 +520,12 @@ class AiohttpAdmissionMiddleware(_Door):
             status = answer.status
             failed = False
             raise
-        except Exception:
-            self.count("errors")
+        except BaseException as e:
+            error = e
+            if isinstance(e, Exception):
+                self.count("errors")
             raise
         finally:
             if token is not None:
                 _DEADLINE.reset(token)
-            self.release(ticket, status, failed)
+            self.release(ticket, status, failed, error)

@@ -156,7 +156,7 @@ class OpenTelemetryMetrics:
             for name, guard in items:
                 if key == "state" and kind == "circuit_breaker":
                     try:
-                        state = guard.state()
+                        state = guard.state
                     except Exception:  # noqa: BLE001 - one broken guard, one missing point
                         continue
                     for s in _BREAKER_STATES:

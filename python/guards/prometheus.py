@@ -241,7 +241,7 @@ class PrometheusCollector(_Collector):  # type: ignore[misc,valid-type]
 
     def _breaker_state(self, families: dict[str, Any], kind: str, name: str, guard: Any) -> None:
         try:
-            state = guard.state()
+            state = guard.state
         except Exception:  # noqa: BLE001 - one broken guard must not break a scrape
             return
         base = f"{self._namespace}_{kind}_state"

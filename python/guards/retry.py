@@ -60,23 +60,18 @@ import time
 from collections.abc import Mapping
 from typing import Any, Callable, Optional, TypeVar, Union, overload
 
+from . import _guards as _n
 from . import events as _events
 from ._deadline import _DEADLINE, CancelAfter, publish
 from ._guards import (
-    AdmissionRejected,
     Backoff,
-    BreakerOpen,
     BudgetExhausted,
-    BulkheadFull,
     Deadline,
     DeadlineExceeded,
     GuardError,
-    LimitExceeded,
     Nanos,
-    QueueFull,
     RetriesExhausted,
     RetryPolicy,
-    Throttled,
     current_clock,
     now_ns,
 )
@@ -88,13 +83,12 @@ from ._util import (
     duration_ns,
     exception_matcher,
     fail_type,
-    http_status,
     is_async_callable,
     positive_duration_ns,
     reject_generator_function,
 )
 
-__all__ = ["retry", "Retry", "RetryState", "classify_exception", "http_outcome"]
+__all__ = ["retry", "Retry", "RetryState"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -106,13 +100,13 @@ OUTCOMES = (
     "throttled",
     "overloaded",
     "permanent",
+    "rejected",
+    "ignored",
+    "cancelled",
 )
-#: Outcomes a retry could fix: failures a gRPC-style budget is told about.
-_RETRYABLE = frozenset(
-    ("timeout", "connection_error", "other_transient", "throttled", "overloaded")
-)
+#: Outcomes a retry could be for (``retry_on=`` narrows these).
+_RETRIED = frozenset(("timeout", "connection_error", "other_transient", "throttled"))
 _IDEMPOTENCY = ("idempotent", "keyed_side_effect", "unkeyed_side_effect")
-_NO_TIMEOUT = Nanos(2**64 - 1)
 
 # Class names (anywhere in an exception's MRO) of HTTP client libraries' errors, so they
 # are classified without importing those libraries.
@@ -128,128 +122,13 @@ _CONNECTION_NAMES = frozenset(
         "ConnectionError",
     )
 )
-_LOCAL_REFUSALS = (
-    BreakerOpen,
-    BulkheadFull,
-    LimitExceeded,
-    QueueFull,
-    Throttled,
-    AdmissionRejected,
-    BudgetExhausted,
-)
 
 
-def http_outcome(
-    status: int, retry_after: Union[float, int, str, None] = None
-) -> tuple[str, Optional[float]]:
-    """The retry outcome of an HTTP status: ``(outcome, retry_after_seconds)``.
-
-    2xx/3xx ``success``; 408 ``timeout``; 429 ``throttled``; 503 ``throttled`` when it
-    carries a Retry-After, else ``other_transient``; other 5xx ``other_transient``; other
-    4xx ``permanent``. ``retry_after`` is the header's value: seconds (``"120"``) or an
-    HTTP date; an unreadable value is ignored.
-    """
-    if isinstance(status, bool) or not isinstance(status, int):
-        fail_type("status", "an int", status)
-    if not 100 <= status <= 599:
-        raise ValueError(f"`status` must be an HTTP status in 100..=599, not {status}")
-    after = _retry_after_seconds(retry_after)
-    if status < 400:
-        return "success", None
-    if status == 408:
-        return "timeout", None
-    if status == 429:
-        return "throttled", after
-    if status == 503:
-        return ("throttled", after) if after is not None else ("other_transient", None)
-    if status >= 500:
-        return "other_transient", None
-    return "permanent", None
-
-
-def _retry_after_seconds(value: Any) -> Optional[float]:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        fail_type("retry_after", "seconds, a header value or None", value)
-    if isinstance(value, (int, float)):
-        return float(value) if value >= 0 and value == value and value != float("inf") else None
-    if isinstance(value, bytes):
-        value = value.decode("latin-1")
-    if not isinstance(value, str):
-        fail_type("retry_after", "seconds, a header value or None", value)
-    text = value.strip()
-    if text.isdigit():
-        return float(int(text))
-    try:  # an HTTP date
-        import email.utils  # noqa: PLC0415
-
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
-        return None
-    import datetime  # noqa: PLC0415
-
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.timezone.utc)
-    delta = (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
-    return max(delta, 0.0)
-
-
-def _header(headers: Any, name: str) -> Any:
-    if headers is None:
-        return None
-    get = getattr(headers, "get", None)
-    if get is None:
-        return None
-    try:
-        v = get(name)
-        if v is None:
-            v = get(name.lower())
-    except Exception:  # noqa: BLE001 - an odd headers object: no Retry-After
-        return None
-    return v
-
-
-def classify_exception(exc: BaseException) -> tuple[str, Optional[float]]:
-    """The default classification of a failed attempt: ``(outcome, retry_after)``.
-
-    * :class:`guards.DeadlineExceeded` and every ``TimeoutError`` (and HTTP clients'
-      timeout errors): ``timeout``;
-    * a refusal by another guard (breaker open, bulkhead or limit full, throttled, budget
-      exhausted) and :class:`guards.RetriesExhausted` of an inner retry: ``overloaded``,
-      never retried (retry in one layer only);
-    * an exception carrying an HTTP status (``exc.status_code``, ``exc.status``,
-      ``exc.response.status_code``; httpx, requests, aiohttp): :func:`http_outcome`, with
-      the response's Retry-After header;
-    * ``ConnectionError`` and HTTP clients' connection errors: ``connection_error``;
-    * an exception with a numeric ``retry_after`` attribute: ``throttled``;
-    * anything else: ``other_transient``.
-    """
-    if isinstance(exc, DeadlineExceeded):
-        return "timeout", None
-    if isinstance(exc, _LOCAL_REFUSALS) or isinstance(exc, RetriesExhausted):
-        return "overloaded", None
-    found = http_status(exc)
-    if found is not None:
-        status, holder = found
-        ra = _header(getattr(holder, "headers", None), "Retry-After")
-        try:
-            return http_outcome(status, ra)
-        except (TypeError, ValueError):
-            return http_outcome(status, None)
-    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-        return "timeout", None
-    names = {c.__name__ for c in type(exc).__mro__}
-    if names & _TIMEOUT_NAMES:
-        return "timeout", None
-    if isinstance(exc, ConnectionError) or names & _CONNECTION_NAMES:
-        return "connection_error", None
-    ra = getattr(exc, "retry_after", None)
-    if isinstance(ra, (int, float)) and not isinstance(ra, bool) and ra >= 0 and ra == ra:
-        return "throttled", float(ra)
-    return "other_transient", None
+#: ``http_outcome(status, retry_after=None)`` and ``classify_exception(exc)`` are the
+#: native functions (``guards.http_outcome``, ``guards.classify_exception``): the one
+#: classification every path uses, on core's ``http`` module.
+http_outcome = _n.http_outcome
+classify_exception = _n.classify_exception
 
 
 class RetryState:
@@ -302,6 +181,8 @@ _STAT_NAMES = (
     "retry_after_too_long",
     "deadline_exceeded",
     "budget_exhausted",
+    "rejected",
+    "ignored",
 )
 
 
@@ -309,26 +190,10 @@ _IDX = {name: i for i, name in enumerate(_STAT_NAMES)}
 _CALLS, _ATTEMPTS, _SUCCESSES = _IDX["calls"], _IDX["attempts"], _IDX["successes"]
 
 
-class _GateReceipt:
-    """The retry budget as the policy's gate, keeping the receipt of the retry it paid for
-    (handed back on success so a quota can refund it)."""
-
-    __slots__ = ("budget", "receipt")
-
-    def __init__(self, budget: Any) -> None:
-        self.budget = budget
-        self.receipt: Any = None
-
-    def allow_retry(self, now: int, cause: str) -> bool:
-        r = self.budget.withdraw(cause, now)
-        if r is None or r is False:
-            return False
-        self.receipt = None if r is True else r
-        return True
-
-
 #: Give-up reasons that mean "raised as it is, at once": not reported as give-ups.
-_RAISED_AS_IS = frozenset(("permanent", "overloaded", "not_retryable", "not_idempotent"))
+_RAISED_AS_IS = frozenset(
+    ("permanent", "overloaded", "not_retryable", "not_idempotent", "rejected", "ignored")
+)
 
 
 def _emit_give_up(r: Retry, reason: str, last: Optional[BaseException], attempts: int) -> None:
@@ -416,10 +281,8 @@ class Retry:
             self.policy = policy
         else:
             self.policy = RetryPolicy(**{k: v for k, v in policy_kwargs.items() if v is not None})
-        if budget is not None and not (
-            hasattr(budget, "withdraw") or hasattr(budget, "allow_retry")
-        ):
-            fail_type("budget", "a guards.RetryBudget (or a retry gate) or None", budget)
+        if budget is not None and not isinstance(budget, _n.RetryBudget):
+            fail_type("budget", "a guards.RetryBudget or None", budget)
         self.budget = budget
         self._attempt_timeout = (
             None
@@ -472,11 +335,7 @@ class Retry:
             if got is not None:
                 return _check_outcome(got)
         outcome, after = classify_exception(exc)
-        if (
-            self._retry_on is not None
-            and outcome not in ("overloaded",)
-            and not self._retry_on(exc)
-        ):
+        if self._retry_on is not None and outcome in _RETRIED and not self._retry_on(exc):
             return "permanent", None
         return outcome, after
 
@@ -496,18 +355,6 @@ class Retry:
             return inherited
         own = Deadline.after(self._timeout, now)
         return own if inherited is None else own.min(inherited)
-
-    def _attempt_deadline(
-        self, overall: Optional[Deadline], now: int, attempts: int, last: Optional[BaseException]
-    ) -> Optional[Deadline]:
-        """The attempt's own deadline, or raise when it should not start."""
-        if self._attempt_timeout is None and (overall is None or overall.is_none()):
-            return None
-        d = overall if overall is not None else Deadline.none()
-        budget = d.attempt_budget(self._attempt_timeout or _NO_TIMEOUT, self._margin, now)
-        if not budget.should_start:
-            raise self._give_up("deadline_exceeded", last, attempts, not_started=True)
-        return budget.attempt_deadline(now)
 
     def _count(self, **deltas: int) -> None:
         with self._lock:
@@ -541,7 +388,7 @@ class Retry:
             deltas["not_started"] = 1
         self._count(**deltas)
         _emit_give_up(self, reason, last, attempts)
-        if reason in ("permanent", "overloaded", "not_retryable", "not_idempotent", "succeeded"):
+        if reason in _RAISED_AS_IS or reason == "succeeded":
             assert last is not None
             return last
         if self._reraise and last is not None:
@@ -567,88 +414,63 @@ class Retry:
         err.attempts = attempts  # type: ignore[attr-defined]
         if retry_after is not None:
             err.retry_after = retry_after
-            err.retry_after_ns = Nanos.from_seconds(retry_after).ns
+            err.retry_after_ns = min(round(retry_after * 1e9), 2**64 - 1)
         err.__cause__ = last
         err.__suppress_context__ = True
         return err
 
-    def _decide(
-        self,
-        attempts: int,
-        outcome: str,
-        retry_after: Optional[float],
-        overall: Optional[Deadline],
-        prev_ns: int,
-        gate: Optional[_GateReceipt],
-        now: int,
-    ) -> Any:
-        budget = self.budget
-        if budget is not None and outcome in _RETRYABLE:
-            on_failure = getattr(budget, "on_failure", None)
-            if on_failure is not None:
-                on_failure(now)
-        named: Any = outcome
-        return self.policy.decide(
-            attempts,
-            named,
-            retry_after=retry_after,
+    def _run_of(self, now: int, first: bool) -> Any:
+        """The native retry loop of one call (core's ``RetryDriver``): the overall deadline,
+        the per-attempt budget, the policy and the budget (none when the first attempt was
+        already made by the fast path, which only runs without one)."""
+        return _n.RetryRun(
+            self.policy,
+            budget=None if first else self.budget,
+            deadline=self._overall(now),
             idempotency=self.idempotency,
-            deadline=overall,
-            prev_delay=Nanos(prev_ns),
-            gate=gate if gate is not None else budget,
-            now=now,
+            attempt_timeout=self._attempt_timeout,
+            margin=self._margin,
         )
 
-    def _start(
-        self, deposit: bool = True
-    ) -> tuple[int, Optional[Deadline], Optional[_GateReceipt]]:
-        now = now_ns()
-        budget = self.budget
-        gate = None
-        if budget is not None:
-            deposit_fn = getattr(budget, "deposit", None)
-            if deposit and deposit_fn is not None:
-                deposit_fn(now)
-            if hasattr(budget, "withdraw"):
-                gate = _GateReceipt(budget)
-        return now, self._overall(now), gate
-
-    def _succeeded(self, gate: Optional[_GateReceipt], attempts: int) -> None:
-        budget = self.budget
-        if budget is not None:
-            on_success = getattr(budget, "on_success", None)
-            if on_success is not None:
-                on_success(gate.receipt if gate is not None else None)
-        self._count(calls=1, attempts=attempts, successes=1, retries=attempts - 1)
-
-    def _next(
+    def _waiting(
         self,
         fn: Any,
         attempts: int,
-        outcome: str,
-        retry_after: Optional[float],
-        overall: Optional[Deadline],
-        prev_ns: int,
-        gate: Optional[_GateReceipt],
         last: Optional[BaseException],
         result: Any,
-    ) -> Any:
-        """After an attempt that did not succeed (``last`` raised, or ``result`` was
-        rejected when ``last`` is None): the decision to retry, ``on_retry`` told of it;
-        or give up: raise, or hand back the rejected result (returns None)."""
-        decision = self._decide(attempts, outcome, retry_after, overall, prev_ns, gate, now_ns())
-        if not decision.retry:
-            if last is None:  # a rejected result: hand back the last one
-                self._count_result_give_up(decision.reason, attempts)
-                _emit_give_up(self, decision.reason, None, attempts)
-                return None
-            raise self._give_up(decision.reason, last, attempts, retry_after=retry_after)
+        outcome: str,
+        delay_ns: int,
+    ) -> float:
+        """The loop waits ``delay_ns`` before the next attempt: tell ``on_retry`` and the
+        listeners; the wait in seconds."""
+        delay = delay_ns / 1e9
         if self._on_retry is not None:
-            self._on_retry(
-                RetryState(fn, attempts, last, result, outcome, decision.delay, decision.delay_ns)
-            )
-        _emit_retry(self, fn, attempts, last, outcome, decision.delay)
-        return decision
+            self._on_retry(RetryState(fn, attempts, last, result, outcome, delay, delay_ns))
+        _emit_retry(self, fn, attempts, last, outcome, delay)
+        return delay
+
+    def _ended(
+        self,
+        step: Any,
+        attempts: int,
+        last: Optional[BaseException],
+        result: Any,
+        retry_after: Optional[float],
+        not_started: bool,
+    ) -> Any:
+        """The loop ended with ``step`` (succeeded or give up): the result to return, or
+        raise."""
+        if step[0] == "succeeded":
+            self._count(calls=1, attempts=attempts, successes=1, retries=attempts - 1)
+            return result
+        reason = step[1]
+        if last is None and attempts > 0:  # a rejected result: hand back the last one
+            self._count_result_give_up(reason, attempts)
+            _emit_give_up(self, reason, None, attempts)
+            return result
+        raise self._give_up(
+            reason, last, attempts, not_started=not_started, retry_after=retry_after
+        )
 
     # ------------------------------------------------------------------ sync
     def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
@@ -658,49 +480,48 @@ class Retry:
     def _run(
         self, fn: Callable[..., Any], args: Any, kwargs: Any, first: Optional[Exception]
     ) -> Any:
-        """The retry loop; ``first`` is the exception of a first attempt already made by
-        the fast path (then nothing was deposited: the fast path runs without a budget)."""
-        now, overall, gate = self._start(deposit=first is None)
-        attempts = 0
-        prev_ns = 0
+        """The retry loop: the native run decides, this only calls and sleeps. ``first`` is
+        the exception of a first attempt already made by the fast path."""
+        run = self._run_of(now_ns(), first is not None)
+        step = run.start()
         last: Optional[BaseException] = None
         result: Any = None
+        outcome = "success"
+        retry_after: Optional[float] = None
+        if first is not None:
+            last = first
+            outcome, retry_after = self._outcome(first)
+            step = run.report(outcome, retry_after)
         while True:
-            if first is not None:
-                attempts = 1
-                last = first
-                first = None
-                outcome, retry_after = self._outcome(last)
-            else:
-                attempt_deadline = self._attempt_deadline(overall, now, attempts, last)
-                attempts += 1
-                token = None if attempt_deadline is None else publish(attempt_deadline)
+            kind = step[0]
+            if kind == "attempt":
+                expires_at = step[3]
+                token = None if expires_at is None else publish(Deadline.at(expires_at))
                 try:
                     result = fn(*args, **kwargs)
                 except Exception as exc:  # noqa: BLE001 - classified below
-                    last = exc
+                    last, result = exc, None
                     outcome, retry_after = self._outcome(exc)
-                    result = None
                 else:
                     if self._retry_on_result is None:
-                        self._succeeded(gate, attempts)
-                        return result
-                    outcome, retry_after = self._result_outcome(result)
-                    if outcome == "success":
-                        self._succeeded(gate, attempts)
-                        return result
-                    last = None
+                        outcome, retry_after = "success", None
+                    else:
+                        outcome, retry_after = self._result_outcome(result)
+                        last = None
                 finally:
                     if token is not None:
                         _DEADLINE.reset(token)
-            decision = self._next(
-                fn, attempts, outcome, retry_after, overall, prev_ns, gate, last, result
-            )
-            if decision is None:
-                return result
-            prev_ns = decision.delay_ns
-            self._do_sleep(decision.delay)
-            now = now_ns()
+                step = run.report(outcome, retry_after)
+            elif kind == "wait":
+                retry_at = step[2]
+                self._do_sleep(self._waiting(fn, run.attempts, last, result, outcome, step[1]))
+                # The sleep returned: the wait is over (a custom `sleep=` decides that).
+                step = run.resume(max(now_ns(), retry_at))
+                if step[0] == "give_up":
+                    return self._ended(step, run.attempts, last, result, retry_after, True)
+            else:
+                not_started = run.attempts == 0
+                return self._ended(step, run.attempts, last, result, retry_after, not_started)
 
     def _do_sleep(self, seconds: float) -> None:
         if self._sleep is not None:
@@ -721,29 +542,26 @@ class Retry:
     async def _arun(
         self, fn: Callable[..., Any], args: Any, kwargs: Any, first: Optional[Exception]
     ) -> Any:
-        now, overall, gate = self._start(deposit=first is None)
-        attempts = 0
-        prev_ns = 0
+        run = self._run_of(now_ns(), first is not None)
+        step = run.start()
         last: Optional[BaseException] = None
         result: Any = None
+        outcome = "success"
+        retry_after: Optional[float] = None
+        if first is not None:
+            last = first
+            outcome, retry_after = self._outcome(first)
+            step = run.report(outcome, retry_after)
         try:
             while True:
-                if first is not None:
-                    attempts = 1
-                    last = first
-                    first = None
-                    outcome, retry_after = self._outcome(last)
-                else:
-                    attempt_deadline = self._attempt_deadline(overall, now, attempts, last)
-                    attempts += 1
-                    token = None if attempt_deadline is None else publish(attempt_deadline)
+                kind = step[0]
+                if kind == "attempt":
+                    budget_ns, expires_at = step[2], step[3]
+                    token = None if expires_at is None else publish(Deadline.at(expires_at))
                     canceller = None
                     try:
-                        left = (
-                            None if attempt_deadline is None else attempt_deadline.time_left_ns(now)
-                        )
-                        if left is not None:
-                            canceller = CancelAfter(left / 1e9)
+                        if budget_ns is not None:
+                            canceller = CancelAfter(budget_ns / 1e9)
                             canceller.start()
                         result = await fn(*args, **kwargs)
                     except BaseException as exc:
@@ -766,25 +584,29 @@ class Retry:
                         if canceller is not None:
                             canceller.stop(None)
                         if self._retry_on_result is None:
-                            self._succeeded(gate, attempts)
-                            return result
-                        outcome, retry_after = self._result_outcome(result)
-                        if outcome == "success":
-                            self._succeeded(gate, attempts)
-                            return result
-                        last = None
+                            outcome, retry_after = "success", None
+                        else:
+                            outcome, retry_after = self._result_outcome(result)
+                            last = None
                     finally:
                         if token is not None:
                             _DEADLINE.reset(token)
-                decision = self._next(
-                    fn, attempts, outcome, retry_after, overall, prev_ns, gate, last, result
-                )
-                if decision is None:
-                    return result
-                prev_ns = decision.delay_ns
-                await self._do_asleep(decision.delay)
-                now = now_ns()
+                    step = run.report(outcome, retry_after)
+                elif kind == "wait":
+                    retry_at = step[2]
+                    delay = self._waiting(fn, run.attempts, last, result, outcome, step[1])
+                    await self._do_asleep(delay)
+                    # The sleep returned: the wait is over (a custom `sleep=` decides that).
+                    step = run.resume(max(now_ns(), retry_at))
+                    if step[0] == "give_up":
+                        return self._ended(step, run.attempts, last, result, retry_after, True)
+                else:
+                    not_started = run.attempts == 0
+                    return self._ended(step, run.attempts, last, result, retry_after, not_started)
         except asyncio.CancelledError:
+            attempts = run.attempts
+            if run.phase not in ("succeeded", "gave_up"):
+                run.cancel()
             self._count(cancelled=1, calls=1, attempts=attempts, retries=max(attempts - 1, 0))
             raise
 
@@ -810,7 +632,7 @@ class Retry:
         simple = self._simple
         lock = self._lock
         get_deadline = _DEADLINE.get
-        run, arun = self._run, self._arun
+        arun = self._arun
         me = self
 
         # The fast path: a first attempt that succeeds costs one call of ``fn``, one

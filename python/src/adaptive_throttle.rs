@@ -4,31 +4,35 @@
 //! `aggression`, capped at `max_reject_probability`), so that a struggling backend is
 //! not sent work it will refuse anyway.
 
+use guards::handle::InPlace;
+use guards::schema::ADAPTIVE_THROTTLE;
 use guards_core::adaptive_throttle::{AdaptiveThrottle, AdaptiveThrottleConfig};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyTuple};
 
 use crate::backoff;
+use crate::config::{self, Args};
 use crate::errors::{self, Throttled};
+use crate::events::{self, Op};
+use crate::outcome;
 use crate::util::{self, given, Ctx};
 
 /// Client-side adaptive throttling.
 #[pyclass(module = "guards", name = "AdaptiveThrottle", frozen)]
 #[derive(Debug)]
 pub struct PyAdaptiveThrottle {
-    /// Boxed: core's state may be cache-line aligned (see `check_pyclass_alignment`).
-    t: Box<AdaptiveThrottle>,
+    /// Built in place by ffi: core's state is cache-line aligned.
+    t: InPlace<AdaptiveThrottle>,
 }
 
 impl PyAdaptiveThrottle {
     fn reject(
         &self,
-        py: Python<'_>,
         now: Option<&Bound<'_, PyAny>>,
         rng: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let now = util::get_now(py, now)?;
+        let now = util::get_now(now)?;
         Ok(match backoff::rng_arg(rng)? {
             Some(r) => self.t.should_reject_with(now, &r.get().rng),
             None => self.t.should_reject(now),
@@ -39,48 +43,17 @@ impl PyAdaptiveThrottle {
 #[pymethods]
 impl PyAdaptiveThrottle {
     /// `AdaptiveThrottle(window=120.0, k=2.0, aggression=1.0, max_reject_probability=1.0,
-    /// min_requests=0, count_rejected=True, seed=0, success_rate_threshold=None)`.
+    /// min_requests=0, count_rejected=True, seed=0, success_rate_threshold=...)`.
     /// `success_rate_threshold` (0.001..=1.0) is another way to give `k` (= 1 /
     /// threshold, as Envoy spells it); give one or the other.
     #[new]
     #[pyo3(
-        signature = (
-            *,
-            window = None,
-            k = None,
-            aggression = None,
-            max_reject_probability = None,
-            min_requests = None,
-            count_rejected = None,
-            seed = None,
-            success_rate_threshold = None
-        ),
+        signature = (*args, **kwargs),
         text_signature = "(*, window=120.0, k=2.0, aggression=1.0, max_reject_probability=1.0, min_requests=0, count_rejected=True, seed=0, success_rate_threshold=None)"
     )]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        window: Option<&Bound<'_, PyAny>>,
-        k: Option<&Bound<'_, PyAny>>,
-        aggression: Option<&Bound<'_, PyAny>>,
-        max_reject_probability: Option<&Bound<'_, PyAny>>,
-        min_requests: Option<&Bound<'_, PyAny>>,
-        count_rejected: Option<&Bound<'_, PyAny>>,
-        seed: Option<&Bound<'_, PyAny>>,
-        success_rate_threshold: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        Self::build(
-            py,
-            AdaptiveThrottleConfig::default(),
-            window,
-            k,
-            aggression,
-            max_reject_probability,
-            min_requests,
-            count_rejected,
-            seed,
-            success_rate_threshold,
-        )
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let a = Args::collect("AdaptiveThrottle", &[], args, kwargs)?;
+        Self::build(args.py(), AdaptiveThrottleConfig::default(), a)
     }
 
     /// Envoy's admission-control defaults: a 30 s window, success rate threshold 0.95,
@@ -88,57 +61,17 @@ impl PyAdaptiveThrottle {
     /// may be overridden.
     #[staticmethod]
     #[pyo3(
-        signature = (
-            *,
-            window = None,
-            k = None,
-            aggression = None,
-            max_reject_probability = None,
-            min_requests = None,
-            count_rejected = None,
-            seed = None,
-            success_rate_threshold = None
-        ),
+        signature = (*args, **kwargs),
         text_signature = "(*, window=30.0, k=None, aggression=1.0, max_reject_probability=0.8, min_requests=0, count_rejected=False, seed=0, success_rate_threshold=0.95)"
     )]
-    #[allow(clippy::too_many_arguments)]
-    fn envoy(
-        py: Python<'_>,
-        window: Option<&Bound<'_, PyAny>>,
-        k: Option<&Bound<'_, PyAny>>,
-        aggression: Option<&Bound<'_, PyAny>>,
-        max_reject_probability: Option<&Bound<'_, PyAny>>,
-        min_requests: Option<&Bound<'_, PyAny>>,
-        count_rejected: Option<&Bound<'_, PyAny>>,
-        seed: Option<&Bound<'_, PyAny>>,
-        success_rate_threshold: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        Self::build(
-            py,
-            AdaptiveThrottleConfig::strict_success_rate(),
-            window,
-            k,
-            aggression,
-            max_reject_probability,
-            min_requests,
-            count_rejected,
-            seed,
-            success_rate_threshold,
-        )
+    fn envoy(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let a = Args::collect("AdaptiveThrottle.envoy", &[], args, kwargs)?;
+        Self::build(args.py(), AdaptiveThrottleConfig::strict_success_rate(), a)
     }
 
-    /// The configuration (`window` in seconds).
+    /// The settings (`window` in seconds).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let c = self.t.config();
-        let d = PyDict::new(py);
-        d.set_item("window", util::secs(c.window))?;
-        d.set_item("k", c.k)?;
-        d.set_item("aggression", c.aggression)?;
-        d.set_item("max_reject_probability", c.max_reject_probability)?;
-        d.set_item("min_requests", c.min_requests)?;
-        d.set_item("count_rejected", c.count_rejected)?;
-        d.set_item("seed", c.seed)?;
-        Ok(d)
+        config::to_dict(py, &ADAPTIVE_THROTTLE, self.t.config())
     }
 
     /// `1 / k`: the success rate below which requests start to be rejected.
@@ -152,55 +85,67 @@ impl PyAdaptiveThrottle {
     #[pyo3(signature = (now = None, *, rng = None))]
     fn should_reject(
         &self,
-        py: Python<'_>,
         now: Option<&Bound<'_, PyAny>>,
         rng: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        self.reject(py, now, rng)
+        self.reject(now, rng)
     }
 
-    /// Like `should_reject`, but raises `Throttled` (reason `"throttled"`) instead of
-    /// returning `True`.
-    #[pyo3(signature = (now = None, *, rng = None))]
+    /// Like `should_reject`, but raises `Throttled` (reason `"throttled"`; emitted as a
+    /// `refusal` named `operation`) instead of returning `True`.
+    #[pyo3(signature = (now = None, *, rng = None, operation = None))]
     fn admit(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         now: Option<&Bound<'_, PyAny>>,
         rng: Option<&Bound<'_, PyAny>>,
+        operation: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        if self.reject(py, now, rng)? {
-            return Err(errors::refusal(
+        let py = slf.py();
+        if slf.get().reject(now, rng)? {
+            let err = errors::refusal(
                 &py.get_type::<Throttled>(),
                 "request throttled locally: the backend has been refusing requests".to_owned(),
                 Some("throttled"),
                 None,
-            ));
+            );
+            events::refusal(py, slf.as_any(), Op::given(given(operation)), &err);
+            return Err(err);
         }
         Ok(())
     }
 
+    /// Tell the throttle how a request it let through ended (the call contract's outcome)
+    /// at `now`: an answer the backend accepted, one it refused or did not give in time, or
+    /// nothing (a call that never reached it). Returns the verdict: `"accepted"`,
+    /// `"rejected_by_backend"` or `"nothing"`.
+    #[pyo3(signature = (outcome, now = None))]
+    fn report(
+        &self,
+        outcome: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<&'static str> {
+        let o = outcome::outcome_arg(outcome)?;
+        Ok(self.t.report(util::get_now(now)?, o).name())
+    }
+
     /// Record that the backend accepted a request at `now`.
     #[pyo3(signature = (now = None))]
-    fn on_accepted(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        self.t.on_accepted(util::get_now(py, now)?);
+    fn on_accepted(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        self.t.on_accepted(util::get_now(now)?);
         Ok(())
     }
 
     /// Record that the backend refused a request at `now` (counted in the stats only).
     #[pyo3(signature = (now = None))]
-    fn on_rejected_by_backend(
-        &self,
-        py: Python<'_>,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        self.t.on_rejected_by_backend(util::get_now(py, now)?);
+    fn on_rejected_by_backend(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        self.t.on_rejected_by_backend(util::get_now(now)?);
         Ok(())
     }
 
     /// The probability that a request at `now` is rejected locally.
     #[pyo3(signature = (now = None))]
-    fn reject_probability(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
-        Ok(self.t.reject_probability(util::get_now(py, now)?))
+    fn reject_probability(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
+        Ok(self.t.reject_probability(util::get_now(now)?))
     }
 
     /// `{"requests", "accepts"}` counted in the window at `now`.
@@ -210,7 +155,7 @@ impl PyAdaptiveThrottle {
         py: Python<'py>,
         now: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let w = self.t.window(util::get_now(py, now)?);
+        let w = self.t.window(util::get_now(now)?);
         util::stats_dict(py, &[("requests", w.requests), ("accepts", w.accepts)])
     }
 
@@ -240,54 +185,26 @@ impl PyAdaptiveThrottle {
 }
 
 impl PyAdaptiveThrottle {
-    /// A throttle from `c` with the settings given as arguments applied to it.
-    #[allow(clippy::too_many_arguments)]
-    fn build(
-        py: Python<'_>,
-        mut c: AdaptiveThrottleConfig,
-        window: Option<&Bound<'_, PyAny>>,
-        k: Option<&Bound<'_, PyAny>>,
-        aggression: Option<&Bound<'_, PyAny>>,
-        max_reject_probability: Option<&Bound<'_, PyAny>>,
-        min_requests: Option<&Bound<'_, PyAny>>,
-        count_rejected: Option<&Bound<'_, PyAny>>,
-        seed: Option<&Bound<'_, PyAny>>,
-        success_rate_threshold: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        if let Some(v) = given(window) {
-            c.window = util::get_duration("window", v, Ctx::Config)?;
+    /// A throttle from `base` with the settings given applied to it.
+    fn build(py: Python<'_>, mut base: AdaptiveThrottleConfig, mut a: Args<'_>) -> PyResult<Self> {
+        let threshold = a.take("success_rate_threshold").filter(|v| !v.is_none());
+        if threshold.is_some() && a.names().contains(&"k") {
+            return Err(PyTypeError::new_err(
+                "give `k` or `success_rate_threshold`, not both",
+            ));
         }
-        if let Some(v) = given(k) {
-            c.k = util::get_f64("k", v, Ctx::Config)?;
-        }
-        if let Some(v) = given(aggression) {
-            c.aggression = util::get_f64("aggression", v, Ctx::Config)?;
-        }
-        if let Some(v) = given(max_reject_probability) {
-            c.max_reject_probability = util::get_f64("max_reject_probability", v, Ctx::Config)?;
-        }
-        if let Some(v) = given(min_requests) {
-            c.min_requests = util::get_u64("min_requests", v, Ctx::Config)?;
-        }
-        if let Some(v) = given(count_rejected) {
-            c.count_rejected = util::get_bool("count_rejected", v)?;
-        }
-        if let Some(v) = given(seed) {
-            c.seed = util::get_u64("seed", v, Ctx::Config)?;
-        }
-        if let Some(v) = given(success_rate_threshold) {
-            if given(k).is_some() {
-                return Err(PyTypeError::new_err(
-                    "give `k` or `success_rate_threshold`, not both",
-                ));
-            }
-            let t = util::get_f64("success_rate_threshold", v, Ctx::Config)?;
-            c = c
+        a.apply(&ADAPTIVE_THROTTLE, &mut base)?;
+        if let Some(v) = threshold {
+            let t = util::get_f64("success_rate_threshold", &v, Ctx::Config)?;
+            base = base
                 .with_success_rate_threshold(t)
                 .map_err(|e| errors::config_error(py, e))?;
         }
-        let t = AdaptiveThrottle::new(c).map_err(|e| errors::config_error(py, e))?;
-        Ok(PyAdaptiveThrottle { t: Box::new(t) })
+        ADAPTIVE_THROTTLE
+            .validate(&base)
+            .map_err(|f| errors::failure(py, f))?;
+        let t = InPlace::<AdaptiveThrottle>::new(base).map_err(|f| errors::failure(py, f))?;
+        Ok(PyAdaptiveThrottle { t })
     }
 }
 

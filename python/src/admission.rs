@@ -1,36 +1,49 @@
-//! `Admission`: server-side admission control at the door. Per priority class a hard cap
+//! `Admission`: server-side admission control at the door (core's `Admission`, built in
+//! place by ffi, configured through ffi's schema). Per priority class a hard cap
 //! (`limits`) and, when an adaptive `limit` is given, a share of it (`shares`); refused
 //! requests get `AdmissionRejected` with `reason` (`"limit_reached"`: the class's cap;
 //! `"overloaded"`: the adaptive limit) and a `retry_after` (seconds, and whole seconds in
 //! `retry_after_secs` for a Retry-After header).
 //!
-//! Tickets behave like limiter permits: one outcome (`on_success`, `on_dropped`,
-//! `on_ignore`), then no-ops; `with ticket:` reports success, dropped (timeouts and guard
-//! refusals) or ignore (other exceptions); a ticket collected without an outcome is
-//! ignored.
+//! Tickets behave like limiter permits: one outcome (`report(outcome)`, or the primitives
+//! `on_success`, `on_dropped`, `on_ignore`), then no-ops; `with ticket:` reports how the
+//! block ended (the exception classified by `guards.classify_exception`); a ticket
+//! collected without an outcome is ignored.
 
-use guards_core::admission::{
-    Admission, AdmissionConfig, AdmissionPermit, AdmissionRejected as CoreRejected, DEFAULT_LIMIT,
-    LIMIT_FIELDS, SHARE_FIELDS,
-};
+use guards::handle::InPlace;
+use guards::names::Admission;
+use guards::schema::ADMISSION;
+use guards_core::admission::{AdmissionPermit, AdmissionRejected as CoreRejected};
 use guards_core::priority::MAX_PRIORITIES;
-use guards_core::Nanos;
+use guards_core::{Nanos, Outcome};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyTuple};
 
+use crate::clock;
+use crate::config::{self, Args};
 use crate::errors::{self, AdmissionRejected};
+use crate::events::{self, Op};
 use crate::limit;
 use crate::limiter::{priority_arg, refusal_with};
-use crate::permit::{Granted, Outcomes, Owner};
-use crate::util::{self, given, Ctx};
+use crate::outcome;
+use crate::permit::{self, Granted, Issuer};
+use crate::util::{self, given};
 
 fn refused_error(py: Python<'_>, r: CoreRejected, now: Nanos) -> PyErr {
+    let wait = r.retry_after(now);
     refusal_with(
         py,
         &py.get_type::<AdmissionRejected>(),
-        r.to_string(),
+        format!(
+            "refused at the door ({}: {} inside, threshold {} for priority {}); try again in {}",
+            r.reason.name(),
+            r.in_flight,
+            r.threshold,
+            r.priority.level(),
+            errors::human(wait)
+        ),
         r.reason.name(),
-        r.retry_after(now),
+        wait,
         &[
             ("retry_after_secs", r.retry_after_secs(now)),
             ("threshold", r.threshold),
@@ -40,141 +53,153 @@ fn refused_error(py: Python<'_>, r: CoreRejected, now: Nanos) -> PyErr {
     )
 }
 
+/// A per-priority list argument (`limits`, `shares`): at most 8 values (`None`: as the
+/// class before).
+fn per_priority_list<'py>(
+    name: &'static str,
+    v: &Bound<'py, PyAny>,
+) -> PyResult<Vec<Option<Bound<'py, PyAny>>>> {
+    Ok(util::short_list(name, v, MAX_PRIORITIES)?
+        .into_iter()
+        .map(|item| (!item.is_none()).then_some(item))
+        .collect())
+}
+
 /// Admission control at the door of a server.
 #[pyclass(module = "guards", name = "Admission", frozen)]
 #[derive(Debug)]
 pub struct PyAdmission {
-    /// Boxed: core's limiter state is cache-line padded.
-    a: Box<Admission>,
+    a: InPlace<Admission>,
 }
 
 impl PyAdmission {
-    fn ticket(slf: &Bound<'_, Self>, t: AdmissionPermit) -> PyAdmissionTicket {
+    fn ticket(
+        slf: &Bound<'_, Self>,
+        t: AdmissionPermit,
+        operation: Option<Bound<'_, PyAny>>,
+    ) -> PyAdmissionTicket {
         PyAdmissionTicket {
             start: t.start().as_u64(),
             in_flight: t.in_flight(),
             priority: t.priority().level(),
-            ticket: Granted::new(slf.clone().unbind(), t),
+            ticket: Granted::new(Issuer(slf.clone().unbind()), t),
+            operation: operation.map(Bound::unbind),
         }
     }
 }
 
 #[pymethods]
 impl PyAdmission {
-    /// `Admission(limits=None, limit=None, shares=None, window=0.1,
-    /// min_window_samples=10, min_retry_after=1.0, max_retry_after=60.0)`. `limits`: up to
-    /// 8 caps, index = priority (default `[80, 64, 64, 64, 64, 64, 64, 64]`; missing
-    /// entries keep the default); `limit`: an adaptive limit (a `Limit`, an int or a
-    /// mapping with `algorithm`; default none); `shares`: up to 8 shares of it (default
-    /// 1.0). Each class's cap and share are no larger than the more important class's.
+    /// `Admission(limits=[80, 64, ...], **settings)`. `limits`: up to 8 caps, index =
+    /// priority (a class left out repeats the one before, so `[100, 50]` is 100 for class 0
+    /// and 50 for the rest); `limit`: an adaptive limit (a `Limit`, an int or a mapping with
+    /// `algorithm`; `None`, the default: none); `shares`: up to 8 shares of it (left out: as
+    /// the class before). Each class's cap and share are no larger than the more important
+    /// class's.
     #[new]
     #[pyo3(
-        signature = (*, limits = None, limit = None, shares = None, window = None, min_window_samples = None, min_retry_after = None, max_retry_after = None),
-        text_signature = "(*, limits=None, limit=None, shares=None, window=0.1, min_window_samples=10, min_retry_after=1.0, max_retry_after=60.0)"
+        signature = (*args, **kwargs),
+        text_signature = "(limits=None, *, limit=None, shares=None, window=0.1, min_window_samples=10, min_retry_after=1.0, max_retry_after=60.0)"
     )]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        limits: Option<&Bound<'_, PyAny>>,
-        limit: Option<&Bound<'_, PyAny>>,
-        shares: Option<&Bound<'_, PyAny>>,
-        window: Option<&Bound<'_, PyAny>>,
-        min_window_samples: Option<&Bound<'_, PyAny>>,
-        min_retry_after: Option<&Bound<'_, PyAny>>,
-        max_retry_after: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let mut c = AdmissionConfig::default();
-        if let Some(v) = given(limits) {
-            let items = util::short_list("limits", v, MAX_PRIORITIES)?;
-            for ((slot, item), f) in c.limits.iter_mut().zip(items.iter()).zip(LIMIT_FIELDS) {
-                if !item.is_none() {
-                    *slot = util::get_u64(f, item, Ctx::Config)?;
-                }
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let py = args.py();
+        let mut a = Args::collect("Admission", &["limits"], args, kwargs)?;
+        let limits = a.take("limits");
+        let shares = a.take("shares");
+        let limit = a.take("limit");
+        let mut c = ADMISSION.defaults();
+        if let Some(v) = limit.filter(|v| !v.is_none()) {
+            c.limit = limit::limit_config_arg(&v)?;
+        }
+        a.apply(&ADMISSION, &mut c)?;
+        if let Some(v) = limits {
+            if v.is_none() {
+                return Err(config::wrong_type("limits", "a list of ints", &v));
             }
+            let items = per_priority_list("limits", &v)?;
+            config::apply_per_priority(py, &ADMISSION, &mut c, "limits", None, &items)?;
         }
-        c.limit = limit::limit_config_arg(limit, DEFAULT_LIMIT)?;
-        if let Some(v) = given(shares) {
-            let items = util::short_list("shares", v, MAX_PRIORITIES)?;
-            for ((slot, item), f) in c.shares.iter_mut().zip(items.iter()).zip(SHARE_FIELDS) {
-                if !item.is_none() {
-                    *slot = util::get_f64(f, item, Ctx::Config)?;
-                }
+        if let Some(v) = shares {
+            if v.is_none() {
+                return Err(config::wrong_type("shares", "a list of numbers", &v));
             }
+            let items = per_priority_list("shares", &v)?;
+            config::apply_per_priority(py, &ADMISSION, &mut c, "shares", None, &items)?;
         }
-        if let Some(v) = given(window) {
-            c.window = util::get_duration("window", v, Ctx::Config)?;
-        }
-        if let Some(v) = given(min_window_samples) {
-            c.min_window_samples = util::get_u64("min_window_samples", v, Ctx::Config)?;
-        }
-        if let Some(v) = given(min_retry_after) {
-            c.min_retry_after = util::get_duration("min_retry_after", v, Ctx::Config)?;
-        }
-        if let Some(v) = given(max_retry_after) {
-            c.max_retry_after = util::get_duration("max_retry_after", v, Ctx::Config)?;
-        }
-        let a = Admission::new(c).map_err(|e| errors::config_error(py, e))?;
-        Ok(PyAdmission { a: Box::new(a) })
+        ADMISSION.validate(&c).map_err(|f| errors::failure(py, f))?;
+        let a = InPlace::<Admission>::new(c).map_err(|f| errors::failure(py, f))?;
+        Ok(PyAdmission { a })
     }
 
-    /// The configuration (durations in seconds; `limit` as a dict).
+    /// The settings (durations in seconds; `limit` as a dict, or `None` without one).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let c = self.a.config();
-        let d = PyDict::new(py);
-        d.set_item("limits", PyList::new(py, c.limits)?)?;
-        d.set_item("limit", limit::config_dict(py, &c.limit)?)?;
-        d.set_item("shares", PyList::new(py, c.shares)?)?;
-        d.set_item("window", util::secs(c.window))?;
-        d.set_item("min_window_samples", c.min_window_samples)?;
-        d.set_item("min_retry_after", util::secs(c.min_retry_after))?;
-        d.set_item("max_retry_after", util::secs(c.max_retry_after))?;
+        let d = config::to_dict(py, &ADMISSION, c)?;
+        if c.limit == guards_core::admission::DEFAULT_LIMIT {
+            d.set_item("limit", py.None())?;
+        } else {
+            d.set_item("limit", limit::config_dict(py, &c.limit)?)?;
+        }
         Ok(d)
     }
 
     /// Let a request of class `priority` (0..=7, default 1) in at `now`: a ticket, or
     /// `AdmissionRejected` (with `reason`, `retry_after`, `retry_after_secs`, `threshold`,
-    /// `in_flight`, `priority`).
-    #[pyo3(signature = (priority = None, now = None))]
+    /// `in_flight`, `priority`; emitted as a `refusal` named `operation`).
+    #[pyo3(signature = (priority = None, now = None, *, operation = None))]
     fn acquire(
         slf: &Bound<'_, Self>,
         priority: Option<&Bound<'_, PyAny>>,
         now: Option<&Bound<'_, PyAny>>,
+        operation: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyAdmissionTicket> {
         let py = slf.py();
         let p = priority_arg(priority)?;
-        let now = util::get_now(py, now)?;
+        let now = util::get_now(now)?;
+        let op = given(operation).cloned();
         match slf.get().a.try_acquire(now, p) {
-            Ok(t) => Ok(Self::ticket(slf, t)),
-            Err(r) => Err(refused_error(py, r, now)),
+            Ok(t) => Ok(Self::ticket(slf, t, op)),
+            Err(r) => {
+                let err = refused_error(py, r, now);
+                events::refusal(py, slf.as_any(), Op::given(op.as_ref()), &err);
+                Err(err)
+            }
         }
     }
 
     /// Like `acquire`, but `None` instead of raising.
-    #[pyo3(signature = (priority = None, now = None))]
+    #[pyo3(signature = (priority = None, now = None, *, operation = None))]
     fn try_acquire(
         slf: &Bound<'_, Self>,
         priority: Option<&Bound<'_, PyAny>>,
         now: Option<&Bound<'_, PyAny>>,
+        operation: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<PyAdmissionTicket>> {
         let p = priority_arg(priority)?;
-        let now = util::get_now(slf.py(), now)?;
+        let now = util::get_now(now)?;
+        let op = given(operation).cloned();
         Ok(slf
             .get()
             .a
             .try_acquire(now, p)
             .ok()
-            .map(|t| Self::ticket(slf, t)))
+            .map(|t| Self::ticket(slf, t, op)))
     }
 
     /// Requests inside now.
+    #[getter]
     fn in_flight(&self) -> u64 {
         self.a.in_flight()
     }
 
-    /// The adaptive limit now (2**64-1 without one).
+    /// The adaptive limit now, or `None` without one.
     #[getter]
-    fn limit(&self) -> u64 {
-        self.a.limit()
+    fn limit(&self) -> Option<u64> {
+        if self.a.config().limit == guards_core::admission::DEFAULT_LIMIT {
+            None
+        } else {
+            Some(self.a.limit())
+        }
     }
 
     /// How many requests of class `priority` may be inside now.
@@ -213,50 +238,76 @@ impl PyAdmission {
     }
 }
 
-/// A place inside. Report its outcome once: `on_success`, `on_dropped` or `on_ignore`.
+/// A place inside. Report its outcome once: `report(outcome)`, or the primitives
+/// `on_success`, `on_dropped`, `on_ignore`.
 #[pyclass(module = "guards", name = "AdmissionTicket", frozen)]
 #[derive(Debug)]
 pub struct PyAdmissionTicket {
-    ticket: Granted<Py<PyAdmission>>,
+    ticket: Granted<Issuer<PyAdmission>>,
     start: u64,
     in_flight: u64,
     priority: u8,
+    operation: Option<Py<PyAny>>,
 }
 
-impl Owner for Py<PyAdmission> {
+impl guards::permit::Owner for Issuer<PyAdmission> {
     type Permit = AdmissionPermit;
 
     fn give_back(&self, t: AdmissionPermit) {
-        self.get().a.on_ignore(t);
+        self.0.get().a.on_ignore(t);
     }
 }
 
-impl Outcomes for Py<PyAdmission> {
-    fn success(&self, t: AdmissionPermit, now: Nanos) {
-        self.get().a.on_success(t, now);
-    }
-
-    fn dropped(&self, t: AdmissionPermit, now: Nanos) {
-        self.get().a.on_dropped(t, now);
+impl PyAdmissionTicket {
+    /// Report `outcome` at `now`: `false` if already reported.
+    fn finish(&self, py: Python<'_>, outcome: Outcome, now: Nanos) -> bool {
+        let Some(t) = self.ticket.take() else {
+            return false;
+        };
+        let owner = self.ticket.owner().0.bind(py);
+        let a = &owner.get().a;
+        let before = a.limit();
+        a.report(t, outcome, now);
+        let after = a.limit();
+        if after != before {
+            let op = Op::given(self.operation.as_ref().map(|o| o.bind(py)));
+            events::limit_change(py, owner.as_any(), op, before, after);
+        }
+        true
     }
 }
 
 #[pymethods]
 impl PyAdmissionTicket {
-    /// The request succeeded at `now`. `False` if already reported.
-    #[pyo3(signature = (now = None))]
-    fn on_success(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        self.ticket.on_success(py, now)
+    /// Hand the place back with how the request ended (the call contract's outcome) at
+    /// `now`. `False` if already reported.
+    #[pyo3(signature = (outcome, now = None))]
+    fn report(
+        &self,
+        py: Python<'_>,
+        outcome: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let o = outcome::outcome_arg(outcome)?;
+        Ok(self.finish(py, o, util::get_now(now)?))
     }
 
-    /// The request was dropped at `now` (timed out or shed later). `False` if already
+    /// The primitive `on_success`: the request succeeded at `now`. `False` if already
     /// reported.
     #[pyo3(signature = (now = None))]
-    fn on_dropped(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        self.ticket.on_dropped(py, now)
+    fn on_success(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        Ok(self.finish(py, Outcome::Success, util::get_now(now)?))
     }
 
-    /// Release the place without a sample. `False` if already reported.
+    /// The primitive `on_dropped`: the request was dropped at `now` (timed out or shed
+    /// later; reported as `"overloaded"`). `False` if already reported.
+    #[pyo3(signature = (now = None))]
+    fn on_dropped(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        Ok(self.finish(py, Outcome::Overloaded, util::get_now(now)?))
+    }
+
+    /// The primitive `on_ignore`: release the place without a sample. `False` if already
+    /// reported.
     fn on_ignore(&self) -> bool {
         self.ticket.give_back()
     }
@@ -289,15 +340,19 @@ impl PyAdmissionTicket {
         slf
     }
 
-    #[pyo3(signature = (exc_type = None, _exc = None, _tb = None))]
+    /// Report how the block ended (the exception leaving it classified by
+    /// `guards.classify_exception`); the exception is never suppressed.
+    #[pyo3(signature = (_exc_type = None, exc = None, _tb = None))]
     fn __exit__(
         &self,
         py: Python<'_>,
-        exc_type: Option<&Bound<'_, PyAny>>,
-        _exc: Option<&Bound<'_, PyAny>>,
+        _exc_type: Option<&Bound<'_, PyAny>>,
+        exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        self.ticket.exit(py, exc_type)
+        let o = permit::exit_outcome(exc)?;
+        self.finish(py, o, clock::now());
+        Ok(false)
     }
 
     fn __repr__(&self) -> String {

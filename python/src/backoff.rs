@@ -6,100 +6,46 @@
 //! `x_ns()`. Random draws come from the backoff's own `Rng` (seeded with `seed`, random
 //! when `None`) unless a `guards.Rng` is passed as `rng=`.
 
+use guards::schema::BACKOFF;
 use guards_core::backoff::{
     fnv1a64 as core_fnv1a64, next_stable_run as core_next_stable_run,
-    stable_offset as core_stable_offset, Backoff, BackoffConfig, Jitter,
+    stable_offset as core_stable_offset, Backoff, BackoffConfig,
 };
-use guards_core::{ConfigErrorKind, Nanos, Rng};
+use guards_core::{Nanos, Rng};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyMapping};
+use pyo3::types::{PyDict, PyMapping, PyTuple};
 
+use crate::config::{self, Args};
 use crate::errors;
 use crate::rng::PyRng;
 use crate::util::{self, given, Ctx};
 
-/// Read a jitter name.
-pub(crate) fn jitter_of(field: &'static str, v: &Bound<'_, PyAny>, ctx: Ctx) -> PyResult<Jitter> {
-    let name = util::get_str(field, v)?;
-    Jitter::from_name(&name).ok_or_else(|| {
-        util::bad_value(
-            v.py(),
-            ctx,
-            field,
-            ConfigErrorKind::OutOfRange,
-            "one of \"none\", \"full\", \"equal\", \"decorrelated\"",
-        )
-    })
+/// What a retry policy's `backoff=` adds to its settings: a `Backoff` (its config), or a
+/// mapping with the keys `base`, `cap`, `multiplier`, `jitter`, whose values become the
+/// policy's `backoff.base`, ... settings (and errors name them so).
+pub(crate) enum BackoffArg<'py> {
+    Ready(BackoffConfig),
+    Settings(Vec<(String, Bound<'py, PyAny>)>),
 }
 
-/// Fill a `BackoffConfig` from keyword values; `prefix` names the fields in errors
-/// (`"backoff."` when embedded in a retry policy).
-pub(crate) struct BackoffArgs<'a, 'py> {
-    pub base: Option<&'a Bound<'py, PyAny>>,
-    pub cap: Option<&'a Bound<'py, PyAny>>,
-    pub multiplier: Option<&'a Bound<'py, PyAny>>,
-    pub jitter: Option<&'a Bound<'py, PyAny>>,
-}
-
-impl BackoffArgs<'_, '_> {
-    pub(crate) fn config(&self, embedded: bool) -> PyResult<BackoffConfig> {
-        let name =
-            |plain: &'static str, nested: &'static str| if embedded { nested } else { plain };
-        let mut c = BackoffConfig::default();
-        if let Some(v) = given(self.base) {
-            c.base = util::get_duration(name("base", "backoff.base"), v, Ctx::Config)?;
-        }
-        if let Some(v) = given(self.cap) {
-            c.cap = util::get_duration(name("cap", "backoff.cap"), v, Ctx::Config)?;
-        }
-        if let Some(v) = given(self.multiplier) {
-            c.multiplier = util::get_f64(name("multiplier", "backoff.multiplier"), v, Ctx::Config)?;
-        }
-        if let Some(v) = given(self.jitter) {
-            c.jitter = jitter_of(name("jitter", "backoff.jitter"), v, Ctx::Config)?;
-        }
-        Ok(c)
-    }
-}
-
-/// A backoff config from what a retry policy's `backoff=` was given: a `Backoff`, or a
-/// mapping with the keys `base`, `cap`, `multiplier`, `jitter`.
-pub(crate) fn backoff_config_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<BackoffConfig> {
-    let Some(v) = given(v) else {
-        return Ok(BackoffConfig::default());
-    };
+pub(crate) fn backoff_arg<'py>(v: &Bound<'py, PyAny>) -> PyResult<BackoffArg<'py>> {
     if let Ok(b) = v.cast::<PyBackoff>() {
-        return Ok(b.get().b.config());
+        return Ok(BackoffArg::Ready(b.get().b.config()));
     }
     let Ok(m) = v.cast::<PyMapping>() else {
-        return Err(util::type_error(
+        return Err(config::wrong_type(
             "backoff",
             "a guards.Backoff or a mapping of its settings",
             v,
         ));
     };
     util::check_mapping_keys("backoff", m, &["base", "cap", "multiplier", "jitter"])?;
-    let base = util::mapping_get(m, "base")?;
-    let cap = util::mapping_get(m, "cap")?;
-    let multiplier = util::mapping_get(m, "multiplier")?;
-    let jitter = util::mapping_get(m, "jitter")?;
-    BackoffArgs {
-        base: base.as_ref(),
-        cap: cap.as_ref(),
-        multiplier: multiplier.as_ref(),
-        jitter: jitter.as_ref(),
+    let mut out = Vec::new();
+    for item in m.items()?.iter() {
+        let (k, val): (String, Bound<'py, PyAny>) = item.extract()?;
+        out.push((format!("backoff.{k}"), val));
     }
-    .config(true)
-}
-
-/// A settings dict of a backoff config (durations in seconds).
-pub(crate) fn config_dict<'py>(py: Python<'py>, c: &BackoffConfig) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("base", util::secs(c.base))?;
-    d.set_item("cap", util::secs(c.cap))?;
-    d.set_item("multiplier", c.multiplier)?;
-    d.set_item("jitter", c.jitter.name())?;
-    Ok(d)
+    Ok(BackoffArg::Settings(out))
 }
 
 /// The generator passed as `rng=`, if any.
@@ -171,37 +117,27 @@ impl PyBackoff {
 impl PyBackoff {
     /// `Backoff(base=0.025, cap=20.0, multiplier=2.0, jitter="full", seed=None)`:
     /// durations in seconds; `jitter` is `"none"`, `"full"`, `"equal"` or
-    /// `"decorrelated"`; `seed` seeds the backoff's own generator (random when `None`).
+    /// `"decorrelated"`; `seed` seeds the backoff's own generator (`None`: a random seed).
     #[new]
     #[pyo3(
-        signature = (*, base = None, cap = None, multiplier = None, jitter = None, seed = None),
-        text_signature = "(*, base=0.025, cap=20.0, multiplier=2.0, jitter='full', seed=None)"
+        signature = (*args, **kwargs),
+        text_signature = "(base=0.025, *, cap=20.0, multiplier=2.0, jitter='full', seed=None)"
     )]
-    fn new(
-        py: Python<'_>,
-        base: Option<&Bound<'_, PyAny>>,
-        cap: Option<&Bound<'_, PyAny>>,
-        multiplier: Option<&Bound<'_, PyAny>>,
-        jitter: Option<&Bound<'_, PyAny>>,
-        seed: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let c = BackoffArgs {
-            base,
-            cap,
-            multiplier,
-            jitter,
-        }
-        .config(false)?;
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let py = args.py();
+        let mut a = Args::collect("Backoff", &["base"], args, kwargs)?;
+        let seed = a.take("seed");
+        let c = a.build(&BACKOFF)?;
         let b = Backoff::new(c).map_err(|e| errors::config_error(py, e))?;
         Ok(PyBackoff {
             b,
-            rng: PyRng::from_seed_arg(seed)?,
+            rng: Rng::new(crate::rng::seed_arg(seed.as_ref())?),
         })
     }
 
-    /// The configuration (durations in seconds).
+    /// The settings (durations in seconds).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        config_dict(py, &self.b.config())
+        config::to_dict(py, &BACKOFF, &self.b.config())
     }
 
     /// The jitter-free delay before retry `retry` (0 = the first retry), in seconds:
@@ -306,14 +242,13 @@ pub(crate) fn stable_offset_ns(id: &Bound<'_, PyAny>, period: &Bound<'_, PyAny>)
 #[pyfunction]
 #[pyo3(signature = (id, period, now = None))]
 pub(crate) fn next_stable_run(
-    py: Python<'_>,
     id: &Bound<'_, PyAny>,
     period: &Bound<'_, PyAny>,
     now: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<u64> {
     let p = util::get_duration("period", period, Ctx::Arg)?;
     let bytes = id_bytes(id)?;
-    let now = util::get_now(py, now)?;
+    let now = util::get_now(now)?;
     Ok(core_next_stable_run(&bytes, p, now).as_u64())
 }
 

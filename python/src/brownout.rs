@@ -8,15 +8,18 @@
 
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use guards::handle::{AnyBrownoutTable, InPlace};
+use guards::schema::BROWNOUT;
 use guards_core::brownout::{
-    operation_key as core_operation_key, Brownout, BrownoutConfig, BrownoutStats, BrownoutTable,
-    RefusalKind, RefusalKinds, RegisterError,
+    operation_key as core_operation_key, Brownout, BrownoutConfig, BrownoutStats, RefusalKind,
+    RefusalKinds, RegisterError,
 };
 use guards_core::ConfigErrorKind;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PyList, PyString};
+use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple};
 
+use crate::config::{self, Args};
 use crate::errors;
 use crate::util::{self, given, Ctx};
 
@@ -85,28 +88,27 @@ fn kinds_list<'py>(py: Python<'py>, k: RefusalKinds) -> PyResult<Bound<'py, PyLi
     PyList::new(py, names)
 }
 
-fn config_of(
-    optional: Option<&Bound<'_, PyAny>>,
-    exempt: Option<&Bound<'_, PyAny>>,
-    fallback_on: Option<&Bound<'_, PyAny>>,
-) -> PyResult<BrownoutConfig> {
-    let mut c = BrownoutConfig::default();
-    if let Some(v) = given(optional) {
-        c.optional = util::get_bool("optional", v)?;
-    }
-    if let Some(v) = given(exempt) {
-        c.exempt = util::get_bool("exempt", v)?;
-    }
-    if let Some(v) = given(fallback_on) {
-        c.fallback_on = kinds_of(v)?;
+/// A brownout config from its settings: `optional`, `exempt` (bools) and `fallback_on`
+/// (an iterable of kind names, or an int bit mask), checked by ffi's schema.
+fn config_of(mut a: Args<'_>) -> PyResult<BrownoutConfig> {
+    let py_kinds = a.take("fallback_on");
+    let mut c = BROWNOUT.defaults();
+    a.apply(&BROWNOUT, &mut c)?;
+    if let Some(v) = py_kinds {
+        if v.is_none() {
+            return Err(config::wrong_type(
+                "fallback_on",
+                "an iterable of refusal kind names or an int bit mask",
+                &v,
+            ));
+        }
+        c.fallback_on = kinds_of(&v)?;
     }
     Ok(c)
 }
 
 fn config_dict<'py>(py: Python<'py>, c: &BrownoutConfig) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("optional", c.optional)?;
-    d.set_item("exempt", c.exempt)?;
+    let d = config::to_dict(py, &BROWNOUT, c)?;
     d.set_item("fallback_on", kinds_list(py, c.fallback_on)?)?;
     Ok(d)
 }
@@ -127,30 +129,26 @@ fn stats_of<'py>(py: Python<'py>, s: BrownoutStats) -> PyResult<Bound<'py, PyDic
 #[pyclass(module = "guards", name = "Brownout", frozen)]
 #[derive(Debug)]
 pub struct PyBrownout {
-    /// Boxed: core's state may be cache-line aligned (see `check_pyclass_alignment`).
-    b: Box<Brownout>,
+    /// Built in place by ffi: core's state may be cache-line aligned.
+    b: InPlace<Brownout>,
 }
 
 #[pymethods]
 impl PyBrownout {
-    /// `Brownout(optional=False, exempt=False, fallback_on=None)`: an `optional`
-    /// operation serves its fallback when refused for a kind in `fallback_on` (all kinds
-    /// when `None`; a list of names or a bit mask); an `exempt` one proceeds past local
-    /// refusals.
+    /// `Brownout(optional=False, exempt=False, fallback_on=[every kind])`: an `optional`
+    /// operation serves its fallback when refused for a kind in `fallback_on` (a list of
+    /// names or a bit mask); an `exempt` one proceeds past local refusals.
     #[new]
     #[pyo3(
-        signature = (*, optional = None, exempt = None, fallback_on = None),
+        signature = (*args, **kwargs),
         text_signature = "(*, optional=False, exempt=False, fallback_on=None)"
     )]
-    fn new(
-        py: Python<'_>,
-        optional: Option<&Bound<'_, PyAny>>,
-        exempt: Option<&Bound<'_, PyAny>>,
-        fallback_on: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let c = config_of(optional, exempt, fallback_on)?;
-        let b = Brownout::new(c).map_err(|e| errors::config_error(py, e))?;
-        Ok(PyBrownout { b: Box::new(b) })
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let py = args.py();
+        let c = config_of(Args::collect("Brownout", &[], args, kwargs)?)?;
+        BROWNOUT.validate(&c).map_err(|f| errors::failure(py, f))?;
+        let b = InPlace::<Brownout>::new(c).map_err(|f| errors::failure(py, f))?;
+        Ok(PyBrownout { b })
     }
 
     /// The configuration (`fallback_on` as a list of kind names).
@@ -195,30 +193,12 @@ pub(crate) fn operation_key(name: &Bound<'_, PyAny>) -> PyResult<u64> {
     Ok(core_operation_key(&s))
 }
 
-enum Table {
-    T16(Box<BrownoutTable<16>>),
-    T64(Box<BrownoutTable<64>>),
-    T256(Box<BrownoutTable<256>>),
-    T1024(Box<BrownoutTable<1024>>),
-}
-
-macro_rules! with_t {
-    ($t:expr, $x:ident => $body:expr) => {
-        match $t {
-            Table::T16($x) => $body,
-            Table::T64($x) => $body,
-            Table::T256($x) => $body,
-            Table::T1024($x) => $body,
-        }
-    };
-}
-
 /// Brownout policies for up to `capacity` operations, found by key (an int, or a name
 /// hashed with `operation_key`). Registering takes a write lock; everything else a read
 /// lock, so decisions on different operations do not wait for each other.
 #[pyclass(module = "guards", name = "BrownoutTable", frozen)]
 pub struct PyBrownoutTable {
-    t: RwLock<Table>,
+    t: RwLock<AnyBrownoutTable>,
     capacity: usize,
 }
 
@@ -245,11 +225,11 @@ fn key_of(v: &Bound<'_, PyAny>) -> PyResult<u64> {
 }
 
 impl PyBrownoutTable {
-    fn read(&self) -> RwLockReadGuard<'_, Table> {
+    fn read(&self) -> RwLockReadGuard<'_, AnyBrownoutTable> {
         self.t.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, Table> {
+    fn write(&self) -> RwLockWriteGuard<'_, AnyBrownoutTable> {
         self.t.write().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -259,27 +239,21 @@ impl PyBrownoutTable {
     /// `BrownoutTable(capacity=16)`: room for `capacity` operations (16, 64, 256 or 1024
     /// slots are allocated; any capacity in 1..=1024 is accepted).
     #[new]
-    #[pyo3(signature = (*, capacity = None), text_signature = "(*, capacity=16)")]
-    fn new(py: Python<'_>, capacity: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let cap = match given(capacity) {
-            Some(v) => util::get_uint("capacity", v, Ctx::Config, 1024, "1..=1024")?,
+    #[pyo3(signature = (*args, **kwargs), text_signature = "(capacity=16)")]
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let py = args.py();
+        let mut a = Args::collect("BrownoutTable", &["capacity"], args, kwargs)?;
+        let cap = match a.take("capacity") {
+            Some(v) => util::get_uint("capacity", &v, Ctx::Config, 1024, "1 to 1024")?,
             None => 16,
         };
-        let t = match cap {
-            0 => {
-                return Err(util::bad_value(
-                    py,
-                    Ctx::Config,
-                    "capacity",
-                    ConfigErrorKind::Zero,
-                    "1..=1024",
-                ))
-            }
-            1..=16 => Table::T16(Box::default()),
-            17..=64 => Table::T64(Box::default()),
-            65..=256 => Table::T256(Box::default()),
-            _ => Table::T1024(Box::default()),
-        };
+        if !a.is_empty() {
+            return Err(PyTypeError::new_err(format!(
+                "BrownoutTable() got an unexpected keyword argument '{}'",
+                a.names().join("', '")
+            )));
+        }
+        let t = AnyBrownoutTable::new(cap).map_err(|f| errors::failure(py, f))?;
         Ok(PyBrownoutTable {
             t: RwLock::new(t),
             capacity: usize::try_from(cap).unwrap_or(1024),
@@ -295,20 +269,25 @@ impl PyBrownoutTable {
     /// Register the operation `key` (int or name) with a brownout policy; returns its
     /// index. Raises `ConfigError` for a bad policy, `ValueError` for a key already
     /// registered, `RuntimeError` when the table is full.
-    #[pyo3(signature = (key, *, optional = None, exempt = None, fallback_on = None))]
+    #[pyo3(signature = (key, **settings), text_signature = "($self, key, *, optional=False, exempt=False, fallback_on=None)")]
     fn register(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
-        optional: Option<&Bound<'_, PyAny>>,
-        exempt: Option<&Bound<'_, PyAny>>,
-        fallback_on: Option<&Bound<'_, PyAny>>,
+        settings: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<usize> {
         let k = key_of(key)?;
-        let c = config_of(optional, exempt, fallback_on)?;
+        let c = config_of(Args::collect(
+            "BrownoutTable.register",
+            &[],
+            &PyTuple::empty(py),
+            settings,
+        )?)?;
         let mut guard = self.write();
-        if with_t!(&*guard, t => t.len()) >= self.capacity && c.validate().is_ok() {
-            let dup = with_t!(&*guard, t => t.get(k).is_some());
+        if guards::with_brownout_table!(&*guard, t => t.len()) >= self.capacity
+            && c.validate().is_ok()
+        {
+            let dup = guards::with_brownout_table!(&*guard, t => t.get(k).is_some());
             if !dup {
                 return Err(PyRuntimeError::new_err(format!(
                     "brownout table is full ({} operations)",
@@ -316,7 +295,7 @@ impl PyBrownoutTable {
                 )));
             }
         }
-        let r = with_t!(&mut *guard, t => t.register(k, c));
+        let r = guards::with_brownout_table!(&mut *guard, t => t.register(k, c));
         r.map_err(|e| match e {
             RegisterError::Config(ce) => errors::config_error(py, ce),
             RegisterError::Duplicate => {
@@ -339,13 +318,13 @@ impl PyBrownoutTable {
     ) -> PyResult<&'static str> {
         let k = key_of(key)?;
         let kind = kind_of(kind)?;
-        Ok(with_t!(&*self.read(), t => t.on_refusal(k, kind)).name())
+        Ok(guards::with_brownout_table!(&*self.read(), t => t.on_refusal(k, kind)).name())
     }
 
     /// Count a call served in full on operation `key`; `False` for an unknown key.
     fn on_full(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let k = key_of(key)?;
-        Ok(with_t!(&*self.read(), t => t.on_full(k)))
+        Ok(guards::with_brownout_table!(&*self.read(), t => t.on_full(k)))
     }
 
     /// Without `key`: the totals over every operation plus `unknown`. With `key`: that
@@ -358,14 +337,16 @@ impl PyBrownoutTable {
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         match given(key) {
             None => {
-                let (totals, unknown) = with_t!(&*self.read(), t => (t.totals(), t.unknown()));
+                let (totals, unknown) =
+                    guards::with_brownout_table!(&*self.read(), t => (t.totals(), t.unknown()));
                 let d = stats_of(py, totals)?;
                 d.set_item("unknown", unknown)?;
                 Ok(Some(d))
             }
             Some(key) => {
                 let k = key_of(key)?;
-                let s = with_t!(&*self.read(), t => t.get(k).map(Brownout::stats));
+                let s =
+                    guards::with_brownout_table!(&*self.read(), t => t.get(k).map(Brownout::stats));
                 s.map(|s| stats_of(py, s)).transpose()
             }
         }
@@ -373,12 +354,15 @@ impl PyBrownoutTable {
 
     /// The counters summed over every registered operation.
     fn totals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        stats_of(py, with_t!(&*self.read(), t => t.totals()))
+        stats_of(
+            py,
+            guards::with_brownout_table!(&*self.read(), t => t.totals()),
+        )
     }
 
     /// Refusals and full calls reported for keys that are not registered.
     fn unknown(&self) -> u64 {
-        with_t!(&*self.read(), t => t.unknown())
+        guards::with_brownout_table!(&*self.read(), t => t.unknown())
     }
 
     /// The configuration of operation `key`, or `None` if it is not registered.
@@ -388,17 +372,17 @@ impl PyBrownoutTable {
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let k = key_of(key)?;
-        let c = with_t!(&*self.read(), t => t.get(k).map(|b| *b.config()));
+        let c = guards::with_brownout_table!(&*self.read(), t => t.get(k).map(|b| *b.config()));
         c.map(|c| config_dict(py, &c)).transpose()
     }
 
     fn __len__(&self) -> usize {
-        with_t!(&*self.read(), t => t.len())
+        guards::with_brownout_table!(&*self.read(), t => t.len())
     }
 
     fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let k = key_of(key)?;
-        Ok(with_t!(&*self.read(), t => t.get(k).is_some()))
+        Ok(guards::with_brownout_table!(&*self.read(), t => t.get(k).is_some()))
     }
 
     fn __repr__(&self) -> String {

@@ -1,31 +1,37 @@
-//! `Bulkhead`: at most `max_concurrent` calls in flight at once (a lock-free counter).
+//! `Bulkhead`: at most `max_concurrent` calls in flight at once (a lock-free counter, built
+//! in place by ffi).
 //!
 //! `acquire()` returns a `BulkheadPermit` or raises `BulkheadFull`; `try_acquire()` returns
-//! a permit or `None`. A permit releases its slot exactly once: by `release()`, at the end
-//! of a `with permit:` block, or, if neither happened, when the permit is garbage
-//! collected. Releasing again is a no-op that returns `False`.
+//! a permit or `None`. A permit gives its slot back exactly once: `release()` (or
+//! `report(outcome)`: a bulkhead releases whatever the outcome), the end of a `with
+//! permit:` block, or, if neither happened, when the permit is garbage collected.
 
-use guards_core::bulkhead::{
-    Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadRejected as CoreFull,
-};
+use guards::handle::InPlace;
+use guards::names::{Bulkhead, BulkheadPermit, BulkheadRejected};
+use guards::schema::BULKHEAD;
+use guards_core::bulkhead::BulkheadConfig;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
+use crate::config::{self, Args};
 use crate::errors::{self, BulkheadFull};
-use crate::guarded::{self, Guard, GuardRef};
+use crate::events::{self, Op};
+use crate::guarded::{self, Guard};
 use crate::guarded_coro::PyGuardedCoroutine;
-use crate::permit::{Granted, Owner};
-use crate::util::{self, given, Ctx};
+use crate::outcome;
+use crate::permit::{Granted, Issuer};
+use crate::util::{self, Ctx};
 
 /// A cap on concurrent calls.
 #[pyclass(module = "guards", name = "Bulkhead", frozen)]
 #[derive(Debug)]
 pub struct PyBulkhead {
-    /// Boxed: core's state may be cache-line aligned (see `check_pyclass_alignment`).
-    b: Box<Bulkhead>,
+    pub(crate) b: InPlace<Bulkhead>,
 }
 
-pub(crate) fn full_error(py: Python<'_>, full: CoreFull) -> PyErr {
+/// `BulkheadFull` for a refusal.
+pub(crate) fn full_error(py: Python<'_>, full: BulkheadRejected) -> PyErr {
     let err = errors::refusal(
         &py.get_type::<BulkheadFull>(),
         full.to_string(),
@@ -34,8 +40,8 @@ pub(crate) fn full_error(py: Python<'_>, full: CoreFull) -> PyErr {
     );
     let v = err.value(py);
     let set = || -> PyResult<()> {
-        v.setattr("in_flight", full.in_flight)?;
-        v.setattr("max_concurrent", full.max_concurrent)?;
+        v.setattr(intern!(py, "in_flight"), full.in_flight)?;
+        v.setattr(intern!(py, "max_concurrent"), full.max_concurrent)?;
         Ok(())
     };
     match set() {
@@ -45,30 +51,37 @@ pub(crate) fn full_error(py: Python<'_>, full: CoreFull) -> PyErr {
 }
 
 impl PyBulkhead {
-    /// Core's bulkhead.
-    pub(crate) fn core(&self) -> &Bulkhead {
-        &self.b
+    fn build(py: Python<'_>, c: BulkheadConfig) -> PyResult<Self> {
+        let b = InPlace::<Bulkhead>::new(c).map_err(|f| errors::failure(py, f))?;
+        Ok(PyBulkhead { b })
+    }
+
+    /// Take a slot (a refusal raises `BulkheadFull`, emitted as a `refusal`).
+    pub(crate) fn take<'py>(slf: &Bound<'py, Self>, op: Op<'_, 'py>) -> PyResult<BulkheadPermit> {
+        slf.get().b.try_acquire().map_err(|full| {
+            let py = slf.py();
+            let err = full_error(py, full);
+            events::refusal(py, slf.as_any(), op, &err);
+            err
+        })
     }
 
     fn permit(slf: &Bound<'_, Self>, p: BulkheadPermit) -> PyPermit {
         PyPermit {
-            permit: Granted::new(slf.clone().unbind(), p),
+            permit: Granted::new(Issuer(slf.clone().unbind()), p),
         }
     }
 }
 
 #[pymethods]
 impl PyBulkhead {
-    /// `Bulkhead(max_concurrent=12)`.
+    /// `Bulkhead(max_concurrent=12)`: like `asyncio.Semaphore(12)`, the cap comes first.
     #[new]
-    #[pyo3(signature = (*, max_concurrent = None), text_signature = "(*, max_concurrent=12)")]
-    fn new(py: Python<'_>, max_concurrent: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let mut c = BulkheadConfig::default();
-        if let Some(v) = given(max_concurrent) {
-            c.max_concurrent = util::get_u64("max_concurrent", v, Ctx::Config)?;
-        }
-        let b = Bulkhead::new(c).map_err(|e| errors::config_error(py, e))?;
-        Ok(PyBulkhead { b: Box::new(b) })
+    #[pyo3(signature = (*args, **kwargs), text_signature = "(max_concurrent=12)")]
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let a = Args::collect("Bulkhead", &["max_concurrent"], args, kwargs)?;
+        let c = a.build(&BULKHEAD)?;
+        Self::build(args.py(), c)
     }
 
     /// A bulkhead sized by Little's law: `ceil(rate_per_sec * p99 * headroom)` slots
@@ -85,15 +98,12 @@ impl PyBulkhead {
         let headroom = util::get_f64("headroom", headroom, Ctx::Config)?;
         let c = BulkheadConfig::from_littles_law(rate, p99, headroom)
             .map_err(|e| errors::config_error(py, e))?;
-        let b = Bulkhead::new(c).map_err(|e| errors::config_error(py, e))?;
-        Ok(PyBulkhead { b: Box::new(b) })
+        Self::build(py, c)
     }
 
-    /// The configuration.
+    /// The settings.
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item("max_concurrent", self.b.config().max_concurrent)?;
-        Ok(d)
+        config::to_dict(py, &BULKHEAD, self.b.config())
     }
 
     /// Most calls in flight at once.
@@ -103,16 +113,15 @@ impl PyBulkhead {
     }
 
     /// Take a slot: a permit, or `BulkheadFull` (with `in_flight` and `max_concurrent`).
-    fn acquire(slf: &Bound<'_, Self>) -> PyResult<PyPermit> {
-        match slf.get().b.try_acquire() {
-            Ok(p) => Ok(Self::permit(slf, p)),
-            Err(full) => Err(full_error(slf.py(), full)),
-        }
+    /// `operation` names the call in the `refusal` event.
+    #[pyo3(signature = (*, operation = None))]
+    fn acquire(slf: &Bound<'_, Self>, operation: Option<&Bound<'_, PyAny>>) -> PyResult<PyPermit> {
+        let p = Self::take(slf, Op::given(util::given(operation)))?;
+        Ok(Self::permit(slf, p))
     }
 
     /// `fn(*args, **kwargs)` in a slot: take one (or raise `BulkheadFull`), call, give it
     /// back however the call ends. Returns what `fn` returned, or raises what it raised.
-    /// No permit object.
     #[pyo3(signature = (r#fn, /, *args, **kwargs))]
     fn call<'py>(
         slf: &Bound<'py, Self>,
@@ -120,15 +129,7 @@ impl PyBulkhead {
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        guarded::run(
-            slf.py(),
-            GuardRef::Bulkhead(slf.get()),
-            r#fn,
-            args,
-            kwargs,
-            None,
-            None,
-        )
+        guarded::run(&Guard::Bulkhead(slf.clone().unbind()), r#fn, args, kwargs)
     }
 
     /// `await bulkhead.acall(fn, *args, **kwargs)`: `fn(*args, **kwargs)` awaited in a
@@ -155,11 +156,13 @@ impl PyBulkhead {
     }
 
     /// Calls in flight now.
+    #[getter]
     fn in_flight(&self) -> u64 {
         self.b.in_flight()
     }
 
     /// Free slots now.
+    #[getter]
     fn available(&self) -> u64 {
         self.b.available()
     }
@@ -187,18 +190,19 @@ impl PyBulkhead {
     }
 }
 
-/// A bulkhead slot. Release it once: `release()`, `with permit:`, or garbage collection.
+/// A bulkhead slot. Give it back once: `release()`, `report(outcome)`, `with permit:`, or
+/// garbage collection.
 #[pyclass(module = "guards", name = "BulkheadPermit", frozen)]
 #[derive(Debug)]
 pub struct PyPermit {
-    permit: Granted<Py<PyBulkhead>>,
+    permit: Granted<Issuer<PyBulkhead>>,
 }
 
-impl Owner for Py<PyBulkhead> {
+impl guards::permit::Owner for Issuer<PyBulkhead> {
     type Permit = BulkheadPermit;
 
     fn give_back(&self, p: BulkheadPermit) {
-        self.get().b.release(p);
+        self.0.get().b.release(p);
     }
 }
 
@@ -207,6 +211,19 @@ impl PyPermit {
     /// Give the slot back. `True` the first time, `False` (and nothing happens) after.
     fn release(&self) -> bool {
         self.permit.give_back()
+    }
+
+    /// Hand the slot back with how the call ended (the call contract's outcome; a bulkhead
+    /// releases it whatever the outcome). `True` the first time, `False` after.
+    fn report(&self, outcome: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let o = outcome::outcome_arg(outcome)?;
+        Ok(match self.permit.take() {
+            Some(p) => {
+                self.permit.owner().0.get().b.report(p, o);
+                true
+            }
+            None => false,
+        })
     }
 
     /// Whether the slot has been given back.

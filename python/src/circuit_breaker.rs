@@ -1,212 +1,77 @@
 //! `CircuitBreaker` (count or time window, failure and slow-call rates, half-open probes,
-//! growing open durations) and `KeyedBreakers` (one breaker per key, fixed slots).
+//! growing open durations), `KeyedBreakers` (one breaker per key) and `BreakerPermit`.
+//!
+//! The breakers are ffi's handles (`AnyBreaker`, `AnyKeyedBreakers`: core's breaker built in
+//! place behind a runtime capacity), configured through ffi's schema; outcomes go to core's
+//! `report` with an `Outcome` (the call contract decides what each means to the breaker).
 //!
 //! `acquire()` returns a `BreakerPermit` (a call, or a probe while half-open) or raises
-//! `BreakerOpen` with `reason` (`"open"` or `"half_open_full"`), `retry_after` (seconds
-//! from `now`), `retry_after_ns` and `retry_at` (the instant, integer nanoseconds). The
-//! permit reports one outcome: `on_success(now)` / `on_failure(now)` return the effect
-//! (`"counted"`, `"opened"`, `"probe_passed"`, `"closed"`, `"reopened"`, `"discarded"`),
-//! `on_ignore()` records nothing. A second outcome is a no-op returning `None` (`False`
-//! for `on_ignore`). `with permit:` reports success, failure for an `Exception` (a
-//! `GuardError` from an inner guard is ignored instead: it is not the callee failing) and
-//! ignore for other `BaseException`s (cancellation, interrupts). A permit collected without
-//! an outcome is ignored.
+//! `BreakerOpen` with `reason` (`"open"` or `"half_open_full"`), `retry_after` (seconds from
+//! `now`), `retry_after_ns` and `retry_at` (the instant). A permit reports one outcome:
+//! `report(outcome)` (or the primitives `on_success`, `on_failure`, `on_ignore`); a second
+//! is a no-op returning `None`. `with permit:` classifies the exception leaving the block
+//! (`guards.classify_exception`) and reports it. A permit collected without an outcome is
+//! handed back unjudged (a probe gives its slot back).
 //!
-//! Core's breaker has a fixed number of cells (`capacity`, 128 by default): a count window
-//! holds at most `capacity` outcomes, a time window at most `capacity / 3` buckets. The
-//! class accepts `capacity` of 128, 1024, 8192 or 65536.
+//! State changes seen by these methods (a probe, a refusal, an outcome that moved the
+//! breaker) are emitted as `state_change` events; refusals by `acquire` as `refusal`.
 
-use guards_core::circuit_breaker::{
-    key_of as core_key_of, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerPermit,
-    CircuitBreakerRejected, KeyedBreakers, OutcomeEffect, PermitKind, WindowKind,
+use guards::handle::{AnyBreaker, AnyKeyedBreakers};
+use guards::names::{
+    BreakerStatus, CircuitBreakerPermit as BreakerPermit,
+    CircuitBreakerRejected as BreakerRejected, OutcomeEffect,
 };
-use guards_core::{ConfigErrorKind, Nanos};
-use pyo3::exceptions::{PyException, PyRuntimeError};
+use guards::schema::CIRCUIT_BREAKER;
+use guards_core::circuit_breaker::{
+    key_of as core_key_of, CircuitBreaker, CircuitBreakerRejectReason, PermitKind,
+};
+use guards_core::{Nanos, Outcome};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PyString, PyTuple, PyType};
+use pyo3::types::{PyBytes, PyDict, PyInt, PyString, PyTuple};
 
-use crate::errors::{self, BreakerOpen, GuardError};
-use crate::guarded::{self, Guard, GuardRef};
+use crate::clock;
+use crate::config::{self, Args};
+use crate::errors::{self, BreakerOpen};
+use crate::events::{self, Announced, AnnouncedByKey, Op};
+use crate::guarded::{self, Guard};
 use crate::guarded_coro::PyGuardedCoroutine;
+use crate::outcome;
 use crate::permit::{self, Granted};
 use crate::util::{self, given, Ctx};
 
-/// Keyword settings of a breaker (shared by `CircuitBreaker` and `KeyedBreakers`).
-pub(crate) struct BreakerArgs<'a, 'py> {
-    pub window_kind: Option<&'a Bound<'py, PyAny>>,
-    pub window_size: Option<&'a Bound<'py, PyAny>>,
-    pub window_duration: Option<&'a Bound<'py, PyAny>>,
-    pub window_buckets: Option<&'a Bound<'py, PyAny>>,
-    pub failure_rate_threshold: Option<&'a Bound<'py, PyAny>>,
-    pub slow_call_duration: Option<&'a Bound<'py, PyAny>>,
-    pub slow_call_rate_threshold: Option<&'a Bound<'py, PyAny>>,
-    pub minimum_calls: Option<&'a Bound<'py, PyAny>>,
-    pub open_duration: Option<&'a Bound<'py, PyAny>>,
-    pub open_duration_multiplier: Option<&'a Bound<'py, PyAny>>,
-    pub max_open_duration: Option<&'a Bound<'py, PyAny>>,
-    pub half_open_probes: Option<&'a Bound<'py, PyAny>>,
-    pub probe_timeout: Option<&'a Bound<'py, PyAny>>,
-}
-
-impl BreakerArgs<'_, '_> {
-    fn config(&self, py: Python<'_>) -> PyResult<CircuitBreakerConfig> {
-        let mut c = CircuitBreakerConfig::default();
-        if let Some(v) = given(self.window_kind) {
-            c.window_kind = match util::get_str("window_kind", v)?.as_str() {
-                "count" => WindowKind::Count,
-                "time" => WindowKind::Time,
-                _ => {
-                    return Err(util::bad_value(
-                        py,
-                        Ctx::Config,
-                        "window_kind",
-                        ConfigErrorKind::OutOfRange,
-                        "\"count\" or \"time\"",
-                    ))
-                }
-            };
+/// `BreakerOpen` for a refusal at `now`: the message says for how long, relative to now.
+pub(crate) fn rejected_error(py: Python<'_>, r: BreakerRejected, now: Nanos) -> PyErr {
+    let wait = r.retry_after(now);
+    let message = match r.reason {
+        CircuitBreakerRejectReason::Open => {
+            format!(
+                "circuit breaker open: calls are refused for another {}",
+                errors::human(wait)
+            )
         }
-        let u = |f: &'static str, v: Option<&Bound<'_, PyAny>>, d: u64| -> PyResult<u64> {
-            given(v).map_or(Ok(d), |v| util::get_u64(f, v, Ctx::Config))
-        };
-        let fl = |f: &'static str, v: Option<&Bound<'_, PyAny>>, d: f64| -> PyResult<f64> {
-            given(v).map_or(Ok(d), |v| util::get_f64(f, v, Ctx::Config))
-        };
-        let du = |f: &'static str, v: Option<&Bound<'_, PyAny>>, d: Nanos| -> PyResult<Nanos> {
-            given(v).map_or(Ok(d), |v| util::get_duration(f, v, Ctx::Config))
-        };
-        c.window_size = u("window_size", self.window_size, c.window_size)?;
-        c.window_duration = du("window_duration", self.window_duration, c.window_duration)?;
-        c.window_buckets = u("window_buckets", self.window_buckets, c.window_buckets)?;
-        c.failure_rate_threshold = fl(
-            "failure_rate_threshold",
-            self.failure_rate_threshold,
-            c.failure_rate_threshold,
-        )?;
-        c.slow_call_duration = du(
-            "slow_call_duration",
-            self.slow_call_duration,
-            c.slow_call_duration,
-        )?;
-        c.slow_call_rate_threshold = fl(
-            "slow_call_rate_threshold",
-            self.slow_call_rate_threshold,
-            c.slow_call_rate_threshold,
-        )?;
-        c.minimum_calls = u("minimum_calls", self.minimum_calls, c.minimum_calls)?;
-        c.open_duration = du("open_duration", self.open_duration, c.open_duration)?;
-        c.open_duration_multiplier = fl(
-            "open_duration_multiplier",
-            self.open_duration_multiplier,
-            c.open_duration_multiplier,
-        )?;
-        c.max_open_duration = du(
-            "max_open_duration",
-            self.max_open_duration,
-            c.max_open_duration,
-        )?;
-        c.half_open_probes = u(
-            "half_open_probes",
-            self.half_open_probes,
-            c.half_open_probes,
-        )?;
-        c.probe_timeout = du("probe_timeout", self.probe_timeout, c.probe_timeout)?;
-        Ok(c)
-    }
-}
-
-fn config_dict<'py>(py: Python<'py>, c: &CircuitBreakerConfig) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("window_kind", c.window_kind.name())?;
-    d.set_item("window_size", c.window_size)?;
-    d.set_item("window_duration", util::secs(c.window_duration))?;
-    d.set_item("window_buckets", c.window_buckets)?;
-    d.set_item("failure_rate_threshold", c.failure_rate_threshold)?;
-    d.set_item("slow_call_duration", util::secs(c.slow_call_duration))?;
-    d.set_item("slow_call_rate_threshold", c.slow_call_rate_threshold)?;
-    d.set_item("minimum_calls", c.minimum_calls)?;
-    d.set_item("open_duration", util::secs(c.open_duration))?;
-    d.set_item("open_duration_multiplier", c.open_duration_multiplier)?;
-    d.set_item("max_open_duration", util::secs(c.max_open_duration))?;
-    d.set_item("half_open_probes", c.half_open_probes)?;
-    d.set_item("probe_timeout", util::secs(c.probe_timeout))?;
-    Ok(d)
-}
-
-/// Build a boxed value on a helper thread with a large stack (core builds cell arrays by
-/// value); `too_big` if the thread could not run.
-fn build_on_big_stack<T: Send + 'static>(
-    bytes: usize,
-    f: impl FnOnce() -> Result<T, guards_core::ConfigError> + Send + 'static,
-) -> Result<T, guards_core::ConfigError> {
-    std::thread::Builder::new()
-        .name("guards-breaker-init".to_owned())
-        .stack_size(bytes.saturating_mul(4).saturating_add(4 << 20))
-        .spawn(f)
-        .ok()
-        .and_then(|h| h.join().ok())
-        .ok_or_else(too_big)?
-}
-
-enum Inner {
-    C128(Box<CircuitBreaker<128>>),
-    C1024(Box<CircuitBreaker<1024>>),
-    C8192(Box<CircuitBreaker<8192>>),
-    C65536(Box<CircuitBreaker<65536>>),
-}
-
-macro_rules! with_b {
-    ($inner:expr, $b:ident => $body:expr) => {
-        match $inner {
-            Inner::C128($b) => $body,
-            Inner::C1024($b) => $body,
-            Inner::C8192($b) => $body,
-            Inner::C65536($b) => $body,
-        }
+        CircuitBreakerRejectReason::HalfOpenFull => format!(
+            "circuit breaker half-open: every probe is out; try again in {}",
+            errors::human(wait)
+        ),
     };
-}
-
-fn too_big() -> guards_core::ConfigError {
-    guards_core::ConfigError::new(
-        "capacity",
-        ConfigErrorKind::OutOfRange,
-        "a capacity this process can allocate",
-    )
-}
-
-impl Inner {
-    fn new(c: CircuitBreakerConfig, capacity: u64) -> Result<Self, guards_core::ConfigError> {
-        Ok(match capacity {
-            128 => Inner::C128(Box::new(CircuitBreaker::new(c)?)),
-            1024 => Inner::C1024(Box::new(CircuitBreaker::new(c)?)),
-            8192 => Inner::C8192(build_on_big_stack(8192 * 8, move || {
-                CircuitBreaker::new(c).map(Box::new)
-            })?),
-            _ => Inner::C65536(build_on_big_stack(65536 * 8, move || {
-                CircuitBreaker::new(c).map(Box::new)
-            })?),
-        })
-    }
-}
-
-pub(crate) fn rejected_error(py: Python<'_>, r: CircuitBreakerRejected, now: Nanos) -> PyErr {
     let err = errors::refusal(
         &py.get_type::<BreakerOpen>(),
-        r.to_string(),
+        message,
         Some(r.reason.name()),
-        Some(r.retry_after(now)),
+        Some(wait),
     );
-    if let Err(e) = err.value(py).setattr("retry_at", r.retry_at.as_u64()) {
+    if let Err(e) = err
+        .value(py)
+        .setattr(intern!(py, "retry_at"), r.retry_at.as_u64())
+    {
         return e;
     }
     err
 }
 
-fn status_dict<'py>(
-    py: Python<'py>,
-    s: guards_core::circuit_breaker::BreakerStatus,
-) -> PyResult<Bound<'py, PyDict>> {
+fn status_dict(py: Python<'_>, s: BreakerStatus) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("state", s.state.name())?;
     d.set_item("generation", s.generation)?;
@@ -217,10 +82,10 @@ fn status_dict<'py>(
     Ok(d)
 }
 
-fn counts_dict<'py>(
-    py: Python<'py>,
+fn counts_dict(
+    py: Python<'_>,
     w: guards_core::circuit_breaker::WindowCounts,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Bound<'_, PyDict>> {
     util::stats_dict(
         py,
         &[
@@ -231,10 +96,10 @@ fn counts_dict<'py>(
     )
 }
 
-fn stats_of<'py>(
-    py: Python<'py>,
+fn stats_of(
+    py: Python<'_>,
     s: guards_core::circuit_breaker::CircuitBreakerStats,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Bound<'_, PyDict>> {
     util::stats_dict(
         py,
         &[
@@ -256,158 +121,179 @@ fn stats_of<'py>(
     )
 }
 
-/// A circuit breaker.
-#[pyclass(module = "guards", name = "CircuitBreaker", frozen)]
-pub struct PyCircuitBreaker {
-    b: Inner,
-    capacity: u64,
+/// Whether an outcome's effect may have moved the breaker (then its state is looked at for
+/// events).
+#[inline]
+fn moved(e: OutcomeEffect) -> bool {
+    matches!(
+        e,
+        OutcomeEffect::Opened | OutcomeEffect::Reopened | OutcomeEffect::Closed
+    )
 }
 
-impl std::fmt::Debug for PyCircuitBreaker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CircuitBreaker")
-            .field("capacity", &self.capacity)
-            .finish()
+/// The `operation=` argument of `acquire`: a str, or `None`.
+fn operation_arg<'py>(v: Option<&Bound<'py, PyAny>>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match given(v) {
+        None => Ok(None),
+        Some(v) if v.is_instance_of::<PyString>() => Ok(Some(v.clone())),
+        Some(v) => Err(util::type_error("operation", "a str or None", v)),
     }
+}
+
+/// A circuit breaker.
+#[pyclass(module = "guards", name = "CircuitBreaker", frozen)]
+#[derive(Debug)]
+pub struct PyCircuitBreaker {
+    pub(crate) b: AnyBreaker,
+    announced: Announced,
 }
 
 impl PyCircuitBreaker {
-    /// Core's `try_acquire` at `now`.
-    pub(crate) fn try_acquire_at(
-        &self,
+    /// Take a permit at `now` (a refusal raises `BreakerOpen`, emitted as a `refusal`;
+    /// a probe and a refusal look for a state change).
+    pub(crate) fn take<'py>(
+        slf: &Bound<'py, Self>,
         now: Nanos,
-    ) -> Result<CircuitBreakerPermit, CircuitBreakerRejected> {
-        with_b!(&self.b, b => b.try_acquire(now))
-    }
-
-    /// Report `outcome` for `p`. A failure (or any outcome while the window fills) scans
-    /// the whole count window: thousands of cells for the large capacities, worth
-    /// releasing the GIL for.
-    pub(crate) fn report(
-        &self,
-        py: Python<'_>,
-        p: CircuitBreakerPermit,
-        outcome: Outcome,
-    ) -> Option<OutcomeEffect> {
-        self.scanning(py, |inner| with_b!(inner, b => report_to(b, p, outcome)))
-    }
-
-    /// `f` on core's breaker, with the GIL released for the large capacities (8192 and
-    /// 65536), whose count window is thousands of cells to scan.
-    fn scanning<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&Inner) -> R + Send) -> R {
-        let inner = &self.b;
-        if self.capacity >= 8192 {
-            py.detach(|| f(inner))
-        } else {
-            f(inner)
+        op: Op<'_, 'py>,
+    ) -> PyResult<BreakerPermit> {
+        let me = slf.get();
+        match me.b.try_acquire(now) {
+            Ok(p) => {
+                if p.is_probe() {
+                    me.announce(slf, op);
+                }
+                Ok(p)
+            }
+            Err(r) => {
+                let py = slf.py();
+                me.announce(slf, op);
+                let err = rejected_error(py, r, now);
+                events::refusal(py, slf.as_any(), op, &err);
+                Err(err)
+            }
         }
+    }
+
+    /// Report `outcome` for `p` at `now`, emitting a state change it caused.
+    #[inline]
+    pub(crate) fn settle<'py>(
+        slf: &Bound<'py, Self>,
+        p: BreakerPermit,
+        outcome: Outcome,
+        now: Nanos,
+        op: Op<'_, 'py>,
+    ) -> OutcomeEffect {
+        let me = slf.get();
+        let effect = if me.b.capacity() >= 8192 {
+            // A large count window is thousands of cells to scan: without the GIL.
+            let b = &me.b;
+            slf.py().detach(|| b.report(p, outcome, now))
+        } else {
+            me.b.report(p, outcome, now)
+        };
+        if moved(effect) {
+            me.announce(slf, op);
+        }
+        effect
+    }
+
+    fn announce<'py>(&self, slf: &Bound<'py, Self>, op: Op<'_, 'py>) {
+        self.announced
+            .observe(slf.py(), self.b.status(), slf.as_any(), op);
+    }
+
+    fn permit(
+        slf: &Bound<'_, Self>,
+        p: BreakerPermit,
+        operation: Option<Bound<'_, PyAny>>,
+    ) -> PyBreakerPermit {
+        PyBreakerPermit::new(
+            BreakerOwner::One(slf.clone().unbind()),
+            p,
+            operation.map(Bound::unbind),
+        )
     }
 }
 
 #[pymethods]
 impl PyCircuitBreaker {
-    /// `CircuitBreaker(window_kind="count", window_size=100, window_duration=10.0,
-    /// window_buckets=10, failure_rate_threshold=0.5, slow_call_duration=60.0,
-    /// slow_call_rate_threshold=1.0, minimum_calls=0, open_duration=5.0,
-    /// open_duration_multiplier=1.0, max_open_duration=300.0, half_open_probes=3,
-    /// probe_timeout=1.0, capacity=128)`; durations in seconds; `minimum_calls=0` means the
-    /// window size (count) or 1 (time).
+    /// `CircuitBreaker(**settings)`: the settings of core's `CircuitBreakerConfig` (durations
+    /// in seconds, a `timedelta` or `guards.Nanos`), and `capacity`, the window cells (0:
+    /// the fewest that hold the window; up to 65536).
     #[new]
     #[pyo3(
-        signature = (
-            *,
-            window_kind = None,
-            window_size = None,
-            window_duration = None,
-            window_buckets = None,
-            failure_rate_threshold = None,
-            slow_call_duration = None,
-            slow_call_rate_threshold = None,
-            minimum_calls = None,
-            open_duration = None,
-            open_duration_multiplier = None,
-            max_open_duration = None,
-            half_open_probes = None,
-            probe_timeout = None,
-            capacity = None
-        ),
-        text_signature = "(*, window_kind='count', window_size=100, window_duration=10.0, window_buckets=10, failure_rate_threshold=0.5, slow_call_duration=60.0, slow_call_rate_threshold=1.0, minimum_calls=0, open_duration=5.0, open_duration_multiplier=1.0, max_open_duration=300.0, half_open_probes=3, probe_timeout=1.0, capacity=128)"
+        signature = (*args, **kwargs),
+        text_signature = "(*, window_kind='count', window_size=100, window_duration=10.0, window_buckets=10, failure_rate_threshold=0.5, slow_call_duration=60.0, slow_call_rate_threshold=1.0, minimum_calls=0, open_duration=5.0, open_duration_multiplier=1.0, max_open_duration=300.0, half_open_probes=3, probe_timeout=1.0, capacity=0)"
     )]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        window_kind: Option<&Bound<'_, PyAny>>,
-        window_size: Option<&Bound<'_, PyAny>>,
-        window_duration: Option<&Bound<'_, PyAny>>,
-        window_buckets: Option<&Bound<'_, PyAny>>,
-        failure_rate_threshold: Option<&Bound<'_, PyAny>>,
-        slow_call_duration: Option<&Bound<'_, PyAny>>,
-        slow_call_rate_threshold: Option<&Bound<'_, PyAny>>,
-        minimum_calls: Option<&Bound<'_, PyAny>>,
-        open_duration: Option<&Bound<'_, PyAny>>,
-        open_duration_multiplier: Option<&Bound<'_, PyAny>>,
-        max_open_duration: Option<&Bound<'_, PyAny>>,
-        half_open_probes: Option<&Bound<'_, PyAny>>,
-        probe_timeout: Option<&Bound<'_, PyAny>>,
-        capacity: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let c = BreakerArgs {
-            window_kind,
-            window_size,
-            window_duration,
-            window_buckets,
-            failure_rate_threshold,
-            slow_call_duration,
-            slow_call_rate_threshold,
-            minimum_calls,
-            open_duration,
-            open_duration_multiplier,
-            max_open_duration,
-            half_open_probes,
-            probe_timeout,
-        }
-        .config(py)?;
-        let cap = match given(capacity) {
-            Some(v) => util::get_u64("capacity", v, Ctx::Config)?,
-            None => 128,
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let py = args.py();
+        let mut a = Args::collect("CircuitBreaker", &[], args, kwargs)?;
+        let capacity = match a.take("capacity") {
+            None => 0,
+            Some(v) => util::get_u64("capacity", &v, Ctx::Config)?,
         };
-        if !matches!(cap, 128 | 1024 | 8192 | 65536) {
-            return Err(util::bad_value(
-                py,
-                Ctx::Config,
-                "capacity",
-                ConfigErrorKind::OutOfRange,
-                "one of 128, 1024, 8192, 65536",
-            ));
-        }
-        let b = Inner::new(c, cap).map_err(|e| errors::config_error(py, e))?;
-        Ok(PyCircuitBreaker { b, capacity: cap })
+        let c = a.build(&CIRCUIT_BREAKER)?;
+        let b = AnyBreaker::new(c, capacity).map_err(|f| errors::failure(py, f))?;
+        Ok(PyCircuitBreaker {
+            b,
+            announced: Announced::default(),
+        })
     }
 
-    /// The configuration (durations in seconds) and `capacity`.
+    /// The settings (durations in seconds; `None` for "never") and `capacity`.
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = config_dict(py, with_b!(&self.b, b => b.config()))?;
-        d.set_item("capacity", self.capacity)?;
+        let d = config::to_dict(py, &CIRCUIT_BREAKER, &self.b.config())?;
+        d.set_item("capacity", self.b.capacity())?;
         Ok(d)
     }
 
-    /// Ask to make a call at `now`: a permit, or `BreakerOpen`.
-    #[pyo3(signature = (now = None))]
-    fn acquire(slf: &Bound<'_, Self>, now: Option<&Bound<'_, PyAny>>) -> PyResult<PyBreakerPermit> {
-        let py = slf.py();
-        let now = util::get_now(py, now)?;
-        match slf.get().try_acquire_at(now) {
-            Ok(p) => Ok(PyBreakerPermit::new(Owner::One(slf.clone().unbind()), p)),
-            Err(r) => Err(rejected_error(py, r, now)),
+    /// The window cells the breaker was built with.
+    #[getter]
+    fn capacity(&self) -> usize {
+        self.b.capacity()
+    }
+
+    /// Ask to make a call at `now`: a permit, or `BreakerOpen`. `operation` names the call
+    /// in the events it causes.
+    #[pyo3(signature = (now = None, *, operation = None))]
+    fn acquire(
+        slf: &Bound<'_, Self>,
+        now: Option<&Bound<'_, PyAny>>,
+        operation: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyBreakerPermit> {
+        let now = util::get_now(now)?;
+        let op = operation_arg(operation)?;
+        let p = Self::take(slf, now, Op::given(op.as_ref()))?;
+        Ok(Self::permit(slf, p, op))
+    }
+
+    /// Like `acquire`, but `None` instead of raising.
+    #[pyo3(signature = (now = None, *, operation = None))]
+    fn try_acquire(
+        slf: &Bound<'_, Self>,
+        now: Option<&Bound<'_, PyAny>>,
+        operation: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<PyBreakerPermit>> {
+        let now = util::get_now(now)?;
+        let op = operation_arg(operation)?;
+        let me = slf.get();
+        match me.b.try_acquire(now) {
+            Ok(p) => {
+                if p.is_probe() {
+                    me.announce(slf, Op::given(op.as_ref()));
+                }
+                Ok(Some(Self::permit(slf, p, op)))
+            }
+            Err(_) => {
+                me.announce(slf, Op::given(op.as_ref()));
+                Ok(None)
+            }
         }
     }
 
     /// `fn(*args, **kwargs)` under the breaker: take a permit (or raise `BreakerOpen`),
-    /// call, and report how the call ended as `guards.guarded` does: returned -> success;
-    /// an `Exception` -> failure, except another guard's refusal (a `GuardError` other than
-    /// `DeadlineExceeded` and an inner retry's give-up after attempts), which is ignored; any other
-    /// `BaseException` (cancellation, interrupts) -> ignored, or a failure for a half-open
-    /// probe. Returns what `fn` returned, or raises what it raised. No permit object.
+    /// call, and report how the call ended (its exception classified by
+    /// `guards.classify_exception`). Returns what `fn` returned, or raises what it raised.
     #[pyo3(signature = (r#fn, /, *args, **kwargs))]
     fn call<'py>(
         slf: &Bound<'py, Self>,
@@ -415,21 +301,13 @@ impl PyCircuitBreaker {
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        guarded::run(
-            slf.py(),
-            GuardRef::Breaker(slf.get()),
-            r#fn,
-            args,
-            kwargs,
-            None,
-            None,
-        )
+        guarded::run(&Guard::Breaker(slf.clone().unbind()), r#fn, args, kwargs)
     }
 
     /// `await breaker.acall(fn, *args, **kwargs)`: `fn(*args, **kwargs)` awaited under the
     /// breaker, judged as `call` judges it; the permit is taken when the awaitable is first
-    /// awaited and reported when the call ends (a cancelled call: ignored, or a failure for
-    /// a half-open probe).
+    /// awaited and reported when the call ends (a cancelled call: `cancelled`, which a
+    /// half-open probe counts as a failure).
     #[pyo3(signature = (r#fn, /, *args, **kwargs))]
     fn acall<'py>(
         slf: &Bound<'py, Self>,
@@ -446,32 +324,22 @@ impl PyCircuitBreaker {
         )
     }
 
-    /// Like `acquire`, but `None` instead of raising.
-    #[pyo3(signature = (now = None))]
-    fn try_acquire(
-        slf: &Bound<'_, Self>,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<PyBreakerPermit>> {
-        let now = util::get_now(slf.py(), now)?;
-        Ok(slf
-            .get()
-            .try_acquire_at(now)
-            .ok()
-            .map(|p| PyBreakerPermit::new(Owner::One(slf.clone().unbind()), p)))
+    /// `"closed"`, `"open"` or `"half_open"` now (an open breaker whose open time has
+    /// passed is `"half_open"`: the next call will be a probe).
+    #[getter]
+    fn state(&self) -> &'static str {
+        self.b.state(clock::now()).name()
     }
 
-    /// `"closed"`, `"open"` or `"half_open"` at `now` (an open breaker whose open time
-    /// has passed is `"half_open"`).
-    #[pyo3(signature = (now = None))]
-    fn state(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<&'static str> {
-        let now = util::get_now(py, now)?;
-        Ok(with_b!(&self.b, b => b.state(now)).name())
+    /// The state at the instant `now` (integer nanoseconds).
+    fn state_at(&self, now: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+        Ok(self.b.state(util::get_instant("now", now)?).name())
     }
 
     /// `{"state", "generation", "probes_issued", "probes_passed", "consecutive_opens",
     /// "half_open_at"}` as stored (`half_open_at` is an instant, 0 unless open).
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        status_dict(py, with_b!(&self.b, b => b.status()))
+        status_dict(py, self.b.status())
     }
 
     /// `{"calls", "failures", "slow"}` in the window at `now` (all 0 unless closed).
@@ -481,40 +349,28 @@ impl PyCircuitBreaker {
         py: Python<'py>,
         now: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let now = util::get_now(py, now)?;
-        let counts = self.scanning(py, |inner| with_b!(inner, b => b.window_counts(now)));
+        let now = util::get_now(now)?;
+        let b = &self.b;
+        let counts = if b.capacity() >= 8192 {
+            py.detach(|| b.window_counts(now))
+        } else {
+            b.window_counts(now)
+        };
         counts_dict(py, counts)
     }
 
     /// Counters: outcomes, probes, refusals and transitions.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        stats_of(py, with_b!(&self.b, b => b.stats()))
+        stats_of(py, self.b.stats())
     }
 
     fn __repr__(&self) -> String {
         format!(
-            "CircuitBreaker(state='{}')",
-            with_b!(&self.b, b => b.status()).state.name()
+            "CircuitBreaker(state='{}', window_size={})",
+            self.b.state(clock::now()).name(),
+            self.b.config().window_size
         )
     }
-}
-
-enum Keyed {
-    K4(Box<KeyedBreakers<4, 128>>),
-    K16(Box<KeyedBreakers<16, 128>>),
-    K64(Box<KeyedBreakers<64, 128>>),
-    K256(Box<KeyedBreakers<256, 128>>),
-}
-
-macro_rules! with_k {
-    ($inner:expr, $k:ident => $body:expr) => {
-        match $inner {
-            Keyed::K4($k) => $body,
-            Keyed::K16($k) => $body,
-            Keyed::K64($k) => $body,
-            Keyed::K256($k) => $body,
-        }
-    };
 }
 
 /// A key argument: an int (0..2**64), or a `str`/`bytes` hashed with `key_of`.
@@ -525,138 +381,122 @@ pub(crate) fn key_arg(v: &Bound<'_, PyAny>) -> PyResult<u64> {
     Ok(core_key_of(&util::str_or_bytes("key", v)?))
 }
 
-/// One circuit breaker per key (a downstream host, a tenant), in a fixed set of `slots`.
-#[pyclass(module = "guards", name = "KeyedBreakers", frozen)]
-pub struct PyKeyedBreakers {
-    k: Keyed,
-    slots: u64,
+/// The name a key gives its events: the `str` itself, `bytes` decoded, an int in decimal.
+pub(crate) fn key_operation<'py>(v: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    if v.is_instance_of::<PyString>() {
+        return Ok(v.clone());
+    }
+    if let Ok(b) = v.cast::<PyBytes>() {
+        let text = String::from_utf8_lossy(b.as_bytes()).into_owned();
+        return Ok(PyString::new(v.py(), &text).into_any());
+    }
+    Ok(v.str()?.into_any())
 }
 
-impl std::fmt::Debug for PyKeyedBreakers {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KeyedBreakers")
-            .field("slots", &self.slots)
-            .finish()
-    }
+/// One circuit breaker per key (a downstream host, a tenant), in a fixed set of slots.
+#[pyclass(module = "guards", name = "KeyedBreakers", frozen)]
+#[derive(Debug)]
+pub struct PyKeyedBreakers {
+    k: AnyKeyedBreakers,
+    announced: AnnouncedByKey,
 }
 
 impl PyKeyedBreakers {
-    /// Core's `try_acquire` at `now` on `key`'s breaker (inserted on first use);
-    /// `RuntimeError` when the set is full.
-    pub(crate) fn try_acquire_at(
-        &self,
+    /// The breaker of `key` (inserted on first use); `RuntimeError` when the set is full.
+    pub(crate) fn breaker(&self, key: u64) -> PyResult<&CircuitBreaker<128>> {
+        guards::with_keyed_breakers!(&self.k, k => k.get_or_insert(key).map(|b| b as &CircuitBreaker<128>))
+            .map_err(|_| {
+                PyRuntimeError::new_err(format!(
+                    "the keyed breaker set is full ({} keys): no breaker for key {key:#018x}",
+                    self.k.capacity()
+                ))
+            })
+    }
+
+    fn get(&self, key: u64) -> Option<&CircuitBreaker<128>> {
+        guards::with_keyed_breakers!(&self.k, k => k.get(key))
+    }
+
+    /// Take a permit of `key`'s breaker at `now` (see `CircuitBreaker.take`).
+    pub(crate) fn take<'py>(
+        slf: &Bound<'py, Self>,
         key: u64,
         now: Nanos,
-    ) -> PyResult<Result<CircuitBreakerPermit, CircuitBreakerRejected>> {
-        with_k!(&self.k, k => k.get_or_insert(key).map(|b| b.try_acquire(now)))
-            .map_err(|_| self.full_error(key))
+        op: Op<'_, 'py>,
+    ) -> PyResult<BreakerPermit> {
+        let me = slf.get();
+        let b = me.breaker(key)?;
+        match b.try_acquire(now) {
+            Ok(p) => {
+                if p.is_probe() {
+                    me.announce(slf, key, b, op);
+                }
+                Ok(p)
+            }
+            Err(r) => {
+                let py = slf.py();
+                me.announce(slf, key, b, op);
+                let err = rejected_error(py, r, now);
+                events::refusal(py, slf.as_any(), op, &err);
+                Err(err)
+            }
+        }
     }
 
-    /// Report `outcome` for `p` to `key`'s breaker; `None` when the breaker is gone (cannot
-    /// happen: keys are never removed).
-    pub(crate) fn report(
-        &self,
+    /// Report `outcome` for `p` to `key`'s breaker at `now`.
+    pub(crate) fn settle<'py>(
+        slf: &Bound<'py, Self>,
         key: u64,
-        p: CircuitBreakerPermit,
+        p: BreakerPermit,
         outcome: Outcome,
-    ) -> Option<OutcomeEffect> {
-        with_k!(&self.k, k => k.get(key).and_then(|b| report_to(b, p, outcome)))
+        now: Nanos,
+        op: Op<'_, 'py>,
+    ) -> OutcomeEffect {
+        let me = slf.get();
+        let Some(b) = me.get(key) else {
+            return OutcomeEffect::Discarded; // keys are never removed: cannot happen
+        };
+        let effect = b.report(p, outcome, now);
+        if moved(effect) {
+            me.announce(slf, key, b, op);
+        }
+        effect
     }
 
-    fn full_error(&self, key: u64) -> PyErr {
-        PyRuntimeError::new_err(format!(
-            "keyed breaker set is full ({} keys): no breaker for key {key:#018x}",
-            self.slots
-        ))
+    fn announce<'py>(
+        &self,
+        slf: &Bound<'py, Self>,
+        key: u64,
+        b: &CircuitBreaker<128>,
+        op: Op<'_, 'py>,
+    ) {
+        self.announced
+            .observe(slf.py(), key, b.status(), slf.as_any(), op);
     }
 }
 
 #[pymethods]
 impl PyKeyedBreakers {
-    /// `KeyedBreakers(slots=16, **breaker settings)`: up to `slots` keys (4, 16, 64 or
-    /// 256), each with its own breaker using the same settings (capacity 128).
+    /// `KeyedBreakers(slots=16, **breaker settings)`: up to `slots` keys (rounded up to 4,
+    /// 16, 64 or 256), each with its own breaker using the same settings (128 window cells).
     #[new]
     #[pyo3(
-        signature = (
-            *,
-            slots = None,
-            window_kind = None,
-            window_size = None,
-            window_duration = None,
-            window_buckets = None,
-            failure_rate_threshold = None,
-            slow_call_duration = None,
-            slow_call_rate_threshold = None,
-            minimum_calls = None,
-            open_duration = None,
-            open_duration_multiplier = None,
-            max_open_duration = None,
-            half_open_probes = None,
-            probe_timeout = None
-        ),
+        signature = (*args, **kwargs),
         text_signature = "(*, slots=16, window_kind='count', window_size=100, window_duration=10.0, window_buckets=10, failure_rate_threshold=0.5, slow_call_duration=60.0, slow_call_rate_threshold=1.0, minimum_calls=0, open_duration=5.0, open_duration_multiplier=1.0, max_open_duration=300.0, half_open_probes=3, probe_timeout=1.0)"
     )]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        slots: Option<&Bound<'_, PyAny>>,
-        window_kind: Option<&Bound<'_, PyAny>>,
-        window_size: Option<&Bound<'_, PyAny>>,
-        window_duration: Option<&Bound<'_, PyAny>>,
-        window_buckets: Option<&Bound<'_, PyAny>>,
-        failure_rate_threshold: Option<&Bound<'_, PyAny>>,
-        slow_call_duration: Option<&Bound<'_, PyAny>>,
-        slow_call_rate_threshold: Option<&Bound<'_, PyAny>>,
-        minimum_calls: Option<&Bound<'_, PyAny>>,
-        open_duration: Option<&Bound<'_, PyAny>>,
-        open_duration_multiplier: Option<&Bound<'_, PyAny>>,
-        max_open_duration: Option<&Bound<'_, PyAny>>,
-        half_open_probes: Option<&Bound<'_, PyAny>>,
-        probe_timeout: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let c = BreakerArgs {
-            window_kind,
-            window_size,
-            window_duration,
-            window_buckets,
-            failure_rate_threshold,
-            slow_call_duration,
-            slow_call_rate_threshold,
-            minimum_calls,
-            open_duration,
-            open_duration_multiplier,
-            max_open_duration,
-            half_open_probes,
-            probe_timeout,
-        }
-        .config(py)?;
-        let n = match given(slots) {
-            Some(v) => util::get_u64("slots", v, Ctx::Config)?,
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let py = args.py();
+        let mut a = Args::collect("KeyedBreakers", &[], args, kwargs)?;
+        let slots = match a.take("slots") {
             None => 16,
+            Some(v) => util::get_u64("slots", &v, Ctx::Config)?,
         };
-        let cfg_err = |e| errors::config_error(py, e);
-        let k = match n {
-            4 => Keyed::K4(Box::new(KeyedBreakers::new(c).map_err(cfg_err)?)),
-            16 => Keyed::K16(Box::new(KeyedBreakers::new(c).map_err(cfg_err)?)),
-            64 => Keyed::K64(
-                build_on_big_stack(64 * 2048, move || KeyedBreakers::new(c).map(Box::new))
-                    .map_err(cfg_err)?,
-            ),
-            256 => Keyed::K256(
-                build_on_big_stack(256 * 2048, move || KeyedBreakers::new(c).map(Box::new))
-                    .map_err(cfg_err)?,
-            ),
-            _ => {
-                return Err(util::bad_value(
-                    py,
-                    Ctx::Config,
-                    "slots",
-                    ConfigErrorKind::OutOfRange,
-                    "one of 4, 16, 64, 256",
-                ))
-            }
-        };
-        Ok(PyKeyedBreakers { k, slots: n })
+        let c = a.build(&CIRCUIT_BREAKER)?;
+        let k = AnyKeyedBreakers::new(c, slots).map_err(|f| errors::failure(py, f))?;
+        Ok(PyKeyedBreakers {
+            k,
+            announced: AnnouncedByKey::default(),
+        })
     }
 
     /// The 64-bit key of `data` (FNV-1a of a `str`'s UTF-8 bytes, or of `bytes`): what a
@@ -666,10 +506,17 @@ impl PyKeyedBreakers {
         Ok(core_key_of(&util::str_or_bytes("data", data)?))
     }
 
+    /// How many keys the set holds at most.
+    #[getter]
+    fn slots(&self) -> usize {
+        self.k.capacity()
+    }
+
     /// The settings every breaker uses (durations in seconds) and `slots`.
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = config_dict(py, with_k!(&self.k, k => k.config()))?;
-        d.set_item("slots", self.slots)?;
+        let c = guards::with_keyed_breakers!(&self.k, k => *k.config());
+        let d = config::to_dict(py, &CIRCUIT_BREAKER, &c)?;
+        d.set_item("slots", self.k.capacity())?;
         Ok(d)
     }
 
@@ -677,27 +524,61 @@ impl PyKeyedBreakers {
     /// full.
     fn get_or_insert(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let key = key_arg(key)?;
-        Ok(with_k!(&self.k, k => k.get_or_insert(key).is_ok()))
+        Ok(self.breaker(key).is_ok())
     }
 
     /// Ask to make a call to `key` at `now` (inserting its breaker on first use): a
-    /// permit, `BreakerOpen`, or `RuntimeError` when the set is full.
-    #[pyo3(signature = (key, now = None))]
+    /// permit, `BreakerOpen`, or `RuntimeError` when the set is full. Events name the call
+    /// `operation`, or the key.
+    #[pyo3(signature = (key, now = None, *, operation = None))]
     fn acquire(
         slf: &Bound<'_, Self>,
         key: &Bound<'_, PyAny>,
         now: Option<&Bound<'_, PyAny>>,
+        operation: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyBreakerPermit> {
-        let py = slf.py();
-        let key = key_arg(key)?;
-        let now = util::get_now(py, now)?;
-        match slf.get().try_acquire_at(key, now)? {
-            Ok(p) => Ok(PyBreakerPermit::new(
-                Owner::Keyed(slf.clone().unbind(), key),
-                p,
-            )),
-            Err(r) => Err(rejected_error(py, r, now)),
+        let k = key_arg(key)?;
+        let now = util::get_now(now)?;
+        let op = match operation_arg(operation)? {
+            Some(op) => op,
+            None => key_operation(key)?,
+        };
+        let p = Self::take(slf, k, now, Op::Given(&op))?;
+        Ok(PyBreakerPermit::new(
+            BreakerOwner::Keyed(slf.clone().unbind(), k),
+            p,
+            Some(op.unbind()),
+        ))
+    }
+
+    /// Like `acquire`, but `None` instead of raising `BreakerOpen` (a full set still
+    /// raises `RuntimeError`).
+    #[pyo3(signature = (key, now = None, *, operation = None))]
+    fn try_acquire(
+        slf: &Bound<'_, Self>,
+        key: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+        operation: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<PyBreakerPermit>> {
+        let k = key_arg(key)?;
+        let now = util::get_now(now)?;
+        let op = match operation_arg(operation)? {
+            Some(op) => op,
+            None => key_operation(key)?,
+        };
+        let me = slf.get();
+        let b = me.breaker(k)?;
+        let got = b.try_acquire(now);
+        if got.as_ref().map_or(true, BreakerPermit::is_probe) {
+            me.announce(slf, k, b, Op::Given(&op));
         }
+        Ok(got.ok().map(|p| {
+            PyBreakerPermit::new(
+                BreakerOwner::Keyed(slf.clone().unbind(), k),
+                p,
+                Some(op.unbind()),
+            )
+        }))
     }
 
     /// `fn(*args, **kwargs)` under `key`'s breaker (inserted on first use), reported as
@@ -710,16 +591,8 @@ impl PyKeyedBreakers {
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let key = key_arg(key)?;
-        guarded::run(
-            slf.py(),
-            GuardRef::Keyed(slf.get(), key),
-            r#fn,
-            args,
-            kwargs,
-            None,
-            None,
-        )
+        let guard = Guard::keyed(slf, key)?;
+        guarded::run(&guard, r#fn, args, kwargs)
     }
 
     /// `await breakers.acall(key, fn, *args, **kwargs)`: `fn(*args, **kwargs)` awaited
@@ -732,44 +605,20 @@ impl PyKeyedBreakers {
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<PyGuardedCoroutine> {
-        let key = key_arg(key)?;
-        guarded::acall(
-            slf.py(),
-            Guard::Keyed(slf.clone().unbind(), key),
-            r#fn,
-            args,
-            kwargs,
-        )
-    }
-
-    /// Like `acquire`, but `None` instead of raising `BreakerOpen` (a full set still
-    /// raises `RuntimeError`).
-    #[pyo3(signature = (key, now = None))]
-    fn try_acquire(
-        slf: &Bound<'_, Self>,
-        key: &Bound<'_, PyAny>,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<PyBreakerPermit>> {
-        let key = key_arg(key)?;
-        let now = util::get_now(slf.py(), now)?;
-        Ok(slf
-            .get()
-            .try_acquire_at(key, now)?
-            .ok()
-            .map(|p| PyBreakerPermit::new(Owner::Keyed(slf.clone().unbind(), key), p)))
+        let guard = Guard::keyed(slf, key)?;
+        guarded::acall(slf.py(), guard, r#fn, args, kwargs)
     }
 
     /// The state of `key`'s breaker at `now` (`"closed"` for a key never seen).
     #[pyo3(signature = (key, now = None))]
     fn state(
         &self,
-        py: Python<'_>,
         key: &Bound<'_, PyAny>,
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<&'static str> {
         let key = key_arg(key)?;
-        let now = util::get_now(py, now)?;
-        Ok(with_k!(&self.k, k => k.get(key).map(|b| b.state(now))).map_or("closed", |s| s.name()))
+        let now = util::get_now(now)?;
+        Ok(self.get(key).map_or("closed", |b| b.state(now).name()))
     }
 
     /// The status of `key`'s breaker, or `None` for a key never seen.
@@ -779,8 +628,8 @@ impl PyKeyedBreakers {
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let key = key_arg(key)?;
-        with_k!(&self.k, k => k.get(key).map(|b| b.status()))
-            .map(|s| status_dict(py, s))
+        self.get(key)
+            .map(|b| status_dict(py, b.status()))
             .transpose()
     }
 
@@ -793,9 +642,9 @@ impl PyKeyedBreakers {
         now: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let key = key_arg(key)?;
-        let now = util::get_now(py, now)?;
-        with_k!(&self.k, k => k.get(key).map(|b| b.window_counts(now)))
-            .map(|w| counts_dict(py, w))
+        let now = util::get_now(now)?;
+        self.get(key)
+            .map(|b| counts_dict(py, b.window_counts(now)))
             .transpose()
     }
 
@@ -809,7 +658,7 @@ impl PyKeyedBreakers {
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         match given(key) {
             None => {
-                let s = with_k!(&self.k, k => k.stats());
+                let s = guards::with_keyed_breakers!(&self.k, k => k.stats());
                 Ok(Some(util::stats_dict(
                     py,
                     &[("entries", s.entries), ("full", s.full)],
@@ -817,106 +666,65 @@ impl PyKeyedBreakers {
             }
             Some(key) => {
                 let key = key_arg(key)?;
-                with_k!(&self.k, k => k.get(key).map(|b| b.stats()))
-                    .map(|s| stats_of(py, s))
-                    .transpose()
+                self.get(key).map(|b| stats_of(py, b.stats())).transpose()
             }
         }
     }
 
     fn __len__(&self) -> usize {
-        with_k!(&self.k, k => k.len())
+        guards::with_keyed_breakers!(&self.k, k => k.len())
     }
 
     fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let key = key_arg(key)?;
-        Ok(with_k!(&self.k, k => k.get(key).is_some()))
+        Ok(self.get(key).is_some())
     }
 
     fn __repr__(&self) -> String {
         format!(
             "KeyedBreakers(slots={}, len={})",
-            self.slots,
+            self.k.capacity(),
             self.__len__()
         )
     }
 }
 
 /// Which breaker a permit reports to.
-enum Owner {
+#[derive(Debug)]
+pub(crate) enum BreakerOwner {
     One(Py<PyCircuitBreaker>),
     Keyed(Py<PyKeyedBreakers>, u64),
 }
 
-impl std::fmt::Debug for Owner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Owner::One(_) => f.write_str("One"),
-            Owner::Keyed(_, k) => write!(f, "Keyed({k:#x})"),
-        }
-    }
-}
-
-/// An outcome to report, with the instant it ended.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Outcome {
-    Success(Nanos),
-    Failure(Nanos),
-    Ignore,
-}
-
-fn report_to<const CAP: usize>(
-    b: &CircuitBreaker<CAP>,
-    p: CircuitBreakerPermit,
-    o: Outcome,
-) -> Option<OutcomeEffect> {
-    match o {
-        Outcome::Success(now) => Some(b.on_success(p, now)),
-        Outcome::Failure(now) => Some(b.on_failure(p, now)),
-        Outcome::Ignore => {
-            b.on_ignore(p);
-            None
-        }
-    }
-}
-
-/// What reporting an outcome did, as a (cached) Python string.
-fn effect_name(py: Python<'_>, e: OutcomeEffect) -> Bound<'_, PyString> {
-    match e {
-        OutcomeEffect::Counted => intern!(py, "counted").clone(),
-        OutcomeEffect::Opened => intern!(py, "opened").clone(),
-        OutcomeEffect::ProbePassed => intern!(py, "probe_passed").clone(),
-        OutcomeEffect::Closed => intern!(py, "closed").clone(),
-        OutcomeEffect::Reopened => intern!(py, "reopened").clone(),
-        OutcomeEffect::Discarded => intern!(py, "discarded").clone(),
-        OutcomeEffect::Ignored => intern!(py, "ignored").clone(),
-    }
-}
-
-impl Owner {
-    /// Report `outcome` for `p` (see `PyCircuitBreaker::report`).
-    fn report(
+impl BreakerOwner {
+    fn settle<'py>(
         &self,
-        py: Python<'_>,
-        p: CircuitBreakerPermit,
+        py: Python<'py>,
+        p: BreakerPermit,
         outcome: Outcome,
-    ) -> Option<OutcomeEffect> {
+        now: Nanos,
+        op: Op<'_, 'py>,
+    ) -> OutcomeEffect {
         match self {
-            Owner::One(b) => b.get().report(py, p, outcome),
-            Owner::Keyed(set, key) => set.get().report(*key, p, outcome),
+            BreakerOwner::One(b) => PyCircuitBreaker::settle(b.bind(py), p, outcome, now, op),
+            BreakerOwner::Keyed(set, key) => {
+                PyKeyedBreakers::settle(set.bind(py), *key, p, outcome, now, op)
+            }
         }
     }
 }
 
-impl permit::Owner for Owner {
-    type Permit = CircuitBreakerPermit;
+impl guards::permit::Owner for BreakerOwner {
+    type Permit = BreakerPermit;
 
-    /// Report nothing for `p` (no GIL needed: nothing is scanned).
-    fn give_back(&self, p: CircuitBreakerPermit) {
+    /// Hand `p` back unjudged (no GIL needed: nothing is scanned, nothing emitted).
+    fn give_back(&self, p: BreakerPermit) {
         match self {
-            Owner::One(b) => with_b!(&b.get().b, b => b.on_ignore(p)),
-            Owner::Keyed(set, key) => {
-                with_k!(&set.get().k, k => if let Some(b) = k.get(*key) { b.on_ignore(p) })
+            BreakerOwner::One(b) => b.get().b.on_ignore(p),
+            BreakerOwner::Keyed(set, key) => {
+                if let Some(b) = set.get().get(*key) {
+                    b.on_ignore(p);
+                }
             }
         }
     }
@@ -926,60 +734,84 @@ impl permit::Owner for Owner {
 #[pyclass(module = "guards", name = "BreakerPermit", frozen)]
 #[derive(Debug)]
 pub struct PyBreakerPermit {
-    permit: Granted<Owner>,
+    permit: Granted<BreakerOwner>,
     kind: PermitKind,
     generation: u32,
     acquired_at: u64,
     probe_timeout: Option<Nanos>,
+    operation: Option<Py<PyAny>>,
 }
 
 impl PyBreakerPermit {
-    fn new(owner: Owner, p: CircuitBreakerPermit) -> Self {
+    fn new(owner: BreakerOwner, p: BreakerPermit, operation: Option<Py<PyAny>>) -> Self {
         PyBreakerPermit {
             kind: p.kind(),
             generation: p.generation(),
             acquired_at: p.acquired_at().as_u64(),
             probe_timeout: p.probe_timeout(),
             permit: Granted::new(owner, p),
+            operation,
         }
     }
 
-    fn finish<'py>(&self, py: Python<'py>, outcome: Outcome) -> Option<Bound<'py, PyString>> {
+    /// Report `outcome` at `now`: its effect's name, or `None` if already reported.
+    fn finish<'py>(
+        &self,
+        py: Python<'py>,
+        outcome: Outcome,
+        now: Nanos,
+    ) -> Option<Bound<'py, PyString>> {
         let p = self.permit.take()?;
-        self.permit
-            .owner()
-            .report(py, p, outcome)
-            .map(|e| effect_name(py, e))
+        let op = Op::given(self.operation.as_ref().map(|o| o.bind(py)));
+        let effect = self.permit.owner().settle(py, p, outcome, now, op);
+        Some(PyString::intern(py, effect.name()))
     }
 }
 
 #[pymethods]
 impl PyBreakerPermit {
-    /// The call succeeded, ending at `now` (a slow success still counts as slow). Returns
-    /// the effect, or `None` if an outcome was already reported.
+    /// Hand the permit back with how the call ended (`"success"`, `"timeout"`, ...: the
+    /// call contract's outcomes), at `now`. Returns the effect (`"counted"`, `"opened"`,
+    /// `"probe_passed"`, `"closed"`, `"reopened"`, `"discarded"`, `"ignored"`), or `None` if
+    /// an outcome was already reported.
+    #[pyo3(signature = (outcome, now = None))]
+    fn report<'py>(
+        &self,
+        py: Python<'py>,
+        outcome: &Bound<'py, PyAny>,
+        now: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyString>>> {
+        let o = outcome::outcome_arg(outcome)?;
+        let now = util::get_now(now)?;
+        Ok(self.finish(py, o, now))
+    }
+
+    /// The primitive `on_success`: the call succeeded, ending at `now` (a slow success
+    /// still counts as slow). Returns the effect, or `None` if already reported.
     #[pyo3(signature = (now = None))]
     fn on_success<'py>(
         &self,
         py: Python<'py>,
         now: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyString>>> {
-        let now = util::get_now(py, now)?;
-        Ok(self.finish(py, Outcome::Success(now)))
+        let now = util::get_now(now)?;
+        Ok(self.finish(py, Outcome::Success, now))
     }
 
-    /// The call failed at `now`. Returns the effect, or `None` if already reported.
+    /// The primitive `on_failure`: the call failed at `now` (reported as `"other_transient"`).
+    /// Returns the effect, or `None` if already reported.
     #[pyo3(signature = (now = None))]
     fn on_failure<'py>(
         &self,
         py: Python<'py>,
         now: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyString>>> {
-        let now = util::get_now(py, now)?;
-        Ok(self.finish(py, Outcome::Failure(now)))
+        let now = util::get_now(now)?;
+        Ok(self.finish(py, Outcome::OtherTransient, now))
     }
 
-    /// Record nothing (the call's result says nothing about the callee); a probe gives its
-    /// slot back. `False` if already reported.
+    /// The primitive `on_ignore`: record nothing (the call's result says nothing about the
+    /// callee); a probe gives its slot back. `False` if already reported.
     fn on_ignore(&self) -> bool {
         self.permit.give_back()
     }
@@ -1030,30 +862,19 @@ impl PyBreakerPermit {
         slf
     }
 
-    #[pyo3(signature = (exc_type = None, _exc = None, _tb = None))]
+    /// Report how the block ended: success, or the exception leaving it classified by
+    /// `guards.classify_exception` (a cancellation is `cancelled`: a failed probe, an
+    /// ignored call). The exception is never suppressed.
+    #[pyo3(signature = (_exc_type = None, exc = None, _tb = None))]
     fn __exit__(
         &self,
         py: Python<'_>,
-        exc_type: Option<&Bound<'_, PyAny>>,
-        _exc: Option<&Bound<'_, PyAny>>,
+        _exc_type: Option<&Bound<'_, PyAny>>,
+        exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let Some(t) = given(exc_type) else {
-            self.on_success(py, None)?;
-            return Ok(false);
-        };
-        let failed = match t.cast::<PyType>() {
-            Ok(t) => {
-                t.is_subclass(&py.get_type::<PyException>())?
-                    && !t.is_subclass(&py.get_type::<GuardError>())?
-            }
-            Err(_) => false,
-        };
-        if failed {
-            self.on_failure(py, None)?;
-        } else {
-            self.on_ignore();
-        }
+        let outcome = permit::exit_outcome(exc)?;
+        self.finish(py, outcome, clock::now());
         Ok(false)
     }
 

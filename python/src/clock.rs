@@ -3,7 +3,8 @@
 //! Core never reads a clock: every call takes `now`. The Python classes take
 //! `now: int | None = None` (integer nanoseconds) and read [`now`] when it is `None`:
 //! the innermost installed `FakeClock` if any (installed with `with FakeClock() as c:`),
-//! else `CLOCK_MONOTONIC`, which is what `time.monotonic_ns()` reads on Linux.
+//! else ffi's default clock (`guards::clock`: CLOCK_MONOTONIC, which is what
+//! `time.monotonic_ns()` reads).
 //!
 //! Installed fake clocks form one process-wide stack (not per thread or per task): a
 //! test that installs one controls the time every guard sees, in every thread.
@@ -27,60 +28,30 @@ fn stack() -> std::sync::MutexGuard<'static, Vec<Py<FakeClock>>> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The real monotonic clock in nanoseconds.
-#[cfg(target_os = "linux")]
-pub(crate) fn monotonic(_py: Python<'_>) -> PyResult<Nanos> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec that outlives the call, and
-    // CLOCK_MONOTONIC is always available on Linux.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error().into());
-    }
-    let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
-    let nanos = u64::try_from(ts.tv_nsec).unwrap_or(0);
-    Ok(Nanos(
-        secs.saturating_mul(1_000_000_000).saturating_add(nanos),
-    ))
-}
-
-/// The real monotonic clock in nanoseconds (`time.monotonic_ns()` off Linux).
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn monotonic(py: Python<'_>) -> PyResult<Nanos> {
-    let ns: u64 = py
-        .import("time")?
-        .getattr("monotonic_ns")?
-        .call0()?
-        .extract()?;
-    Ok(Nanos(ns))
-}
-
 /// The time guards read when `now` is not given: the innermost installed fake clock,
-/// else the monotonic clock.
-pub(crate) fn now(py: Python<'_>) -> PyResult<Nanos> {
+/// else ffi's default clock (CLOCK_MONOTONIC, the timeline of `time.monotonic_ns()`).
+#[inline]
+pub(crate) fn now() -> Nanos {
     if INSTALLED.load(Ordering::Acquire) != 0 {
         if let Some(c) = stack().last() {
-            return Ok(Nanos(c.get().ns.load(Ordering::SeqCst)));
+            return Nanos(c.get().ns.load(Ordering::SeqCst));
         }
     }
-    monotonic(py)
+    guards::clock::now()
 }
 
 /// `monotonic_ns()`: the monotonic clock (`CLOCK_MONOTONIC`) in integer nanoseconds,
 /// ignoring any installed `FakeClock`.
 #[pyfunction]
-pub(crate) fn monotonic_ns(py: Python<'_>) -> PyResult<u64> {
-    Ok(monotonic(py)?.as_u64())
+pub(crate) fn monotonic_ns() -> u64 {
+    guards::clock::now_ns()
 }
 
 /// `now_ns()`: what every guard's default `now` reads: the installed `FakeClock`'s time
 /// if one is installed, else `monotonic_ns()`.
 #[pyfunction]
-pub(crate) fn now_ns(py: Python<'_>) -> PyResult<u64> {
-    Ok(now(py)?.as_u64())
+pub(crate) fn now_ns() -> u64 {
+    now().as_u64()
 }
 
 /// `current_clock()`: the innermost installed `FakeClock`, or `None`.

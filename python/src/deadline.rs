@@ -6,6 +6,7 @@
 //! seconds (`math.inf` for no deadline) with `time_left_ns()` its exact twin (`None` for no
 //! deadline).
 
+use guards::schema::DEADLINE;
 use guards_core::deadline::{
     encode_grpc_timeout as core_encode_grpc, encode_millis as core_encode_millis,
     parse_grpc_timeout as core_parse_grpc, parse_millis as core_parse_millis, AttemptBudget,
@@ -13,7 +14,9 @@ use guards_core::deadline::{
 };
 use guards_core::Nanos;
 use pyo3::prelude::*;
-use pyo3::types::PyType;
+use pyo3::types::{PyDict, PyTuple, PyType};
+
+use crate::config::Args;
 
 use crate::errors;
 use crate::time::PyNanos;
@@ -70,13 +73,9 @@ impl PyDeadline {
     /// `timeout` from `now` (a duration: seconds, timedelta or Nanos); saturates at "none".
     #[staticmethod]
     #[pyo3(signature = (timeout, now = None))]
-    fn after(
-        py: Python<'_>,
-        timeout: &Bound<'_, PyAny>,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
+    fn after(timeout: &Bound<'_, PyAny>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let t = util::get_duration("timeout", timeout, Ctx::Arg)?;
-        let now = util::get_now(py, now)?;
+        let now = util::get_now(now)?;
         Ok(PyDeadline {
             d: Deadline::after(now, t),
         })
@@ -105,7 +104,7 @@ impl PyDeadline {
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let bytes = header_bytes("value", value)?;
-        let now = util::get_now(py, now)?;
+        let now = util::get_now(now)?;
         Deadline::from_grpc_timeout(now, bytes)
             .map(|d| PyDeadline { d })
             .map_err(|e| grpc_error(py, e))
@@ -120,7 +119,7 @@ impl PyDeadline {
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let bytes = header_bytes("value", value)?;
-        let now = util::get_now(py, now)?;
+        let now = util::get_now(now)?;
         Deadline::from_millis(now, bytes)
             .map(|d| PyDeadline { d })
             .map_err(|e| millis_error(py, e))
@@ -139,8 +138,8 @@ impl PyDeadline {
 
     /// Seconds left at `now` (0.0 once expired, `math.inf` for no deadline).
     #[pyo3(signature = (now = None))]
-    fn time_left(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
-        let now = util::get_now(py, now)?;
+    fn time_left(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
+        let now = util::get_now(now)?;
         Ok(if self.d.is_none() {
             f64::INFINITY
         } else {
@@ -150,19 +149,15 @@ impl PyDeadline {
 
     /// Nanoseconds left at `now` (0 once expired, `None` for no deadline).
     #[pyo3(signature = (now = None))]
-    fn time_left_ns(
-        &self,
-        py: Python<'_>,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<u64>> {
-        let now = util::get_now(py, now)?;
+    fn time_left_ns(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+        let now = util::get_now(now)?;
         Ok((!self.d.is_none()).then(|| self.d.time_left(now).as_u64()))
     }
 
     /// Whether `now` is at or past the deadline (never for no deadline).
     #[pyo3(signature = (now = None))]
-    fn is_expired(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        Ok(self.d.is_expired(util::get_now(py, now)?))
+    fn is_expired(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        Ok(self.d.is_expired(util::get_now(now)?))
     }
 
     /// The earlier of two deadlines (what a nested call inherits).
@@ -176,14 +171,13 @@ impl PyDeadline {
     #[pyo3(signature = (attempt_timeout, margin, now = None))]
     fn attempt_budget(
         &self,
-        py: Python<'_>,
         attempt_timeout: &Bound<'_, PyAny>,
         margin: &Bound<'_, PyAny>,
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyAttemptBudget> {
         let t = util::get_duration("attempt_timeout", attempt_timeout, Ctx::Arg)?;
         let m = util::get_duration("margin", margin, Ctx::Arg)?;
-        let now = util::get_now(py, now)?;
+        let now = util::get_now(now)?;
         Ok(PyAttemptBudget {
             b: self.d.attempt_budget(now, t, m),
         })
@@ -192,24 +186,16 @@ impl PyDeadline {
     /// The time left at `now` as a `grpc-timeout` header value (rounded down), or `None`
     /// for no deadline.
     #[pyo3(name = "to_grpc_timeout", signature = (now = None))]
-    fn grpc_timeout_header(
-        &self,
-        py: Python<'_>,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<String>> {
-        let now = util::get_now(py, now)?;
+    fn grpc_timeout_header(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
+        let now = util::get_now(now)?;
         Ok(self.d.to_grpc_timeout(now).map(|h| h.as_str().to_owned()))
     }
 
     /// The time left at `now` in whole milliseconds (rounded down) as a header value, or
     /// `None` for no deadline.
     #[pyo3(name = "to_millis", signature = (now = None))]
-    fn millis_header(
-        &self,
-        py: Python<'_>,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<String>> {
-        let now = util::get_now(py, now)?;
+    fn millis_header(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
+        let now = util::get_now(now)?;
         Ok(self.d.to_millis(now).map(|h| h.as_str().to_owned()))
     }
 
@@ -282,12 +268,8 @@ impl PyAttemptBudget {
 
     /// The attempt's own deadline when starting at `now`, else `None`.
     #[pyo3(signature = (now = None))]
-    fn attempt_deadline(
-        &self,
-        py: Python<'_>,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<PyDeadline>> {
-        let now = util::get_now(py, now)?;
+    fn attempt_deadline(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<Option<PyDeadline>> {
+        let now = util::get_now(now)?;
         Ok(self.b.attempt_deadline(now).map(|d| PyDeadline { d }))
     }
 
@@ -319,23 +301,14 @@ impl PyDeadlineConfig {
     /// `DeadlineConfig(attempt_timeout=0.06, margin=0.001)`; durations in seconds.
     #[new]
     #[pyo3(
-        signature = (*, attempt_timeout = None, margin = None),
-        text_signature = "(*, attempt_timeout=0.06, margin=0.001)"
+        signature = (*args, **kwargs),
+        text_signature = "(attempt_timeout=0.06, *, margin=0.001)"
     )]
-    fn new(
-        py: Python<'_>,
-        attempt_timeout: Option<&Bound<'_, PyAny>>,
-        margin: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let mut c = DeadlineConfig::default();
-        if let Some(v) = given(attempt_timeout) {
-            c.attempt_timeout = util::get_duration("attempt_timeout", v, Ctx::Config)?;
-        }
-        if let Some(v) = given(margin) {
-            c.margin = util::get_duration("margin", v, Ctx::Config)?;
-        }
-        c.validate().map_err(|e| errors::config_error(py, e))?;
-        Ok(PyDeadlineConfig { c })
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let a = Args::collect("DeadlineConfig", &["attempt_timeout"], args, kwargs)?;
+        Ok(PyDeadlineConfig {
+            c: a.build(&DEADLINE)?,
+        })
     }
 
     /// The per-attempt timeout in seconds.
@@ -354,12 +327,11 @@ impl PyDeadlineConfig {
     #[pyo3(signature = (deadline, now = None))]
     fn attempt_budget(
         &self,
-        py: Python<'_>,
         deadline: Option<&Bound<'_, PyAny>>,
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyAttemptBudget> {
         let d = PyDeadline::arg("deadline", deadline)?;
-        let now = util::get_now(py, now)?;
+        let now = util::get_now(now)?;
         Ok(PyAttemptBudget {
             b: self.c.attempt_budget(d, now),
         })

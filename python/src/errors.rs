@@ -6,11 +6,13 @@
 //! They are class attributes defaulting to `None`, so an exception raised from Python
 //! (`raise guards.BreakerOpen("...")`) has them too.
 
+use guards::error::{Detail, Failure, GuardsResult};
 use guards_core::{ConfigError as CoreConfigError, Nanos};
-use pyo3::exceptions::{PyException, PyTimeoutError, PyValueError};
+use pyo3::exceptions::{PyException, PyMemoryError, PyTimeoutError, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyTuple, PyType};
+use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 pyo3::create_exception!(
     guards,
@@ -110,9 +112,76 @@ pub(crate) fn deadline_exceeded(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> 
     Ok(ty.bind(py))
 }
 
-/// A Python `ConfigError` from core's error (field, kind and expected values kept).
+/// A Python `ConfigError` from core's error (field, kind and expected values kept; the
+/// message in words a Python user reads: ranges as `1 to 65536`, not Rust's `1..=65536`).
 pub(crate) fn config_error(py: Python<'_>, e: CoreConfigError) -> PyErr {
-    config_error_parts(py, e.field(), e.kind().name(), e.expected(), &e.to_string())
+    let expected = pythonic(e.expected());
+    let message = format!(
+        "invalid `{}`: {} (expected {expected})",
+        e.field(),
+        describe(e.kind())
+    );
+    config_error_parts(py, e.field(), e.kind().name(), &expected, &message)
+}
+
+/// What a kind of refused value means, in words.
+fn describe(kind: guards_core::ConfigErrorKind) -> &'static str {
+    use guards_core::ConfigErrorKind as K;
+    match kind {
+        K::NotFinite => "must be a finite number",
+        K::Negative => "must not be negative",
+        K::Zero => "must not be zero",
+        K::OutOfRange => "is out of range",
+        K::Inconsistent => "contradicts another setting",
+        _ => "is not accepted",
+    }
+}
+
+/// A range or bound as a Python user reads it: `1..=65536` is `1 to 65536`.
+pub(crate) fn pythonic(text: &str) -> String {
+    text.replace("..=", " to ")
+}
+
+/// The Python exception for a failure of ffi's shared layer: a refused setting is a
+/// `ConfigError` naming the field, a value of the wrong type or an unknown setting a
+/// `TypeError`, running out of memory a `MemoryError`.
+pub(crate) fn failure(py: Python<'_>, f: Failure) -> PyErr {
+    match f.detail {
+        Detail::Config(e) => config_error(py, e),
+        Detail::Argument { name, expected } if f.code == GuardsResult::ConfigWrongType => {
+            PyTypeError::new_err(format!("`{name}` must be {expected}"))
+        }
+        Detail::Argument { name, expected } => PyValueError::new_err(format!(
+            "invalid `{name}` (expected {})",
+            pythonic(expected)
+        )),
+        Detail::UnknownField { given, valid, .. } => PyTypeError::new_err(format!(
+            "unexpected setting `{}` (the settings are {valid})",
+            given.as_str()
+        )),
+        _ => match f.code {
+            GuardsResult::OutOfMemory => PyMemoryError::new_err(f.code.message()),
+            _ => PyValueError::new_err(f.to_string()),
+        },
+    }
+}
+
+/// A duration a person reads in a message: `3.2 s`, `150 ms`, `40 µs`.
+pub(crate) fn human(d: Nanos) -> String {
+    let ns = d.as_u64();
+    if d == Nanos::MAX {
+        "ever".to_owned()
+    } else if ns >= 10_000_000_000 {
+        format!("{:.0} s", ns as f64 / 1e9)
+    } else if ns >= 1_000_000_000 {
+        format!("{:.1} s", ns as f64 / 1e9)
+    } else if ns >= 1_000_000 {
+        format!("{:.0} ms", ns as f64 / 1e6)
+    } else if ns >= 1_000 {
+        format!("{:.0} µs", ns as f64 / 1e3)
+    } else {
+        format!("{ns} ns")
+    }
 }
 
 /// A Python `ConfigError` from its parts.
@@ -150,11 +219,21 @@ pub(crate) fn refusal(
     reason: Option<&str>,
     retry_after: Option<Nanos>,
 ) -> PyErr {
+    let py = ty.py();
     let build = || -> PyResult<PyErr> {
         let inst = ty.call1((message,))?;
-        inst.setattr("reason", reason)?;
-        inst.setattr("retry_after", retry_after.map(Nanos::as_secs_f64))?;
-        inst.setattr("retry_after_ns", retry_after.map(Nanos::as_u64))?;
+        inst.setattr(
+            intern!(py, "reason"),
+            reason.map(|r| PyString::intern(py, r)),
+        )?;
+        inst.setattr(
+            intern!(py, "retry_after"),
+            retry_after.map(Nanos::as_secs_f64),
+        )?;
+        inst.setattr(
+            intern!(py, "retry_after_ns"),
+            retry_after.map(Nanos::as_u64),
+        )?;
         Ok(PyErr::from_value(inst))
     };
     build().unwrap_or_else(|e| e)

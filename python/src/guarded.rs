@@ -1,21 +1,17 @@
 //! Guarded calls run natively: `CircuitBreaker.call`, `KeyedBreakers.call`, `Bulkhead.call`
 //! and `GuardedFunction`, the function `guards.guarded(one_guard)` decorates with.
 //!
-//! A guarded call takes the guard, calls the function and reports how the call ended, by
-//! the rules of the Python layer's `guards.guarded`:
+//! A guarded call takes the guard, calls the function and hands the guard back with how
+//! the call ended, as the call contract says: it returned (`success`), or the exception it
+//! raised classified into an outcome by `guards.classify_exception` (or by the `classify`
+//! callable of the Python layer's `failure=` / `ignore=` rules), reported through core's
+//! `report`. A breaker measures the call's duration itself (a second clock read: a slow
+//! success counts as slow); a bulkhead slot is given back whatever happened.
 //!
-//! - it returned: a success (a breaker times it with a second clock read, since a slow
-//!   success counts as slow); a bulkhead slot is given back whatever happened;
-//! - it raised an `Exception`: a failure, except another guard's refusal (a `GuardError`
-//!   other than `DeadlineExceeded` and an inner retry's give-up after attempts), which is
-//!   ignored;
-//! - it raised another `BaseException` (`CancelledError`, `KeyboardInterrupt`,
-//!   `GeneratorExit`): ignored, except that a half-open probe abandoned so counts as failed.
-//!
-//! `GuardedFunction` can also be given `classify` (the Python layer's `failure=` /
-//! `ignore=` rules: a callable from the exception to an outcome code) and `deadline` (a
-//! callable returning the deadline the call inherits: once it has passed, the call does not
-//! start and no guard is taken).
+//! `GuardedFunction` can also be given `deadline` (a callable returning the deadline the
+//! call inherits: once it has passed, the call does not start and no guard is taken).
+//! Refusals, and the breaker state changes a call causes, are emitted as events named after
+//! the function.
 //!
 //! Nothing is allocated for the permit, the clock is read once before the call (for the
 //! deadline and the breaker together) and once after it (breakers only), and no Python frame
@@ -24,21 +20,23 @@
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use guards_core::bulkhead::BulkheadPermit;
-use guards_core::circuit_breaker::CircuitBreakerPermit;
-use guards_core::Nanos;
-use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use guards::names::{BulkheadPermit, CircuitBreakerPermit as BreakerPermit};
+use guards_core::{Nanos, Outcome};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyInt, PyString, PyTuple, PyType};
+use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
-use crate::bulkhead::{self, PyBulkhead};
-use crate::circuit_breaker::{self, key_arg, Outcome, PyCircuitBreaker, PyKeyedBreakers};
+use crate::bulkhead::PyBulkhead;
+use crate::circuit_breaker::{key_arg, key_operation, PyCircuitBreaker, PyKeyedBreakers};
 use crate::clock;
 use crate::deadline::PyDeadline;
-use crate::errors::{self, GuardError, RetriesExhausted};
+use crate::errors;
+use crate::events::Op;
 use crate::guarded_coro::PyGuardedCoroutine;
+use crate::outcome;
+use crate::util::{self, given};
 
 /// `fn(*args, **kwargs)` awaited under `guard` (what `acall` returns).
 pub(crate) fn acall<'py>(
@@ -51,48 +49,24 @@ pub(crate) fn acall<'py>(
     let owner = Py::new(py, PyGuardedFunction::plain(guard, f)?)?;
     Ok(PyGuardedCoroutine::new(owner, args, kwargs))
 }
-use crate::util::{self, given};
 
-/// How a call ended, as the guards are told: the codes of the Python layer
-/// (`guards._guarded.SUCCESS` ... `CANCELLED`), which a `classify` callable returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    /// Returned.
-    Success = 0,
-    /// The dependency failed.
-    Failure = 1,
-    /// Timed out or overloaded: a failure that is also an overload signal.
-    Dropped = 2,
-    /// Says nothing about the dependency.
-    Ignore = 3,
-    /// Abandoned (a `BaseException` that is not an `Exception`).
-    Cancelled = 4,
-}
-
-impl Verdict {
-    fn from_code(code: i64) -> Option<Self> {
-        Some(match code {
-            0 => Verdict::Success,
-            1 => Verdict::Failure,
-            2 => Verdict::Dropped,
-            3 => Verdict::Ignore,
-            4 => Verdict::Cancelled,
-            _ => return None,
-        })
-    }
-}
-
-/// The guard a call runs under, borrowed for the call.
-#[derive(Clone, Copy)]
-pub(crate) enum GuardRef<'a> {
-    Breaker(&'a PyCircuitBreaker),
-    Keyed(&'a PyKeyedBreakers, u64),
-    Bulkhead(&'a PyBulkhead),
+/// A guard owned by a guarded function, block or call.
+#[derive(Debug)]
+pub(crate) enum Guard {
+    Breaker(Py<PyCircuitBreaker>),
+    Keyed {
+        set: Py<PyKeyedBreakers>,
+        key: u64,
+        /// The key as given: the name events carry.
+        name: Py<PyAny>,
+    },
+    Bulkhead(Py<PyBulkhead>),
 }
 
 /// What a call holds while it runs.
+#[derive(Debug)]
 pub(crate) enum Held {
-    Breaker(CircuitBreakerPermit),
+    Breaker(BreakerPermit),
     Slot(BulkheadPermit),
 }
 
@@ -107,147 +81,182 @@ impl Held {
 }
 
 /// The clock, read at most once before the call.
-fn now_once(py: Python<'_>, now: &mut Option<Nanos>) -> PyResult<Nanos> {
-    match *now {
-        Some(t) => Ok(t),
-        None => {
-            let t = clock::now(py)?;
-            *now = Some(t);
-            Ok(t)
-        }
-    }
+#[inline]
+fn now_once(now: &mut Option<Nanos>) -> Nanos {
+    *now.get_or_insert_with(clock::now)
 }
 
-impl GuardRef<'_> {
-    /// Take the guard (or raise its refusal).
-    pub(crate) fn acquire(self, py: Python<'_>, now: &mut Option<Nanos>) -> PyResult<Held> {
+impl Guard {
+    /// The guard of `key` in `set`.
+    pub(crate) fn keyed(
+        set: &Bound<'_, PyKeyedBreakers>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        Ok(Guard::Keyed {
+            set: set.clone().unbind(),
+            key: key_arg(key)?,
+            name: key_operation(key)?.unbind(),
+        })
+    }
+
+    /// A `guard` argument: a `CircuitBreaker`, a `KeyedBreakers` (then `key` picks the
+    /// breaker) or a `Bulkhead`.
+    pub(crate) fn arg(guard: &Bound<'_, PyAny>, key: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        if let Ok(k) = guard.cast::<PyKeyedBreakers>() {
+            let Some(key) = given(key) else {
+                return Err(PyTypeError::new_err(
+                    "a guards.KeyedBreakers needs `key` (the operation's name or number)",
+                ));
+            };
+            Guard::keyed(k, key)
+        } else if given(key).is_some() {
+            Err(PyTypeError::new_err(
+                "`key` is only for a guards.KeyedBreakers",
+            ))
+        } else if let Ok(b) = guard.cast::<PyCircuitBreaker>() {
+            Ok(Guard::Breaker(b.clone().unbind()))
+        } else if let Ok(b) = guard.cast::<PyBulkhead>() {
+            Ok(Guard::Bulkhead(b.clone().unbind()))
+        } else {
+            Err(util::type_error(
+                "guard",
+                "a guards.CircuitBreaker, KeyedBreakers or Bulkhead",
+                guard,
+            ))
+        }
+    }
+
+    pub(crate) fn clone_ref(&self, py: Python<'_>) -> Guard {
         match self {
-            GuardRef::Breaker(b) => {
-                let t = now_once(py, now)?;
-                match b.try_acquire_at(t) {
-                    Ok(p) => Ok(Held::Breaker(p)),
-                    Err(r) => Err(circuit_breaker::rejected_error(py, r, t)),
-                }
-            }
-            GuardRef::Keyed(k, key) => {
-                let t = now_once(py, now)?;
-                match k.try_acquire_at(key, t)? {
-                    Ok(p) => Ok(Held::Breaker(p)),
-                    Err(r) => Err(circuit_breaker::rejected_error(py, r, t)),
-                }
-            }
-            GuardRef::Bulkhead(b) => match b.core().try_acquire() {
-                Ok(p) => Ok(Held::Slot(p)),
-                Err(full) => Err(bulkhead::full_error(py, full)),
+            Guard::Breaker(b) => Guard::Breaker(b.clone_ref(py)),
+            Guard::Keyed { set, key, name } => Guard::Keyed {
+                set: set.clone_ref(py),
+                key: *key,
+                name: name.clone_ref(py),
             },
+            Guard::Bulkhead(b) => Guard::Bulkhead(b.clone_ref(py)),
         }
     }
 
-    fn report(self, py: Python<'_>, p: CircuitBreakerPermit, outcome: Outcome) {
+    /// The guard object.
+    pub(crate) fn object(&self) -> &Py<PyAny> {
         match self {
-            GuardRef::Breaker(b) => {
-                b.report(py, p, outcome);
-            }
-            GuardRef::Keyed(k, key) => {
-                k.report(key, p, outcome);
-            }
-            // A breaker permit comes from a breaker.
-            GuardRef::Bulkhead(_) => {}
+            Guard::Breaker(b) => b.as_any(),
+            Guard::Keyed { set, .. } => set.as_any(),
+            Guard::Bulkhead(b) => b.as_any(),
         }
     }
 
-    /// Give back what the call held, telling the guard how it ended (as the Python layer's
-    /// adapters do). The permit is always given back, even when the clock cannot be read.
-    pub(crate) fn finish(self, py: Python<'_>, held: Held, verdict: Verdict) -> PyResult<()> {
-        match held {
-            Held::Slot(p) => {
-                if let GuardRef::Bulkhead(b) = self {
-                    b.core().release(p);
-                }
-                Ok(())
+    /// Whether outcomes matter to it (a bulkhead gives its slot back whatever happened).
+    pub(crate) fn hears_outcomes(&self) -> bool {
+        !matches!(self, Guard::Bulkhead(_))
+    }
+
+    /// Take the guard (or raise its refusal, emitted as an event named by `op`; a keyed
+    /// breaker names its events by its key when `op` has no name).
+    #[inline]
+    pub(crate) fn take<'py>(
+        &self,
+        py: Python<'py>,
+        now: &mut Option<Nanos>,
+        op: Op<'_, 'py>,
+    ) -> PyResult<Held> {
+        match self {
+            Guard::Breaker(b) => {
+                PyCircuitBreaker::take(b.bind(py), now_once(now), op).map(Held::Breaker)
             }
-            Held::Breaker(p) => {
-                let failed = match verdict {
-                    Verdict::Success => false,
-                    Verdict::Failure | Verdict::Dropped => true,
-                    // An abandoned probe must not hold the half-open state.
-                    Verdict::Cancelled if p.is_probe() => true,
-                    Verdict::Cancelled | Verdict::Ignore => {
-                        self.report(py, p, Outcome::Ignore);
-                        return Ok(());
-                    }
-                };
-                match clock::now(py) {
-                    Ok(t) if failed => self.report(py, p, Outcome::Failure(t)),
-                    Ok(t) => self.report(py, p, Outcome::Success(t)),
-                    Err(e) => {
-                        self.report(py, p, Outcome::Ignore);
-                        return Err(e);
-                    }
-                }
-                Ok(())
+            Guard::Keyed { set, key, name } => {
+                let op = keyed_op(op, name.bind(py));
+                PyKeyedBreakers::take(set.bind(py), *key, now_once(now), op).map(Held::Breaker)
             }
+            Guard::Bulkhead(b) => PyBulkhead::take(b.bind(py), op).map(Held::Slot),
+        }
+    }
+
+    /// Give back what the call held, reporting `outcome` at the clock's `now` (read only
+    /// for a breaker).
+    #[inline]
+    pub(crate) fn settle<'py>(
+        &self,
+        py: Python<'py>,
+        held: Held,
+        outcome: Outcome,
+        op: Op<'_, 'py>,
+    ) {
+        match (self, held) {
+            (Guard::Bulkhead(b), Held::Slot(p)) => {
+                b.get().b.report(p, outcome);
+            }
+            (Guard::Breaker(b), Held::Breaker(p)) => {
+                PyCircuitBreaker::settle(b.bind(py), p, outcome, clock::now(), op);
+            }
+            (Guard::Keyed { set, key, name }, Held::Breaker(p)) => {
+                let op = keyed_op(op, name.bind(py));
+                PyKeyedBreakers::settle(set.bind(py), *key, p, outcome, clock::now(), op);
+            }
+            // A permit always comes back to the guard that granted it.
+            _ => {}
         }
     }
 }
 
-/// Whether a guard error means the guarded work itself failed (the same rule as
-/// `_guarded._dependency_failed`): a deadline passed, or an inner retry gave up after making
-/// attempts (`RetriesExhausted`, or a `BudgetExhausted` with `attempts > 0`). Any other guard
-/// error is a local refusal.
-fn dependency_failed(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<bool> {
-    if v.is_instance_of::<RetriesExhausted>() || v.is_instance(errors::deadline_exceeded(py)?)? {
-        return Ok(true);
+/// A keyed breaker's events are named by `op`, or by its key.
+fn keyed_op<'a, 'py>(op: Op<'a, 'py>, key_name: &'a Bound<'py, PyAny>) -> Op<'a, 'py> {
+    match op {
+        Op::None => Op::Given(key_name),
+        other => other,
     }
-    Ok(match v.getattr(pyo3::intern!(py, "attempts")) {
-        Ok(a) => {
-            !a.is_instance_of::<pyo3::types::PyBool>() && a.extract::<u64>().is_ok_and(|n| n > 0)
-        }
-        Err(_) => false,
-    })
 }
 
-/// `guards.guarded`'s rule without `failure=` / `ignore=`. Breakers and bulkheads treat a
-/// dropped call (a timeout, an HTTP 503/429) as a failure, so it is not told apart here.
-fn default_verdict(py: Python<'_>, e: &PyErr) -> PyResult<Verdict> {
-    let v = e.value(py);
-    if !v.is_instance_of::<PyException>() {
-        return Ok(Verdict::Cancelled);
-    }
-    if v.is_instance_of::<GuardError>() && !dependency_failed(py, v)? {
-        return Ok(Verdict::Ignore); // a nested guard refused: not the dependency failing
-    }
-    Ok(Verdict::Failure)
-}
-
-/// How the call that raised `e` ended: by `classify(exc)` when given, else by default.
-pub(crate) fn verdict_of(
+/// How the call that raised `e` ended: by `classify(exc)` (an outcome name) when given,
+/// else by `guards.classify_exception`.
+pub(crate) fn outcome_of(
     py: Python<'_>,
     e: &PyErr,
     classify: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Verdict> {
+) -> PyResult<Outcome> {
+    let exc = e.value(py);
     let Some(classify) = classify else {
-        return default_verdict(py, e);
+        return Ok(outcome::classify(exc.as_any())?.0);
     };
-    let code = classify.call1((e.value(py),))?;
-    let code = code
-        .cast::<PyInt>()
-        .map_err(|_| {
-            PyTypeError::new_err(format!(
-                "classify must return an outcome code (int 0..4), not {}",
-                type_name(&code)
-            ))
-        })?
-        .extract::<i64>()
-        .ok()
-        .and_then(Verdict::from_code);
-    code.ok_or_else(|| PyValueError::new_err("classify must return an outcome code (int 0..4)"))
+    let got = classify.call1((exc,))?;
+    outcome::outcome_arg(&got)
 }
 
-fn type_name(v: &Bound<'_, PyAny>) -> String {
-    v.get_type()
-        .qualname()
-        .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+/// The call raised `e`: give the guard back as `e` says (by `classify` when given) and
+/// return the error to raise: `e`, or the error `classify` itself raised (after giving the
+/// guard back as `ignored`), chained to `e` as raising in an `except` block does.
+pub(crate) fn fail<'py>(
+    py: Python<'py>,
+    guard: &Guard,
+    held: Held,
+    e: PyErr,
+    classify: Option<&Bound<'py, PyAny>>,
+    op: Op<'_, 'py>,
+) -> PyErr {
+    if !guard.hears_outcomes() && classify.is_none() {
+        guard.settle(py, held, Outcome::Ignored, op);
+        return e;
+    }
+    match outcome_of(py, &e, classify) {
+        Ok(o) => {
+            guard.settle(py, held, o, op);
+            e
+        }
+        Err(bug) => {
+            guard.settle(py, held, Outcome::Ignored, op);
+            let bug_value = bug.value(py);
+            let unchained = bug_value
+                .getattr(intern!(py, "__context__"))
+                .is_ok_and(|c| c.is_none());
+            if unchained {
+                if let Err(e2) = bug_value.setattr(intern!(py, "__context__"), e.value(py)) {
+                    return e2;
+                }
+            }
+            bug
+        }
+    }
 }
 
 /// Whether a deadline has been published in the process (by the Python layer, whose every
@@ -270,6 +279,7 @@ pub(crate) fn _deadline_published() -> bool {
 }
 
 /// The deadline callable to consult: none when it is gated and nothing was published yet.
+#[inline]
 pub(crate) fn deadline_source<'a, 'py>(
     py: Python<'py>,
     deadline: &'a Option<Py<PyAny>>,
@@ -292,7 +302,7 @@ pub(crate) fn check_inherited(
         return Ok(());
     }
     let expired = match d.cast::<PyDeadline>() {
-        Ok(d) => d.get().d.is_expired(now_once(py, now)?),
+        Ok(d) => d.get().d.is_expired(now_once(now)),
         Err(_) => d.call_method0(intern!(py, "is_expired"))?.is_truthy()?,
     };
     if expired {
@@ -306,133 +316,42 @@ pub(crate) fn check_inherited(
     Ok(())
 }
 
-/// `fn(*args, **kwargs)` under `guard` (see the module docs).
+/// `fn(*args, **kwargs)` under `guard` (`breaker.call` & co.): events named after `fn`.
 pub(crate) fn run<'py>(
-    py: Python<'py>,
-    guard: GuardRef<'_>,
+    guard: &Guard,
     f: &Bound<'py, PyAny>,
     args: &Bound<'py, PyTuple>,
     kwargs: Option<&Bound<'py, PyDict>>,
-    classify: Option<&Bound<'py, PyAny>>,
-    deadline: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     if !f.is_callable() {
         return Err(util::type_error("fn", "a callable", f));
     }
-    run_checked(py, guard, f, args, kwargs, classify, deadline)
+    run_checked(guard, f, args, kwargs, None, None, Op::QualnameOf(f))
 }
 
 /// `run` for a function known to be callable.
 #[inline]
 fn run_checked<'py>(
-    py: Python<'py>,
-    guard: GuardRef<'_>,
+    guard: &Guard,
     f: &Bound<'py, PyAny>,
     args: &Bound<'py, PyTuple>,
     kwargs: Option<&Bound<'py, PyDict>>,
     classify: Option<&Bound<'py, PyAny>>,
     deadline: Option<&Bound<'py, PyAny>>,
+    op: Op<'_, 'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let py = f.py();
     let mut now = None;
     if let Some(deadline) = deadline {
         check_inherited(py, deadline, &mut now)?;
     }
-    let held = guard.acquire(py, &mut now)?;
+    let held = guard.take(py, &mut now, op)?;
     match f.call(args, kwargs) {
         Ok(v) => {
-            guard.finish(py, held, Verdict::Success)?;
+            guard.settle(py, held, Outcome::Success, op);
             Ok(v)
         }
-        Err(e) => Err(fail(py, guard, held, e, classify)),
-    }
-}
-
-/// The call raised `e`: give the guard back as `e` says (by `classify` when given) and
-/// return the error to raise: `e`, or the error `classify` itself raised (after giving the
-/// guard back as ignored), chained to `e` as raising in an `except` block does.
-pub(crate) fn fail(
-    py: Python<'_>,
-    guard: GuardRef<'_>,
-    held: Held,
-    e: PyErr,
-    classify: Option<&Bound<'_, PyAny>>,
-) -> PyErr {
-    match verdict_of(py, &e, classify) {
-        Ok(verdict) => match guard.finish(py, held, verdict) {
-            Ok(()) => e,
-            Err(clock) => clock,
-        },
-        Err(bug) => {
-            if let Err(clock) = guard.finish(py, held, Verdict::Ignore) {
-                return clock;
-            }
-            let bug_value = bug.value(py);
-            let unchained = bug_value
-                .getattr(intern!(py, "__context__"))
-                .is_ok_and(|c| c.is_none());
-            if unchained {
-                if let Err(e2) = bug_value.setattr(intern!(py, "__context__"), e.value(py)) {
-                    return e2;
-                }
-            }
-            bug
-        }
-    }
-}
-
-/// A guard owned by a `GuardedFunction`.
-pub(crate) enum Guard {
-    Breaker(Py<PyCircuitBreaker>),
-    Keyed(Py<PyKeyedBreakers>, u64),
-    Bulkhead(Py<PyBulkhead>),
-}
-
-impl Guard {
-    /// A `guard` argument: a `CircuitBreaker`, a `KeyedBreakers` (then `key` picks the
-    /// breaker) or a `Bulkhead`.
-    pub(crate) fn arg(guard: &Bound<'_, PyAny>, key: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        if let Ok(k) = guard.cast::<PyKeyedBreakers>() {
-            let Some(key) = given(key) else {
-                return Err(PyTypeError::new_err(
-                    "a guards.KeyedBreakers needs `key` (the operation's name or number)",
-                ));
-            };
-            Ok(Guard::Keyed(k.clone().unbind(), key_arg(key)?))
-        } else if let Ok(b) = guard.cast::<PyCircuitBreaker>() {
-            Ok(Guard::Breaker(b.clone().unbind()))
-        } else if let Ok(b) = guard.cast::<PyBulkhead>() {
-            Ok(Guard::Bulkhead(b.clone().unbind()))
-        } else {
-            Err(util::type_error(
-                "guard",
-                "a guards.CircuitBreaker, KeyedBreakers or Bulkhead",
-                guard,
-            ))
-        }
-    }
-
-    pub(crate) fn as_ref(&self) -> GuardRef<'_> {
-        match self {
-            Guard::Breaker(b) => GuardRef::Breaker(b.get()),
-            Guard::Keyed(k, key) => GuardRef::Keyed(k.get(), *key),
-            Guard::Bulkhead(b) => GuardRef::Bulkhead(b.get()),
-        }
-    }
-
-    pub(crate) fn clone_ref(&self, py: Python<'_>) -> Guard {
-        match self {
-            Guard::Breaker(b) => Guard::Breaker(b.clone_ref(py)),
-            Guard::Keyed(k, key) => Guard::Keyed(k.clone_ref(py), *key),
-            Guard::Bulkhead(b) => Guard::Bulkhead(b.clone_ref(py)),
-        }
-    }
-
-    pub(crate) fn object(&self) -> &Py<PyAny> {
-        match self {
-            Guard::Breaker(b) => b.as_any(),
-            Guard::Keyed(k, _) => k.as_any(),
-            Guard::Bulkhead(b) => b.as_any(),
-        }
+        Err(e) => Err(fail(py, guard, held, e, classify, op)),
     }
 }
 
@@ -494,20 +413,40 @@ fn method_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     METHOD_TYPE.import(py, "types", "MethodType")
 }
 
+/// `types.FunctionType`.
+fn function_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static FUNCTION_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    FUNCTION_TYPE.import(py, "types", "FunctionType")
+}
+
+/// What a function has and a `GuardedFunction` reads from the function it guards (see
+/// `__class__`).
+const FUNCTION_ATTRIBUTES: [&str; 10] = [
+    "__code__",
+    "__defaults__",
+    "__kwdefaults__",
+    "__globals__",
+    "__closure__",
+    "__builtins__",
+    "__annotations__",
+    "__type_params__",
+    "__name__",
+    "__qualname__",
+];
+
 #[pymethods]
 impl PyGuardedFunction {
     /// `GuardedFunction(guard, fn, /, *, key=None, classify=None, deadline=None,
     /// deadline_gated=False, is_async=False)`: `guard` a `CircuitBreaker`, `KeyedBreakers`
-    /// (then `key` picks the breaker) or `Bulkhead`; `classify(exc)` returns an outcome code
-    /// (1 failure, 2 dropped, 3 ignored, 4 cancelled; 0 success) instead of the default
-    /// rules; `deadline()` returns the `guards.Deadline` the call inherits, or `None`
-    /// (`deadline_gated`: it reads the Python layer's deadline, so it is not called before
-    /// a first deadline is published); `is_async`: `fn` returns an awaitable, which the
-    /// guard covers until it completes.
+    /// (then `key` picks the breaker) or `Bulkhead`; `classify(exc)` returns the outcome
+    /// name of an exception instead of `guards.classify_exception`; `deadline()` returns
+    /// the `guards.Deadline` the call inherits, or `None` (`deadline_gated`: it reads the
+    /// Python layer's deadline, so it is not called before a first deadline is published);
+    /// `is_async`: `fn` returns an awaitable, which the guard covers until it completes.
     #[new]
     #[pyo3(signature = (
-        guard, r#fn, /, *, key = None, classify = None, deadline = None, deadline_gated = None,
-        is_async = None
+        guard, r#fn, /, *, key = None, classify = None, deadline = None, deadline_gated = false,
+        is_async = false
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -516,15 +455,9 @@ impl PyGuardedFunction {
         key: Option<&Bound<'_, PyAny>>,
         classify: Option<&Bound<'_, PyAny>>,
         deadline: Option<&Bound<'_, PyAny>>,
-        deadline_gated: Option<&Bound<'_, PyAny>>,
-        is_async: Option<&Bound<'_, PyAny>>,
+        deadline_gated: bool,
+        is_async: bool,
     ) -> PyResult<Self> {
-        let key = given(key);
-        if key.is_some() && !guard.is_instance_of::<PyKeyedBreakers>() {
-            return Err(PyTypeError::new_err(
-                "`key` is only for a guards.KeyedBreakers",
-            ));
-        }
         let guard = Guard::arg(guard, key)?;
         if !r#fn.is_callable() {
             return Err(util::type_error("fn", "a callable", r#fn));
@@ -534,14 +467,8 @@ impl PyGuardedFunction {
             func: r#fn.clone().unbind(),
             classify: optional_callable("classify", classify)?,
             deadline: optional_callable("deadline", deadline)?,
-            deadline_gated: match given(deadline_gated) {
-                Some(v) => util::get_bool("deadline_gated", v)?,
-                None => false,
-            },
-            is_async: match given(is_async) {
-                Some(v) => util::get_bool("is_async", v)?,
-                None => false,
-            },
+            deadline_gated,
+            is_async,
         })
     }
 
@@ -558,13 +485,13 @@ impl PyGuardedFunction {
             return Ok(Bound::new(py, coro)?.into_any());
         }
         run_checked(
-            py,
-            me.guard.as_ref(),
+            &me.guard,
             me.func.bind(py),
             args,
             kwargs,
             me.classify.as_ref().map(|c| c.bind(py)),
             deadline_source(py, &me.deadline, me.deadline_gated),
+            Op::QualnameOf(slf.as_any()),
         )
     }
 
@@ -592,6 +519,39 @@ impl PyGuardedFunction {
         self.guard.object().clone_ref(py)
     }
 
+    /// `types.FunctionType` when the guarded callable is a Python function, else its own
+    /// type: code that asks `inspect.isfunction()` (as Starlette's `Route` does, to call an
+    /// endpoint as `endpoint(request)` rather than as an ASGI app) takes it for the function
+    /// it guards, as it takes a `wrapt` proxy for what it wraps. `type()` and
+    /// `isinstance(x, guards.GuardedFunction)` still tell it apart.
+    #[getter]
+    fn __class__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let function = function_type(py)?;
+        if slf.get().func.bind(py).get_type().is(function) {
+            Ok(function.clone().into_any())
+        } else {
+            Ok(slf.get_type().into_any())
+        }
+    }
+
+    /// A function's attributes this object does not have itself (`__code__`,
+    /// `__defaults__`, `__globals__`, ...): the guarded function's, so that code treating
+    /// it as that function (see `__class__`; `inspect.iscoroutinefunction`,
+    /// `inspect.signature`) finds them.
+    fn __getattr__<'py>(
+        slf: &Bound<'py, Self>,
+        name: &Bound<'py, PyString>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let n = name.to_cow()?;
+        if FUNCTION_ATTRIBUTES.contains(&&*n) {
+            return slf.get().func.bind(slf.py()).getattr(name);
+        }
+        Err(pyo3::exceptions::PyAttributeError::new_err(format!(
+            "'GuardedFunction' object has no attribute '{n}'"
+        )))
+    }
+
     /// Pickled by reference, like a function: its module and qualified name.
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         slf.getattr(intern!(slf.py(), "__qualname__"))
@@ -606,6 +566,9 @@ impl PyGuardedFunction {
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(self.guard.object())?;
+        if let Guard::Keyed { name, .. } = &self.guard {
+            visit.call(name)?;
+        }
         visit.call(&self.func)?;
         if let Some(c) = &self.classify {
             visit.call(c)?;

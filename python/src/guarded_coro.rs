@@ -39,7 +39,10 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 use pyo3::{intern, PyTraverseError, PyTypeInfo, PyVisit};
 
-use crate::guarded::{self, Held, PyGuardedFunction, Verdict};
+use guards_core::Outcome;
+
+use crate::events::Op;
+use crate::guarded::{self, Held, PyGuardedFunction};
 
 /// How the awaited object is stepped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,8 +135,8 @@ struct Types {
     generator: Py<PyType>,
     /// `types.CoroutineType.send`.
     coroutine_send: Py<PyAny>,
-    /// The coroutine type's `am_send` (Python 3.10+, where `PyType_GetSlot` reads the slots
-    /// of static types): a coroutine's return value comes back without a `StopIteration`.
+    /// The coroutine type's `am_send` (read with `PyType_GetSlot`): a coroutine's return
+    /// value comes back without a `StopIteration`.
     coroutine_am_send: Option<SendFunc>,
 }
 
@@ -142,16 +145,14 @@ fn types(py: Python<'_>) -> PyResult<&Types> {
     TYPES.get_or_try_init(py, || {
         let m = py.import("types")?;
         let coroutine = m.getattr("CoroutineType")?.cast_into::<PyType>()?;
-        let coroutine_am_send = if py.version_info() >= (3, 10) {
-            // SAFETY: `coroutine` is a type object; from 3.10 PyType_GetSlot accepts static
-            // types, and returns the slot (or NULL) without raising for a known slot id.
-            let slot = unsafe { ffi::PyType_GetSlot(coroutine.as_type_ptr(), ffi::Py_am_send) };
-            // SAFETY: the `am_send` slot holds a `sendfunc`, whose C signature `SendFunc`
-            // spells (the result enum is an int).
-            (!slot.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, SendFunc>(slot) })
-        } else {
-            None
-        };
+        // SAFETY: `coroutine` is a type object; from 3.10 (the oldest Python this module
+        // builds for) PyType_GetSlot accepts static types, and returns the slot (or NULL)
+        // without raising for a known slot id.
+        let slot = unsafe { ffi::PyType_GetSlot(coroutine.as_type_ptr(), ffi::Py_am_send) };
+        // SAFETY: the `am_send` slot holds a `sendfunc`, whose C signature `SendFunc` spells
+        // (the result enum is an int).
+        let coroutine_am_send = (!slot.is_null())
+            .then(|| unsafe { std::mem::transmute::<*mut c_void, SendFunc>(slot) });
         Ok(Types {
             coroutine_send: coroutine.getattr("send")?.unbind(),
             coroutine: coroutine.unbind(),
@@ -456,14 +457,15 @@ impl PyGuardedCoroutine {
 
     /// The first step: deadline, guard, `fn(*args, **kwargs)`, then into what it returned.
     fn start<'py>(&self, py: Python<'py>) -> (State, PyResult<Step<'py>>) {
-        let owner = self.owner.get();
-        let guard = owner.guard.as_ref();
+        let owner_obj = self.owner.bind(py);
+        let owner = owner_obj.get();
+        let op = Op::QualnameOf(owner_obj.as_any());
         let mut now = None;
         let taken = match guarded::deadline_source(py, &owner.deadline, owner.deadline_gated) {
             Some(d) => guarded::check_inherited(py, d, &mut now),
             None => Ok(()),
         }
-        .and_then(|()| guard.acquire(py, &mut now));
+        .and_then(|()| owner.guard.take(py, &mut now, op));
         let held = match taken {
             Ok(held) => held,
             Err(e) => return (State::Done, Err(e)),
@@ -489,7 +491,9 @@ impl PyGuardedCoroutine {
         held: Held,
         input: Input<'py>,
     ) -> (State, PyResult<Step<'py>>) {
-        let guard = self.owner.get().guard.as_ref();
+        let owner_obj = self.owner.bind(py);
+        let guard = &owner_obj.get().guard;
+        let op = Op::QualnameOf(owner_obj.as_any());
         let result = match input {
             Input::Send(v) => {
                 let v = v.unwrap_or_else(|| py.None().into_bound(py));
@@ -526,8 +530,8 @@ impl PyGuardedCoroutine {
                     // GeneratorExit at the `await`: an abandoned call.
                     Ok(()) => {
                         drop(target);
-                        let settled = guard.finish(py, held, Verdict::Cancelled);
-                        return (State::Done, settled.map(|()| Step::Closed));
+                        guard.settle(py, held, Outcome::Cancelled, op);
+                        return (State::Done, Ok(Step::Closed));
                     }
                     Err(e) => Err(e),
                 }
@@ -544,8 +548,8 @@ impl PyGuardedCoroutine {
             ),
             Ok(Step::Return(v)) => {
                 drop(target);
-                let settled = guard.finish(py, held, Verdict::Success);
-                (State::Done, settled.map(|()| Step::Return(v)))
+                guard.settle(py, held, Outcome::Success, op);
+                (State::Done, Ok(Step::Return(v)))
             }
             // Not an answer of the awaited object.
             Ok(Step::Closed) => (State::Done, Ok(Step::Closed)),
@@ -558,9 +562,11 @@ impl PyGuardedCoroutine {
 
     /// The call raised `e`: settle the guard as `e` says; the error to raise.
     fn failed(&self, py: Python<'_>, held: Held, e: PyErr) -> PyErr {
-        let owner = self.owner.get();
+        let owner_obj = self.owner.bind(py);
+        let owner = owner_obj.get();
         let classify = owner.classify.as_ref().map(|c| c.bind(py));
-        guarded::fail(py, owner.guard.as_ref(), held, e, classify)
+        let op = Op::QualnameOf(owner_obj.as_any());
+        guarded::fail(py, &owner.guard, held, e, classify, op)
     }
 
     fn name(&self, py: Python<'_>) -> String {
@@ -589,10 +595,12 @@ impl Drop for PyGuardedCoroutine {
             // call abandoned.
             State::Running { target, held, .. } => Python::attach(|py| {
                 drop(target);
-                let owner = self.owner.get();
-                if let Err(e) = owner.guard.as_ref().finish(py, held, Verdict::Cancelled) {
-                    e.write_unraisable(py, None);
-                }
+                let owner_obj = self.owner.bind(py);
+                let op = Op::QualnameOf(owner_obj.as_any());
+                owner_obj
+                    .get()
+                    .guard
+                    .settle(py, held, Outcome::Cancelled, op);
             }),
         }
     }

@@ -3,11 +3,14 @@
 //! refreshed every `refresh_interval`; hedges are paid through a retry gate (e.g. a
 //! `RetryBudget`) with the cause `"hedge"`.
 
-use guards_core::hedging::{HedgeDecision, Hedging, HedgingConfig};
+use guards::handle::InPlace;
+use guards::schema::HEDGING;
+use guards_core::hedging::{HedgeDecision, Hedging};
 use guards_core::Nanos;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyTuple};
 
+use crate::config::{self, Args};
 use crate::errors;
 use crate::latency_tracker;
 use crate::retry_policy::Gate;
@@ -76,8 +79,8 @@ impl PyHedgeDecision {
 /// Hedged requests after a tracked latency quantile.
 #[pyclass(module = "guards", name = "Hedging", frozen)]
 pub struct PyHedging {
-    /// Boxed: it holds a 55 KB latency tracker.
-    h: Box<Hedging>,
+    /// Built in place by ffi: it holds a 55 KB latency tracker.
+    h: InPlace<Hedging>,
 }
 
 impl std::fmt::Debug for PyHedging {
@@ -91,82 +94,52 @@ impl std::fmt::Debug for PyHedging {
 #[pymethods]
 impl PyHedging {
     /// `Hedging(delay_quantile=0.95, min_delay=0.001, max_delay=10.0, max_hedges=1,
-    /// min_samples=100, refresh_interval=0.1, tracker=None)`; durations in seconds;
+    /// min_samples=100, refresh_interval=0.1, tracker=...)`; durations in seconds;
     /// `tracker` is a `LatencyTracker` (its settings) or a mapping of its settings (errors
-    /// name them `tracker.window`, ...).
+    /// name them `tracker.window`, ...); left out, the default tracker.
     #[new]
     #[pyo3(
-        signature = (
-            *,
-            delay_quantile = None,
-            min_delay = None,
-            max_delay = None,
-            max_hedges = None,
-            min_samples = None,
-            refresh_interval = None,
-            tracker = None
-        ),
+        signature = (*args, **kwargs),
         text_signature = "(*, delay_quantile=0.95, min_delay=0.001, max_delay=10.0, max_hedges=1, min_samples=100, refresh_interval=0.1, tracker=None)"
     )]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        delay_quantile: Option<&Bound<'_, PyAny>>,
-        min_delay: Option<&Bound<'_, PyAny>>,
-        max_delay: Option<&Bound<'_, PyAny>>,
-        max_hedges: Option<&Bound<'_, PyAny>>,
-        min_samples: Option<&Bound<'_, PyAny>>,
-        refresh_interval: Option<&Bound<'_, PyAny>>,
-        tracker: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let mut c = HedgingConfig::default();
-        if let Some(v) = given(delay_quantile) {
-            c.delay_quantile = util::get_f64("delay_quantile", v, Ctx::Config)?;
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let py = args.py();
+        let mut a = Args::collect("Hedging", &[], args, kwargs)?;
+        let mut ready = None;
+        if let Some(t) = a.take("tracker") {
+            match latency_tracker::tracker_arg(&t)? {
+                latency_tracker::TrackerArg::Ready(c) => ready = Some(c),
+                latency_tracker::TrackerArg::Settings(pairs) => {
+                    for (k, v) in pairs {
+                        a.push(k, v);
+                    }
+                }
+            }
         }
-        if let Some(v) = given(min_delay) {
-            c.min_delay = util::get_duration("min_delay", v, Ctx::Config)?;
+        let mut c = HEDGING.defaults();
+        a.apply(&HEDGING, &mut c)?;
+        if let Some(t) = ready {
+            c.tracker = t;
         }
-        if let Some(v) = given(max_delay) {
-            c.max_delay = util::get_duration("max_delay", v, Ctx::Config)?;
-        }
-        if let Some(v) = given(max_hedges) {
-            c.max_hedges = util::get_u32("max_hedges", v, Ctx::Config, "0..=16")?;
-        }
-        if let Some(v) = given(min_samples) {
-            c.min_samples = util::get_u64("min_samples", v, Ctx::Config)?;
-        }
-        if let Some(v) = given(refresh_interval) {
-            c.refresh_interval = util::get_duration("refresh_interval", v, Ctx::Config)?;
-        }
-        c.tracker = latency_tracker::tracker_config_arg(tracker)?;
-        let h = Hedging::new(c).map_err(|e| errors::config_error(py, e))?;
-        Ok(PyHedging { h: Box::new(h) })
+        HEDGING.validate(&c).map_err(|f| errors::failure(py, f))?;
+        let h = InPlace::<Hedging>::new(c).map_err(|f| errors::failure(py, f))?;
+        Ok(PyHedging { h })
     }
 
-    /// The configuration (durations in seconds; `tracker` as a dict).
+    /// The settings (durations in seconds; `tracker` as a dict).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let c = self.h.config();
-        let d = PyDict::new(py);
-        d.set_item("delay_quantile", c.delay_quantile)?;
-        d.set_item("min_delay", util::secs(c.min_delay))?;
-        d.set_item("max_delay", util::secs(c.max_delay))?;
-        d.set_item("max_hedges", c.max_hedges)?;
-        d.set_item("min_samples", c.min_samples)?;
-        d.set_item("refresh_interval", util::secs(c.refresh_interval))?;
-        d.set_item("tracker", latency_tracker::config_dict(py, &c.tracker)?)?;
-        Ok(d)
+        config::to_dict(py, &HEDGING, self.h.config())
     }
 
     /// Record a finished call's latency (a duration) at `now`.
     #[pyo3(signature = (latency, now = None))]
     fn record_latency(
         &self,
-        py: Python<'_>,
         latency: &Bound<'_, PyAny>,
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let l = util::get_duration("latency", latency, Ctx::Arg)?;
-        self.h.record_latency(util::get_now(py, now)?, l);
+        self.h.record_latency(util::get_now(now)?, l);
         Ok(())
     }
 
@@ -174,32 +147,24 @@ impl PyHedging {
     #[pyo3(signature = (latency_ns, now = None))]
     fn record_latency_ns(
         &self,
-        py: Python<'_>,
         latency_ns: &Bound<'_, PyAny>,
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let l = Nanos(util::get_u64("latency_ns", latency_ns, Ctx::Arg)?);
-        self.h.record_latency(util::get_now(py, now)?, l);
+        self.h.record_latency(util::get_now(now)?, l);
         Ok(())
     }
 
     /// The current hedge delay in seconds, or `None` with too few samples.
     #[pyo3(signature = (now = None))]
-    fn hedge_delay(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Option<f64>> {
-        Ok(self.h.hedge_delay(util::get_now(py, now)?).map(util::secs))
+    fn hedge_delay(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<Option<f64>> {
+        Ok(self.h.hedge_delay(util::get_now(now)?).map(util::secs))
     }
 
     /// `hedge_delay` in integer nanoseconds.
     #[pyo3(signature = (now = None))]
-    fn hedge_delay_ns(
-        &self,
-        py: Python<'_>,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<u64>> {
-        Ok(self
-            .h
-            .hedge_delay(util::get_now(py, now)?)
-            .map(Nanos::as_u64))
+    fn hedge_delay_ns(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+        Ok(self.h.hedge_delay(util::get_now(now)?).map(Nanos::as_u64))
     }
 
     /// Should the request started at `request_started` (integer nanoseconds), which has
@@ -208,7 +173,6 @@ impl PyHedging {
     #[pyo3(signature = (request_started, hedges_sent = None, *, idempotent = None, gate = None, now = None))]
     fn should_hedge(
         &self,
-        py: Python<'_>,
         request_started: &Bound<'_, PyAny>,
         hedges_sent: Option<&Bound<'_, PyAny>>,
         idempotent: Option<&Bound<'_, PyAny>>,
@@ -224,7 +188,7 @@ impl PyHedging {
             Some(v) => util::get_bool("idempotent", v)?,
             None => true,
         };
-        let now = util::get_now(py, now)?;
+        let now = util::get_now(now)?;
         let gate = Gate::from_arg(gate)?;
         let d = self.h.should_hedge(
             now,
@@ -244,7 +208,6 @@ impl PyHedging {
     #[pyo3(signature = (q, now = None))]
     fn latency_quantile(
         &self,
-        py: Python<'_>,
         q: &Bound<'_, PyAny>,
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<f64>> {
@@ -252,7 +215,7 @@ impl PyHedging {
         Ok(self
             .h
             .tracker()
-            .quantile(util::get_now(py, now)?, q)
+            .quantile(util::get_now(now)?, q)
             .map(util::secs))
     }
 

@@ -11,70 +11,31 @@
 //! Reading a quantile merges 6 × 1,152 counters (a few microseconds), so the reads release
 //! the GIL while they merge; recording is one atomic update and keeps it.
 
+use guards::handle::InPlace;
+use guards::schema::LATENCY_TRACKER;
 use guards_core::latency_tracker::{LatencySummary, LatencyTracker, LatencyTrackerConfig};
 use guards_core::Nanos;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyMapping};
+use pyo3::types::{PyDict, PyMapping, PyTuple};
 
+use crate::config::{self, Args};
 use crate::errors;
-use crate::util::{self, given, Ctx};
+use crate::util::{self, Ctx};
 
-/// Settings of a latency tracker given as keyword values; `prefix` is prepended to field
-/// names in errors (`"tracker."` when embedded in hedging).
-pub(crate) struct TrackerArgs<'a, 'py> {
-    pub window: Option<&'a Bound<'py, PyAny>>,
-    pub timeout_quantile: Option<&'a Bound<'py, PyAny>>,
-    pub timeout_factor: Option<&'a Bound<'py, PyAny>>,
-    pub min_samples: Option<&'a Bound<'py, PyAny>>,
+/// What hedging's `tracker=` adds to its settings: a `LatencyTracker` (its config), or a
+/// mapping with the keys `window`, `timeout_quantile`, `timeout_factor`, `min_samples`,
+/// whose values become hedging's `tracker.window`, ... settings (errors name them so).
+pub(crate) enum TrackerArg<'py> {
+    Ready(LatencyTrackerConfig),
+    Settings(Vec<(String, Bound<'py, PyAny>)>),
 }
 
-impl TrackerArgs<'_, '_> {
-    pub(crate) fn config(&self, embedded: bool) -> PyResult<LatencyTrackerConfig> {
-        let name = |plain: &'static str, nested: &'static str| {
-            if embedded {
-                nested
-            } else {
-                plain
-            }
-        };
-        let mut c = LatencyTrackerConfig::default();
-        if let Some(v) = given(self.window) {
-            c.window = util::get_duration(name("window", "tracker.window"), v, Ctx::Config)?;
-        }
-        if let Some(v) = given(self.timeout_quantile) {
-            c.timeout_quantile = util::get_f64(
-                name("timeout_quantile", "tracker.timeout_quantile"),
-                v,
-                Ctx::Config,
-            )?;
-        }
-        if let Some(v) = given(self.timeout_factor) {
-            c.timeout_factor = util::get_f64(
-                name("timeout_factor", "tracker.timeout_factor"),
-                v,
-                Ctx::Config,
-            )?;
-        }
-        if let Some(v) = given(self.min_samples) {
-            c.min_samples =
-                util::get_u64(name("min_samples", "tracker.min_samples"), v, Ctx::Config)?;
-        }
-        Ok(c)
-    }
-}
-
-/// A tracker config from what hedging's `tracker=` was given: a `LatencyTracker` (its
-/// settings) or a mapping with the keys `window`, `timeout_quantile`, `timeout_factor`,
-/// `min_samples`.
-pub(crate) fn tracker_config_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<LatencyTrackerConfig> {
-    let Some(v) = given(v) else {
-        return Ok(LatencyTrackerConfig::default());
-    };
+pub(crate) fn tracker_arg<'py>(v: &Bound<'py, PyAny>) -> PyResult<TrackerArg<'py>> {
     if let Ok(t) = v.cast::<PyLatencyTracker>() {
-        return Ok(*t.get().t.config());
+        return Ok(TrackerArg::Ready(*t.get().t.config()));
     }
     let Ok(m) = v.cast::<PyMapping>() else {
-        return Err(util::type_error(
+        return Err(config::wrong_type(
             "tracker",
             "a guards.LatencyTracker or a mapping of its settings",
             v,
@@ -90,30 +51,12 @@ pub(crate) fn tracker_config_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Laten
             "min_samples",
         ],
     )?;
-    let window = util::mapping_get(m, "window")?;
-    let timeout_quantile = util::mapping_get(m, "timeout_quantile")?;
-    let timeout_factor = util::mapping_get(m, "timeout_factor")?;
-    let min_samples = util::mapping_get(m, "min_samples")?;
-    TrackerArgs {
-        window: window.as_ref(),
-        timeout_quantile: timeout_quantile.as_ref(),
-        timeout_factor: timeout_factor.as_ref(),
-        min_samples: min_samples.as_ref(),
+    let mut out = Vec::new();
+    for item in m.items()?.iter() {
+        let (k, val): (String, Bound<'py, PyAny>) = item.extract()?;
+        out.push((format!("tracker.{k}"), val));
     }
-    .config(true)
-}
-
-/// A tracker's settings as a dict (durations in seconds).
-pub(crate) fn config_dict<'py>(
-    py: Python<'py>,
-    c: &LatencyTrackerConfig,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("window", util::secs(c.window))?;
-    d.set_item("timeout_quantile", c.timeout_quantile)?;
-    d.set_item("timeout_factor", c.timeout_factor)?;
-    d.set_item("min_samples", c.min_samples)?;
-    Ok(d)
+    Ok(TrackerArg::Settings(out))
 }
 
 /// A quantile argument: a float (NaN or outside `[0, 1]` gives `None`, as in core).
@@ -148,8 +91,8 @@ pub(crate) fn summary_dict<'py>(
 /// Latency histogram over a sliding ring of 6 windows (the last `6 * window` seconds).
 #[pyclass(module = "guards", name = "LatencyTracker", frozen)]
 pub struct PyLatencyTracker {
-    /// Boxed: 55 KB of counters, and core's state may be cache-line aligned.
-    pub(crate) t: Box<LatencyTracker>,
+    /// Built in place by ffi: 55 KB of counters, cache-line aligned.
+    pub(crate) t: InPlace<LatencyTracker>,
 }
 
 impl std::fmt::Debug for PyLatencyTracker {
@@ -169,7 +112,7 @@ impl PyLatencyTracker {
         now: Option<&Bound<'_, PyAny>>,
         f: impl FnOnce(&LatencyTracker, Nanos) -> R + Send,
     ) -> PyResult<R> {
-        let now = util::get_now(py, now)?;
+        let now = util::get_now(now)?;
         let t = &*self.t;
         Ok(py.detach(|| f(t, now)))
     }
@@ -178,33 +121,22 @@ impl PyLatencyTracker {
 #[pymethods]
 impl PyLatencyTracker {
     /// `LatencyTracker(window=10.0, timeout_quantile=0.999, timeout_factor=2.0,
-    /// min_samples=1000)`.
+    /// min_samples=1000)`; durations in seconds.
     #[new]
     #[pyo3(
-        signature = (*, window = None, timeout_quantile = None, timeout_factor = None, min_samples = None),
+        signature = (*args, **kwargs),
         text_signature = "(*, window=10.0, timeout_quantile=0.999, timeout_factor=2.0, min_samples=1000)"
     )]
-    fn new(
-        py: Python<'_>,
-        window: Option<&Bound<'_, PyAny>>,
-        timeout_quantile: Option<&Bound<'_, PyAny>>,
-        timeout_factor: Option<&Bound<'_, PyAny>>,
-        min_samples: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let c = TrackerArgs {
-            window,
-            timeout_quantile,
-            timeout_factor,
-            min_samples,
-        }
-        .config(false)?;
-        let t = LatencyTracker::new(c).map_err(|e| errors::config_error(py, e))?;
-        Ok(PyLatencyTracker { t: Box::new(t) })
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let py = args.py();
+        let c = Args::collect("LatencyTracker", &[], args, kwargs)?.build(&LATENCY_TRACKER)?;
+        let t = InPlace::<LatencyTracker>::new(c).map_err(|f| errors::failure(py, f))?;
+        Ok(PyLatencyTracker { t })
     }
 
-    /// The configuration (durations in seconds).
+    /// The settings (durations in seconds).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        config_dict(py, self.t.config())
+        config::to_dict(py, &LATENCY_TRACKER, self.t.config())
     }
 
     /// The largest latency told apart (larger ones count in the last bucket), seconds.
@@ -215,14 +147,9 @@ impl PyLatencyTracker {
 
     /// Record a call that took `latency` (a duration) and ended at `now`.
     #[pyo3(signature = (latency, now = None))]
-    fn record(
-        &self,
-        py: Python<'_>,
-        latency: &Bound<'_, PyAny>,
-        now: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
+    fn record(&self, latency: &Bound<'_, PyAny>, now: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let l = util::get_duration("latency", latency, Ctx::Arg)?;
-        self.t.record(util::get_now(py, now)?, l);
+        self.t.record(util::get_now(now)?, l);
         Ok(())
     }
 
@@ -230,12 +157,11 @@ impl PyLatencyTracker {
     #[pyo3(signature = (latency_ns, now = None))]
     fn record_ns(
         &self,
-        py: Python<'_>,
         latency_ns: &Bound<'_, PyAny>,
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let l = Nanos(util::get_u64("latency_ns", latency_ns, Ctx::Arg)?);
-        self.t.record(util::get_now(py, now)?, l);
+        self.t.record(util::get_now(now)?, l);
         Ok(())
     }
 

@@ -27,8 +27,10 @@ mod brownout;
 mod bulkhead;
 mod circuit_breaker;
 mod clock;
+mod config;
 mod deadline;
 mod errors;
+mod events;
 mod guarded;
 mod guarded_block;
 mod guarded_coro;
@@ -36,10 +38,12 @@ mod hedging;
 mod latency_tracker;
 mod limit;
 mod limiter;
+mod outcome;
 mod permit;
 mod priority;
 mod queue_discipline;
 mod retry_budget;
+mod retry_driver;
 mod retry_policy;
 mod rng;
 mod sim;
@@ -48,7 +52,8 @@ mod util;
 
 /// Python allocates the objects that hold a pyclass's fields with 16-byte alignment, so
 /// a field that needs more (core's cache-line-aligned counters) would be misaligned. Every
-/// pyclass is checked here at compile time; core guards with such fields are boxed.
+/// pyclass is checked here at compile time; core guards live in ffi's handles (built in
+/// place with their own alignment), never inline.
 macro_rules! check_pyclass_alignment {
     ($($t:ty),* $(,)?) => {
         $(const _: () = assert!(
@@ -70,6 +75,7 @@ check_pyclass_alignment!(
     backoff::PyBackoff,
     retry_policy::PyRetryPolicy,
     retry_policy::PyRetryDecision,
+    retry_driver::PyRetryRun,
     retry_budget::PyRetryBudget,
     retry_budget::RetryReceiptObj,
     bulkhead::PyBulkhead,
@@ -122,6 +128,8 @@ fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     deadline::register(m)?;
     backoff::register(m)?;
     retry_policy::register(m)?;
+    retry_driver::register(m)?;
+    outcome::register(m)?;
     retry_budget::register(m)?;
     bulkhead::register(m)?;
     latency_tracker::register(m)?;

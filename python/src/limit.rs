@@ -1,6 +1,6 @@
 //! The adaptive concurrency limit algorithms: `AimdLimit`, `VegasLimit`, `GradientLimit`
 //! (Gradient2; also exported as `Gradient2Limit`) and `FixedLimit`, all subclasses of
-//! `Limit`.
+//! `Limit`, configured through ffi's schemas (`aimd`, `vegas`, `gradient`).
 //!
 //! A limit object computes a number from samples (`update(rtt, in_flight, dropped)`); the
 //! `Limiter` and `Admission` enforce it. Passing a limit object to them uses its settings
@@ -9,220 +9,73 @@
 
 use std::sync::Mutex;
 
-use guards_core::limit::{
-    AimdConfig, GradientConfig, Limit, LimitConfig, LimitSample, VegasConfig,
-};
-use guards_core::Nanos;
+use guards::schema::{self, Schema};
+use guards_core::limit::{Limit, LimitConfig, LimitSample};
+use guards_core::{ConfigError, ConfigErrorKind};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PyMapping};
+use pyo3::types::{PyDict, PyInt, PyMapping, PyTuple};
 
+use crate::config::{self, Args};
 use crate::errors;
-use crate::util::{self, given, Ctx};
+use crate::util::{self, Ctx};
 
-const AIMD_KEYS: &[&str] = &[
-    "initial_limit",
-    "min_limit",
-    "max_limit",
-    "backoff_ratio",
-    "interval",
-    "latency_target",
-];
-const VEGAS_KEYS: &[&str] = &[
-    "initial_limit",
-    "min_limit",
-    "max_limit",
-    "smoothing",
-    "alpha",
-    "beta",
-    "threshold",
-    "probe_multiplier",
-    "probe_jitter",
-    "probe_seed",
-];
-const GRADIENT_KEYS: &[&str] = &[
-    "initial_limit",
-    "min_limit",
-    "max_limit",
-    "smoothing",
-    "queue_size",
-    "long_window",
-    "warmup_samples",
-];
-const FIXED_KEYS: &[&str] = &["limit"];
+/// The algorithm names accepted.
+const ALGORITHMS: &str = "'fixed', 'aimd', 'vegas', 'gradient'";
 
-/// Every setting name of every algorithm (static, for error messages).
-const ALL_KEYS: &[&str] = &[
-    "limit",
-    "initial_limit",
-    "min_limit",
-    "max_limit",
-    "backoff_ratio",
-    "interval",
-    "latency_target",
-    "smoothing",
-    "alpha",
-    "beta",
-    "threshold",
-    "probe_multiplier",
-    "probe_jitter",
-    "probe_seed",
-    "queue_size",
-    "long_window",
-    "warmup_samples",
-];
-
-/// Settings given by keyword or in a mapping.
-pub(crate) struct Settings<'py> {
-    given: Vec<(&'static str, Bound<'py, PyAny>)>,
-}
-
-impl<'py> Settings<'py> {
-    pub(crate) fn from_kwargs(pairs: &[(&'static str, Option<&Bound<'py, PyAny>>)]) -> Self {
-        Settings {
-            given: pairs
-                .iter()
-                .filter_map(|(k, v)| given(*v).map(|v| (*k, v.clone())))
-                .collect(),
-        }
+/// The config of `algorithm` from `args` (settings named as in its schema; an AIMD
+/// `latency_target=None` means no target).
+pub(crate) fn build(py: Python<'_>, algorithm: &str, mut args: Args<'_>) -> PyResult<LimitConfig> {
+    fn with<C: Copy>(args: &Args<'_>, s: &'static Schema<C>) -> PyResult<C> {
+        args.build(s)
     }
-
-    /// From a mapping; `field` names the argument in errors; `skip` keys are left out.
-    fn from_mapping(field: &str, m: &Bound<'py, PyMapping>, skip: &[&str]) -> PyResult<Self> {
-        let mut given_pairs = Vec::new();
-        for item in m.items()?.iter() {
-            let (k, v): (String, Bound<'py, PyAny>) = item.extract().map_err(|_| {
-                PyTypeError::new_err(format!("`{field}` must be a mapping with str keys"))
-            })?;
-            if skip.contains(&k.as_str()) {
-                continue;
-            }
-            let Some(name) = ALL_KEYS.iter().find(|n| **n == k) else {
-                return Err(PyTypeError::new_err(format!(
-                    "`{field}` has an unknown setting {k:?}"
-                )));
+    Ok(match algorithm {
+        "fixed" => {
+            let Some(v) = args.take("limit") else {
+                return Err(PyTypeError::new_err("a fixed limit needs `limit` (an int)"));
             };
-            if !v.is_none() {
-                given_pairs.push((*name, v));
-            }
-        }
-        Ok(Settings { given: given_pairs })
-    }
-
-    fn get(&self, key: &str) -> Option<&Bound<'py, PyAny>> {
-        self.given.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
-    }
-
-    fn only(&self, algorithm: &str, allowed: &[&str]) -> PyResult<()> {
-        for (k, _) in &self.given {
-            if !allowed.contains(k) {
+            if !args.is_empty() {
                 return Err(PyTypeError::new_err(format!(
-                    "`{k}` is not a setting of the {algorithm:?} limit (its settings: {})",
-                    allowed.join(", ")
+                    "a fixed limit takes only `limit`, not {}",
+                    args.names().join(", ")
                 )));
             }
+            let n = util::get_u64("limit", &v, Ctx::Config)?;
+            let c = LimitConfig::Fixed(n);
+            c.validate().map_err(|e| errors::config_error(py, e))?;
+            c
         }
-        Ok(())
-    }
-
-    fn u64(&self, key: &'static str, default: u64) -> PyResult<u64> {
-        self.get(key)
-            .map_or(Ok(default), |v| util::get_u64(key, v, Ctx::Config))
-    }
-
-    fn f64(&self, key: &'static str, default: f64) -> PyResult<f64> {
-        self.get(key)
-            .map_or(Ok(default), |v| util::get_f64(key, v, Ctx::Config))
-    }
-
-    fn nanos(&self, key: &'static str, default: Nanos) -> PyResult<Nanos> {
-        self.get(key)
-            .map_or(Ok(default), |v| util::get_duration(key, v, Ctx::Config))
-    }
-
-    /// The config of `algorithm` from these settings (unvalidated: core validates).
-    pub(crate) fn config(&self, py: Python<'_>, algorithm: &str) -> PyResult<LimitConfig> {
-        Ok(match algorithm {
-            "fixed" => {
-                self.only(algorithm, FIXED_KEYS)?;
-                match self.get("limit") {
-                    Some(v) => LimitConfig::Fixed(util::get_u64("limit", v, Ctx::Config)?),
-                    None => {
-                        return Err(PyTypeError::new_err(
-                            "a fixed limit needs its `limit` (an int)",
-                        ))
-                    }
+        "aimd" => {
+            // `latency_target=None` is "no target", the default: left out.
+            if let Some(v) = args.take("latency_target") {
+                if !v.is_none() {
+                    args.push("latency_target".to_owned(), v);
                 }
             }
-            "aimd" => {
-                self.only(algorithm, AIMD_KEYS)?;
-                let d = AimdConfig::default();
-                // `latency_target=None` means "no target" (core's Nanos::MAX).
-                LimitConfig::Aimd(AimdConfig {
-                    initial_limit: self.u64("initial_limit", d.initial_limit)?,
-                    min_limit: self.u64("min_limit", d.min_limit)?,
-                    max_limit: self.u64("max_limit", d.max_limit)?,
-                    backoff_ratio: self.f64("backoff_ratio", d.backoff_ratio)?,
-                    interval: self.nanos("interval", d.interval)?,
-                    latency_target: self.nanos("latency_target", d.latency_target)?,
-                })
-            }
-            "vegas" => {
-                self.only(algorithm, VEGAS_KEYS)?;
-                let d = VegasConfig::default();
-                LimitConfig::Vegas(VegasConfig {
-                    initial_limit: self.u64("initial_limit", d.initial_limit)?,
-                    min_limit: self.u64("min_limit", d.min_limit)?,
-                    max_limit: self.u64("max_limit", d.max_limit)?,
-                    smoothing: self.f64("smoothing", d.smoothing)?,
-                    alpha: self.f64("alpha", d.alpha)?,
-                    beta: self.f64("beta", d.beta)?,
-                    threshold: self.f64("threshold", d.threshold)?,
-                    probe_multiplier: self.u64("probe_multiplier", d.probe_multiplier)?,
-                    probe_jitter: self.f64("probe_jitter", d.probe_jitter)?,
-                    probe_seed: self.u64("probe_seed", d.probe_seed)?,
-                })
-            }
-            "gradient" | "gradient2" => {
-                self.only("gradient", GRADIENT_KEYS)?;
-                let d = GradientConfig::default();
-                LimitConfig::Gradient(GradientConfig {
-                    initial_limit: self.u64("initial_limit", d.initial_limit)?,
-                    min_limit: self.u64("min_limit", d.min_limit)?,
-                    max_limit: self.u64("max_limit", d.max_limit)?,
-                    smoothing: self.f64("smoothing", d.smoothing)?,
-                    queue_size: self.f64("queue_size", d.queue_size)?,
-                    long_window: self.u64("long_window", d.long_window)?,
-                    warmup_samples: self.u64("warmup_samples", d.warmup_samples)?,
-                })
-            }
-            _ => {
-                return Err(util::bad_value(
-                    py,
-                    Ctx::Config,
-                    "algorithm",
-                    guards_core::ConfigErrorKind::OutOfRange,
-                    "one of \"fixed\", \"aimd\", \"vegas\", \"gradient\"",
-                ))
-            }
-        })
-    }
+            LimitConfig::Aimd(with(&args, &schema::AIMD)?)
+        }
+        "vegas" => LimitConfig::Vegas(with(&args, &schema::VEGAS)?),
+        "gradient" | "gradient2" => LimitConfig::Gradient(with(&args, &schema::GRADIENT)?),
+        _ => {
+            return Err(errors::config_error(
+                py,
+                ConfigError::new("algorithm", ConfigErrorKind::OutOfRange, ALGORITHMS),
+            ))
+        }
+    })
 }
 
-/// A `limit=` argument of `Limiter`/`Admission`: `None` (the default), an int (a fixed
-/// limit), a `Limit` object (its settings) or a mapping with `algorithm` and settings.
-pub(crate) fn limit_config_arg(
-    v: Option<&Bound<'_, PyAny>>,
-    default: LimitConfig,
-) -> PyResult<LimitConfig> {
-    let Some(v) = given(v) else {
-        return Ok(default);
-    };
+/// A `limit=` argument of `Limiter`/`Admission`: an int (a fixed limit), a `Limit` object
+/// (its settings) or a mapping with `algorithm` and that algorithm's settings.
+pub(crate) fn limit_config_arg(v: &Bound<'_, PyAny>) -> PyResult<LimitConfig> {
+    let py = v.py();
     if let Ok(l) = v.cast::<PyLimit>() {
         return Ok(l.get().lock().config());
     }
     if v.is_instance_of::<PyInt>() {
-        return Ok(LimitConfig::Fixed(util::get_u64("limit", v, Ctx::Config)?));
+        let c = LimitConfig::Fixed(util::get_u64("limit", v, Ctx::Config)?);
+        c.validate().map_err(|e| errors::config_error(py, e))?;
+        return Ok(c);
     }
     let Ok(m) = v.cast::<PyMapping>() else {
         return Err(util::type_error(
@@ -231,57 +84,38 @@ pub(crate) fn limit_config_arg(
             v,
         ));
     };
-    let algorithm = match util::mapping_get(m, "algorithm")? {
-        Some(a) => util::get_str("algorithm", &a)?,
-        None => {
-            return Err(PyTypeError::new_err(
-                "a `limit` mapping needs its `algorithm` (\"fixed\", \"aimd\", \"vegas\", \"gradient\")",
-            ))
-        }
-    };
-    Settings::from_mapping("limit", m, &["algorithm"])?.config(v.py(), &algorithm)
-}
-
-/// A limit's settings as a dict (durations in seconds; no latency target is `None`).
-pub(crate) fn config_dict<'py>(py: Python<'py>, c: &LimitConfig) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("algorithm", c.algorithm().name())?;
-    match c {
-        LimitConfig::Fixed(n) => d.set_item("limit", n)?,
-        LimitConfig::Aimd(a) => {
-            d.set_item("initial_limit", a.initial_limit)?;
-            d.set_item("min_limit", a.min_limit)?;
-            d.set_item("max_limit", a.max_limit)?;
-            d.set_item("backoff_ratio", a.backoff_ratio)?;
-            d.set_item("interval", util::secs(a.interval))?;
-            if a.latency_target == Nanos::MAX {
-                d.set_item("latency_target", py.None())?;
-            } else {
-                d.set_item("latency_target", util::secs(a.latency_target))?;
-            }
-        }
-        LimitConfig::Vegas(v) => {
-            d.set_item("initial_limit", v.initial_limit)?;
-            d.set_item("min_limit", v.min_limit)?;
-            d.set_item("max_limit", v.max_limit)?;
-            d.set_item("smoothing", v.smoothing)?;
-            d.set_item("alpha", v.alpha)?;
-            d.set_item("beta", v.beta)?;
-            d.set_item("threshold", v.threshold)?;
-            d.set_item("probe_multiplier", v.probe_multiplier)?;
-            d.set_item("probe_jitter", v.probe_jitter)?;
-            d.set_item("probe_seed", v.probe_seed)?;
-        }
-        LimitConfig::Gradient(g) => {
-            d.set_item("initial_limit", g.initial_limit)?;
-            d.set_item("min_limit", g.min_limit)?;
-            d.set_item("max_limit", g.max_limit)?;
-            d.set_item("smoothing", g.smoothing)?;
-            d.set_item("queue_size", g.queue_size)?;
-            d.set_item("long_window", g.long_window)?;
-            d.set_item("warmup_samples", g.warmup_samples)?;
+    let algorithm =
+        match util::mapping_get(m, "algorithm")? {
+            Some(a) => util::get_str("algorithm", &a)?,
+            None => return Err(PyTypeError::new_err(
+                "a `limit` mapping needs its `algorithm` ('fixed', 'aimd', 'vegas', 'gradient')",
+            )),
+        };
+    let mut args = Args::empty(py, "limit");
+    for item in m.items()?.iter() {
+        let (k, val): (String, Bound<'_, PyAny>) = item
+            .extract()
+            .map_err(|_| PyTypeError::new_err("`limit` must be a mapping with str keys"))?;
+        if k != "algorithm" {
+            args.push(k, val);
         }
     }
+    build(py, &algorithm, args)
+}
+
+/// A limit's settings as a dict (durations in seconds; no AIMD latency target is `None`).
+pub(crate) fn config_dict<'py>(py: Python<'py>, c: &LimitConfig) -> PyResult<Bound<'py, PyDict>> {
+    let d = match c {
+        LimitConfig::Fixed(n) => {
+            let d = PyDict::new(py);
+            d.set_item("limit", n)?;
+            d
+        }
+        LimitConfig::Aimd(a) => config::to_dict(py, &schema::AIMD, a)?,
+        LimitConfig::Vegas(v) => config::to_dict(py, &schema::VEGAS, v)?,
+        LimitConfig::Gradient(g) => config::to_dict(py, &schema::GRADIENT, g)?,
+    };
+    d.set_item("algorithm", c.algorithm().name())?;
     Ok(d)
 }
 
@@ -303,14 +137,18 @@ impl PyLimit {
         Ok(PyLimit { l: Mutex::new(l) })
     }
 
-    /// The initializer of `sub`, a subclass running `algorithm` with the settings `s`.
+    /// The initializer of `sub`, a subclass running `algorithm` with the settings given.
     fn init<T: pyo3::PyClass<BaseType = PyLimit>>(
-        py: Python<'_>,
-        s: &Settings<'_>,
+        owner: &'static str,
         algorithm: &str,
+        positional: &[&str],
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
         sub: T,
     ) -> PyResult<PyClassInitializer<T>> {
-        let base = Self::build(py, s.config(py, algorithm)?)?;
+        let py = args.py();
+        let a = Args::collect(owner, positional, args, kwargs)?;
+        let base = Self::build(py, build(py, algorithm, a)?)?;
         Ok(PyClassInitializer::from(base).add_subclass(sub))
     }
 }
@@ -321,17 +159,11 @@ impl PyLimit {
     /// `"vegas"`, `"gradient"`) with its settings.
     #[new]
     #[pyo3(signature = (algorithm, **settings))]
-    fn new(
-        py: Python<'_>,
-        algorithm: &Bound<'_, PyAny>,
-        settings: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Self> {
+    fn new(algorithm: &Bound<'_, PyAny>, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let py = algorithm.py();
         let name = util::get_str("algorithm", algorithm)?;
-        let s = match settings {
-            Some(d) => Settings::from_mapping("settings", d.as_mapping(), &[])?,
-            None => Settings { given: Vec::new() },
-        };
-        Self::build(py, s.config(py, &name)?)
+        let a = Args::collect("Limit", &[], &PyTuple::empty(py), settings)?;
+        Self::build(py, build(py, &name, a)?)
     }
 
     /// `"fixed"`, `"aimd"`, `"vegas"` or `"gradient"`.
@@ -340,7 +172,7 @@ impl PyLimit {
         self.lock().algorithm().name()
     }
 
-    /// The configuration (durations in seconds).
+    /// The settings (durations in seconds).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let c = self.lock().config();
         config_dict(py, &c)
@@ -357,7 +189,6 @@ impl PyLimit {
     #[pyo3(signature = (rtt, in_flight, dropped = None, now = None))]
     fn update(
         &self,
-        py: Python<'_>,
         rtt: &Bound<'_, PyAny>,
         in_flight: &Bound<'_, PyAny>,
         dropped: Option<&Bound<'_, PyAny>>,
@@ -366,11 +197,11 @@ impl PyLimit {
         let sample = LimitSample {
             rtt: util::get_duration("rtt", rtt, Ctx::Arg)?,
             in_flight: util::get_u64("in_flight", in_flight, Ctx::Arg)?,
-            dropped: match given(dropped) {
+            dropped: match util::given(dropped) {
                 Some(d) => util::get_bool("dropped", d)?,
                 None => false,
             },
-            now: util::get_now(py, now)?,
+            now: util::get_now(now)?,
         };
         Ok(self.lock().update(sample))
     }
@@ -437,9 +268,19 @@ pub struct PyFixedLimit;
 impl PyFixedLimit {
     /// `FixedLimit(limit)`.
     #[new]
-    fn new(py: Python<'_>, limit: &Bound<'_, PyAny>) -> PyResult<PyClassInitializer<Self>> {
-        let s = Settings::from_kwargs(&[("limit", Some(limit))]);
-        PyLimit::init(py, &s, "fixed", PyFixedLimit)
+    #[pyo3(signature = (*args, **kwargs), text_signature = "(limit)")]
+    fn new(
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        PyLimit::init(
+            "FixedLimit",
+            "fixed",
+            &["limit"],
+            args,
+            kwargs,
+            PyFixedLimit,
+        )
     }
 }
 
@@ -451,33 +292,18 @@ pub struct PyAimdLimit;
 
 #[pymethods]
 impl PyAimdLimit {
-    /// `AimdLimit(initial_limit=10, min_limit=1, max_limit=1000, backoff_ratio=0.5,
-    /// interval=0.1, latency_target=None)`; durations in seconds; no latency target when
-    /// `None`.
+    /// `AimdLimit(**settings)`: durations in seconds; `latency_target=None` (the default):
+    /// no latency target.
     #[new]
     #[pyo3(
-        signature = (*, initial_limit = None, min_limit = None, max_limit = None, backoff_ratio = None, interval = None, latency_target = None),
+        signature = (*args, **kwargs),
         text_signature = "(*, initial_limit=10, min_limit=1, max_limit=1000, backoff_ratio=0.5, interval=0.1, latency_target=None)"
     )]
-    #[allow(clippy::too_many_arguments)]
     fn new(
-        py: Python<'_>,
-        initial_limit: Option<&Bound<'_, PyAny>>,
-        min_limit: Option<&Bound<'_, PyAny>>,
-        max_limit: Option<&Bound<'_, PyAny>>,
-        backoff_ratio: Option<&Bound<'_, PyAny>>,
-        interval: Option<&Bound<'_, PyAny>>,
-        latency_target: Option<&Bound<'_, PyAny>>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyClassInitializer<Self>> {
-        let s = Settings::from_kwargs(&[
-            ("initial_limit", initial_limit),
-            ("min_limit", min_limit),
-            ("max_limit", max_limit),
-            ("backoff_ratio", backoff_ratio),
-            ("interval", interval),
-            ("latency_target", latency_target),
-        ]);
-        PyLimit::init(py, &s, "aimd", PyAimdLimit)
+        PyLimit::init("AimdLimit", "aimd", &[], args, kwargs, PyAimdLimit)
     }
 }
 
@@ -489,41 +315,17 @@ pub struct PyVegasLimit;
 
 #[pymethods]
 impl PyVegasLimit {
-    /// `VegasLimit(initial_limit=20, min_limit=1, max_limit=1000, smoothing=1.0,
-    /// alpha=3.0, beta=6.0, threshold=1.0, probe_multiplier=30, probe_jitter=0.5,
-    /// probe_seed=0)`.
+    /// `VegasLimit(**settings)`.
     #[new]
     #[pyo3(
-        signature = (*, initial_limit = None, min_limit = None, max_limit = None, smoothing = None, alpha = None, beta = None, threshold = None, probe_multiplier = None, probe_jitter = None, probe_seed = None),
+        signature = (*args, **kwargs),
         text_signature = "(*, initial_limit=20, min_limit=1, max_limit=1000, smoothing=1.0, alpha=3.0, beta=6.0, threshold=1.0, probe_multiplier=30, probe_jitter=0.5, probe_seed=0)"
     )]
-    #[allow(clippy::too_many_arguments)]
     fn new(
-        py: Python<'_>,
-        initial_limit: Option<&Bound<'_, PyAny>>,
-        min_limit: Option<&Bound<'_, PyAny>>,
-        max_limit: Option<&Bound<'_, PyAny>>,
-        smoothing: Option<&Bound<'_, PyAny>>,
-        alpha: Option<&Bound<'_, PyAny>>,
-        beta: Option<&Bound<'_, PyAny>>,
-        threshold: Option<&Bound<'_, PyAny>>,
-        probe_multiplier: Option<&Bound<'_, PyAny>>,
-        probe_jitter: Option<&Bound<'_, PyAny>>,
-        probe_seed: Option<&Bound<'_, PyAny>>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyClassInitializer<Self>> {
-        let s = Settings::from_kwargs(&[
-            ("initial_limit", initial_limit),
-            ("min_limit", min_limit),
-            ("max_limit", max_limit),
-            ("smoothing", smoothing),
-            ("alpha", alpha),
-            ("beta", beta),
-            ("threshold", threshold),
-            ("probe_multiplier", probe_multiplier),
-            ("probe_jitter", probe_jitter),
-            ("probe_seed", probe_seed),
-        ]);
-        PyLimit::init(py, &s, "vegas", PyVegasLimit)
+        PyLimit::init("VegasLimit", "vegas", &[], args, kwargs, PyVegasLimit)
     }
 }
 
@@ -535,34 +337,24 @@ pub struct PyGradientLimit;
 
 #[pymethods]
 impl PyGradientLimit {
-    /// `GradientLimit(initial_limit=20, min_limit=1, max_limit=200, smoothing=0.2,
-    /// queue_size=4.0, long_window=600, warmup_samples=10)`.
+    /// `GradientLimit(**settings)`.
     #[new]
     #[pyo3(
-        signature = (*, initial_limit = None, min_limit = None, max_limit = None, smoothing = None, queue_size = None, long_window = None, warmup_samples = None),
+        signature = (*args, **kwargs),
         text_signature = "(*, initial_limit=20, min_limit=1, max_limit=200, smoothing=0.2, queue_size=4.0, long_window=600, warmup_samples=10)"
     )]
-    #[allow(clippy::too_many_arguments)]
     fn new(
-        py: Python<'_>,
-        initial_limit: Option<&Bound<'_, PyAny>>,
-        min_limit: Option<&Bound<'_, PyAny>>,
-        max_limit: Option<&Bound<'_, PyAny>>,
-        smoothing: Option<&Bound<'_, PyAny>>,
-        queue_size: Option<&Bound<'_, PyAny>>,
-        long_window: Option<&Bound<'_, PyAny>>,
-        warmup_samples: Option<&Bound<'_, PyAny>>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyClassInitializer<Self>> {
-        let s = Settings::from_kwargs(&[
-            ("initial_limit", initial_limit),
-            ("min_limit", min_limit),
-            ("max_limit", max_limit),
-            ("smoothing", smoothing),
-            ("queue_size", queue_size),
-            ("long_window", long_window),
-            ("warmup_samples", warmup_samples),
-        ]);
-        PyLimit::init(py, &s, "gradient", PyGradientLimit)
+        PyLimit::init(
+            "GradientLimit",
+            "gradient",
+            &[],
+            args,
+            kwargs,
+            PyGradientLimit,
+        )
     }
 }
 

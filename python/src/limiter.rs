@@ -1,41 +1,48 @@
-//! `Limiter`: a lock-free adaptive concurrency limit with priority partitions. A call takes
-//! a `LimiterPermit` (or is refused with `LimitExceeded`) and gives it back with its
-//! outcome: `on_success(now)` (an RTT sample), `on_dropped(now)` (a timeout or a refusal
-//! downstream: a congestion signal) or `on_ignore()` (no sample). Samples are folded into
-//! the limit algorithm once per `window`.
+//! `Limiter`: a lock-free adaptive concurrency limit with priority partitions (core's
+//! `Limiter`, built in place by ffi, configured through ffi's schema). A call takes a
+//! `LimiterPermit` (or is refused with `LimitExceeded`) and gives it back with its outcome:
+//! `report(outcome)` (the call contract decides: a success is an RTT sample, a timeout or
+//! an overload answer a drop, anything else no sample), or the primitives `on_success`,
+//! `on_dropped`, `on_ignore`. Samples are folded into the limit algorithm once per
+//! `window`; a move of the limit is emitted as a `limit_change` event.
 //!
 //! Permits give their slot back exactly once; a second outcome is a no-op returning
-//! `False`. As a context manager a permit reports `on_success` when the block succeeds,
-//! `on_dropped` when it raises a `TimeoutError` or a `GuardError` (overload signals) and
-//! `on_ignore` for any other exception. A permit garbage-collected without an outcome is
-//! ignored (its slot comes back, no sample).
+//! `False`. As a context manager a permit reports how the block ended (the exception
+//! classified by `guards.classify_exception`). A permit garbage-collected without an
+//! outcome is ignored (its slot comes back, no sample).
 
-use guards_core::limiter::{
-    Limiter, LimiterConfig, LimiterPermit, LimiterRejected, PartitionConfig, CAP_FIELDS,
-    SHARE_FIELDS,
-};
+use guards::handle::InPlace;
+use guards::names::Limiter;
+use guards::schema::LIMITER;
+use guards_core::limiter::{LimiterPermit, LimiterRejected};
 use guards_core::priority::MAX_PRIORITIES;
-use guards_core::{Nanos, Priority};
+use guards_core::{Nanos, Outcome, Priority};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyMapping, PyType};
+use pyo3::types::{PyDict, PyMapping, PyTuple, PyType};
 
+use crate::clock;
+use crate::config::{self, Args};
 use crate::errors::{self, LimitExceeded};
+use crate::events::{self, Op};
 use crate::limit;
-use crate::permit::{Granted, Outcomes, Owner};
+use crate::outcome;
+use crate::permit::{self, Granted, Issuer};
 use crate::util::{self, given, Ctx};
 
-/// `partitions=`: a sequence of at most 8 mappings (entry `i` for priority `i`) with
-/// optional `share` and `max_in_flight`; entries and keys left out keep the defaults.
-fn partitions_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<[PartitionConfig; MAX_PRIORITIES]> {
-    let mut parts = [PartitionConfig::DEFAULT; MAX_PRIORITIES];
-    let Some(v) = given(v) else { return Ok(parts) };
+/// `partitions=`: a list of at most 8 mappings (entry `i` for priority `i`) with `share`
+/// and `max_in_flight`; a class (or a key) not given repeats the class before.
+fn apply_partitions(
+    py: Python<'_>,
+    c: &mut guards_core::LimiterConfig,
+    v: &Bound<'_, PyAny>,
+) -> PyResult<()> {
     let items = util::short_list("partitions", v, MAX_PRIORITIES)?;
-    for ((slot, item), (share_f, cap_f)) in parts
-        .iter_mut()
-        .zip(items.iter())
-        .zip(SHARE_FIELDS.iter().zip(CAP_FIELDS.iter()))
-    {
+    let mut shares = Vec::with_capacity(items.len());
+    let mut caps = Vec::with_capacity(items.len());
+    for item in &items {
         if item.is_none() {
+            shares.push(None);
+            caps.push(None);
             continue;
         }
         let m = item.cast::<PyMapping>().map_err(|_| {
@@ -46,14 +53,11 @@ fn partitions_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<[PartitionConfig; MA
             )
         })?;
         util::check_mapping_keys("partitions", m, &["share", "max_in_flight"])?;
-        if let Some(s) = util::mapping_get(m, "share")? {
-            slot.share = util::get_f64(share_f, &s, Ctx::Config)?;
-        }
-        if let Some(c) = util::mapping_get(m, "max_in_flight")? {
-            slot.max_in_flight = util::get_u64(cap_f, &c, Ctx::Config)?;
-        }
+        shares.push(util::mapping_get(m, "share")?);
+        caps.push(util::mapping_get(m, "max_in_flight")?);
     }
-    Ok(parts)
+    config::apply_per_priority(py, &LIMITER, c, "partitions", Some("share"), &shares)?;
+    config::apply_per_priority(py, &LIMITER, c, "partitions", Some("max_in_flight"), &caps)
 }
 
 /// `priority=`: a class 0..=7, default `Priority.CRITICAL` (1).
@@ -84,12 +88,19 @@ pub(crate) fn refusal_with(
 }
 
 fn rejected_error(py: Python<'_>, r: LimiterRejected, now: Nanos) -> PyErr {
+    let wait = r.retry_after(now);
     refusal_with(
         py,
         &py.get_type::<LimitExceeded>(),
-        r.to_string(),
+        format!(
+            "concurrency limit reached ({}: {} in flight, threshold {}); try again in {}",
+            r.reason.name(),
+            r.in_flight,
+            r.threshold,
+            errors::human(wait)
+        ),
         r.reason.name(),
-        r.retry_after(now),
+        wait,
         &[
             ("threshold", r.threshold),
             ("in_flight", r.in_flight),
@@ -102,18 +113,22 @@ fn rejected_error(py: Python<'_>, r: LimiterRejected, now: Nanos) -> PyErr {
 #[pyclass(module = "guards", name = "Limiter", frozen)]
 #[derive(Debug)]
 pub struct PyLimiter {
-    /// Boxed: core's state is cache-line padded.
-    l: Box<Limiter>,
+    pub(crate) l: InPlace<Limiter>,
 }
 
 impl PyLimiter {
-    fn permit(slf: &Bound<'_, Self>, p: LimiterPermit) -> PyLimiterPermit {
+    fn permit(
+        slf: &Bound<'_, Self>,
+        p: LimiterPermit,
+        operation: Option<Bound<'_, PyAny>>,
+    ) -> PyLimiterPermit {
         PyLimiterPermit {
             start: p.start().as_u64(),
             in_flight: p.in_flight(),
             threshold: p.threshold(),
             priority: p.priority().level(),
-            permit: Granted::new(slf.clone().unbind(), p),
+            permit: Granted::new(Issuer(slf.clone().unbind()), p),
+            operation: operation.map(Bound::unbind),
         }
     }
 }
@@ -140,101 +155,110 @@ fn limiter_stats<'py>(py: Python<'py>, l: &Limiter) -> PyResult<Bound<'py, PyDic
     )
 }
 
+/// Report `outcome` for `p` to `l` at `now`, emitting a `limit_change` if the limit moved.
+pub(crate) fn settle_limiter<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    l: &Limiter,
+    p: LimiterPermit,
+    outcome: Outcome,
+    now: Nanos,
+    operation: Op<'_, 'py>,
+) {
+    let before = l.limit();
+    l.report(p, outcome, now);
+    let after = l.limit();
+    if after != before {
+        events::limit_change(py, source, operation, before, after);
+    }
+}
+
 #[pymethods]
 impl PyLimiter {
-    /// `Limiter(limit=None, window=0.1, min_window_samples=10, partitions=None,
-    /// min_retry_after=0.001, max_retry_after=1.0)`. `limit`: a `Limit` object, an int (a
-    /// fixed limit) or a mapping with `algorithm` (default: `VegasLimit()`). `partitions`:
-    /// up to 8 mappings (index = priority) with `share` (of the limit a class may fill,
-    /// 0 < share <= 1) and `max_in_flight` (a cap), each no larger than the more important
-    /// class's.
+    /// `Limiter(limit=VegasLimit(), **settings)`. `limit`: a `Limit` object, an int (a
+    /// fixed limit) or a mapping with `algorithm`. `partitions`: up to 8 mappings (index =
+    /// priority) with `share` (of the limit a class may fill, 0 < share <= 1) and
+    /// `max_in_flight` (a cap), each no larger than the more important class's; a class
+    /// left out repeats the one before.
     #[new]
     #[pyo3(
-        signature = (*, limit = None, window = None, min_window_samples = None, partitions = None, min_retry_after = None, max_retry_after = None),
-        text_signature = "(*, limit=None, window=0.1, min_window_samples=10, partitions=None, min_retry_after=0.001, max_retry_after=1.0)"
+        signature = (*args, **kwargs),
+        text_signature = "(limit=None, *, window=0.1, min_window_samples=10, partitions=None, min_retry_after=0.001, max_retry_after=1.0)"
     )]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        limit: Option<&Bound<'_, PyAny>>,
-        window: Option<&Bound<'_, PyAny>>,
-        min_window_samples: Option<&Bound<'_, PyAny>>,
-        partitions: Option<&Bound<'_, PyAny>>,
-        min_retry_after: Option<&Bound<'_, PyAny>>,
-        max_retry_after: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let mut c = LimiterConfig::default();
-        c.limit = limit::limit_config_arg(limit, c.limit)?;
-        if let Some(v) = given(window) {
-            c.window = util::get_duration("window", v, Ctx::Config)?;
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let py = args.py();
+        let mut a = Args::collect("Limiter", &["limit"], args, kwargs)?;
+        let limit = a.take("limit");
+        let partitions = a.take("partitions");
+        let mut c = LIMITER.defaults();
+        if let Some(v) = limit {
+            if v.is_none() {
+                return Err(config::wrong_type(
+                    "limit",
+                    "a guards.Limit, an int or a mapping with `algorithm`",
+                    &v,
+                ));
+            }
+            c.limit = limit::limit_config_arg(&v)?;
         }
-        if let Some(v) = given(min_window_samples) {
-            c.min_window_samples = util::get_u64("min_window_samples", v, Ctx::Config)?;
+        a.apply(&LIMITER, &mut c)?;
+        if let Some(v) = partitions {
+            apply_partitions(py, &mut c, &v)?;
         }
-        c.partitions = partitions_arg(partitions)?;
-        if let Some(v) = given(min_retry_after) {
-            c.min_retry_after = util::get_duration("min_retry_after", v, Ctx::Config)?;
-        }
-        if let Some(v) = given(max_retry_after) {
-            c.max_retry_after = util::get_duration("max_retry_after", v, Ctx::Config)?;
-        }
-        let l = Limiter::new(c).map_err(|e| errors::config_error(py, e))?;
-        Ok(PyLimiter { l: Box::new(l) })
+        LIMITER.validate(&c).map_err(|f| errors::failure(py, f))?;
+        let l = InPlace::<Limiter>::new(c).map_err(|f| errors::failure(py, f))?;
+        Ok(PyLimiter { l })
     }
 
-    /// The configuration (durations in seconds; `limit` and `partitions` as dicts).
+    /// The settings (durations in seconds; `limit` and `partitions` as dicts).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let c = self.l.config();
-        let d = PyDict::new(py);
+        let d = config::to_dict(py, &LIMITER, c)?;
         d.set_item("limit", limit::config_dict(py, &c.limit)?)?;
-        d.set_item("window", util::secs(c.window))?;
-        d.set_item("min_window_samples", c.min_window_samples)?;
-        let parts = PyList::empty(py);
-        for p in &c.partitions {
-            let pd = PyDict::new(py);
-            pd.set_item("share", p.share)?;
-            pd.set_item("max_in_flight", p.max_in_flight)?;
-            parts.append(pd)?;
-        }
-        d.set_item("partitions", parts)?;
-        d.set_item("min_retry_after", util::secs(c.min_retry_after))?;
-        d.set_item("max_retry_after", util::secs(c.max_retry_after))?;
         Ok(d)
     }
 
     /// Take a slot for a call of class `priority` (0..=7, default 1) starting at `now`:
     /// a permit, or `LimitExceeded` (with `reason`, `retry_after`, `threshold`,
-    /// `in_flight`, `priority`).
-    #[pyo3(signature = (priority = None, now = None))]
+    /// `in_flight`, `priority`; emitted as a `refusal` named `operation`).
+    #[pyo3(signature = (priority = None, now = None, *, operation = None))]
     fn acquire(
         slf: &Bound<'_, Self>,
         priority: Option<&Bound<'_, PyAny>>,
         now: Option<&Bound<'_, PyAny>>,
+        operation: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyLimiterPermit> {
         let py = slf.py();
         let p = priority_arg(priority)?;
-        let now = util::get_now(py, now)?;
+        let now = util::get_now(now)?;
+        let op = given(operation).cloned();
         match slf.get().l.try_acquire(now, p) {
-            Ok(permit) => Ok(Self::permit(slf, permit)),
-            Err(r) => Err(rejected_error(py, r, now)),
+            Ok(permit) => Ok(Self::permit(slf, permit, op)),
+            Err(r) => {
+                let err = rejected_error(py, r, now);
+                events::refusal(py, slf.as_any(), Op::given(op.as_ref()), &err);
+                Err(err)
+            }
         }
     }
 
     /// Like `acquire`, but `None` instead of raising.
-    #[pyo3(signature = (priority = None, now = None))]
+    #[pyo3(signature = (priority = None, now = None, *, operation = None))]
     fn try_acquire(
         slf: &Bound<'_, Self>,
         priority: Option<&Bound<'_, PyAny>>,
         now: Option<&Bound<'_, PyAny>>,
+        operation: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<PyLimiterPermit>> {
         let p = priority_arg(priority)?;
-        let now = util::get_now(slf.py(), now)?;
+        let now = util::get_now(now)?;
+        let op = given(operation).cloned();
         Ok(slf
             .get()
             .l
             .try_acquire(now, p)
             .ok()
-            .map(|permit| Self::permit(slf, permit)))
+            .map(|permit| Self::permit(slf, permit, op)))
     }
 
     /// The current limit.
@@ -244,6 +268,7 @@ impl PyLimiter {
     }
 
     /// Calls in flight now.
+    #[getter]
     fn in_flight(&self) -> u64 {
         self.l.in_flight()
     }
@@ -255,11 +280,13 @@ impl PyLimiter {
     }
 
     /// The retry-after hint a refusal would carry now, in seconds.
+    #[getter]
     fn retry_after(&self) -> f64 {
         util::secs(self.l.retry_after())
     }
 
     /// `retry_after` in integer nanoseconds.
+    #[getter]
     fn retry_after_ns(&self) -> u64 {
         self.l.retry_after().as_u64()
     }
@@ -287,51 +314,71 @@ impl PyLimiter {
     }
 }
 
-/// A limiter slot. Report its outcome once: `on_success`, `on_dropped` or `on_ignore`.
+/// A limiter slot. Report its outcome once: `report(outcome)`, or the primitives
+/// `on_success`, `on_dropped`, `on_ignore`.
 #[pyclass(module = "guards", name = "LimiterPermit", frozen)]
 #[derive(Debug)]
 pub struct PyLimiterPermit {
-    permit: Granted<Py<PyLimiter>>,
+    permit: Granted<Issuer<PyLimiter>>,
     start: u64,
     in_flight: u64,
     threshold: u64,
     priority: u8,
+    operation: Option<Py<PyAny>>,
 }
 
-impl Owner for Py<PyLimiter> {
+impl guards::permit::Owner for Issuer<PyLimiter> {
     type Permit = LimiterPermit;
 
     fn give_back(&self, p: LimiterPermit) {
-        self.get().l.on_ignore(p);
+        self.0.get().l.on_ignore(p);
     }
 }
 
-impl Outcomes for Py<PyLimiter> {
-    fn success(&self, p: LimiterPermit, now: Nanos) {
-        self.get().l.on_success(p, now);
-    }
-
-    fn dropped(&self, p: LimiterPermit, now: Nanos) {
-        self.get().l.on_dropped(p, now);
+impl PyLimiterPermit {
+    /// Report `outcome` at `now`: `false` if already reported.
+    fn finish(&self, py: Python<'_>, outcome: Outcome, now: Nanos) -> bool {
+        let Some(p) = self.permit.take() else {
+            return false;
+        };
+        let owner = self.permit.owner().0.bind(py);
+        let op = Op::given(self.operation.as_ref().map(|o| o.bind(py)));
+        settle_limiter(py, owner.as_any(), &owner.get().l, p, outcome, now, op);
+        true
     }
 }
 
 #[pymethods]
 impl PyLimiterPermit {
-    /// The call succeeded at `now` (its RTT is a sample). `False` if already reported.
+    /// Hand the slot back with how the call ended (the call contract's outcome) at `now`.
+    /// `False` if already reported.
+    #[pyo3(signature = (outcome, now = None))]
+    fn report(
+        &self,
+        py: Python<'_>,
+        outcome: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let o = outcome::outcome_arg(outcome)?;
+        Ok(self.finish(py, o, util::get_now(now)?))
+    }
+
+    /// The primitive `on_success`: the call succeeded at `now` (its RTT is a sample).
+    /// `False` if already reported.
     #[pyo3(signature = (now = None))]
     fn on_success(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        self.permit.on_success(py, now)
+        Ok(self.finish(py, Outcome::Success, util::get_now(now)?))
     }
 
-    /// The call was dropped at `now` (timed out, or refused downstream). `False` if
-    /// already reported.
+    /// The primitive `on_dropped`: the call was dropped at `now` (timed out, or refused
+    /// downstream; reported as `"overloaded"`). `False` if already reported.
     #[pyo3(signature = (now = None))]
     fn on_dropped(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        self.permit.on_dropped(py, now)
+        Ok(self.finish(py, Outcome::Overloaded, util::get_now(now)?))
     }
 
-    /// Give the slot back without a sample. `False` if already reported.
+    /// The primitive `on_ignore`: give the slot back without a sample. `False` if already
+    /// reported.
     fn on_ignore(&self) -> bool {
         self.permit.give_back()
     }
@@ -370,15 +417,19 @@ impl PyLimiterPermit {
         slf
     }
 
-    #[pyo3(signature = (exc_type = None, _exc = None, _tb = None))]
+    /// Report how the block ended (the exception leaving it classified by
+    /// `guards.classify_exception`); the exception is never suppressed.
+    #[pyo3(signature = (_exc_type = None, exc = None, _tb = None))]
     fn __exit__(
         &self,
         py: Python<'_>,
-        exc_type: Option<&Bound<'_, PyAny>>,
-        _exc: Option<&Bound<'_, PyAny>>,
+        _exc_type: Option<&Bound<'_, PyAny>>,
+        exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        self.permit.exit(py, exc_type)
+        let o = permit::exit_outcome(exc)?;
+        self.finish(py, o, clock::now());
+        Ok(false)
     }
 
     fn __repr__(&self) -> String {

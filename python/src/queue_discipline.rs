@@ -6,72 +6,24 @@
 //! and `pop`/`expire` return the waiters dropped by that same call, so a thread never
 //! sees another thread's drops.
 //!
-//! Core's queue has a fixed slot count (a const generic). The class picks the smallest of
-//! 128, 1024, 8192 or 65536 slots that holds `capacity`; queues above 128 slots are built
-//! on a helper thread with a large stack, since core builds the slot arrays by value.
+//! Core's queue has a fixed slot count (a const generic); ffi's `AnyQueue` picks the
+//! smallest of 128, 1024, 8192 or 65536 slots that holds `capacity` and builds it in place.
 
 use std::sync::{Mutex, MutexGuard};
 
+use guards::handle::AnyQueue;
+use guards::schema::QUEUE_DISCIPLINE;
 use guards_core::queue_discipline::{
-    self as qd, Dequeued as CoreDequeued, DropReason, Dropped as CoreDropped, QueueDiscipline,
+    self as qd, Dequeued as CoreDequeued, DropReason, Dropped as CoreDropped,
     QueueDisciplineConfig, ServeOrder, Waiter as CoreWaiter,
 };
-use guards_core::{ConfigError as CoreConfigError, ConfigErrorKind, Nanos};
+use guards_core::Nanos;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
+use crate::config::{self, Args};
 use crate::errors::{self, QueueFull};
 use crate::util::{self, given, Ctx};
-
-enum Inner {
-    S128(Box<QueueDiscipline<128>>),
-    S1024(Box<QueueDiscipline<1024>>),
-    S8192(Box<QueueDiscipline<8192>>),
-    S65536(Box<QueueDiscipline<65536>>),
-}
-
-/// Run `$body` with `$q` bound to the queue, whatever its slot count.
-macro_rules! with_q {
-    ($inner:expr, $q:ident => $body:expr) => {
-        match $inner {
-            Inner::S128($q) => $body,
-            Inner::S1024($q) => $body,
-            Inner::S8192($q) => $body,
-            Inner::S65536($q) => $body,
-        }
-    };
-}
-
-/// Build a queue with `N` slots on a thread whose stack holds core's by-value arrays.
-fn build_big<const N: usize>(
-    config: QueueDisciplineConfig,
-) -> Result<Box<QueueDiscipline<N>>, CoreConfigError> {
-    let stack = N.saturating_mul(512).saturating_add(4 << 20);
-    let worker = std::thread::Builder::new()
-        .name("guards-queue-init".to_owned())
-        .stack_size(stack)
-        .spawn(move || QueueDiscipline::<N>::new(config).map(Box::new));
-    match worker.map(|h| h.join()) {
-        Ok(Ok(r)) => r,
-        _ => Err(CoreConfigError::new(
-            "capacity",
-            ConfigErrorKind::OutOfRange,
-            "a capacity this process can allocate",
-        )),
-    }
-}
-
-impl Inner {
-    fn new(config: QueueDisciplineConfig) -> Result<Self, CoreConfigError> {
-        config.validate()?;
-        Ok(match config.capacity {
-            0..=128 => Inner::S128(Box::new(QueueDiscipline::<128>::new(config)?)),
-            129..=1024 => Inner::S1024(build_big::<1024>(config)?),
-            1025..=8192 => Inner::S8192(build_big::<8192>(config)?),
-            _ => Inner::S65536(build_big::<65536>(config)?),
-        })
-    }
-}
 
 /// A waiter in the queue: the caller's `id`, when it was enqueued, its absolute deadline
 /// (integer nanoseconds, or `None`) and its priority class.
@@ -103,16 +55,16 @@ impl From<CoreWaiter> for Waiter {
 impl Waiter {
     /// How long it has waited at `now`, integer nanoseconds.
     #[pyo3(signature = (now = None))]
-    fn age_ns(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
-        Ok(util::get_now(py, now)?
+    fn age_ns(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
+        Ok(util::get_now(now)?
             .as_u64()
             .saturating_sub(self.enqueued_at))
     }
 
     /// Whether its deadline has passed at `now`.
     #[pyo3(signature = (now = None))]
-    fn is_expired(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        let now = util::get_now(py, now)?.as_u64();
+    fn is_expired(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        let now = util::get_now(now)?.as_u64();
         Ok(self.deadline.is_some_and(|d| now >= d))
     }
 
@@ -225,12 +177,12 @@ fn dropped_list<'py>(py: Python<'py>, drops: &[CoreDropped]) -> PyResult<Bound<'
 /// Not lock-free (core's queue is single-consumer): methods serialise on a mutex.
 #[pyclass(module = "guards", name = "QueueDiscipline", frozen)]
 pub struct PyQueueDiscipline {
-    q: Mutex<Inner>,
+    q: Mutex<AnyQueue>,
     config: QueueDisciplineConfig,
 }
 
 impl PyQueueDiscipline {
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    fn lock(&self) -> MutexGuard<'_, AnyQueue> {
         self.q.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -249,55 +201,23 @@ impl PyQueueDiscipline {
     /// priority=True)`; durations in seconds.
     #[new]
     #[pyo3(
-        signature = (*, capacity = None, interval = None, target = None, lifo = None, codel = None, priority = None),
-        text_signature = "(*, capacity=128, interval=0.1, target=0.005, lifo=True, codel=True, priority=True)"
+        signature = (*args, **kwargs),
+        text_signature = "(capacity=128, *, interval=0.1, target=0.005, lifo=True, codel=True, priority=True)"
     )]
-    fn new(
-        py: Python<'_>,
-        capacity: Option<&Bound<'_, PyAny>>,
-        interval: Option<&Bound<'_, PyAny>>,
-        target: Option<&Bound<'_, PyAny>>,
-        lifo: Option<&Bound<'_, PyAny>>,
-        codel: Option<&Bound<'_, PyAny>>,
-        priority: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let mut c = QueueDisciplineConfig::default();
-        if let Some(v) = given(capacity) {
-            c.capacity = util::get_u32("capacity", v, Ctx::Config, "1..=65536")?;
-        }
-        if let Some(v) = given(interval) {
-            c.interval = util::get_duration("interval", v, Ctx::Config)?;
-        }
-        if let Some(v) = given(target) {
-            c.target = util::get_duration("target", v, Ctx::Config)?;
-        }
-        if let Some(v) = given(lifo) {
-            c.lifo = util::get_bool("lifo", v)?;
-        }
-        if let Some(v) = given(codel) {
-            c.codel = util::get_bool("codel", v)?;
-        }
-        if let Some(v) = given(priority) {
-            c.priority = util::get_bool("priority", v)?;
-        }
-        let q = Inner::new(c).map_err(|e| errors::config_error(py, e))?;
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let py = args.py();
+        let c = Args::collect("QueueDiscipline", &["capacity"], args, kwargs)?
+            .build(&QUEUE_DISCIPLINE)?;
+        let q = AnyQueue::new(c).map_err(|f| errors::failure(py, f))?;
         Ok(PyQueueDiscipline {
             q: Mutex::new(q),
             config: c,
         })
     }
 
-    /// The configuration (durations in seconds).
+    /// The settings (durations in seconds).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        let c = &self.config;
-        d.set_item("capacity", c.capacity)?;
-        d.set_item("interval", util::secs(c.interval))?;
-        d.set_item("target", util::secs(c.target))?;
-        d.set_item("lifo", c.lifo)?;
-        d.set_item("codel", c.codel)?;
-        d.set_item("priority", c.priority)?;
-        Ok(d)
+        config::to_dict(py, &QUEUE_DISCIPLINE, &self.config)
     }
 
     /// Most waiters the queue holds.
@@ -325,8 +245,8 @@ impl PyQueueDiscipline {
         let deadline = given(deadline)
             .map(|d| util::get_instant("deadline", d))
             .transpose()?;
-        let now = util::get_now(py, now)?;
-        let r = with_q!(&mut *self.lock(), q => q.push(now, id, prio, deadline));
+        let now = util::get_now(now)?;
+        let r = guards::with_queue!(&mut *self.lock(), q => q.push(now, id, prio, deadline));
         r.map_err(|full| {
             errors::refusal(
                 &py.get_type::<QueueFull>(),
@@ -345,9 +265,9 @@ impl PyQueueDiscipline {
         py: Python<'py>,
         now: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<(Option<Py<Dequeued>>, Bound<'py, PyList>)> {
-        let now = util::get_now(py, now)?;
+        let now = util::get_now(now)?;
         let mut drops: Vec<CoreDropped> = Vec::new();
-        let served = with_q!(&mut *self.lock(), q => {
+        let served = guards::with_queue!(&mut *self.lock(), q => {
             let s = q.pop(now);
             drops.extend_from_slice(q.dropped());
             s
@@ -364,9 +284,9 @@ impl PyQueueDiscipline {
         py: Python<'py>,
         now: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let now = util::get_now(py, now)?;
+        let now = util::get_now(now)?;
         let mut drops: Vec<CoreDropped> = Vec::new();
-        with_q!(&mut *self.lock(), q => {
+        guards::with_queue!(&mut *self.lock(), q => {
             q.expire(now);
             drops.extend_from_slice(q.dropped());
         });
@@ -375,60 +295,60 @@ impl PyQueueDiscipline {
 
     /// The waiters the last `pop`/`expire` (by any thread) dropped.
     fn dropped<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let drops: Vec<CoreDropped> = with_q!(&*self.lock(), q => q.dropped().to_vec());
+        let drops: Vec<CoreDropped> = guards::with_queue!(&*self.lock(), q => q.dropped().to_vec());
         dropped_list(py, &drops)
     }
 
     /// Remove waiter `id` (e.g. its caller gave up); returns it, or `None` if absent.
     fn remove(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<Option<Py<Waiter>>> {
         let id = util::get_u64("id", id, Ctx::Arg)?;
-        let w = with_q!(&mut *self.lock(), q => q.remove(id));
+        let w = guards::with_queue!(&mut *self.lock(), q => q.remove(id));
         w.map(|w| waiter_obj(py, w)).transpose()
     }
 
     /// How many waiters are queued.
     fn __len__(&self) -> usize {
-        with_q!(&*self.lock(), q => q.len()) as usize
+        guards::with_queue!(&*self.lock(), q => q.len()) as usize
     }
 
     /// How many waiters are queued.
     fn len(&self) -> u32 {
-        with_q!(&*self.lock(), q => q.len())
+        guards::with_queue!(&*self.lock(), q => q.len())
     }
 
     /// Whether the queue is empty.
     fn is_empty(&self) -> bool {
-        with_q!(&*self.lock(), q => q.is_empty())
+        guards::with_queue!(&*self.lock(), q => q.is_empty())
     }
 
     /// Queued waiters per priority class (a list of 8 ints, index = class).
     fn len_by_priority(&self) -> Vec<u32> {
-        with_q!(&*self.lock(), q => q.len_by_priority()).to_vec()
+        guards::with_queue!(&*self.lock(), q => q.len_by_priority()).to_vec()
     }
 
     /// Whether the queue is standing at `now` (non-empty for at least `interval`).
     #[pyo3(signature = (now = None))]
-    fn is_standing(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        let now = util::get_now(py, now)?;
-        Ok(with_q!(&*self.lock(), q => q.is_standing(now)))
+    fn is_standing(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        let now = util::get_now(now)?;
+        Ok(guards::with_queue!(&*self.lock(), q => q.is_standing(now)))
     }
 
     /// Age of the oldest waiter at `now` in seconds (0.0 when empty).
     #[pyo3(signature = (now = None))]
-    fn oldest_age(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
-        Ok(util::secs(self.oldest_age_nanos(py, now)?))
+    fn oldest_age(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
+        Ok(util::secs(self.oldest_age_nanos(now)?))
     }
 
     /// Age of the oldest waiter at `now`, integer nanoseconds (0 when empty).
     #[pyo3(signature = (now = None))]
-    fn oldest_age_ns(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
-        Ok(self.oldest_age_nanos(py, now)?.as_u64())
+    fn oldest_age_ns(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
+        Ok(self.oldest_age_nanos(now)?.as_u64())
     }
 
     /// Counters: `enqueued`, `served_fifo`, `served_lifo`, `dropped_age_limit`,
     /// `dropped_deadline`, `cancelled`, `rejected_full`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s: qd::QueueDisciplineStats = with_q!(&*self.lock(), q => q.stats());
+        let s: qd::QueueDisciplineStats = guards::with_queue!(&*self.lock(), q => q.stats());
         util::stats_dict(
             py,
             &[
@@ -444,7 +364,7 @@ impl PyQueueDiscipline {
     }
 
     fn __repr__(&self) -> String {
-        let len = with_q!(&*self.lock(), q => q.len());
+        let len = guards::with_queue!(&*self.lock(), q => q.len());
         format!(
             "QueueDiscipline(capacity={}, len={})",
             self.config.capacity, len
@@ -453,9 +373,9 @@ impl PyQueueDiscipline {
 }
 
 impl PyQueueDiscipline {
-    fn oldest_age_nanos(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Nanos> {
-        let now = util::get_now(py, now)?;
-        Ok(with_q!(&*self.lock(), q => q.oldest_age(now)))
+    fn oldest_age_nanos(&self, now: Option<&Bound<'_, PyAny>>) -> PyResult<Nanos> {
+        let now = util::get_now(now)?;
+        Ok(guards::with_queue!(&*self.lock(), q => q.oldest_age(now)))
     }
 }
 

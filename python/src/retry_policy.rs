@@ -11,15 +11,17 @@
 
 use std::cell::RefCell;
 
+use guards::handle::InPlace;
+use guards::schema::RETRY_POLICY;
 use guards_core::retry_policy::{
     GiveUpReason, Idempotency, RetryCause, RetryContext, RetryDecision, RetryGate, RetryPolicy,
-    RetryPolicyConfig, UnkeyedSideEffects,
 };
 use guards_core::{ConfigErrorKind, Nanos, Outcome};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyTuple};
 
 use crate::backoff::{self, PyBackoff};
+use crate::config::{self, Args};
 use crate::deadline::PyDeadline;
 use crate::errors;
 use crate::retry_budget::PyRetryBudget;
@@ -239,121 +241,56 @@ impl PyRetryDecision {
 #[pyclass(module = "guards", name = "RetryPolicy", frozen)]
 #[derive(Debug)]
 pub struct PyRetryPolicy {
-    /// Boxed: core's counters are cache-line aligned (64 bytes), more than Python's
-    /// allocator guarantees for the object that holds a pyclass's fields (16 bytes).
-    p: Box<RetryPolicy>,
-    rng: guards_core::Rng,
+    /// Built in place: core's counters are cache-line aligned, more than Python's allocator
+    /// guarantees for the object that holds a pyclass's fields.
+    pub(crate) p: InPlace<RetryPolicy>,
+    pub(crate) rng: guards_core::Rng,
 }
 
 #[pymethods]
 impl PyRetryPolicy {
-    /// `RetryPolicy(max_attempts=3, retry_timeouts=True, retry_connection_errors=True,
-    /// retry_other_transient=True, retry_throttled=True, honor_retry_after=True,
-    /// max_retry_after=20.0, min_attempt_time=0.001, unkeyed_side_effects="never",
-    /// backoff=None, seed=None)`. `backoff` is a `Backoff` or a mapping of its settings
-    /// (errors name them `backoff.base`, ...); `seed` seeds the jitter (random if `None`).
+    /// `RetryPolicy(max_attempts=3, **settings)`: the settings of core's
+    /// `RetryPolicyConfig` (durations in seconds); `backoff` is a `Backoff` or a mapping of
+    /// its settings (errors name them `backoff.base`, ...); `seed` seeds the jitter
+    /// (`None`: a random seed).
     #[new]
     #[pyo3(
-        signature = (
-            *,
-            max_attempts = None,
-            retry_timeouts = None,
-            retry_connection_errors = None,
-            retry_other_transient = None,
-            retry_throttled = None,
-            honor_retry_after = None,
-            max_retry_after = None,
-            min_attempt_time = None,
-            unkeyed_side_effects = None,
-            backoff = None,
-            seed = None
-        ),
-        text_signature = "(*, max_attempts=3, retry_timeouts=True, retry_connection_errors=True, retry_other_transient=True, retry_throttled=True, honor_retry_after=True, max_retry_after=20.0, min_attempt_time=0.001, unkeyed_side_effects='never', backoff=None, seed=None)"
+        signature = (*args, **kwargs),
+        text_signature = "(max_attempts=3, *, retry_timeouts=True, retry_connection_errors=True, retry_other_transient=True, retry_throttled=True, honor_retry_after=True, max_retry_after=20.0, min_attempt_time=0.001, unkeyed_side_effects='never', backoff=None, seed=None)"
     )]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        max_attempts: Option<&Bound<'_, PyAny>>,
-        retry_timeouts: Option<&Bound<'_, PyAny>>,
-        retry_connection_errors: Option<&Bound<'_, PyAny>>,
-        retry_other_transient: Option<&Bound<'_, PyAny>>,
-        retry_throttled: Option<&Bound<'_, PyAny>>,
-        honor_retry_after: Option<&Bound<'_, PyAny>>,
-        max_retry_after: Option<&Bound<'_, PyAny>>,
-        min_attempt_time: Option<&Bound<'_, PyAny>>,
-        unkeyed_side_effects: Option<&Bound<'_, PyAny>>,
-        backoff: Option<&Bound<'_, PyAny>>,
-        seed: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let mut c = RetryPolicyConfig::default();
-        if let Some(v) = given(max_attempts) {
-            c.max_attempts = util::get_u32("max_attempts", v, Ctx::Config, "1..=100")?;
-        }
-        let flags = [
-            ("retry_timeouts", retry_timeouts, &mut c.retry_timeouts),
-            (
-                "retry_connection_errors",
-                retry_connection_errors,
-                &mut c.retry_connection_errors,
-            ),
-            (
-                "retry_other_transient",
-                retry_other_transient,
-                &mut c.retry_other_transient,
-            ),
-            ("retry_throttled", retry_throttled, &mut c.retry_throttled),
-            (
-                "honor_retry_after",
-                honor_retry_after,
-                &mut c.honor_retry_after,
-            ),
-        ];
-        for (name, arg, slot) in flags {
-            if let Some(v) = given(arg) {
-                *slot = util::get_bool(name, v)?;
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let py = args.py();
+        let mut a = Args::collect("RetryPolicy", &["max_attempts"], args, kwargs)?;
+        let seed = a.take("seed");
+        let mut ready = None;
+        if let Some(b) = a.take("backoff") {
+            match backoff::backoff_arg(&b)? {
+                backoff::BackoffArg::Ready(c) => ready = Some(c),
+                backoff::BackoffArg::Settings(pairs) => {
+                    for (k, v) in pairs {
+                        a.push(k, v);
+                    }
+                }
             }
         }
-        if let Some(v) = given(max_retry_after) {
-            c.max_retry_after = util::get_duration("max_retry_after", v, Ctx::Config)?;
+        let mut c = RETRY_POLICY.defaults();
+        a.apply(&RETRY_POLICY, &mut c)?;
+        if let Some(b) = ready {
+            c.backoff = b;
         }
-        if let Some(v) = given(min_attempt_time) {
-            c.min_attempt_time = util::get_duration("min_attempt_time", v, Ctx::Config)?;
-        }
-        if let Some(v) = given(unkeyed_side_effects) {
-            let name = util::get_str("unkeyed_side_effects", v)?;
-            c.unkeyed_side_effects = UnkeyedSideEffects::from_name(&name).ok_or_else(|| {
-                util::bad_value(
-                    py,
-                    Ctx::Config,
-                    "unkeyed_side_effects",
-                    ConfigErrorKind::OutOfRange,
-                    "\"never\" or \"retry_throttled\"",
-                )
-            })?;
-        }
-        c.backoff = backoff::backoff_config_arg(backoff)?;
-        let p = RetryPolicy::new(c).map_err(|e| errors::config_error(py, e))?;
+        RETRY_POLICY
+            .validate(&c)
+            .map_err(|f| errors::failure(py, f))?;
+        let p = InPlace::<RetryPolicy>::new(c).map_err(|f| errors::failure(py, f))?;
         Ok(PyRetryPolicy {
-            p: Box::new(p),
-            rng: PyRng::from_seed_arg(seed)?,
+            p,
+            rng: PyRng::from_seed_arg(seed.as_ref())?,
         })
     }
 
-    /// The configuration (durations in seconds; `backoff` as a dict).
+    /// The settings (durations in seconds; `backoff` as a dict).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let c = self.p.config();
-        let d = PyDict::new(py);
-        d.set_item("max_attempts", c.max_attempts)?;
-        d.set_item("retry_timeouts", c.retry_timeouts)?;
-        d.set_item("retry_connection_errors", c.retry_connection_errors)?;
-        d.set_item("retry_other_transient", c.retry_other_transient)?;
-        d.set_item("retry_throttled", c.retry_throttled)?;
-        d.set_item("honor_retry_after", c.honor_retry_after)?;
-        d.set_item("max_retry_after", util::secs(c.max_retry_after))?;
-        d.set_item("min_attempt_time", util::secs(c.min_attempt_time))?;
-        d.set_item("unkeyed_side_effects", c.unkeyed_side_effects.name())?;
-        d.set_item("backoff", backoff::config_dict(py, &c.backoff)?)?;
-        Ok(d)
+        config::to_dict(py, &RETRY_POLICY, self.p.config())
     }
 
     /// Most attempts (the first one included).
@@ -387,7 +324,6 @@ impl PyRetryPolicy {
     #[allow(clippy::too_many_arguments)]
     fn decide(
         &self,
-        py: Python<'_>,
         attempts_made: &Bound<'_, PyAny>,
         outcome: &Bound<'_, PyAny>,
         retry_after: Option<&Bound<'_, PyAny>>,
@@ -410,7 +346,7 @@ impl PyRetryPolicy {
         // A Retry-After is only read with a throttled outcome (as before the call contract).
         let retry_after = retry_after.filter(|_| outcome == Outcome::Throttled);
         let idem = idempotency_of(idempotency)?;
-        let now = util::get_now(py, now)?;
+        let now = util::get_now(now)?;
         let mut left = util::opt_duration("time_left", time_left, Ctx::Arg)?;
         if given(deadline).is_some() {
             if left.is_some() {
@@ -473,6 +409,9 @@ impl PyRetryPolicy {
                 ("retry_after_too_long", s.retry_after_too_long),
                 ("deadline_exceeded", s.deadline_exceeded),
                 ("budget_exhausted", s.budget_exhausted),
+                ("rejected", s.rejected),
+                ("ignored", s.ignored),
+                ("cancelled", s.cancelled),
             ],
         )
     }

@@ -26,13 +26,19 @@ pub struct PyRng {
     pub(crate) rng: CoreRng,
 }
 
+/// A `seed` setting: an int in 0..=2**64-1 (`ConfigError` naming `seed` outside it), or
+/// `None` (or left out) for a random seed.
+pub(crate) fn seed_arg(seed: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
+    match util::given(seed) {
+        Some(s) => util::get_uint("seed", s, Ctx::Config, u64::MAX, "an int in 0 to 2**64-1"),
+        None => Ok(random_seed()),
+    }
+}
+
 impl PyRng {
     /// A generator from an optional seed argument (random when absent).
     pub(crate) fn from_seed_arg(seed: Option<&Bound<'_, PyAny>>) -> PyResult<CoreRng> {
-        Ok(CoreRng::new(match util::given(seed) {
-            Some(s) => util::get_u64("seed", s, Ctx::Arg)?,
-            None => random_seed(),
-        }))
+        Ok(CoreRng::new(seed_arg(seed)?))
     }
 }
 
@@ -49,7 +55,7 @@ impl PyRng {
 
     /// Restart the sequence from `seed`.
     fn reseed(&self, seed: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.rng.reseed(util::get_u64("seed", seed, Ctx::Arg)?);
+        self.rng.reseed(seed_arg(Some(seed))?);
         Ok(())
     }
 

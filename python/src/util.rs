@@ -288,9 +288,9 @@ pub(crate) fn get_instant(field: &'static str, v: &Bound<'_, PyAny>) -> PyResult
 
 /// `now`: the given integer nanoseconds, or the clock's reading when absent or `None`.
 #[inline]
-pub(crate) fn get_now(py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Nanos> {
+pub(crate) fn get_now(now: Option<&Bound<'_, PyAny>>) -> PyResult<Nanos> {
     match given(now) {
-        None => crate::clock::now(py),
+        None => Ok(crate::clock::now()),
         Some(v) => get_instant("now", v),
     }
 }

@@ -17,11 +17,12 @@ def test_defaults_match_core_and_the_signature() -> None:
     cfg = door.config()
     assert cfg["limits"] == [80, 64, 64, 64, 64, 64, 64, 64]
     assert cfg["shares"] == [1.0] * 8
-    assert cfg["limit"] == {"algorithm": "fixed", "limit": 2**64 - 1}
+    assert cfg["limit"] is None and door.limit is None  # no adaptive limit
     rest = {k: cfg[k] for k in ("window", "min_window_samples", "min_retry_after", "max_retry_after")}
     assert rest == {"window": 0.1, "min_window_samples": 10, "min_retry_after": 1.0, "max_retry_after": 60.0}
     sig = {k: p.default for k, p in inspect.signature(guards.Admission).parameters.items()}
     assert sig == {**rest, "limits": None, "limit": None, "shares": None}
+    assert guards.Admission([100]).threshold(0) == 100  # the one obvious argument, positional
 
 
 def test_views_are_refused_at_64_while_reserves_get_in() -> None:
@@ -48,15 +49,17 @@ def test_views_are_refused_at_64_while_reserves_get_in() -> None:
     )
 
 
-def test_short_lists_keep_the_defaults() -> None:
-    # Entries past the end keep their defaults (64), which exceed 5: inconsistent.
-    with config_error("limits[2]", "inconsistent"):
-        guards.Admission(limits=[10, 5])
+def test_short_lists_repeat_the_last_class_given() -> None:
+    # Classes left out (past the end, or None) take the value of the class before them:
+    # never an order the user did not write.
+    assert guards.Admission(limits=[10, 5]).config()["limits"] == [10] + [5] * 7
     door = guards.Admission(limits=[100])
-    assert door.config()["limits"] == [100, 64, 64, 64, 64, 64, 64, 64]
-    assert door.threshold(0) == 100 and door.threshold(1) == 64
-    with config_error("limits[1]", "inconsistent"):
-        guards.Admission(limits=[10, None])
+    assert door.config()["limits"] == [100] * 8
+    assert door.threshold(0) == 100 and door.threshold(1) == 100
+    assert guards.Admission(limits=[10, None, 4]).config()["limits"] == [10, 10] + [4] * 6
+    assert guards.Admission(shares=[1.0, 0.5]).config()["shares"] == [1.0] + [0.5] * 7
+    with config_error("limits[2]", "inconsistent"):  # an index the user wrote
+        guards.Admission(limits=[10, 5, 6])
 
 
 def test_adaptive_door_sheds_low_priority_first(clock: guards.FakeClock) -> None:
@@ -75,7 +78,7 @@ def test_adaptive_door_sheds_low_priority_first(clock: guards.FakeClock) -> None
 def test_tickets_as_context_managers_and_collection() -> None:
     door = guards.Admission(limits=[1] * 8)
     with door.acquire(now=0):
-        assert door.in_flight() == 1
+        assert door.in_flight == 1
     with pytest.raises(TimeoutError):
         with door.acquire(now=0):
             raise TimeoutError
@@ -90,11 +93,11 @@ def test_tickets_as_context_managers_and_collection() -> None:
     ("kwargs", "field", "kind"),
     [
         ({"limits": [80, 64, 0]}, "limits[2]", "zero"),
-        ({"limits": [10]}, "limits[1]", "inconsistent"),
+        ({"limits": [10, 20]}, "limits[1]", "inconsistent"),
         ({"limits": [-1]}, "limits[0]", "negative"),
         ({"shares": [1.0, 1.0, 1.0, 1.0, float("nan")]}, "shares[4]", "not_finite"),
         ({"shares": [0.0]}, "shares[0]", "zero"),
-        ({"shares": [0.5]}, "shares[1]", "inconsistent"),
+        ({"shares": [0.5, 1.0]}, "shares[1]", "inconsistent"),
         ({"limits": [1] * 9}, "limits", "out_of_range"),
         ({"window": 0}, "window", "zero"),
         ({"max_retry_after": 0}, "max_retry_after", "inconsistent"),
@@ -139,7 +142,6 @@ def test_threads_share_one_door() -> None:
     assert s["in_flight"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="phase 2: native crate names a limit the user never gave")
 def test_partial_limits_never_name_an_index_that_was_not_given() -> None:
     try:
         guards.Admission(limits=[100, 50])

@@ -17,13 +17,13 @@ def test_defaults_match_core_and_the_signature() -> None:
     assert b.config() == {"max_concurrent": 12}
     sig = inspect.signature(guards.Bulkhead)
     assert {k: p.default for k, p in sig.parameters.items()} == {"max_concurrent": 12}
-    assert (b.max_concurrent, b.in_flight(), b.available()) == (12, 0, 12)
+    assert (b.max_concurrent, b.in_flight, b.available) == (12, 0, 12)
 
 
 def test_acquire_until_full_then_release() -> None:
     b = guards.Bulkhead(max_concurrent=2)
     p1, p2 = b.acquire(), b.acquire()
-    assert b.in_flight() == 2 and b.available() == 0
+    assert b.in_flight == 2 and b.available == 0
     with pytest.raises(guards.BulkheadFull) as info:
         b.acquire()
     e = info.value
@@ -33,7 +33,7 @@ def test_acquire_until_full_then_release() -> None:
     assert p1.release() is True
     assert p1.released
     assert p1.release() is False  # a second release is a no-op
-    assert b.in_flight() == 1
+    assert b.in_flight == 1
     p3 = b.try_acquire()
     assert p3 is not None
     p2.release()
@@ -44,19 +44,19 @@ def test_acquire_until_full_then_release() -> None:
 def test_permit_as_context_manager() -> None:
     b = guards.Bulkhead(max_concurrent=1)
     with b.acquire() as permit:
-        assert b.in_flight() == 1
+        assert b.in_flight == 1
         assert not permit.released
-    assert permit.released and b.in_flight() == 0
+    assert permit.released and b.in_flight == 0
     with pytest.raises(KeyError):
         with b.acquire():
             raise KeyError("boom")
-    assert b.in_flight() == 0
+    assert b.in_flight == 0
     # Releasing inside the block, then leaving it, releases once.
     with b.acquire() as permit:
         assert permit.release()
-        assert b.in_flight() == 0
+        assert b.in_flight == 0
         other = b.acquire()  # the slot is free again; leaving the block must not free it
-    assert b.in_flight() == 1
+    assert b.in_flight == 1
     other.release()
     assert b.stats() == {"acquired": 4, "rejected": 0, "released": 4, "in_flight": 0}
 
@@ -65,7 +65,7 @@ def test_a_forgotten_permit_is_released_when_collected() -> None:
     b = guards.Bulkhead(max_concurrent=1)
     b.acquire()  # dropped at once
     gc.collect()
-    assert b.in_flight() == 0
+    assert b.in_flight == 0
     assert b.acquire().release()
 
 
@@ -139,7 +139,7 @@ def test_threads_releasing_one_permit_release_it_once() -> None:
     permit = b.acquire()
     wins = run_threads(8, lambda _t: permit.release())
     assert wins.count(True) == 1
-    assert b.in_flight() == 0 and b.stats()["released"] == 1
+    assert b.in_flight == 0 and b.stats()["released"] == 1
 
 
 def test_repr() -> None:
@@ -149,6 +149,5 @@ def test_repr() -> None:
     assert repr(p) == "BulkheadPermit(released=False)"
 
 
-@pytest.mark.xfail(strict=True, reason="phase 2: native crate: the one obvious argument positional")
 def test_max_concurrent_is_positional_like_a_semaphore() -> None:
     assert guards.Bulkhead(12).max_concurrent == 12  # type: ignore[misc]

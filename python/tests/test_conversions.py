@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime
+import inspect
 import pickle
+from typing import Any
 
 import pytest
 from helpers import config_error, type_error
@@ -106,9 +108,76 @@ def test_unknown_keyword_is_a_type_error() -> None:
         guards.QueueDiscipline(capacty=4)  # type: ignore[call-arg]
 
 
-def test_none_means_the_default() -> None:
-    q = guards.QueueDiscipline(capacity=None, interval=None)  # type: ignore[arg-type]
-    assert q.config() == guards.QueueDiscipline().config()
+def test_none_is_never_the_default() -> None:
+    # Leave a setting out to get its default; None is a value of the wrong type.
+    for make in (
+        lambda: guards.QueueDiscipline(capacity=None),  # type: ignore[arg-type]
+        lambda: guards.QueueDiscipline(interval=None),  # type: ignore[arg-type]
+        lambda: guards.Bulkhead(None),  # type: ignore[arg-type]
+        lambda: guards.RetryPolicy(max_attempts=None),  # type: ignore[arg-type]
+        lambda: guards.LatencyTracker(window=None),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(TypeError, match="not None"):
+            make()
+
+
+CONFIGURED = [
+    guards.AdaptiveThrottle,
+    guards.Admission,
+    guards.AimdLimit,
+    guards.Backoff,
+    guards.Brownout,
+    guards.BrownoutTable,
+    guards.Bulkhead,
+    guards.CircuitBreaker,
+    guards.DeadlineConfig,
+    guards.GradientLimit,
+    guards.Hedging,
+    guards.KeyedBreakers,
+    guards.LatencyTracker,
+    guards.Limiter,
+    guards.QueueDiscipline,
+    guards.RetryPolicy,
+    guards.VegasLimit,
+]
+
+
+@pytest.mark.parametrize("cls", CONFIGURED, ids=lambda c: c.__name__)
+def test_none_is_a_type_error_for_every_setting_with_a_default(cls: type) -> None:
+    """One rule for every constructor (issue 11): a setting is left out to get its
+    default; ``None`` is accepted only where the signature's default is ``None`` (where it
+    means "none": no latency target, no seed, an admission door without an adaptive
+    limit), and is otherwise a TypeError naming the setting."""
+    params = inspect.signature(cls).parameters
+    checked = 0
+    for name, p in params.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default in (None, p.empty):
+            continue
+        with pytest.raises(TypeError, match=f"{name}.*not None"):
+            cls(**{name: None})
+        checked += 1
+    assert checked > 0
+
+
+@pytest.mark.parametrize(
+    "make, read, value",
+    [
+        (lambda: guards.Bulkhead(7), lambda g: g.config()["max_concurrent"], 7),
+        (lambda: guards.Limiter(5), lambda g: g.limit, 5),
+        (lambda: guards.QueueDiscipline(9), lambda g: g.config()["capacity"], 9),
+        (lambda: guards.RetryPolicy(4), lambda g: g.config()["max_attempts"], 4),
+        (lambda: guards.Backoff(0.5), lambda g: g.config()["base"], 0.5),
+        (lambda: guards.DeadlineConfig(0.2), lambda g: g.attempt_timeout, 0.2),
+        (lambda: guards.BrownoutTable(4), lambda g: g.capacity, 4),
+        (lambda: guards.RetryBudget("grpc"), lambda g: g.mode, "grpc"),
+        (lambda: guards.Admission([100, 50]), lambda g: g.threshold(1), 50),
+    ],
+    ids=lambda v: getattr(v, "__name__", None) if not callable(v) else None,
+)
+def test_the_one_obvious_setting_is_positional(make: Any, read: Any, value: Any) -> None:
+    """``Bulkhead(12)`` like ``asyncio.Semaphore(12)``: the first setting of a guard that
+    has an obvious one is positional (or keyword), the rest keyword-only."""
+    assert read(make()) == value
 
 
 def test_nanos_pickles() -> None:

@@ -62,7 +62,8 @@ def test_config_error_is_a_value_error_naming_the_field() -> None:
     err = info.value
     assert isinstance(err, guards.ConfigError)
     assert (err.field, err.kind) == ("capacity", "zero")
-    assert err.expected == "1..=65536"
+    assert err.expected == "1 to 65536"  # Python words, not Rust's `1..=65536`
+    assert "..=" not in str(err)
     assert "capacity" in str(err)
 
 

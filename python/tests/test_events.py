@@ -284,5 +284,138 @@ def test_generators_closed_out_of_order_on_many_threads() -> None:
             assert guards.current_deadline() is None
 
     run_threads(4, worker)
-    assert pool.in_flight() == 0
+    assert pool.in_flight == 0
     assert pool.stats()["released"] == 4 * 200 * 3
+
+
+# ------------------------------------------------------------------ native fast paths
+
+
+def _trip_and_recover(
+    clock: guards.FakeClock, call: object, breaker: guards.CircuitBreaker
+) -> None:
+    """Two failures through ``call(exc_or_none)`` open ``breaker``; one refusal; after the
+    open duration a successful probe closes it."""
+    for _ in range(2):
+        with pytest.raises(ConnectionError):
+            call(ConnectionError("down"))  # type: ignore[operator]
+    with pytest.raises(guards.BreakerOpen):
+        call(None)  # type: ignore[operator]
+    clock.advance(1.5)
+    call(None)  # type: ignore[operator]
+    assert breaker.state == "closed"
+
+
+def _raise_or_pass(exc: BaseException | None) -> None:
+    if exc is not None:
+        raise exc
+
+
+async def _araise_or_pass(exc: BaseException | None) -> None:
+    if exc is not None:
+        raise exc
+
+
+def _breaker() -> guards.CircuitBreaker:
+    return guards.CircuitBreaker(
+        window_size=2, minimum_calls=2, open_duration=1.0, half_open_probes=1
+    )
+
+
+def _permit_call(breaker: guards.CircuitBreaker) -> object:
+    def call(exc: BaseException | None) -> None:
+        with breaker.acquire(operation="by hand"):
+            _raise_or_pass(exc)
+
+    return call
+
+
+def _guarded_call(breaker: guards.CircuitBreaker) -> object:
+    @guards.guarded(breaker)
+    def stock_lookup(exc: BaseException | None) -> None:
+        _raise_or_pass(exc)
+
+    assert isinstance(stock_lookup, guards.GuardedFunction)  # the native path
+    return stock_lookup
+
+
+def _async_guarded_call(breaker: guards.CircuitBreaker) -> object:
+    @guards.guarded(breaker)
+    async def stock_lookup(exc: BaseException | None) -> None:
+        await _araise_or_pass(exc)
+
+    import asyncio
+
+    return lambda exc: asyncio.run(stock_lookup(exc))
+
+
+@pytest.mark.parametrize(
+    "make, operation",
+    [
+        (lambda b: (lambda exc: b.call(_raise_or_pass, exc)), "_raise_or_pass"),
+        (_permit_call, "by hand"),
+        (_guarded_call, "stock_lookup"),
+        (_async_guarded_call, "stock_lookup"),
+    ],
+    ids=["breaker.call", "permit by hand", "native guarded", "native guarded async"],
+)
+def test_native_paths_emit_state_changes_and_refusals(
+    clock: guards.FakeClock, events: Events, make: object, operation: str
+) -> None:
+    breaker = _breaker()
+    _trip_and_recover(clock, make(breaker), breaker)  # type: ignore[operator]
+    got = [(e.kind, e.old, e.new) if e.kind == "state_change" else (e.kind,) for e in events]
+    assert got == [
+        ("state_change", "closed", "open"),
+        ("refusal",),
+        ("state_change", "open", "half_open"),
+        ("state_change", "half_open", "closed"),
+    ]
+    assert all(e.source is breaker for e in events)
+    assert all((e.operation or "").endswith(operation) for e in events)
+    refusal = next(e for e in events if e.kind == "refusal")
+    assert isinstance(refusal.exception, guards.BreakerOpen)
+
+
+def test_native_refusals_nobody_hears_follow_the_logger_level(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Native code skips an event without calling into Python when no listener would get
+    it and the logger said no for its level; raising the logger's level later (which
+    clears that answer) or adding a listener is heard at once."""
+    bh = guards.Bulkhead(1)
+    held = exhaust(bh)
+
+    @guards.guarded(bh)
+    def call() -> None:
+        raise AssertionError("must not run")
+
+    def refused() -> None:
+        with pytest.raises(guards.BulkheadFull):
+            call()
+
+    refused()  # nobody listening: the logger is asked once, then remembered
+    assert not caplog.records
+    with caplog.at_level(logging.DEBUG, "guards"):
+        refused()
+    assert [r.guards_event.kind for r in caplog.records] == ["refusal"]  # type: ignore[attr-defined]
+    caplog.clear()
+    refused()
+    assert not caplog.records
+    got: Events = []
+    with guards.events.on("refusal", got.append):
+        refused()
+    refused()
+    assert len(got) == 1 and got[0].source is bh and got[0].operation.endswith("call")
+    del held
+
+
+def test_limit_changes_from_permits_by_hand(clock: guards.FakeClock, events: Events) -> None:
+    limiter = guards.Limiter(limit=guards.AimdLimit(), window=0.1, min_window_samples=1)
+    for _ in range(4):
+        with limiter.acquire(operation="batch") as permit:
+            clock.advance(0.05)
+            permit.report("overloaded")
+    changes = [(e.old, e.new, e.operation) for e in events if e.kind == "limit_change"]
+    assert changes and changes[0][0] == 10 and all(op == "batch" for *_, op in changes)
+    assert changes[-1][1] == limiter.limit

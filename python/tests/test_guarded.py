@@ -16,9 +16,10 @@ from helpers import config_error, run_threads, type_error
 
 
 class HTTPError(Exception):
-    def __init__(self, status: int) -> None:
+    def __init__(self, status: int, retry_after: "str | None" = None) -> None:
         super().__init__(f"HTTP {status}")
         self.status_code = status
+        self.headers = {} if retry_after is None else {"Retry-After": retry_after}
 
 
 def small_breaker(**kwargs: object) -> guards.CircuitBreaker:
@@ -42,7 +43,7 @@ def test_breaker_opens_after_failures_in_with_blocks(clock: guards.FakeClock) ->
         with pytest.raises(ConnectionError):
             with g:
                 raise ConnectionError("down")
-    assert br.state() == "open"
+    assert br.state == "open"
     with pytest.raises(guards.BreakerOpen) as info:
         with g:
             raise AssertionError("must not run while open")
@@ -100,7 +101,7 @@ def test_marking_a_failure_without_an_exception(clock: guards.FakeClock) -> None
             status = 500  # e.g. a response the client did not raise for
             if status >= 500:
                 call.failure()
-    assert br.state() == "open"
+    assert br.state == "open"
 
 
 def test_half_open_probe_closes_the_breaker(clock: guards.FakeClock) -> None:
@@ -110,7 +111,7 @@ def test_half_open_probe_closes_the_breaker(clock: guards.FakeClock) -> None:
     clock.advance(5.0)
     with g as call:
         assert call.probe_timeout == 0.25
-    assert br.state() == "closed"
+    assert br.state == "closed"
     with g as call:
         assert call.probe_timeout is None
 
@@ -142,7 +143,7 @@ def test_cancelled_probe_counts_as_failed_and_cancelled_call_as_ignored(
     asyncio.run(cancel_one())  # the probe is abandoned: it must not hold half-open
     s = br2.stats()
     assert s["probe_failures"] == 1
-    assert br2.state() == "open"
+    assert br2.state == "open"
 
 
 def test_open_breaker_serves_the_fallback(clock: guards.FakeClock) -> None:
@@ -156,7 +157,7 @@ def test_open_breaker_serves_the_fallback(clock: guards.FakeClock) -> None:
     assert badge() == "cached badge"
     clock.advance(5.0)
     assert badge() == "live badge"  # the probe went through and closed it
-    assert br.state() == "closed"
+    assert br.state == "closed"
 
 
 @pytest.mark.asyncio
@@ -196,7 +197,7 @@ def test_threads_share_one_guarded_breaker(clock: guards.FakeClock) -> None:
 
     oks = sum(run_threads(6, body))
     s = br.stats()
-    assert br.state() == "closed"  # 10 % failures never reach 50 %
+    assert br.state == "closed"  # 10 % failures never reach 50 %
     assert s["successes"] == oks
     assert s["successes"] + s["failures"] == 1200
 
@@ -207,9 +208,9 @@ def test_breaker_and_bulkhead_together_release_in_reverse(clock: guards.FakeCloc
     g = guards.guarded(br, b)
     with pytest.raises(ConnectionError):
         with g:
-            assert b.in_flight() == 1
+            assert b.in_flight == 1
             raise ConnectionError
-    assert b.in_flight() == 0
+    assert b.in_flight == 0
     assert br.stats()["failures"] == 1
     trip(br)
     with pytest.raises(guards.BreakerOpen):
@@ -254,15 +255,15 @@ def test_with_bulkhead_holds_a_slot_for_the_block() -> None:
     b = guards.Bulkhead(max_concurrent=2)
     g = guards.guarded(b)
     with g:
-        assert b.in_flight() == 1
+        assert b.in_flight == 1
         with g:
-            assert b.in_flight() == 2
+            assert b.in_flight == 2
             with pytest.raises(guards.BulkheadFull) as info:
                 with g:
                     raise AssertionError("must not run")
             assert info.value.reason == "full"
-        assert b.in_flight() == 1
-    assert b.in_flight() == 0
+        assert b.in_flight == 1
+    assert b.in_flight == 0
     s = b.stats()
     assert (s["acquired"], s["rejected"], s["released"]) == (2, 1, 2)
 
@@ -272,7 +273,7 @@ def test_bulkhead_slot_is_released_when_the_block_raises() -> None:
     with pytest.raises(KeyError):
         with guards.guarded(b):
             raise KeyError("boom")
-    assert b.in_flight() == 0
+    assert b.in_flight == 0
 
 
 def test_bulkhead_decorator_sync_and_async() -> None:
@@ -280,17 +281,17 @@ def test_bulkhead_decorator_sync_and_async() -> None:
 
     @guards.guarded(b)
     def inside() -> int:
-        return b.in_flight()
+        return b.in_flight
 
     @guards.guarded(b)
     async def ainside() -> int:
         await asyncio.sleep(0)
-        return b.in_flight()
+        return b.in_flight
 
     assert inside() == 1
     assert asyncio.run(ainside()) == 1
     assert inside.guarded.guards == (b,)
-    assert b.in_flight() == 0
+    assert b.in_flight == 0
 
 
 def test_threads_never_exceed_the_bulkhead() -> None:
@@ -319,7 +320,7 @@ def test_threads_never_exceed_the_bulkhead() -> None:
     s = b.stats()
     assert s["acquired"] == state["ran"]
     assert s["rejected"] == state["refused"]
-    assert b.in_flight() == 0
+    assert b.in_flight == 0
 
 
 @pytest.mark.asyncio
@@ -334,11 +335,11 @@ async def test_async_with_bulkhead_released_on_cancellation() -> None:
 
     task = asyncio.ensure_future(hold())
     await entered.wait()
-    assert b.in_flight() == 1
+    assert b.in_flight == 1
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert b.in_flight() == 0
+    assert b.in_flight == 0
 
 
 @pytest.mark.asyncio
@@ -349,12 +350,12 @@ async def test_tasks_sharing_one_guarded_object() -> None:
 
     async def body(delay: float) -> None:
         async with g:
-            peak["n"] = max(peak["n"], b.in_flight())
+            peak["n"] = max(peak["n"], b.in_flight)
             await asyncio.sleep(delay)
 
     await asyncio.gather(*(body(0.001 * (i % 3)) for i in range(10)))
     assert peak["n"] >= 2  # they really overlapped
-    assert b.in_flight() == 0
+    assert b.in_flight == 0
     assert b.stats()["acquired"] == 10
 
 
@@ -362,10 +363,10 @@ def test_testing_exhaust_fills_a_bulkhead() -> None:
     b = guards.Bulkhead(max_concurrent=4)
     permits = exhaust(b)
     assert len(permits) == 4
-    assert b.available() == 0
+    assert b.available == 0
     for p in permits:
         p.release()
-    assert b.available() == 4
+    assert b.available == 4
 
 
 # ------------------------------------------------------------------ limiter / admission
@@ -385,16 +386,19 @@ def test_limiter_block_reports_success_dropped_and_ignored() -> None:
             raise TimeoutError  # an overload signal: the adaptive limit hears "dropped"
     with pytest.raises(HTTPError):
         with g:
-            raise HTTPError(503)  # the callee shed it: dropped too
+            raise HTTPError(503, "2")  # the callee shed it, "come back in 2 s": dropped too
+    with pytest.raises(HTTPError):
+        with g:
+            raise HTTPError(503)  # a 503 without Retry-After: other_transient, no sample
     with pytest.raises(KeyError):
         with g:
             raise KeyError("a client error says nothing about capacity")
     with g as call:
         call.dropped()  # no exception, but the reply said "overloaded"
     s = lim.stats()
-    assert (s["acquired"], s["succeeded"], s["dropped"], s["ignored"]) == (6, 2, 3, 1)
+    assert (s["acquired"], s["succeeded"], s["dropped"], s["ignored"]) == (7, 2, 3, 2)
     assert s["rejected_limit_reached"] == 1
-    assert lim.in_flight() == 0
+    assert lim.in_flight == 0
 
 
 def test_limiter_priority_is_passed_on() -> None:
@@ -407,7 +411,7 @@ def test_limiter_priority_is_passed_on() -> None:
                 pass
         assert info.value.reason == "partition_cap"
         with high:
-            assert lim.in_flight() == 2
+            assert lim.in_flight == 2
 
 
 def test_limiter_decorator_counts_under_threads() -> None:
@@ -437,7 +441,7 @@ def test_limiter_decorator_counts_under_threads() -> None:
     assert inside["max"] <= 3
     assert s["acquired"] + refused == 1800
     assert s["succeeded"] == s["acquired"]
-    assert lim.in_flight() == 0
+    assert lim.in_flight == 0
 
 
 def test_admission_as_a_guard() -> None:
@@ -508,7 +512,7 @@ async def test_async_timeout_cancels_and_counts_as_a_timeout() -> None:
     assert finished == ["cleanup"]
     assert br.stats()["failures"] == 1  # a timeout is the dependency's failure
     assert lim.stats()["dropped"] == 1  # and an overload signal for the limit
-    assert lim.in_flight() == 0
+    assert lim.in_flight == 0
 
     g = guards.guarded(lim, timeout=0.02)
     with pytest.raises(guards.DeadlineExceeded):
@@ -580,7 +584,7 @@ def test_fallback_callable_when_the_call_fails() -> None:
     assert rating() == "n/a"
     assert rating() == "n/a"
     assert made == [1, 1]
-    assert b.in_flight() == 0
+    assert b.in_flight == 0
 
 
 def test_full_answers_are_counted() -> None:
@@ -616,7 +620,7 @@ def test_exempt_operation_proceeds_without_the_full_guard() -> None:
     health = guards.guarded(b, brownout=brownout)
     assert health.call(lambda: "healthy") == "healthy"
     assert brownout.stats()["proceeded"] == 1
-    assert b.in_flight() == 1  # only the permit held by the test
+    assert b.in_flight == 1  # only the permit held by the test
 
 
 @pytest.mark.asyncio
@@ -652,11 +656,13 @@ def test_adaptive_throttle_is_told_what_the_backend_answered() -> None:
     g = guards.guarded(t)
     assert g.call(lambda: 1) == 1
     with pytest.raises(HTTPError):
-        g.call(lambda: (_ for _ in ()).throw(HTTPError(503)))
+        g.call(lambda: (_ for _ in ()).throw(HTTPError(429)))  # refused: "slow down"
     with pytest.raises(HTTPError):
-        g.call(lambda: (_ for _ in ()).throw(HTTPError(404)))
+        g.call(lambda: (_ for _ in ()).throw(HTTPError(404)))  # answered (the request's fault)
+    with pytest.raises(HTTPError):
+        g.call(lambda: (_ for _ in ()).throw(HTTPError(500)))  # answered (a failure)
     s = t.stats()
-    assert (s["admitted"], s["accepted"], s["rejected_by_backend"]) == (3, 2, 1)
+    assert (s["admitted"], s["accepted"], s["rejected_by_backend"]) == (4, 3, 1)
 
 
 def test_adaptive_throttle_rejects_locally_once_the_backend_keeps_refusing(
@@ -666,7 +672,7 @@ def test_adaptive_throttle_rejects_locally_once_the_backend_keeps_refusing(
 
     @guards.guarded(t, fallback="shed")
     def call() -> str:
-        raise HTTPError(503)
+        raise HTTPError(429)
 
     answers = [call() for _ in range(200)]
     assert answers == ["shed"] * 200
@@ -713,7 +719,7 @@ def test_a_raising_predicate_still_gives_the_slot_back() -> None:
         with pytest.raises(LookupError):
             with g:
                 raise ValueError("the call failed")
-        assert b.in_flight() == 0
+        assert b.in_flight == 0
 
         @g
         def fails() -> None:
@@ -721,7 +727,7 @@ def test_a_raising_predicate_still_gives_the_slot_back() -> None:
 
         with pytest.raises(LookupError):
             fails()
-        assert b.in_flight() == 0
+        assert b.in_flight == 0
 
 
 def test_blocks_exited_out_of_order_give_every_slot_back() -> None:
@@ -730,9 +736,9 @@ def test_blocks_exited_out_of_order_give_every_slot_back() -> None:
     g1.__enter__()
     g2.__enter__()
     g1.__exit__(None, None, None)  # out of order: g1's own slot goes back
-    assert b.in_flight() == 1
+    assert b.in_flight == 1
     g2.__exit__(None, None, None)
-    assert b.in_flight() == 0
+    assert b.in_flight == 0
     with pytest.raises(RuntimeError, match="no open block"):
         g1.__exit__(None, None, None)  # nothing open
 
@@ -752,10 +758,10 @@ def test_blocks_in_generators_closed_in_entry_order_do_not_leak() -> None:
         r1, r2 = rows(first), rows(second)
         next(r1)
         next(r2)
-        assert pool.in_flight() == 2
+        assert pool.in_flight == 2
         r1.close()
         r2.close()
-        assert pool.in_flight() == 0
+        assert pool.in_flight == 0
     assert pool.stats()["released"] == 4
 
 
@@ -774,7 +780,7 @@ async def test_blocks_in_async_generators_closed_in_entry_order_do_not_leak() ->
     await a2.__anext__()
     await a1.aclose()
     await a2.aclose()
-    assert pool.in_flight() == 0
+    assert pool.in_flight == 0
     assert guards.current_deadline() is None
     s = breaker.stats()
     assert s["failures"] == 0 and s["ignored"] == 2  # abandoned (GeneratorExit): ignored
@@ -816,7 +822,9 @@ def test_refusal_kind_table() -> None:
     assert guards.refusal_kind(guards.Throttled("x")) == "throttled"
     assert guards.refusal_kind(guards.DeadlineExceeded("x")) == "timeout"
     assert guards.refusal_kind(TimeoutError()) == "timeout"
-    assert guards.refusal_kind(HTTPError(503)) == "overloaded"
+    assert guards.refusal_kind(HTTPError(429)) == "overloaded"
+    assert guards.refusal_kind(HTTPError(503, "1")) == "overloaded"
+    assert guards.refusal_kind(HTTPError(503)) == "failed"  # no Retry-After: other_transient
     assert guards.refusal_kind(HTTPError(500)) == "failed"
     assert guards.refusal_kind(ValueError()) == "failed"
 
@@ -842,7 +850,7 @@ def test_a_breaker_around_a_retry_counts_budget_give_ups_as_failures() -> None:
             except (guards.RetriesExhausted, guards.BudgetExhausted) as e:
                 outcomes.append(type(e).__name__)
         assert breaker.stats()["failures"] == 4
-        assert breaker.state() == "open"
+        assert breaker.state == "open"
         if fallback:
             assert outcomes == [{}, {}, {}, {}]
         budget = guards.RetryBudget(capacity=1.0, ratio=0.0)
@@ -859,7 +867,7 @@ def test_a_local_budget_refusal_without_attempts_is_still_ignored() -> None:
         with pytest.raises(guards.BudgetExhausted):
             call()
     assert breaker.stats()["failures"] == 0
-    assert breaker.state() == "closed"
+    assert breaker.state == "closed"
 
 
 # ------------------------------------------------------------------ fallbacks that do not hide bugs
@@ -883,7 +891,7 @@ def test_a_bug_is_not_served_a_fallback_nor_counted_by_the_breaker(
     assert price("apple") == "1.00"
     s = breaker.stats()
     assert (s["failures"], s["ignored"], s["successes"]) == (0, 5, 1)
-    assert breaker.state() == "closed"
+    assert breaker.state == "closed"
     warnings = [r for r in caplog.records if r.name == "guards"]
     assert len(warnings) == 5
     assert "KeyError" in warnings[0].getMessage()
@@ -905,13 +913,13 @@ def test_programming_errors_are_ignored_by_breakers_on_every_path() -> None:
                 raise exc
         with pytest.raises(type(exc)):
             guards.guarded(breaker).call(native.__wrapped__)  # type: ignore[attr-defined]
-        assert breaker.state() == "closed"
+        assert breaker.state == "closed"
         assert breaker.stats()["ignored"] == 3
     counted = guards.CircuitBreaker(window_size=1)
     with pytest.raises(KeyError):
         with guards.guarded(counted, failure=KeyError):  # asked for: counted
             raise KeyError("k")
-    assert counted.state() == "open"
+    assert counted.state == "open"
 
 
 def test_dependency_failures_and_refusals_are_served() -> None:
@@ -991,7 +999,7 @@ def test_a_fallback_alone_is_the_outer_layer_of_a_stack(clock: guards.FakeClock)
     assert calls == ["a", "a"]
     assert stock("b") == "cached (BreakerOpen)"  # open: refused at once, not retried
     assert calls == ["a", "a"]
-    assert breaker.state() == "open"
+    assert breaker.state == "open"
     clock.advance(31.0)
     with pytest.raises((KeyError, guards.RetriesExhausted)) as info:
         stock("bug")  # a bug: never served as a fallback, even through the retry

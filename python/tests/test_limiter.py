@@ -56,6 +56,8 @@ def test_with_block_reports_the_outcome() -> None:
     with pytest.raises(TimeoutError):
         with lim.acquire(now=0):
             raise TimeoutError
+    # Another guard's refusal is `rejected` (the call never left: no sample), the same
+    # under `with permit:` as under guards.guarded() (issue 8: it used to be a drop here).
     with pytest.raises(guards.BreakerOpen):
         with lim.acquire(now=0):
             raise guards.BreakerOpen("downstream")
@@ -63,14 +65,19 @@ def test_with_block_reports_the_outcome() -> None:
         with lim.acquire(now=0):
             raise KeyError("a bug, not overload")
     s = lim.stats()
-    assert (s["succeeded"], s["dropped"], s["ignored"], s["in_flight"]) == (1, 2, 1, 0)
+    assert (s["succeeded"], s["dropped"], s["ignored"], s["in_flight"]) == (1, 1, 2, 0)
+    g = guards.guarded(lim)
+    with pytest.raises(guards.BreakerOpen):
+        with g:
+            raise guards.BreakerOpen("downstream")
+    assert lim.stats()["ignored"] == 3
 
 
 def test_a_forgotten_permit_is_ignored_when_collected() -> None:
     lim = guards.Limiter(limit=1)
     lim.acquire(now=0)
     gc.collect()
-    assert lim.in_flight() == 0 and lim.stats()["ignored"] == 1
+    assert lim.in_flight == 0 and lim.stats()["ignored"] == 1
 
 
 def test_partitions_reserve_room_for_important_traffic() -> None:
@@ -110,8 +117,12 @@ def test_adaptive_limit_moves_with_samples(clock: guards.FakeClock) -> None:
         ({"min_window_samples": 0}, "min_window_samples", "zero"),
         ({"partitions": [{}, {"share": 0.0}]}, "partitions[1].share", "zero"),
         ({"partitions": [{"share": float("nan")}]}, "partitions[0].share", "not_finite"),
-        ({"partitions": [{"share": 0.5}]}, "partitions[1].share", "inconsistent"),
-        ({"partitions": [{"max_in_flight": 10}]}, "partitions[1].max_in_flight", "inconsistent"),
+        ({"partitions": [{"share": 0.5}, {"share": 0.9}]}, "partitions[1].share", "inconsistent"),
+        (
+            {"partitions": [{"max_in_flight": 10}, {"max_in_flight": 11}]},
+            "partitions[1].max_in_flight",
+            "inconsistent",
+        ),
         ({"partitions": [{}] * 9}, "partitions", "out_of_range"),
         ({"min_retry_after": 0.005, "max_retry_after": 0.004}, "max_retry_after", "inconsistent"),
         ({"limit": 0}, "limit", "zero"),
@@ -137,7 +148,7 @@ def test_wrong_types() -> None:
         lim.acquire(priority=8, now=0)
     with type_error("priority"):
         lim.acquire(priority="high", now=0)  # type: ignore[arg-type]
-    assert lim.in_flight() == 0
+    assert lim.in_flight == 0
 
 
 def test_threads_never_exceed_the_limit() -> None:

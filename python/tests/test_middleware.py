@@ -158,7 +158,7 @@ def test_asgi_sheds_with_503_and_retry_after_on_loopback(asgi_server: Any) -> No
 
     held, out = in_thread(lambda: get(port, "/hold"))
     wait_for(lambda: gate.inside == 1, "the first request to be inside")
-    assert door.in_flight() == 1
+    assert door.in_flight == 1
 
     status, headers, body = get(port, "/fast")
     assert status == 503
@@ -173,7 +173,7 @@ def test_asgi_sheds_with_503_and_retry_after_on_loopback(asgi_server: Any) -> No
     assert out[0][0] == 200 and out[0][2] == b"held"
     assert get(port, "/fast")[0] == 200
     # the ticket goes back just after the last byte is sent
-    wait_for(lambda: door.in_flight() == 0, "the last ticket to be given back")
+    wait_for(lambda: door.in_flight == 0, "the last ticket to be given back")
 
     s = mw.stats()
     assert (s["requests"], s["exempt"], s["admitted"], s["rejected"]) == (4, 1, 2, 1)
@@ -202,7 +202,7 @@ def test_asgi_client_gone_mid_stream_is_ignored_not_a_success(asgi_server: Any) 
         assert got.startswith(b"HTTP/1.1 200")
     finally:
         sock.close()  # gone mid-stream
-    wait_for(lambda: door.in_flight() == 0, "the ticket to be given back")
+    wait_for(lambda: door.in_flight == 0, "the ticket to be given back")
     d = door.stats()
     assert (d["admitted"], d["succeeded"], d["ignored"]) == (1, 0, 1)
     assert mw.stats()["disconnected"] == 1
@@ -222,7 +222,7 @@ def test_asgi_priority_from_a_header_keeps_room_for_important_requests(asgi_serv
     assert get(port, "/fast", {"x-priority": "critical_plus"})[0] == 200  # 0: room for 2
     gate.open.set()
     held.join(WAIT_LIMIT)
-    wait_for(lambda: door.in_flight() == 0, "the last ticket to be given back")
+    wait_for(lambda: door.in_flight == 0, "the last ticket to be given back")
     assert door.refused_by_priority()[:4] == [0, 1, 0, 1]
 
 
@@ -360,9 +360,9 @@ def test_wsgi_sheds_with_503_and_retry_after_on_loopback(wsgi_server: Any) -> No
     gate.open.set()
     held.join(WAIT_LIMIT)
     assert out[0][:1] == (200,)
-    wait_for(lambda: door.in_flight() == 0, "the ticket to be given back on close")
+    wait_for(lambda: door.in_flight == 0, "the ticket to be given back on close")
     assert get(port, "/fast")[0] == 200
-    wait_for(lambda: door.in_flight() == 0, "the ticket to be given back on close")
+    wait_for(lambda: door.in_flight == 0, "the ticket to be given back on close")
     s = mw.stats()
     assert (s["requests"], s["exempt"], s["admitted"], s["rejected"]) == (4, 1, 2, 1)
     assert door.stats()["succeeded"] == 2
@@ -407,7 +407,7 @@ def test_wsgi_exception_before_the_response_releases_the_ticket() -> None:
     with pytest.raises(RuntimeError):
         mw({"PATH_INFO": "/boom"}, lambda *a: None)
     assert door.stats()["ignored"] == 1
-    assert door.in_flight() == 0
+    assert door.in_flight == 0
     assert mw.stats()["errors"] == 1
 
 
@@ -416,10 +416,10 @@ def test_wsgi_body_released_exactly_once() -> None:
     mw = guards.WSGIAdmissionMiddleware(wsgi_app(Gate(), {}), door)
     body = mw({"PATH_INFO": "/x"}, lambda *a: None)
     assert list(body) == [b"/x"]
-    assert door.in_flight() == 1  # until the server closes the body
+    assert door.in_flight == 1  # until the server closes the body
     body.close()  # type: ignore[attr-defined]
     body.close()  # type: ignore[attr-defined]
-    assert door.in_flight() == 0
+    assert door.in_flight == 0
     assert door.stats()["succeeded"] == 1
 
 

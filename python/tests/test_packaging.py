@@ -35,9 +35,9 @@ def call(fail):
 
 assert call(True) == "ConnectionError"
 assert call(True) == "ConnectionError"
-assert breaker.state() == "open"
+assert breaker.state == "open"
 assert call(False) == "BreakerOpen"
-assert pool.in_flight() == 0
+assert pool.in_flight == 0
 assert guards.guarded(pool)(lambda: "ok")() == "ok"
 
 @guards.retry(max_attempts=2, backoff={"base": 1e-6, "cap": 1e-6})

@@ -139,9 +139,9 @@ def test_bad_config_names_the_field(kwargs: dict[str, Any], field: str, kind: st
 
 
 def test_wrong_types_and_settings_of_another_mode() -> None:
-    with pytest.raises(TypeError, match="`ratio` is not a setting"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'ratio'.*max_tokens"):
         guards.RetryBudget(mode="grpc", ratio=0.1)
-    with pytest.raises(TypeError, match="`ttl` is not a setting"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'ttl'"):
         guards.RetryBudget(ttl=1)
     with type_error("capacity"):
         guards.RetryBudget.aws(capacity=2.5)  # type: ignore[arg-type]

@@ -259,7 +259,6 @@ def test_threads_share_one_policy() -> None:
     assert s["attempts_exhausted"] == 4 * 400
 
 
-@pytest.mark.xfail(strict=True, reason="phase 2: native crate: seed errors are ConfigError")
 def test_a_seed_out_of_range_names_its_field() -> None:
     for make in (
         lambda: guards.RetryPolicy(seed=-1),

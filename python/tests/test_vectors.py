@@ -6,9 +6,10 @@ Each guard's encoding (ops, arguments, results) is the one documented at the top
 Rust runner, ``core/tests/conformance/<guard>.rs``; the runner here for that guard follows
 it. A vector file without a runner here, an op a runner does not know, or a config key it
 does not understand fails the test: nothing is skipped, except the call-contract files
-listed in ``CONTRACT_FILES`` (the outcome table, HTTP answers, the retry driver), which
-Python will replay through the shared interpreter of the coming ``ffi`` layer; core's
-runner replays them meanwhile.
+listed in ``CONTRACT_FILES`` (the outcome table and HTTP answers), which core's runner
+replays (Python's ``classify_exception``, ``http_outcome`` and permits' ``report`` call
+those core functions; their Python behaviour is tested in test_retry.py and the guards'
+files). The retry driver's vectors run here through ``guards.RetryRun``.
 
 Durations in vectors are integer nanoseconds: a non-negative one is passed as
 ``guards.Nanos`` (exact); a negative one, which core's types cannot hold, is passed as
@@ -21,10 +22,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -353,7 +355,7 @@ def retry_policy_step(g: PolicyCase, s: dict[str, Any]) -> Any:
     if op == "gate_calls":
         return list(g.gate_calls)
     if op == "stats":
-        return g.policy.stats()
+        return stats_subset(s, g.policy.stats())  # core counts more than these vectors name
     if op == "worst_case_time":
         return g.policy.worst_case_time_ns(guards.Nanos(s["attempt_timeout"]))
     if op == "rng_next_u64":
@@ -390,9 +392,9 @@ def bulkhead_step(g: BulkheadCase, s: dict[str, Any]) -> Any:
         assert permit.release(), f"permit {s['permit']} was not held"
         return None
     if op == "in_flight":
-        return b.in_flight()
+        return b.in_flight
     if op == "available":
-        return b.available()
+        return b.available
     if op == "stats":
         return b.stats()
     if op == "from_littles_law":
@@ -751,10 +753,15 @@ def limiter_build(c: Config, _seed: int) -> Any:
     kw |= c.take("min_retry_after", dur)
     kw |= c.take("max_retry_after", dur)
     if "partitions" in c.raw:
+        # A vector's config is core's struct: a partition or a key left out takes core's
+        # default. Python reads a short list as "repeat the class before", so every class
+        # and key is spelled out.
         parts = []
-        for p in c.raw["partitions"]:
+        for i in range(8):
+            p = c.raw["partitions"][i] if i < len(c.raw["partitions"]) else {}
             inner = Config(p)
-            entry = inner.take("share", num) | inner.take("max_in_flight")
+            entry = {"share": 1.0, "max_in_flight": 2**64 - 1}
+            entry |= inner.take("share", num) | inner.take("max_in_flight")
             inner.check_all_used()
             parts.append(entry)
         kw["partitions"] = parts
@@ -795,11 +802,11 @@ def limiter_step(g: HeldCase, s: dict[str, Any]) -> Any:
     if op == "limit":
         return lim.limit
     if op == "in_flight":
-        return lim.in_flight()
+        return lim.in_flight
     if op == "threshold":
         return lim.threshold(s["priority"])
     if op == "retry_after":
-        return lim.retry_after_ns()
+        return lim.retry_after_ns
     if op == "stats":
         return stats_subset(s, {**lim.stats(), "rejected_by_priority": lim.rejected_by_priority()})
     return unknown_op(s)
@@ -807,8 +814,10 @@ def limiter_step(g: HeldCase, s: dict[str, Any]) -> Any:
 
 def admission_build(c: Config, _seed: int) -> Any:
     kw: dict[str, Any] = {}
-    kw |= c.take("limits")
-    kw |= c.take("shares", lambda v: [num(x) for x in v])
+    # Core's struct: classes a short list leaves out keep core's defaults (80, 64, ...;
+    # shares 1.0), which Python would read as "repeat the class before": spelled out.
+    kw |= c.take("limits", lambda v: list(v) + [80, 64, 64, 64, 64, 64, 64, 64][len(v) :])
+    kw |= c.take("shares", lambda v: [num(x) for x in v] + [1.0] * (8 - len(v)))
     kw |= c.take("limit", limit_spec)
     kw |= c.take("window", dur)
     kw |= c.take("min_window_samples")
@@ -851,7 +860,7 @@ def admission_step(g: HeldCase, s: dict[str, Any]) -> Any:
     if op == "limit":
         return door.limit
     if op == "in_flight":
-        return door.in_flight()
+        return door.in_flight
     if op == "threshold":
         return door.threshold(s["priority"])
     if op == "stats":
@@ -923,7 +932,9 @@ def breaker_step(g: BreakerCase, s: dict[str, Any]) -> Any:
             return None
         return getattr(p, op)(now=s["now"])
     if op == "state":
-        return g.guard.state(*key_args, now=s["now"])
+        if g.keyed:
+            return g.guard.state(*key_args, now=s["now"])
+        return g.guard.state_at(s["now"])
     if op == "status":
         return g.guard.status(*key_args)
     if op == "window_counts":
@@ -941,12 +952,101 @@ def breaker_step(g: BreakerCase, s: dict[str, Any]) -> Any:
     return unknown_op(s)
 
 
+# ----------------------------------------------------------------- retry_driver
+
+
+@dataclass
+class DriverCase:
+    run: guards.RetryRun
+    policy: guards.RetryPolicy
+    budget: Optional[guards.RetryBudget]
+
+
+def retry_driver_build(c: Config, seed: int) -> Any:
+    if "policy" in c.raw:
+        policy = retry_policy_build(Config(c.raw["policy"]), seed).policy
+        c.used.add("policy")
+    else:
+        policy = guards.RetryPolicy()
+    budget = None
+    if "budget" in c.raw:
+        budget = retry_budget_build(Config(c.raw["budget"]), seed).budget
+        c.used.add("budget")
+    kw: dict[str, Any] = {}
+    kw |= c.take("attempt_timeout", dur)
+    kw |= c.take("margin", dur)
+    kw |= c.take("idempotency")
+    # A case without them runs on core's DeadlineConfig defaults; RetryRun's own default
+    # is no attempt timeout (what ``@guards.retry`` wants), so they are given explicitly.
+    core = guards.DeadlineConfig()
+    kw.setdefault("attempt_timeout", core.attempt_timeout)
+    kw.setdefault("margin", core.margin)
+    if "deadline" in c.raw:
+        kw["deadline"] = guards.Deadline(c.raw["deadline"])
+        c.used.add("deadline")
+    c.check_all_used()
+    return DriverCase(guards.RetryRun(policy, budget=budget, **kw), policy, budget)
+
+
+def driver_answer(step: tuple[str, Any, Any, Any]) -> Any:
+    """A RetryRun step as the vectors spell it."""
+    kind, a, b, c = step
+    if kind == "attempt":
+        return {"attempt": {"number": a, "budget": b, "expires_at": c}}
+    if kind == "wait":
+        return {"wait": {"retry_at": b, "retry_after": a}}
+    if kind == "give_up":
+        return {"give_up": a}
+    return kind  # "succeeded"
+
+
+def retry_driver_step(g: DriverCase, s: dict[str, Any]) -> Any:
+    op = op_of(s)
+    run = g.run
+    try:
+        if op == "start":
+            return driver_answer(run.start(now=s["now"]))
+        if op == "report":
+            ra = s.get("retry_after")
+            ra = None if ra is None else guards.Nanos(ra)
+            return driver_answer(run.report(s["outcome"], retry_after=ra, now=s["now"]))
+        if op == "resume":
+            return driver_answer(run.resume(now=s["now"]))
+        if op == "cancel":
+            return driver_answer(run.cancel())
+    except RuntimeError as e:
+        # "`<call>` is not allowed in phase `<phase>`": the call and the phase it met.
+        call, phase = re.findall(r"`([a-z_]+)`", str(e))
+        return {"error": {"call": call, "phase": phase}}
+    if op == "state":
+        return {
+            "phase": run.phase,
+            "attempts": run.attempts,
+            "retries": run.retries,
+            "give_up": run.give_up_reason,
+            "last_outcome": run.last_outcome,
+        }
+    if op == "policy_stats":
+        return stats_subset(s, g.policy.stats())
+    if op == "budget":
+        assert g.budget is not None
+        got = dict(g.budget.stats(), tokens_micros=g.budget.tokens_micros(now=s["now"]))
+        return stats_subset(s, got)
+    return unknown_op(s)
+
+
 # ----------------------------------------------------------------- registry
 
-# Call-contract vectors with no Python runner yet: they are replayed through guards-ffi's
-# shared interpreter once the Python package moves onto it (issue 8, part 2); until then
-# core/tests/conformance replays them. Each is reported as skipped, never silently dropped.
-CONTRACT_FILES = {"outcome", "http", "retry_driver"}
+#: Cases about the capacity of core's fixed-size breaker type (see `test_vector`).
+FIXED_CAPACITY_CASES = {
+    ("circuit_breaker", "rejects_window_size_above_the_capacity"),
+    ("circuit_breaker", "rejects_too_many_buckets_for_the_capacity"),
+}
+
+# Call-contract vectors without a Python runner: core/tests/conformance replays them (their
+# HTTP dates need a fixed wall clock, their verdicts every guard's internal answer). Each
+# is reported as skipped, never silently dropped.
+CONTRACT_FILES = {"outcome", "http"}
 
 RUNNERS: dict[str, Runner] = {
     "deadline": Runner(lambda c, _seed: deadline_build(c), deadline_step),
@@ -963,6 +1063,7 @@ RUNNERS: dict[str, Runner] = {
     "limiter": Runner(limiter_build, limiter_step),
     "admission": Runner(admission_build, admission_step),
     "circuit_breaker": Runner(breaker_build, breaker_step),
+    "retry_driver": Runner(retry_driver_build, retry_driver_step),
 }
 
 # ----------------------------------------------------------------- the test
@@ -978,7 +1079,7 @@ def load_cases() -> list[Any]:
         assert data["cases"], f"{path}: no cases"
         for case in data["cases"]:
             marks = (
-                [pytest.mark.skip(reason="call-contract vectors: replayed by core until guards-ffi")]
+                [pytest.mark.skip(reason="call-contract vectors: replayed by core's runner")]
                 if path.stem in CONTRACT_FILES
                 else []
             )
@@ -1005,6 +1106,12 @@ def test_vector(guard: str, case: dict[str, Any]) -> None:
     assert not set(case) - known, f"case keys this runner does not know: {set(case) - known}"
     config = Config(case.get("config", {}))
     seed = int(case.get("seed", 0))
+    if (guard, case["name"]) in FIXED_CAPACITY_CASES:
+        # Core's `CircuitBreaker<128>` refuses a window of more than 128 cells; Python's
+        # breaker (like C's with `capacity` 0) takes the capacity that fits the window.
+        kw = breaker_kwargs(config)
+        assert guards.CircuitBreaker(**kw).capacity == 1024
+        return
     if "expect_error" in case:
         want = case["expect_error"]
         assert "steps" not in case or not case["steps"], "an error case has no steps"

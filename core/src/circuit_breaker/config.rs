@@ -49,10 +49,15 @@ pub const DEFAULT_SLOW_CALL_DURATION: Nanos = Nanos::from_secs(60);
 /// Default for [`CircuitBreakerConfig::slow_call_rate_threshold`]: 1.0 (all calls slow).
 /// Valid range: `0.0 < x <= 1.0`.
 pub const DEFAULT_SLOW_CALL_RATE_THRESHOLD: f64 = 1.0;
-/// Default for [`CircuitBreakerConfig::minimum_calls`]: 0, meaning "automatic": the whole
-/// window for a count window, one call for a time window.
+/// Default for [`CircuitBreakerConfig::minimum_calls`]: 0, meaning "automatic":
+/// [`AUTO_MINIMUM_CALLS`] calls, or the whole window for a count window smaller than that.
 /// Valid range: `0..=MAX_MINIMUM_CALLS`; for a count window at most `window_size`.
 pub const DEFAULT_MINIMUM_CALLS: u64 = 0;
+/// What `minimum_calls = 0` ("automatic") stands for: 10 calls (fewer only for a count
+/// window of fewer calls). Ten calls, not a full window: a breaker that starts cold in front
+/// of a dead dependency opens after 10 failures, not 100; and a time window does not open on
+/// its first failure (a single failed call is a 100 % failure rate of one).
+pub const AUTO_MINIMUM_CALLS: u64 = 10;
 /// Largest accepted [`CircuitBreakerConfig::minimum_calls`].
 pub const MAX_MINIMUM_CALLS: u64 = 1_000_000_000;
 /// Default for [`CircuitBreakerConfig::open_duration`]: 5 s.
@@ -112,7 +117,7 @@ pub struct CircuitBreakerConfig {
     /// Default [`DEFAULT_SLOW_CALL_RATE_THRESHOLD`]; `0.0 < x <= 1.0`.
     pub slow_call_rate_threshold: f64,
     /// Rates are only judged once the window holds at least this many calls. `0` means
-    /// automatic: a full window for a count window, one call for a time window.
+    /// automatic: [`AUTO_MINIMUM_CALLS`] (10), or the whole window for a smaller count window.
     /// Default [`DEFAULT_MINIMUM_CALLS`]; `0..=MAX_MINIMUM_CALLS`, and at most `window_size`
     /// for a count window.
     pub minimum_calls: u64,
@@ -162,6 +167,7 @@ impl CircuitBreakerConfig {
     pub fn fast_trip() -> Self {
         CircuitBreakerConfig {
             window_size: 20,
+            minimum_calls: 20,
             open_duration: Nanos::from_secs(5),
             half_open_probes: 3,
             probe_timeout: Nanos::from_millis(100),
@@ -304,8 +310,8 @@ impl CircuitBreakerConfig {
     /// The minimum number of calls actually required before rates are judged.
     pub(crate) fn effective_minimum_calls(&self) -> u64 {
         match (self.window_kind, self.minimum_calls) {
-            (WindowKind::Count, 0) => self.window_size,
-            (WindowKind::Time, 0) => 1,
+            (WindowKind::Count, 0) => self.window_size.min(AUTO_MINIMUM_CALLS),
+            (WindowKind::Time, 0) => AUTO_MINIMUM_CALLS,
             (_, m) => m,
         }
     }
@@ -490,8 +496,11 @@ mod tests {
         assert_eq!(c.effective_minimum_calls(), 20);
         c.minimum_calls = 5;
         assert_eq!(c.effective_minimum_calls(), 5);
-        c.window_kind = WindowKind::Time;
         c.minimum_calls = 0;
-        assert_eq!(c.effective_minimum_calls(), 1);
+        assert_eq!(c.effective_minimum_calls(), AUTO_MINIMUM_CALLS);
+        c.window_size = 4;
+        assert_eq!(c.effective_minimum_calls(), 4);
+        c.window_kind = WindowKind::Time;
+        assert_eq!(c.effective_minimum_calls(), AUTO_MINIMUM_CALLS);
     }
 }

@@ -10,7 +10,10 @@
 //! - **open**: calls are refused with the instant at which it will let a probe through. The
 //!   open duration can grow on consecutive re-openings (multiplier, capped);
 //! - **half-open**: at most K probes go through, each told its probe timeout. K successes
-//!   close the breaker with a cleared window; one failure (or a slow probe) re-opens it.
+//!   close the breaker with a cleared window; one failure (or a slow probe) re-opens it. A
+//!   probe that is never reported cannot hold the breaker half-open for ever: once all K
+//!   probe slots are held by probes past their probe timeout, the next call counts that as
+//!   a failed probe and re-opens the breaker from the instant they fell due.
 //!
 //! [`CircuitBreaker::try_acquire`] returns a [`CircuitBreakerPermit`] (or a
 //! [`CircuitBreakerRejected`] saying why and until when), and the caller hands it back with
@@ -93,6 +96,15 @@
 //!   closed→open, open→half-open, half-open→closed and half-open→open are ever written.
 //! - **At most K probes per half-open generation**: issuing a probe is a compare-and-swap
 //!   that increments `issued` only while it is below K; `on_ignore` of a probe decrements it.
+//! - **Overdue probes are judged, and only overdue ones.** A third word holds the instant
+//!   at which every probe issued in the current half-open generation is past its timeout
+//!   (the latest `acquired_at + probe_timeout`, tagged like the open-until word). An issuer
+//!   raises it *before* its issuing compare-and-swap, so a caller that finds all K slots
+//!   held (acquire) sees the due instant of each of those probes or a later one; only if
+//!   `now` is at or past it does it re-open the breaker (one transition, as any probe
+//!   failure). A caller that raised it and then lost the race to issue leaves it up to its
+//!   own probe timeout later than needed: the judgement can come that much late, never
+//!   early. A delayed writer never puts an older generation's tag over a newer one.
 //! - **The open-until instant is never stale.** It lives in a second word tagged with the
 //!   low 10 bits of the open generation it belongs to, rounded up to a whole microsecond. An
 //!   opener loads that word *before* the state word, writes the instant for the generation
@@ -158,6 +170,10 @@
 //!   acquire), then calls. Seeing a failure or slow bump therefore means seeing its call
 //!   bump: the clamp `failures <= calls` never hides a real call. The clear on closing is a
 //!   swap (see `time_window.rs`), published by the closing transition (S).
+//! - **(P) The probe-due word.** Written and read `Relaxed`: an issuer's write is
+//!   sequenced before its issuing compare-and-swap (S), which releases it; a judge reads it
+//!   after its acquire load of a word that counts the issue. Writes are compare-and-swaps of
+//!   one word, so the maximum is kept.
 //! - **(K) Keyed sets.** A key word goes from empty to its key once, by compare-and-swap.
 //!   The breakers are built with the set, not at insertion, so a key publishes no data: the
 //!   `Acquire` loads and `AcqRel` claim are stronger than needed; two inserters of one key
@@ -168,7 +184,7 @@
 //! The tags are finite, so each guarantee above assumes a thread is not stalled between two
 //! of its own atomic steps for longer than it takes the breaker to wrap the tag: 2^32
 //! transitions for the generation in a permit, 1,024 generations (and the same microsecond)
-//! for the open-until tag, 16,384 generations for the count window's epoch tag, 127
+//! for the open-until tag, 512 for the probe-due tag, 16,384 generations for the count window's epoch tag, 127
 //! generations for the time window's, and 2^32 bucket widths for a time bucket left untouched
 //! (its stale count would be read as current only at an exact multiple of that gap).
 //!
@@ -205,13 +221,13 @@ mod state;
 mod time_window;
 
 pub use config::{
-    CircuitBreakerConfig, WindowKind, DEFAULT_CAPACITY, DEFAULT_FAILURE_RATE_THRESHOLD,
-    DEFAULT_HALF_OPEN_PROBES, DEFAULT_MAX_OPEN_DURATION, DEFAULT_MINIMUM_CALLS,
-    DEFAULT_OPEN_DURATION, DEFAULT_OPEN_DURATION_MULTIPLIER, DEFAULT_PROBE_TIMEOUT,
-    DEFAULT_SLOW_CALL_DURATION, DEFAULT_SLOW_CALL_RATE_THRESHOLD, DEFAULT_WINDOW_BUCKETS,
-    DEFAULT_WINDOW_DURATION, DEFAULT_WINDOW_KIND, DEFAULT_WINDOW_SIZE, MAX_HALF_OPEN_PROBES,
-    MAX_MINIMUM_CALLS, MAX_OPEN_DURATION, MAX_OPEN_DURATION_MULTIPLIER, MAX_WINDOW_BUCKETS,
-    MAX_WINDOW_DURATION, MAX_WINDOW_SIZE,
+    CircuitBreakerConfig, WindowKind, AUTO_MINIMUM_CALLS, DEFAULT_CAPACITY,
+    DEFAULT_FAILURE_RATE_THRESHOLD, DEFAULT_HALF_OPEN_PROBES, DEFAULT_MAX_OPEN_DURATION,
+    DEFAULT_MINIMUM_CALLS, DEFAULT_OPEN_DURATION, DEFAULT_OPEN_DURATION_MULTIPLIER,
+    DEFAULT_PROBE_TIMEOUT, DEFAULT_SLOW_CALL_DURATION, DEFAULT_SLOW_CALL_RATE_THRESHOLD,
+    DEFAULT_WINDOW_BUCKETS, DEFAULT_WINDOW_DURATION, DEFAULT_WINDOW_KIND, DEFAULT_WINDOW_SIZE,
+    MAX_HALF_OPEN_PROBES, MAX_MINIMUM_CALLS, MAX_OPEN_DURATION, MAX_OPEN_DURATION_MULTIPLIER,
+    MAX_WINDOW_BUCKETS, MAX_WINDOW_DURATION, MAX_WINDOW_SIZE,
 };
 pub use keyed::{
     key_of, KeyedBreakers, KeyedBreakersPermit, KeyedBreakersRejectReason, KeyedBreakersRejected,
@@ -392,6 +408,9 @@ struct Hot {
 pub struct CircuitBreaker<const CAP: usize = DEFAULT_CAPACITY> {
     state: AtomicU64,
     mark: AtomicU64,
+    /// When the probes of a half-open generation are all due: the latest `acquired_at +
+    /// probe_timeout` of its probes, tagged with the generation (the open-until encoding).
+    probe_due: AtomicU64,
     config: CircuitBreakerConfig,
     min_calls: u64,
     modulus: u64,
@@ -416,6 +435,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
         let mut b = CircuitBreaker {
             state: AtomicU64::new(0),
             mark: AtomicU64::new(0),
+            probe_due: AtomicU64::new(0),
             config,
             min_calls: 0,
             modulus: 0,
@@ -448,6 +468,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
     pub(crate) fn apply(&mut self, config: CircuitBreakerConfig) {
         set_mut(&mut self.state, Word::INITIAL.pack());
         set_mut(&mut self.mark, 0);
+        set_mut(&mut self.probe_due, 0);
         self.config = config;
         self.min_calls = config.effective_minimum_calls();
         self.modulus = count_window::modulus(config.window_size);
@@ -484,7 +505,12 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
     ///   ([`CircuitBreakerRejectReason::Open`], `retry_at` the open-until instant);
     /// - open, at or after it: this call turns the breaker half-open and is its first probe;
     /// - half-open: a probe permit while fewer than K probes are out, else refused
-    ///   ([`CircuitBreakerRejectReason::HalfOpenFull`], `retry_at = now + probe_timeout`).
+    ///   ([`CircuitBreakerRejectReason::HalfOpenFull`], `retry_at = now + probe_timeout`);
+    /// - half-open with all K probes out and every one of them past its probe timeout
+    ///   (`acquired_at + probe_timeout <= now`) without an outcome: the overdue probes are a
+    ///   failed probe (an abandoned probe is a failure, [`crate::outcome`]), so the breaker
+    ///   re-opens from the instant the last of them fell due; if that opening is already
+    ///   over at `now`, this call is the first probe of the next half-open period.
     pub fn try_acquire(&self, now: Nanos) -> Result<CircuitBreakerPermit, CircuitBreakerRejected> {
         let counters = &self.hot.counters;
         // Ordering (S): acquire, so an open word comes with its generation's mark.
@@ -527,6 +553,8 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                         issued: 1,
                         ..w.next(HALF_OPEN, w.opens)
                     };
+                    // (P): the probe's due instant is written before the probe is issued.
+                    self.extend_probe_due(next.generation, now);
                     // Ordering (S): a transition; one winner per generation by the
                     // compare-and-swap itself; a failure acquires the newer word (and so
                     // its mark) for the next round.
@@ -550,6 +578,18 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                 }
                 HALF_OPEN => {
                     if w.issued >= self.probes {
+                        if self.expire_overdue_probes(now) {
+                            // Re-opened: judge the call against the new open period.
+                            // Ordering (S): acquire, as every load of the state word.
+                            raw = self.state.load(Ordering::Acquire);
+                            continue;
+                        }
+                        // Ordering (S): acquire, as every load of the state word.
+                        let again = self.state.load(Ordering::Acquire);
+                        if again != raw {
+                            raw = again;
+                            continue;
+                        }
                         counters.rejected_half_open.incr();
                         return Err(CircuitBreakerRejected {
                             reason: CircuitBreakerRejectReason::HalfOpenFull,
@@ -560,6 +600,8 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                         issued: w.issued + 1,
                         ..w
                     };
+                    // (P): the probe's due instant is written before the probe is issued.
+                    self.extend_probe_due(w.generation, now);
                     // Ordering (S): issuing a probe publishes nothing; at most K issue
                     // because every increment is a compare-and-swap of the one word.
                     match self.state.compare_exchange(
@@ -912,6 +954,67 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
             .is_ok()
     }
 
+    /// (P) Make the due instant of half-open `generation` at least `now + probe_timeout`,
+    /// before a probe of that generation is issued at `now`. Never moves the word back to an
+    /// older generation: a delayed writer finding a newer generation's tag leaves it.
+    fn extend_probe_due(&self, generation: u32, now: Nanos) {
+        let due = state::rounded_until(now.saturating_add(self.config.probe_timeout));
+        let want = state::encode_mark(generation, due);
+        // Ordering (P): relaxed; the probe's issue (a state-word compare-and-swap sequenced
+        // after this write) releases it to every thread that acquires the issued word.
+        let mut cur = self.probe_due.load(Ordering::Relaxed);
+        loop {
+            if state::tag_is_newer(cur, generation)
+                || (state::mark_is_for(cur, generation) && state::decode_mark(cur) >= due)
+            {
+                return;
+            }
+            // Ordering (P): relaxed, as above; one modification order keeps the maximum.
+            match self.probe_due.compare_exchange_weak(
+                cur,
+                want,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Every probe slot of the half-open generation is held: if every probe issued in it is
+    /// past its timeout at `now`, count that as a failed probe and re-open, from the instant
+    /// the last one fell due. Whether this call re-opened the breaker.
+    fn expire_overdue_probes(&self, now: Nanos) -> bool {
+        loop {
+            // Ordering (M): the mark first, acquire, which keeps the state load after it.
+            let mark = self.mark.load(Ordering::Acquire);
+            // Ordering (S): acquire, so the due instants of every probe counted in this word
+            // (written before their issue) are visible below.
+            let raw = self.state.load(Ordering::Acquire);
+            let w = Word::unpack(raw);
+            if w.state != HALF_OPEN || w.issued < self.probes {
+                return false;
+            }
+            // Ordering (P): relaxed; the acquire above made every due write of the probes
+            // counted in `raw` visible.
+            let due_word = self.probe_due.load(Ordering::Relaxed);
+            if !state::mark_is_for(due_word, w.generation) {
+                return false;
+            }
+            let due = state::decode_mark(due_word);
+            if now < due {
+                return false;
+            }
+            if self.open_from(w, raw, mark, due) {
+                let counters = &self.hot.counters;
+                counters.probe_failures.incr();
+                counters.half_open_to_open.incr();
+                return true;
+            }
+        }
+    }
+
     /// Judge a probe of half-open `generation`.
     fn finish_probe(&self, generation: u32, now: Nanos, failed: bool) -> OutcomeEffect {
         let counters = &self.hot.counters;
@@ -1028,6 +1131,67 @@ mod tests {
             (s.probes_admitted, s.probe_successes, s.rejected_half_open),
             (3, 3, 1)
         );
+    }
+
+    #[test]
+    fn probes_never_reported_fall_due_and_reopen() {
+        let b = c6(); // 3 probes, 100 ms probe timeout, open 5 s
+        for i in 0..20 {
+            let _ = fail(&b, ms(i));
+        }
+        // Three probes are taken and never reported: the last falls due at 5_040 + 100.
+        let lost = [ms(5_019), ms(5_030), ms(5_040)].map(|t| b.try_acquire(t).unwrap());
+        assert!(lost.iter().all(CircuitBreakerPermit::is_probe));
+        // Before that instant the slots stay held.
+        let r = b.try_acquire(ms(5_139)).unwrap_err();
+        assert_eq!(r.reason, CircuitBreakerRejectReason::HalfOpenFull);
+        // At it, the overdue probes are a failed probe: open again from 5_140 for 5 s.
+        let r = b.try_acquire(ms(5_140)).unwrap_err();
+        assert_eq!(r.reason, CircuitBreakerRejectReason::Open);
+        assert_eq!(r.retry_at, ms(10_140));
+        let st = b.status();
+        assert_eq!((st.state, st.consecutive_opens), (BreakerState::Open, 2));
+        let s = b.stats();
+        assert_eq!((s.probe_failures, s.half_open_to_open), (1, 1));
+        // The lost probes, reported late, belong to an ended generation.
+        for p in lost {
+            assert_eq!(b.on_success(p, ms(10_000)), OutcomeEffect::Discarded);
+        }
+        // A call long after the due instant and the open period is the next probe at once.
+        let b = c6();
+        for i in 0..20 {
+            let _ = fail(&b, ms(i));
+        }
+        let lost = [(); 3].map(|_| b.try_acquire(ms(5_019)).unwrap());
+        let p = b.try_acquire(ms(60_000)).unwrap();
+        assert!(p.is_probe());
+        assert_eq!(b.stats().open_to_half_open, 2);
+        assert_eq!(b.on_success(p, ms(60_010)), OutcomeEffect::ProbePassed);
+        drop(lost);
+    }
+
+    #[test]
+    fn a_probe_given_back_resets_nothing_and_a_later_probe_extends_the_due() {
+        let b = c6();
+        for i in 0..20 {
+            let _ = fail(&b, ms(i));
+        }
+        let a = b.try_acquire(ms(5_019)).unwrap();
+        let c = b.try_acquire(ms(5_019)).unwrap();
+        let d = b.try_acquire(ms(5_019)).unwrap();
+        b.on_ignore(d);
+        // A slot came back; a probe taken later is due later.
+        let e = b.try_acquire(ms(5_100)).unwrap();
+        assert!(e.is_probe());
+        // 5_119 + ... : a and c are overdue at 5_119 but e is not until 5_200.
+        let r = b.try_acquire(ms(5_150)).unwrap_err();
+        assert_eq!(r.reason, CircuitBreakerRejectReason::HalfOpenFull);
+        let r = b.try_acquire(ms(5_200)).unwrap_err();
+        assert_eq!(
+            (r.reason, r.retry_at),
+            (CircuitBreakerRejectReason::Open, ms(10_200))
+        );
+        drop((a, c, e));
     }
 
     #[test]

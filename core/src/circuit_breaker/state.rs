@@ -115,6 +115,16 @@ pub(crate) const fn mark_is_for(mark: u64, generation: u32) -> bool {
     mark & MARK_TAG_MASK == mark_tag(generation)
 }
 
+/// Half the range of the 10-bit generation tag: 512.
+const HALF_TAG_RANGE: u64 = 1 << (MARK_TAG_BITS - 1);
+
+/// Whether the tag of `mark` belongs to a generation after `generation` (by at most 511
+/// generations: tags wrap at 1024, see the module docs of the breaker for the assumption).
+pub(crate) const fn tag_is_newer(mark: u64, generation: u32) -> bool {
+    let ahead = (mark & MARK_TAG_MASK).wrapping_sub(mark_tag(generation)) & MARK_TAG_MASK;
+    ahead != 0 && ahead < HALF_TAG_RANGE
+}
+
 /// Round an instant up to whole microseconds (the open-until resolution).
 pub(crate) const fn ceil_micros(t: Nanos) -> u64 {
     let us = t.0 / 1_000;

@@ -71,8 +71,8 @@ pub struct guards_circuit_breaker_config {
     pub slow_call_duration_ns: u64,
     /// Open at this slow-call rate (default 1.0; 0 < x <= 1).
     pub slow_call_rate_threshold: f64,
-    /// Calls needed before rates are judged; 0 = the whole count window, or 1 for a time
-    /// window (default 0).
+    /// Calls needed before rates are judged; 0 = automatic: 10, or the whole count window
+    /// if it is smaller (default 0).
     pub minimum_calls: u64,
     /// How long the breaker stays open the first time (default 5 s; 1 µs..=366 days).
     pub open_duration_ns: u64,

@@ -726,7 +726,7 @@ impl Config {
                 window_kind: WindowKind::Count,
                 window_size: 20,
                 failure_rate_threshold: 0.5,
-                minimum_calls: 0,
+                minimum_calls: 20,
                 open_duration: Nanos::from_secs(5),
                 half_open_probes: 3,
                 probe_timeout: ms(100),
