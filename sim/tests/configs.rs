@@ -41,10 +41,10 @@ fn sum(r: &SimResult, c: &str) -> f64 {
 
 #[test]
 fn a_pasted_breaker_config_is_the_python_apis() {
-    // guards.CircuitBreaker(window_size=20, failure_rate_threshold=0.5, open_duration=5.0,
-    // half_open_probes=3, probe_timeout=0.1) as its keyword arguments.
-    let pasted = json!({"window_size": 20, "failure_rate_threshold": 0.5, "open_duration": 5.0,
-                        "half_open_probes": 3, "probe_timeout": 0.1});
+    // guards.CircuitBreaker(window_size=20, failure_rate_threshold=0.5, minimum_calls=20,
+    // open_duration=5.0, half_open_probes=3, probe_timeout=0.1) as its keyword arguments.
+    let pasted = json!({"window_size": 20, "failure_rate_threshold": 0.5, "minimum_calls": 20,
+                        "open_duration": 5.0, "half_open_probes": 3, "probe_timeout": 0.1});
     let v = topo(10.0, 1, json!({"breaker": pasted}), json!({}), json!({}));
     let t = Topology::from_value(&v).unwrap();
     let b = t.edges[0].policy.breaker.unwrap();
