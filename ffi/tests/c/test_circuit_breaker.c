@@ -9,6 +9,7 @@ guards_circuit_breaker *breaker_with(uint64_t window, uint64_t probes) {
   guards_circuit_breaker *b = NULL;
   CHECK_RC(guards_circuit_breaker_config_default(&cfg), GUARDS_RESULT_OK);
   cfg.window_size = window;
+  cfg.minimum_calls = window; /* rates judged over a full window */
   cfg.half_open_probes = probes;
   cfg.probe_timeout_ns = 100 * MS;
   CHECK_RC(guards_circuit_breaker_new(&cfg, &b), GUARDS_RESULT_OK);
