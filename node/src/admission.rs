@@ -1,57 +1,26 @@
 //! `Admission`: the server refuses at the door, by priority (503 + Retry-After).
 
-use std::cell::Cell;
 use std::rc::Rc;
-use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use guards::handle::InPlace;
 use guards::names::{Admission as CoreAdmission, AdmissionConfig, Nanos};
-use guards::permit::{Granted, Owner};
+use guards::permit::Granted;
 use guards::schema;
-use guards_core::admission::{AdmissionPermit, AdmissionRejected};
+use guards_core::admission::AdmissionRejected;
 use guards_core::Priority;
 
 use crate::args;
 use crate::convert::{big, config_object, ms, num, Options};
 use crate::errors::{self, config_failure, Details};
 use crate::fast::{self, fast_fn};
+use crate::gate::{GateLocal, GateRef};
 use crate::outcome;
 use crate::shared::{self, Placed};
-use crate::token::Tokens;
 
-pub(crate) struct AdmissionCore {
-    g: InPlace<CoreAdmission>,
-    _mem: Option<Uint8Array>,
-}
-
-/// What one JavaScript object holds.
-pub(crate) struct AdmissionLocal {
-    core: Arc<AdmissionCore>,
-    /// The fast path's parked permits.
-    tokens: Tokens<AdmissionPermit>,
-    last: Cell<Option<AdmissionRejected>>,
-}
-
-impl Drop for AdmissionLocal {
-    /// Permits still parked (their calls never ended) go back to the guard.
-    fn drop(&mut self) {
-        for p in self.tokens.drain() {
-            self.core.g.on_ignore(p);
-        }
-    }
-}
-
-pub(crate) struct AdmissionRef(Arc<AdmissionCore>);
-
-impl Owner for AdmissionRef {
-    type Permit = AdmissionPermit;
-    fn give_back(&self, p: AdmissionPermit) {
-        self.0.g.on_ignore(p);
-    }
-}
+type AdmissionLocal = GateLocal<CoreAdmission>;
 
 const CLASS: &str = "Admission";
 
@@ -114,20 +83,7 @@ fast_fn!(
     |env, l, a| {
         let level = a.whole(env, 0, "priority", 7)?;
         let p = Priority::new(level as u8).unwrap_or(Priority::CRITICAL);
-        let now = guards::clock::now();
-        Ok(match l.core.g.try_acquire(now, p) {
-            Ok(permit) => match l.tokens.insert(permit) {
-                Ok(t) => t,
-                Err(permit) => {
-                    l.core.g.on_ignore(permit);
-                    -3.0
-                }
-            },
-            Err(r) => {
-                l.last.set(Some(r));
-                -1.0
-            }
-        })
+        Ok(l.acquire_token(p))
     }
 );
 
@@ -151,10 +107,9 @@ fast_fn!(
     |env, l, a| {
         let token = a.f64(env, 0, "token")?;
         let outcome = outcome::of_number(env, a.whole(env, 1, "outcome", 255)?)?;
-        let Some(p) = l.tokens.take(token) else {
+        if !l.report_token(token, outcome) {
             return Ok(-1.0);
-        };
-        l.core.g.report(p, outcome, guards::clock::now());
+        }
         Ok(match limit_number(&l.core.g) {
             x if x < 0.0 => -2.0,
             x => x,
@@ -193,11 +148,7 @@ impl Admission {
                 read_config(&env, options)
             })?;
         Ok(Admission {
-            l: Rc::new(AdmissionLocal {
-                core: Arc::new(AdmissionCore { g, _mem: mem }),
-                tokens: Tokens::new(),
-                last: Cell::new(None),
-            }),
+            l: GateLocal::new(g, mem),
         })
     }
 
@@ -237,7 +188,7 @@ impl Admission {
             Ok(permit) => Ok(AdmissionPermitHandle {
                 start: permit.start(),
                 in_flight: permit.in_flight(),
-                granted: Granted::new(AdmissionRef(Arc::clone(&self.l.core)), permit),
+                granted: Granted::new(self.l.owner(), permit),
             }),
             Err(r) => Err(rejection_error(&env, &r, now)),
         }
@@ -316,7 +267,7 @@ impl Admission {
 pub struct AdmissionPermitHandle {
     start: Nanos,
     in_flight: u64,
-    granted: Granted<AdmissionRef>,
+    granted: Granted<GateRef<CoreAdmission>>,
 }
 
 #[napi]

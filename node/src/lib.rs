@@ -35,6 +35,7 @@ mod args;
 mod convert;
 mod errors;
 mod fast;
+mod gate;
 pub mod outcome;
 pub mod shared;
 pub mod token;

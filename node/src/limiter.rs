@@ -1,57 +1,26 @@
 //! `Limiter`: permits against a (possibly adaptive) concurrency limit, by priority.
 
-use std::cell::Cell;
 use std::rc::Rc;
-use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use guards::handle::InPlace;
 use guards::names::{Limiter as CoreLimiter, LimiterConfig, Nanos};
-use guards::permit::{Granted, Owner};
+use guards::permit::Granted;
 use guards::schema;
-use guards_core::limiter::{LimiterPermit, LimiterRejected};
+use guards_core::limiter::LimiterRejected;
 use guards_core::Priority;
 
 use crate::args;
 use crate::convert::{big, config_object, ms, num, Options};
 use crate::errors::{self, config_failure, Details};
 use crate::fast::{self, fast_fn};
+use crate::gate::{GateLocal, GateRef};
 use crate::outcome;
 use crate::shared::{self, Placed};
-use crate::token::Tokens;
 
-pub(crate) struct LimiterCore {
-    g: InPlace<CoreLimiter>,
-    _mem: Option<Uint8Array>,
-}
-
-/// What one JavaScript object holds.
-pub(crate) struct LimiterLocal {
-    core: Arc<LimiterCore>,
-    /// The fast path's parked permits.
-    tokens: Tokens<LimiterPermit>,
-    last: Cell<Option<LimiterRejected>>,
-}
-
-impl Drop for LimiterLocal {
-    /// Permits still parked (their calls never ended) go back to the guard.
-    fn drop(&mut self) {
-        for p in self.tokens.drain() {
-            self.core.g.on_ignore(p);
-        }
-    }
-}
-
-pub(crate) struct LimiterRef(Arc<LimiterCore>);
-
-impl Owner for LimiterRef {
-    type Permit = LimiterPermit;
-    fn give_back(&self, p: LimiterPermit) {
-        self.0.g.on_ignore(p);
-    }
-}
+type LimiterLocal = GateLocal<CoreLimiter>;
 
 const CLASS: &str = "Limiter";
 
@@ -104,20 +73,7 @@ fast_fn!(
     |env, l, a| {
         let level = a.whole(env, 0, "priority", 7)?;
         let p = Priority::new(level as u8).unwrap_or(Priority::CRITICAL_PLUS);
-        let now = guards::clock::now();
-        Ok(match l.core.g.try_acquire(now, p) {
-            Ok(permit) => match l.tokens.insert(permit) {
-                Ok(t) => t,
-                Err(permit) => {
-                    l.core.g.on_ignore(permit);
-                    -3.0
-                }
-            },
-            Err(r) => {
-                l.last.set(Some(r));
-                -1.0
-            }
-        })
+        Ok(l.acquire_token(p))
     }
 );
 
@@ -129,10 +85,9 @@ fast_fn!(
     |env, l, a| {
         let token = a.f64(env, 0, "token")?;
         let outcome = outcome::of_number(env, a.whole(env, 1, "outcome", 255)?)?;
-        let Some(p) = l.tokens.take(token) else {
+        if !l.report_token(token, outcome) {
             return Ok(-1.0);
-        };
-        l.core.g.report(p, outcome, guards::clock::now());
+        }
         Ok(num(l.core.g.limit()))
     }
 );
@@ -167,11 +122,7 @@ impl Limiter {
                 read_config(&env, options)
             })?;
         Ok(Limiter {
-            l: Rc::new(LimiterLocal {
-                core: Arc::new(LimiterCore { g, _mem: mem }),
-                tokens: Tokens::new(),
-                last: Cell::new(None),
-            }),
+            l: GateLocal::new(g, mem),
         })
     }
 
@@ -207,7 +158,7 @@ impl Limiter {
                 start: permit.start(),
                 in_flight: permit.in_flight(),
                 threshold: permit.threshold(),
-                granted: Granted::new(LimiterRef(Arc::clone(&self.l.core)), permit),
+                granted: Granted::new(self.l.owner(), permit),
             }),
             Err(r) => Err(rejection_error(&env, &r, now)),
         }
@@ -301,7 +252,7 @@ pub struct LimiterPermitHandle {
     start: Nanos,
     in_flight: u64,
     threshold: u64,
-    granted: Granted<LimiterRef>,
+    granted: Granted<GateRef<CoreLimiter>>,
 }
 
 #[napi]

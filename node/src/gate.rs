@@ -1,0 +1,136 @@
+//! What `Limiter` and `Admission` share: a priority gate over core's guard, its permits
+//! parked as fast-path tokens, its last refusal, and the permit handles' owner.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::*;
+
+use guards::handle::InPlace;
+use guards::names::{Admission, Limiter, Nanos, Outcome};
+use guards::permit::Owner;
+use guards_core::admission::{AdmissionPermit, AdmissionRejected};
+use guards_core::limiter::{LimiterPermit, LimiterRejected};
+use guards_core::outcome::LimiterVerdict;
+use guards_core::Priority;
+
+use crate::token::Tokens;
+
+/// Core's limiter and admission door, as one shape.
+pub(crate) trait Gate: Send + Sync + 'static {
+    /// A granted call.
+    type Permit: Send + 'static;
+    /// A refusal.
+    type Rejected: Copy + 'static;
+    fn try_acquire(
+        &self,
+        now: Nanos,
+        p: Priority,
+    ) -> std::result::Result<Self::Permit, Self::Rejected>;
+    fn report(&self, p: Self::Permit, outcome: Outcome, now: Nanos) -> LimiterVerdict;
+    fn on_ignore(&self, p: Self::Permit);
+}
+
+macro_rules! gate {
+    ($($g:ty => $permit:ty, $rejected:ty;)*) => {$(
+        impl Gate for $g {
+            type Permit = $permit;
+            type Rejected = $rejected;
+            #[inline]
+            fn try_acquire(&self, now: Nanos, p: Priority) -> std::result::Result<$permit, $rejected> {
+                <$g>::try_acquire(self, now, p)
+            }
+            #[inline]
+            fn report(&self, p: $permit, outcome: Outcome, now: Nanos) -> LimiterVerdict {
+                <$g>::report(self, p, outcome, now)
+            }
+            #[inline]
+            fn on_ignore(&self, p: $permit) {
+                <$g>::on_ignore(self, p)
+            }
+        }
+    )*};
+}
+
+gate! {
+    Limiter => LimiterPermit, LimiterRejected;
+    Admission => AdmissionPermit, AdmissionRejected;
+}
+
+/// The guard, in its own memory or in a `SharedArrayBuffer` kept alive here.
+pub(crate) struct GateCore<G> {
+    pub(crate) g: InPlace<G>,
+    _mem: Option<Uint8Array>,
+}
+
+/// What one JavaScript object holds.
+pub(crate) struct GateLocal<G: Gate> {
+    pub(crate) core: Arc<GateCore<G>>,
+    /// The fast path's parked permits.
+    pub(crate) tokens: Tokens<G::Permit>,
+    pub(crate) last: Cell<Option<G::Rejected>>,
+}
+
+impl<G: Gate> GateLocal<G> {
+    pub(crate) fn new(g: InPlace<G>, mem: Option<Uint8Array>) -> Rc<Self> {
+        Rc::new(GateLocal {
+            core: Arc::new(GateCore { g, _mem: mem }),
+            tokens: Tokens::new(),
+            last: Cell::new(None),
+        })
+    }
+
+    /// The fast path's acquire: a token, or -1 when refused (the refusal kept for
+    /// `_lastRejection`), or -3 when no permit slot is free.
+    pub(crate) fn acquire_token(&self, p: Priority) -> f64 {
+        match self.core.g.try_acquire(guards::clock::now(), p) {
+            Ok(permit) => match self.tokens.insert(permit) {
+                Ok(t) => t,
+                Err(permit) => {
+                    self.core.g.on_ignore(permit);
+                    -3.0
+                }
+            },
+            Err(r) => {
+                self.last.set(Some(r));
+                -1.0
+            }
+        }
+    }
+
+    /// The fast path's report: whether `token` was still parked (reported now).
+    pub(crate) fn report_token(&self, token: f64, outcome: Outcome) -> bool {
+        match self.tokens.take(token) {
+            Some(p) => {
+                self.core.g.report(p, outcome, guards::clock::now());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The owner of a permit handle taken through this object.
+    pub(crate) fn owner(&self) -> GateRef<G> {
+        GateRef(Arc::clone(&self.core))
+    }
+}
+
+impl<G: Gate> Drop for GateLocal<G> {
+    /// Permits still parked (their calls never ended) go back to the guard.
+    fn drop(&mut self) {
+        for p in self.tokens.drain() {
+            self.core.g.on_ignore(p);
+        }
+    }
+}
+
+/// A permit handle's way back to its guard.
+pub(crate) struct GateRef<G>(pub(crate) Arc<GateCore<G>>);
+
+impl<G: Gate> Owner for GateRef<G> {
+    type Permit = G::Permit;
+    fn give_back(&self, p: G::Permit) {
+        self.0.g.on_ignore(p);
+    }
+}
