@@ -15,6 +15,7 @@
 //!   gives the same output bit for bit.
 //! - [`SimResult`]: per-interval columns and a summary ([`summary`]: the same for any
 //!   topology), as JSON or CSV.
+//! - [`compare`]: the windows and metrics a comparison of runs reads (the Basketly rows).
 //! - [`basketly`]: the Basketly incident of the seed (settings C0 to C8, side rows and
 //!   replays) as named presets with `key=value` overrides ([`basketly::basketly`], or
 //!   [`basketly::Run`] to advance in steps).
@@ -37,6 +38,7 @@
 #![deny(missing_docs)]
 
 pub mod basketly;
+pub mod compare;
 mod engine;
 pub mod error;
 mod guards;
