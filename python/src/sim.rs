@@ -360,7 +360,7 @@ fn basketly_config_at(
 
 // ------------------------------------------------------------------ functions
 
-/// The preset names, in the order the issue lists them.
+/// The preset names, in the order docs/basketly.md lists them.
 #[pyfunction]
 pub(crate) fn _sim_presets() -> Vec<&'static str> {
     PRESETS.to_vec()

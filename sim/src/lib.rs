@@ -16,14 +16,14 @@
 //! - [`SimResult`]: per-interval columns and a summary ([`summary`]: the same for any
 //!   topology), as JSON or CSV.
 //! - [`compare`]: the windows and metrics a comparison of runs reads (the Basketly rows).
-//! - [`basketly`]: the Basketly incident of the seed (settings C0 to C8, side rows and
+//! - [`basketly`]: the Basketly incident of docs/basketly.md (settings C0 to C8, side rows and
 //!   replays) as named presets with `key=value` overrides ([`basketly::basketly`], or
 //!   [`basketly::Run`] to advance in steps).
 //!
 //! Every guard decision (retry or not and after how long, attempt budgets, retry budgets,
 //! breakers, bulkheads, admission, the connection queue's discipline, brownout fallbacks,
 //! hedges) is made by guards-core, through one small adapter per guard; the simulator only
-//! moves calls around and measures. docs/basketly.md describes the Basketly model and
+//! moves calls around and measures. docs/basketly.md describes the model of Basketly and
 //! lists where it misses the figures it is compared with.
 //!
 //! # Examples
