@@ -1,7 +1,8 @@
 """guards.sim: Basketly presets and any topology through the Python API.
 
 The full list of the Basketly figures (docs/basketly.md) is tested in Rust (``cargo test
--p guards-sim --release``); here a handful of them check that the Python layer hands over the same runs.
+-p guards-sim --release``); here a handful of them check that the Python layer hands over
+the same runs.
 """
 
 from __future__ import annotations
