@@ -51,7 +51,7 @@ clippy:
 test-rust:
 	$(CARGO) test
 	$(CARGO) test -p guards-core --benches
-	# the simulator's figure tests (seed.md's C0-C8 figures) run in release only
+	# the simulator's figure tests (the Basketly C0-C8 figures, docs/basketly.md) run in release only
 	$(CARGO) test -p guards-sim --release
 
 test-loom:

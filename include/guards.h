@@ -653,7 +653,7 @@ enum guards_retry_budget_mode
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
   /**
-   * A token bucket filled by first attempts (seed C4): `token_bucket`.
+   * A token bucket filled by first attempts (Basketly's C4): `token_bucket`.
    */
   GUARDS_RETRY_BUDGET_MODE_TOKEN_BUCKET = 0,
   /**
@@ -3330,7 +3330,7 @@ guards_result guards_adaptive_throttle_get_config(const struct guards_adaptive_t
                                                   struct guards_adaptive_throttle_config *out);
 
 /**
- * Write the default config to `out` (seed C5: 80 calls inside for priority 0, 64 for the
+ * Write the default config to `out` (Basketly's C5: 80 calls inside for priority 0, 64 for the
  * others, no adaptive limit, Retry-After 1..60 s).
  *
  * # Safety
@@ -4438,7 +4438,7 @@ guards_result guards_limiter_get_config(const struct guards_limiter *l,
 guards_result guards_limiter_outstanding(const struct guards_limiter *l, uint64_t *out);
 
 /**
- * Write the default config to `out` (seed C5: 128 waiters, 100 ms interval, 5 ms target,
+ * Write the default config to `out` (Basketly's C5: 128 waiters, 100 ms interval, 5 ms target,
  * LIFO, CoDel and priority on).
  *
  * # Safety
@@ -4564,7 +4564,7 @@ guards_result guards_queue_discipline_get_config(const struct guards_queue_disci
 
 /**
  * Write the default config to `out`: mode `TOKEN_BUCKET` (10 tokens, +0.1 per first
- * attempt: seed C4) and every mode's sub-config at its defaults.
+ * attempt: Basketly's C4) and every mode's sub-config at its defaults.
  *
  * # Safety
  * `out` must be NULL or valid for writes of a `guards_retry_budget_config`.

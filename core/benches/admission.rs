@@ -1,5 +1,5 @@
 //! Benchmarks for `admission` beside the atomic baseline: one `try_acquire` plus one
-//! `on_success` at the door (the seed's 64/80 limits, no adaptive limit), on one thread
+//! `on_success` at the door (Basketly's C5 limits of 64/80, no adaptive limit), on one thread
 //! and on two threads sharing one door.
 mod common;
 

@@ -56,7 +56,7 @@ fn windowed() -> WindowedBudget {
 fn benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("retry_budget");
 
-    // token_bucket (seed C4)
+    // token_bucket (Basketly setting C4)
     g.bench_function("token_bucket.deposit/1t", |b| {
         let t = token(10);
         b.iter(|| t.deposit())

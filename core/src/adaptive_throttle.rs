@@ -18,10 +18,10 @@
 //! # Why
 //!
 //! A backend refusing work still pays for every refusal: the connection, the parsing, the
-//! answer. When its callers send it several times what it can serve (seed Part 1: 6,180
-//! attempts a second against 3,270 that can be finished), refusing becomes the overload.
-//! This throttle moves the refusal into the caller before the request leaves, using only
-//! what the caller has observed — no coordination, no configured limit.
+//! answer. When its callers send it several times what it can serve (Basketly's C0,
+//! docs/basketly.md: 6,180 attempts a second against 3,270 that can be finished), refusing
+//! becomes the overload. This throttle moves the refusal into the caller before the request
+//! leaves, using only what the caller has observed — no coordination, no configured limit.
 //!
 //! # Envoy's generalisation
 //!

@@ -61,7 +61,8 @@
 //! ```
 //!
 //! # References
-//! - The seed text, Part 6 (setting C5): stock counts the requests inside and answers 503
+//! - Basketly setting C5 (docs/basketly.md, "C5: stock protects itself"): stock counts
+//!   the requests inside and answers 503
 //!   with Retry-After before any real work, at 64 for views and 80 for reserves; refusing
 //!   must be early and cheap.
 //! - AWS Builders' Library, "Using load shedding to avoid overload": shed before doing the
@@ -83,8 +84,8 @@ use crate::priority::{Priority, MAX_PRIORITIES};
 use crate::time::Nanos;
 
 /// Default for [`AdmissionConfig::limits`]: 80 for `CRITICAL_PLUS` (reserves), 64 for every
-/// other level (views), as in the seed's setting C5. Valid range of each: `1..=u64::MAX`,
-/// not increasing from more to less important levels.
+/// other level (views), as in Basketly setting C5 (docs/basketly.md). Valid range of each:
+/// `1..=u64::MAX`, not increasing from more to less important levels.
 pub const DEFAULT_LIMITS: [u64; MAX_PRIORITIES] = [80, 64, 64, 64, 64, 64, 64, 64];
 /// Default for [`AdmissionConfig::limit`]: no adaptive limit (a fixed `u64::MAX`).
 pub const DEFAULT_LIMIT: LimitConfig = LimitConfig::Fixed(u64::MAX);
@@ -530,7 +531,7 @@ mod tests {
     use heapless::Vec;
 
     #[test]
-    fn seed_thresholds_exactly() {
+    fn basketly_thresholds_exactly() {
         let door = Admission::new(AdmissionConfig::default()).unwrap();
         let t = Nanos(0);
         let mut inside: Vec<AdmissionPermit, 128> = Vec::new();

@@ -69,7 +69,7 @@
 //! use guards_core::backoff::{stable_offset, Backoff, BackoffConfig, Jitter};
 //! use guards_core::{Nanos, Rng};
 //!
-//! // The seed's C3 shop-api: base 25 ms, full jitter.
+//! // Basketly's C3 shop-api: base 25 ms, full jitter.
 //! let backoff = Backoff::new(BackoffConfig {
 //!     base: Nanos::from_millis(25),
 //!     cap: Nanos::from_secs(1),
@@ -116,8 +116,8 @@ use crate::time::Nanos;
 /// it converts to `f64` exactly.
 pub const MAX_DELAY: Nanos = Nanos::from_secs(86_400);
 
-/// Default for [`BackoffConfig::base`]: 25 ms (the seed's shop-api, setting C3).
-/// Valid range: `1 ns..=MAX_DELAY`, and at most `cap`.
+/// Default for [`BackoffConfig::base`]: 25 ms (Basketly's shop-api, setting C3 in
+/// docs/basketly.md). Valid range: `1 ns..=MAX_DELAY`, and at most `cap`.
 pub const DEFAULT_BASE: Nanos = Nanos::from_millis(25);
 
 /// Default for [`BackoffConfig::cap`]: 20 s (the AWS SDKs' standard-mode maximum backoff).

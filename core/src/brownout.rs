@@ -25,11 +25,11 @@
 //!
 //! A guard that refuses a call has only done half the job: something must still answer
 //! the user. If an optional widget's failure fails the whole page, the guard has turned a
-//! partial outage into a full one. In the seed's run (Part 9), deciding this per operation
-//! turned about 1,190 cart-view errors a second into cart pages without stock badges,
-//! while checkouts — required — still failed fast and honestly. Health checks must never
-//! be shed: a server that ignores them is taken out of rotation exactly when every server
-//! is needed.
+//! partial outage into a full one. In the Basketly run (setting C8, docs/basketly.md),
+//! deciding this per operation turned about 1,190 cart-view errors a second into cart pages
+//! without stock badges, while checkouts — required — still failed fast and honestly. Health
+//! checks must never be shed: a server that ignores them is taken out of rotation exactly when
+//! every server is needed.
 //!
 //! # Concurrency
 //!
@@ -62,7 +62,8 @@
 //!   responses under overload; exercise the degraded mode, or it will not work when
 //!   needed.
 //! - Envoy proxy, admission-control filter: health-check requests bypass the filter.
-//! - Seed, Part 9: per-operation fallback decided in advance; health checks and emergency
+//! - Basketly setting C8 (docs/basketly.md, "C8: a brownout"): per-operation fallback
+//!   decided in advance; health checks and emergency
 //!   paths exempt from shedding.
 
 use core::fmt;

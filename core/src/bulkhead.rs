@@ -10,7 +10,7 @@
 //!
 //! Size the cap from the dependency's healthy behaviour with
 //! [`BulkheadConfig::from_littles_law`]: calls a second × P99 latency × headroom, rounded
-//! up. Seed setting C7: 315 calls a second × 18.7 ms × 2 = 11.8, so 12 per instance. A cap
+//! up. Basketly setting C7: 315 calls a second × 18.7 ms × 2 = 11.8, so 12 per instance. A cap
 //! is per instance: the fleet's total is the cap times the instances.
 //!
 //! # Lock-free, never a false refusal
@@ -44,7 +44,7 @@
 //! use guards_core::bulkhead::{Bulkhead, BulkheadConfig};
 //! use guards_core::Nanos;
 //!
-//! // Seed C7: 315 calls/s × 18.7 ms × 2 = 11.8 -> 12 per instance.
+//! // Basketly C7: 315 calls/s × 18.7 ms × 2 = 11.8 -> 12 per instance.
 //! let config = BulkheadConfig::from_littles_law(315.0, Nanos::from_micros(18_700), 2.0)
 //!     .unwrap();
 //! assert_eq!(config.max_concurrent, 12);
@@ -71,7 +71,8 @@
 //! - resilience4j's semaphore bulkhead (`maxConcurrentCalls`, 25 by default) and Polly's
 //!   bulkhead isolation: the same cap, there with optional waiting; here the caller's
 //!   runtime decides whether to wait.
-//! - Seed Part 8: the stock gate of 12 per shop-api instance, shared by its two operations,
+//! - Basketly setting C7 (docs/basketly.md, "C7: a bulkhead"): the stock gate of 12 per
+//!   shop-api instance, shared by its two operations,
 //!   sized as calls a second × P99 × headroom.
 
 use core::fmt;
@@ -84,7 +85,7 @@ use crate::outcome::{BulkheadVerdict, Outcome};
 use crate::sync::{set_mut, AtomicU64, Ordering};
 use crate::time::Nanos;
 
-/// Default for [`BulkheadConfig::max_concurrent`]: 12, the seed's C7 gate per instance.
+/// Default for [`BulkheadConfig::max_concurrent`]: 12, Basketly's C7 gate per instance.
 /// Valid range: `1..=MAX_CONCURRENT_LIMIT`.
 pub const DEFAULT_MAX_CONCURRENT: u64 = 12;
 
@@ -125,7 +126,7 @@ impl BulkheadConfig {
     ///
     /// `rate_per_sec` is the dependency's healthy call rate from this instance (valid
     /// `> 0` up to `1e9`), `p99` its healthy 99th-percentile latency (1 ns..=1 h) and
-    /// `headroom` the safety factor (valid `1.0..=100.0`; 2 in the seed). The product is
+    /// `headroom` the safety factor (valid `1.0..=100.0`; 2 in Basketly's C7). The product is
     /// computed in `f64` as `rate_per_sec × p99_ns × headroom / 10^9` and rounded up, so a
     /// product that is exactly whole is not rounded further. Errors name the argument
     /// (`rate_per_sec`, `p99`, `headroom`), or `max_concurrent` when the result exceeds
@@ -469,7 +470,7 @@ mod tests {
         assert_eq!(c(100.0, 120_000_000, 1.0).unwrap().max_concurrent, 12);
         // A tiny product still gives one slot.
         assert_eq!(c(1.0, 1, 1.0).unwrap().max_concurrent, 1);
-        // 315/s × 60 ms: the seed's bound with C1's timeout, 18.9 -> 19.
+        // 315/s × 60 ms: Basketly's bound with C1's timeout, 18.9 -> 19.
         assert_eq!(c(315.0, 60_000_000, 1.0).unwrap().max_concurrent, 19);
         let err = |r, p, h| c(r, p, h).map(|_| ()).unwrap_err();
         assert_eq!(err(0.0, 1, 1.0).kind(), ConfigErrorKind::Zero);

@@ -317,8 +317,8 @@ impl AttemptBudget {
 /// The largest [`DeadlineConfig::attempt_timeout`] (and margin) accepted: one day.
 pub const MAX_ATTEMPT_TIMEOUT: Nanos = Nanos::from_secs(86_400);
 
-/// Default for [`DeadlineConfig::attempt_timeout`]: 60 ms (the seed's shop-api → stock
-/// timeout from setting C1, about 2 × the healthy P99.9). Valid range:
+/// Default for [`DeadlineConfig::attempt_timeout`]: 60 ms (Basketly's shop-api → stock
+/// timeout from setting C1 in docs/basketly.md, about 2 × the healthy P99.9). Valid range:
 /// `1 ns..=MAX_ATTEMPT_TIMEOUT`.
 pub const DEFAULT_ATTEMPT_TIMEOUT: Nanos = Nanos::from_millis(60);
 

@@ -78,7 +78,8 @@
 //!   5%; in their Google benchmark (reading 1,000 keys spread over 100 servers) hedging
 //!   after 10 ms cut the 99.9th-percentile latency from 1,800 ms to 74 ms for 2% more
 //!   requests. Tied requests go further by letting each copy cancel the other.
-//! - Seed, Part 5: hedge idempotent reads only, after the P95, inside the retry budget,
+//! - Basketly's Replay H (docs/basketly.md, "C4: a retry budget (and hedging)"): hedge
+//!   idempotent reads only, after the P95, inside the retry budget,
 //!   and cancel the loser; with the budget empty no hedges go out.
 
 use core::fmt;

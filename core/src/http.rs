@@ -69,7 +69,8 @@
 //! - RFC 9110, *HTTP Semantics*: §5.6.7 (HTTP-date, its three forms, the two-digit year
 //!   rule, case sensitivity), §10.2.3 (Retry-After), §15 (status codes: 408, 429 in RFC
 //!   6585, 503).
-//! - Seed Part 3: throttling answers and Retry-After in the retry decision.
+//! - Basketly setting C2 (docs/basketly.md, "C2: one retry layer"): throttling answers and
+//!   Retry-After in the retry decision.
 
 use crate::outcome::Outcome;
 use crate::time::Nanos;

@@ -124,8 +124,8 @@
 //!   binds only once the whole limit is used; ours are strict thresholds on one shared
 //!   count, rounded down, and a window without enough samples is extended rather than
 //!   discarded.
-//! - The seed text, Part 6 (stock refuses views at 64 calls inside and reserves at 80)
-//!   and Part 8 (adaptive limits).
+//! - Basketly settings C5 (stock refuses views at 64 calls inside and reserves at 80) and
+//!   C7 (adaptive limits), docs/basketly.md.
 //! - Google SRE book, "Handling Overload": criticality levels, shedding the least
 //!   critical first.
 
@@ -1000,7 +1000,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_thresholds_64_and_80() {
+    fn basketly_thresholds_64_and_80() {
         let mut cfg = fixed(80);
         cfg.partitions = [PartitionConfig::cap(64); MAX_PRIORITIES];
         cfg.partitions[0] = PartitionConfig::cap(80);

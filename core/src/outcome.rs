@@ -98,8 +98,8 @@
 //! - AWS SDKs, standard retry mode: the retry quota's refund and success increment.
 //! - Google SRE book, "Handling Overload": client-side throttling counts requests and
 //!   backend accepts; retry in one layer only.
-//! - Seed Parts 3, 5, 7 and 9, and the Basketly model's reading that an abandoned probe is
-//!   a failure and an abandoned ordinary call is not counted.
+//! - Basketly settings C2, C4, C6 and C8, and the model's reading that an abandoned probe
+//!   is a failure and an abandoned ordinary call is not counted (docs/basketly.md).
 
 use core::fmt;
 

@@ -75,7 +75,7 @@
 //! let view = Priority::SHEDDABLE;
 //! let reserve = Priority::CRITICAL;
 //! let ms = Nanos::from_millis;
-//! // Seed C5: 100 ms standing interval, 5 ms age limit, adaptive LIFO, priority.
+//! // Basketly C5: 100 ms standing interval, 5 ms age limit, adaptive LIFO, priority.
 //! let mut q: QueueDiscipline = QueueDiscipline::new(QueueDisciplineConfig::default()).unwrap();
 //!
 //! // A short burst: FIFO, and a waiting reserve goes before any view.
@@ -111,8 +111,9 @@
 //! - B. Beyer et al., "Site Reliability Engineering", O'Reilly 2016, ch. 21: requests carry
 //!   one of four criticalities end to end so that overloaded backends serve the important
 //!   ones first.
-//! - The project's seed text, Part 6 (setting C5): age limit, adaptive LIFO and reserve
-//!   priority in the database-connection queue of `stock`, and deadline drop at dequeue.
+//! - Basketly setting C5 (docs/basketly.md, "C5: stock protects itself"): age limit, adaptive
+//!   LIFO and reserve priority in the database-connection queue of `stock`, and deadline drop
+//!   at dequeue.
 
 use core::fmt;
 
@@ -180,7 +181,7 @@ pub struct QueueDisciplineConfig {
 }
 
 impl Default for QueueDisciplineConfig {
-    /// The seed's setting C5: 128 waiters, 100 ms interval, 5 ms target, everything on.
+    /// Basketly setting C5: 128 waiters, 100 ms interval, 5 ms target, everything on.
     fn default() -> Self {
         QueueDisciplineConfig {
             capacity: DEFAULT_CAPACITY,
@@ -260,7 +261,7 @@ impl Waiter {
     }
 
     /// Time left until its deadline at `now` (zero once passed), or `None` without one.
-    /// Seed C5 runs the query with this as its statement timeout.
+    /// Basketly's C5 runs the query with this as its statement timeout.
     #[inline]
     pub const fn time_left(&self, now: Nanos) -> Option<Nanos> {
         if self.has_deadline() {
@@ -975,7 +976,7 @@ mod tests {
     }
 
     #[test]
-    fn default_config_is_valid_and_matches_seed() {
+    fn default_config_is_valid_and_matches_basketly_c5() {
         let c = QueueDisciplineConfig::default();
         assert_eq!(c.validate(), Ok(()));
         assert_eq!(c.interval, ms(100));

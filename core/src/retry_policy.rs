@@ -86,7 +86,7 @@
 //! };
 //! use guards_core::{Nanos, Outcome, Rng};
 //!
-//! // The seed's shop-api calling stock (C3): 2 attempts, full jitter from 25 ms.
+//! // Basketly's shop-api calling stock (C3): 2 attempts, full jitter from 25 ms.
 //! let policy = RetryPolicy::new(RetryPolicyConfig {
 //!     max_attempts: 2,
 //!     backoff: BackoffConfig { base: Nanos::from_millis(25), ..BackoffConfig::default() },
@@ -400,7 +400,7 @@ impl RetryContext {
 pub const MAX_ATTEMPTS_LIMIT: u32 = 100;
 
 /// Default for [`RetryPolicyConfig::max_attempts`]: 3 attempts including the first (the
-/// AWS SDKs' standard mode; the seed's shop-api uses 2). Valid range:
+/// AWS SDKs' standard mode; Basketly's shop-api uses 2). Valid range:
 /// `1..=MAX_ATTEMPTS_LIMIT` (1 never retries).
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 
@@ -877,8 +877,9 @@ mod tests {
     }
 
     #[test]
-    fn seed_sum_fits_the_app_deadline() {
-        // Seed Part 2: 2 attempts x 60 ms plus at most 25 ms of backoff = 145 ms.
+    fn basketly_sum_fits_the_app_deadline() {
+        // Basketly's C2 (docs/basketly.md): 2 attempts x 60 ms plus at most 25 ms of backoff
+        // = 145 ms.
         let p = RetryPolicy::new(RetryPolicyConfig {
             max_attempts: 2,
             backoff: BackoffConfig {

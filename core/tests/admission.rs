@@ -1,5 +1,5 @@
 #![cfg(not(loom))]
-//! Integration tests for admission at the door: the seed's 64/80 thresholds, a proptest
+//! Integration tests for admission at the door: Basketly's C5 thresholds (64/80), a proptest
 //! against a sequential reference model, an adaptive door, and a two-thread stress test.
 
 use std::sync::{Arc, Barrier};
@@ -79,7 +79,7 @@ fn reserves_and_views_count_toward_one_total() {
 
 #[test]
 fn adaptive_door_refuses_views_first_and_reports_overload() {
-    // Seed C5 limits plus an AIMD limit on the total, views (levels ≥ 1) allowed 80 % of it.
+    // Basketly's C5 limits plus an AIMD limit on the total, views (levels ≥ 1) allowed 80 % of it.
     let mut shares = [0.8; MAX_PRIORITIES];
     shares[0] = 1.0;
     let door = Admission::new(AdmissionConfig {
@@ -183,7 +183,7 @@ proptest! {
 
 // ---------------------------------------------------------------- stress
 
-/// One thread sends views, the other reserves and views, against the seed's 64/80 door:
+/// One thread sends views, the other reserves and views, against Basketly's 64/80 door (C5):
 /// no view ever gets in with 64 already inside, nothing with 80, the count never exceeds
 /// 80, and it returns to zero. Each thread tries to hold up to 90, so even alone it
 /// presses against both limits (the assertions do not depend on the threads overlapping).

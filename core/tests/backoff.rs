@@ -1,7 +1,7 @@
 #![cfg(not(loom))]
 //! Integration tests for `backoff`: a sequential reference model of every wait (proptest),
-//! the bounds of every jitter mode, overflow at any retry index, the seed's 1,200-client
-//! spread, stable offsets for periodic work, and two threads sharing one generator.
+//! the bounds of every jitter mode, overflow at any retry index, Basketly's 1,200-client
+//! spread (C3), stable offsets for periodic work, and two threads sharing one generator.
 
 use std::sync::Arc;
 
@@ -230,8 +230,9 @@ fn slots(waits: &[Nanos], count: usize) -> Vec<u32> {
     h
 }
 
-/// Seed Part 4: 1,200 cart views fail at the same instant. With full jitter over 0–1 s
-/// they land about 12 per 10 ms slot; with a fixed 1 s wait all in one slot.
+/// Basketly's C3 (docs/basketly.md, "C3: jitter"): 1,200 cart views fail at the same instant.
+/// With full jitter over 0–1 s they land about 12 per 10 ms slot; with a fixed 1 s wait all in
+/// one slot.
 ///
 /// Each slot's count is Binomial(1200, 1/100): mean 12, standard deviation 3.4. Exactly,
 /// P(a slot is empty) = 0.99^1200 ≈ 5.8e-6 and P(a slot gets more than 30) ≈ 2.9e-6, so
@@ -239,7 +240,7 @@ fn slots(waits: &[Nanos], count: usize) -> Vec<u32> {
 /// non-empty, none above 30" is below 0.5%. The seeds are fixed, so the test is
 /// deterministic; the bound says why it is not tuned to them.
 #[test]
-fn seed_1200_clients_spread_over_100_slots() {
+fn basketly_1200_clients_spread_over_100_slots() {
     let full = Backoff::new(BackoffConfig {
         base: Nanos::from_secs(1),
         cap: Nanos::from_secs(1),
@@ -311,9 +312,9 @@ fn fnv1a_published_test_values() {
     }
 }
 
-/// Seed Part 4, replay P: 200 agents re-reading every 60 s. All at :00 puts 200 starts in
-/// one second; stable offsets spread them (mean 3.3 a second; the largest second here is
-/// far below 200) and give each agent the same second every minute.
+/// Basketly's Replay P (docs/basketly.md, "C3: jitter"): 200 agents re-reading every 60 s. All
+/// at :00 puts 200 starts in one second; stable offsets spread them (mean 3.3 a second; the
+/// largest second here is far below 200) and give each agent the same second every minute.
 #[test]
 fn stable_offsets_spread_periodic_work() {
     let minute = Nanos::from_secs(60);

@@ -1,6 +1,6 @@
 #![cfg(not(loom))]
 //! Integration tests for `brownout`: proptest of decisions and counters against a
-//! reference model (single operations and the keyed table), the seed's C8 split, and a
+//! reference model (single operations and the keyed table), Basketly's C8 split, and a
 //! two-thread stress test.
 
 use std::sync::Arc;
@@ -118,11 +118,11 @@ proptest! {
     }
 }
 
-/// The seed's C8 on one second of the hiccup: the same five failure kinds give a degraded
-/// cart view (the stock badge is optional) and a fast error for a checkout's reservation
-/// (required); health checks proceed even when the bulkhead is full.
+/// Basketly's C8 (docs/basketly.md) on one second of the hiccup: the same five failure kinds
+/// give a degraded cart view (the stock badge is optional) and a fast error for a checkout's
+/// reservation (required); health checks proceed even when the bulkhead is full.
 #[test]
-fn seed_c8_split() {
+fn basketly_c8_split() {
     let mut t: BrownoutTable = BrownoutTable::new();
     let view = operation_key("stock.view");
     let reserve = operation_key("stock.reserve");

@@ -1,5 +1,5 @@
 #![cfg(not(loom))]
-//! Integration tests for `bulkhead`: the seed's C7 gate, proptest against a sequential
+//! Integration tests for `bulkhead`: Basketly's C7 gate, proptest against a sequential
 //! reference model, and a two-thread stress test tracking holders separately.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,11 +46,12 @@ fn c7_gate_is_shared_by_two_operations() {
 }
 
 #[test]
-fn littles_law_examples_from_the_seed() {
+fn littles_law_examples_from_basketly() {
     // 315/s x 60 ms: even if every call waited the full C1 timeout, 19 in flight.
     let c = BulkheadConfig::from_littles_law(315.0, Nanos::from_millis(60), 1.0).unwrap();
     assert_eq!(c.max_concurrent, 19);
-    // Database example of Part 6: 200 queries/s x 60 ms = 12 useful waits.
+    // The database example of Basketly's C5 (docs/basketly.md): 200 queries/s x 60 ms = 12
+    // useful waits.
     let c = BulkheadConfig::from_littles_law(200.0, Nanos::from_millis(60), 1.0).unwrap();
     assert_eq!(c.max_concurrent, 12);
 }

@@ -1,7 +1,8 @@
 #![cfg(not(loom))]
-//! Integration tests for the circuit breaker: the seed's C6 settings and Part 7 reasoning
-//! with explicit times, open-duration growth, discarded outcomes, the time window, the keyed
-//! set, a proptest against a sequential reference model, and a two-thread stress test.
+//! Integration tests for the circuit breaker: Basketly's C6 settings and reasoning
+//! (docs/basketly.md) with explicit times, open-duration growth, discarded outcomes, the time
+//! window, the keyed set, a proptest against a sequential reference model, and a two-thread
+//! stress test.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,7 +37,7 @@ fn call<const C: usize>(b: &CircuitBreaker<C>, t: Nanos, failed: bool) -> Outcom
 }
 
 // ---------------------------------------------------------------------------------------
-// Seed C6: last 20, >= 50 %, open 5 s, 3 probes with a 100 ms timeout.
+// Basketly C6: last 20, >= 50 %, open 5 s, 3 probes with a 100 ms timeout.
 // ---------------------------------------------------------------------------------------
 
 #[test]
@@ -165,7 +166,7 @@ fn abandoned_probe_reported_as_failure_reopens() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Seed Part 7: a count window of 20 vs a 10 s time window on a sudden total failure.
+// Basketly's C6 and 15t: a count window of 20 vs a 10 s time window on a sudden failure.
 // ---------------------------------------------------------------------------------------
 
 /// 315 calls a second per instance (one every 3,174,603 ns); healthy for 10 s (3,150 calls),

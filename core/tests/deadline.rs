@@ -1,7 +1,7 @@
 #![cfg(not(loom))]
 //! Integration tests for `deadline`: a sequential reference model of deadlines and attempt
 //! budgets (proptest), the two wire forms against reference encoders/parsers, parsers fed
-//! arbitrary bytes and strings (never a panic), the seed's numbers, and two threads sharing
+//! arbitrary bytes and strings (never a panic), Basketly's numbers, and two threads sharing
 //! one deadline value.
 
 use std::sync::Arc;
@@ -288,10 +288,10 @@ fn header_value_formats() {
     assert_eq!(s, "2000000u");
 }
 
-/// Seed Part 2: shop-api calls stock with `min(60 ms, left) − margin`; stock hears that as
-/// a duration and drops the work at dequeue once it has passed.
+/// Basketly's C1 (docs/basketly.md): shop-api calls stock with `min(60 ms, left) − margin`;
+/// stock hears that as a duration and drops the work at dequeue once it has passed.
 #[test]
-fn seed_shop_api_to_stock() {
+fn basketly_shop_api_to_stock() {
     let cfg = DeadlineConfig::new(Nanos::from_millis(60), Nanos::ZERO).unwrap();
     let arrival = Nanos::from_secs(1_000);
     let app = Deadline::after(arrival, Nanos::from_secs(2));

@@ -1,5 +1,5 @@
 #![cfg(not(loom))]
-//! Integration tests for `hedging`: a slow-replica replay (seed Part 5, Replay H shape),
+//! Integration tests for `hedging`: a slow-replica replay (Basketly's Replay H shape),
 //! proptest against a reference model, two-thread stress with a shared budget gate.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,7 +11,7 @@ use guards_core::retry_policy::{RetryCause, RetryGate};
 use guards_core::{Nanos, Rng};
 use proptest::prelude::*;
 
-/// A token-bucket retry budget like the seed's C4, in tenths of a token: 10 tokens,
+/// A token-bucket retry budget like Basketly's C4, in tenths of a token: 10 tokens,
 /// +0.1 per first attempt, 1 per retry or hedge.
 struct Budget {
     tenths: AtomicU64,
@@ -45,7 +45,7 @@ impl RetryGate for Budget {
 /// slow replica). Calls start every millisecond. Without hedging the P99.9 sits on the
 /// stall (> 250 ms). Hedging after the tracked P95 sends one copy for the ~5% slowest
 /// calls; a stalled call is then rescued by its hedge, and the P99.9 falls below 60 ms
-/// for about 5% more calls, which the seed's retry budget (10% + a burst of 10) pays for.
+/// for about 5% more calls, which Basketly's retry budget (10% + a burst of 10) pays for.
 #[test]
 fn slow_replica_tail_is_cut_for_five_percent_more_calls() {
     let rng = Rng::new(11);

@@ -1,5 +1,5 @@
 #![cfg(not(loom))]
-//! Integration tests for `latency_tracker`: the seed's M/M/8 timeout check, proptest against
+//! Integration tests for `latency_tracker`: Basketly's M/M/8 timeout check, proptest against
 //! a sorted-sample reference model, and two-thread stress tests.
 
 use std::collections::BinaryHeap;
@@ -11,7 +11,7 @@ use guards_core::latency_tracker::{
 use guards_core::{Nanos, Rng};
 use proptest::prelude::*;
 
-// --- the seed's healthy stock calls: M/M/8 ----------------------------------------------
+// --- Basketly's healthy stock calls: M/M/8 ----------------------------------------------
 
 const LAMBDA: f64 = 1_260.0; // arrivals per second
 const MU: f64 = 250.0; // 4 ms mean service
@@ -81,8 +81,9 @@ fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
     sorted[r - 1]
 }
 
-/// The seed's Part 2 method on its healthy numbers. 600 simulated seconds (about 756,000
-/// calls) of an M/M/8 queue with Poisson arrivals at 1,260/s and exponential 4 ms service.
+/// Basketly's C1 method (docs/basketly.md) on its healthy numbers. 600 simulated seconds
+/// (about 756,000 calls) of an M/M/8 queue with Poisson arrivals at 1,260/s and exponential 4
+/// ms service.
 ///
 /// Three separate claims, each with its own tolerance:
 /// 1. the tracker is within its stated bound (1/64) of the exact sample quantile — no
@@ -92,11 +93,11 @@ fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
 ///    and P99 was 0.26%, 0.27% and 0.22%, and of the P99.9 0.50% (autocorrelation
 ///    included, as the runs are real queue simulations); we allow 1.5% and 3%, about six
 ///    standard deviations;
-/// 3. so the tracker reads the seed's figures (P50 3.0, P95 12.3, P99 18.8 ms, rounded to
+/// 3. so the tracker reads the Basketly figures (P50 3.0, P95 12.3, P99 18.8 ms, rounded to
 ///    0.1 ms) within 1/64 + 1.5% + 0.05 ms, and proposes a timeout of 2 × P99.9 ≈ 56 ms,
-///    next to the 60 ms the seed chose.
+///    next to the 60 ms Basketly's C1 chose.
 #[test]
-fn seed_mm8_percentiles_and_timeout() {
+fn basketly_mm8_percentiles_and_timeout() {
     let calls = mm8(1, 600.0);
     assert!(calls.len() > 700_000, "{} calls", calls.len());
     let config = LatencyTrackerConfig {
@@ -117,13 +118,13 @@ fn seed_mm8_percentiles_and_timeout() {
     assert_eq!(tracker.stats().stale, 0);
 
     let checks = [
-        // (quantile, seed figure in ms, sampling tolerance)
+        // (quantile, Basketly figure in ms, sampling tolerance)
         (0.50, Some(3.0), 0.015),
         (0.95, Some(12.3), 0.015),
         (0.99, Some(18.8), 0.015),
         (0.999, None, 0.03),
     ];
-    for (q, seed_ms, sampling) in checks {
+    for (q, figure_ms, sampling) in checks {
         let got = tracker.quantile(now, q).unwrap().as_u64() as f64;
         let exact = nearest_rank(&samples, q) as f64;
         eprintln!(
@@ -142,15 +143,18 @@ fn seed_mm8_percentiles_and_timeout() {
             (exact - analytic).abs() <= analytic * sampling,
             "q={q}: sample {exact} vs analytic {analytic}"
         );
-        // 3. the seed's figure.
-        if let Some(ms) = seed_ms {
+        // 3. the Basketly figure.
+        if let Some(ms) = figure_ms {
             let want = ms * 1e6;
             let tol = want * (RELATIVE_ERROR + sampling) + 0.05e6;
-            assert!((got - want).abs() <= tol, "q={q}: {got} ns vs seed {ms} ms");
+            assert!(
+                (got - want).abs() <= tol,
+                "q={q}: {got} ns vs figure {ms} ms"
+            );
         }
     }
 
-    // Timeout = 2 × P99.9 (defaults): about 56 ms; the seed rounded to 60 ms.
+    // Timeout = 2 × P99.9 (defaults): about 56 ms; Basketly's C1 rounded to 60 ms.
     let timeout = tracker.propose_timeout(now).unwrap().as_u64() as f64;
     let two_p999 = 2.0 * mm8_quantile(0.999) * 1e9;
     eprintln!(
@@ -171,7 +175,7 @@ fn seed_mm8_percentiles_and_timeout() {
         .false_timeout_rate(now, Nanos::from_millis(60))
         .unwrap();
     assert!(at_60 <= 0.001, "{at_60}");
-    // At 5 ms about 31% would (the seed's "too short" example; analytic 30.96%). The
+    // At 5 ms about 31% would (Basketly's "too short" example; analytic 30.96%). The
     // bucket holding 5 ms is 131 µs wide, and at most ~0.8% of calls fall in it.
     let at_5 = tracker
         .false_timeout_rate(now, Nanos::from_millis(5))

@@ -1,7 +1,7 @@
 #![cfg(not(loom))]
 //! Integration tests for the limiter: a proptest against a sequential reference model,
-//! two-thread stress tests of its invariants, and the seed's "about 12 useful waiters"
-//! experiment driving each limit algorithm through the real limiter.
+//! two-thread stress tests of its invariants, and Basketly's "about 12 useful
+//! waiters" experiment (C5) driving each limit algorithm through the real limiter.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -590,7 +590,8 @@ fn run_useful_waiters(limit: LimitConfig, seed: u64, secs: u64) -> Settled {
     }
 }
 
-/// The seed (Part 6) says a dependency serving 200 requests/s to callers who wait at most
+/// Basketly's C5 (docs/basketly.md, "C5: stock protects itself") says a dependency
+/// serving 200 requests/s to callers who wait at most
 /// 60 ms has room for about 200 × 0.06 = 12 useful waiters, and that an adaptive limit
 /// "would find a number near 12 on its own". This runs each algorithm, with its default
 /// configuration, through the real limiter on that dependency (two seeds, 120 s each, the

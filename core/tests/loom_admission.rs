@@ -11,7 +11,7 @@ use guards_core::{Nanos, Priority};
 use loom::sync::Arc;
 use loom::thread;
 
-/// Reserves may fill 2, views 1 (the seed's 80/64 shrunk to fit a model).
+/// Reserves may fill 2, views 1 (Basketly's 80/64 shrunk to fit a model).
 fn small_door() -> Admission {
     let mut limits = [1; MAX_PRIORITIES];
     limits[0] = 2;

@@ -1,5 +1,5 @@
 #![cfg(not(loom))]
-//! Integration tests for `queue_discipline`: the seed's C5 behaviour, a proptest against a
+//! Integration tests for `queue_discipline`: Basketly's C5 behaviour, a proptest against a
 //! plain `Vec` reference model, and long random runs checking that no waiter is lost or
 //! duplicated.
 //!
@@ -47,7 +47,7 @@ fn conserved<const N: usize>(q: &QueueDiscipline<N>) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------
-// Seed behaviour (Part 6, setting C5)
+// Basketly setting C5 (docs/basketly.md)
 // ---------------------------------------------------------------------------------------
 
 #[test]

@@ -1,5 +1,5 @@
 #![cfg(not(loom))]
-//! Integration tests for `retry_budget`: the seed's C4 behaviour, proptest against simple
+//! Integration tests for `retry_budget`: Basketly's C4 behaviour, proptest against simple
 //! sequential reference models of all four modes, and two-thread stress tests.
 
 use std::sync::atomic::{AtomicU64 as StdAtomicU64, Ordering as StdOrdering};
@@ -17,7 +17,7 @@ use proptest::prelude::*;
 const M: u64 = MICROS_PER_TOKEN;
 
 // ---------------------------------------------------------------------------------------
-// Seed C4: with every call failing, retries reach about 10 % of first attempts plus 10.
+// Basketly C4: with every call failing, retries reach about 10 % of first attempts plus 10.
 // ---------------------------------------------------------------------------------------
 
 /// Every request makes one first attempt (deposit 0.1) that fails, then up to
@@ -62,7 +62,7 @@ fn c4_retries_are_ten_percent_plus_the_burst() {
             assert!(got.abs_diff(rough) <= 1, "n = {n}: {got} vs {rough}");
         }
     }
-    // For the seed's 2,060 requests a second: 215 retries, i.e. about 1.1x the calls.
+    // For Basketly's 2,060 requests a second: 215 retries, i.e. about 1.1x the calls.
     assert_eq!(c4_all_failing(2_060, 2), 215);
 }
 
@@ -80,7 +80,7 @@ fn c4_blip_is_fully_retried() {
 }
 
 #[test]
-fn aws_seed_figures() {
+fn aws_newer_transient_cost() {
     // 500 tokens at 14 per transient retry: about 35 retries of burst per client.
     let q = AwsRetryQuota::new(AwsRetryQuotaConfig {
         transient_cost: 14,

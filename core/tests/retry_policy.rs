@@ -1,6 +1,6 @@
 #![cfg(not(loom))]
 //! Integration tests for `retry_policy`: a sequential reference model of the decision
-//! (proptest), the counters, the seed's retry layers, and two threads sharing one policy,
+//! (proptest), the counters, Basketly's retry layers, and two threads sharing one policy,
 //! one generator and one atomic retry budget.
 
 use std::cell::RefCell;
@@ -301,11 +301,11 @@ fn policy(max_attempts: u32, base_ms: u64, jitter: Jitter) -> RetryPolicy {
     .unwrap()
 }
 
-/// Seed Part 3 (C2): shop-api is the only layer that retries stock, twice at most; it
-/// stops on "overloaded" and on permanent errors, keeps the reserve's key, and answers the
+/// Basketly's C2 (docs/basketly.md): shop-api is the only layer that retries stock, twice at
+/// most; it stops on "overloaded" and on permanent errors, keeps the reserve's key, and answers the
 /// app "overloaded, don't retry" when it gives up.
 #[test]
-fn seed_shop_api_is_the_one_retry_layer() {
+fn basketly_shop_api_is_the_one_retry_layer() {
     let shop_api = policy(2, 25, Jitter::Full);
     let rng = Rng::new(1);
     let reserve = |n, outcome| {
@@ -399,10 +399,10 @@ fn calls_at_bottom(layers: usize, one_layer_rule: bool) -> u32 {
     calls
 }
 
-/// Seed Part 3: three layers of 3 attempts send 27 calls to the bottom; with the
+/// Basketly's C2: three layers of 3 attempts send 27 calls to the bottom; with the
 /// one-layer rule only the layer above the failing one retries: 3 calls.
 #[test]
-fn seed_retries_multiply_unless_one_layer_retries() {
+fn basketly_retries_multiply_unless_one_layer_retries() {
     assert_eq!(calls_at_bottom(3, false), 27);
     assert_eq!(calls_at_bottom(5, false), 243);
     assert_eq!(calls_at_bottom(3, true), 3);

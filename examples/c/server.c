@@ -367,18 +367,18 @@ static void parse(int argc, char **argv) {
 
 static void build_guards(void) {
   guards_result rc;
-  /* Admission (seed C5 shape): the same limit for every priority, Retry-After >= 1 s. */
+  /* Admission (Basketly's C5 shape): the same limit for every priority, Retry-After >= 1 s. */
   guards_admission_config ac;
   guards_admission_config_default(&ac);
   for (int i = 0; i < 8; i++) ac.limits[i] = opt.admission_limit;
   if ((rc = guards_admission_new(&ac, &door)) != GUARDS_RESULT_OK) die("admission", rc);
-  /* The breaker (seed C6): the last 20 calls, open at 50 % for 5 s, 3 probes of 100 ms. */
+  /* The breaker (Basketly's C6): the last 20 calls, open at 50 % for 5 s, 3 probes of 100 ms. */
   guards_circuit_breaker_config bc;
   guards_circuit_breaker_config_default(&bc);
   bc.window_size = 20;
   bc.probe_timeout_ns = 100 * MS;
   if ((rc = guards_circuit_breaker_new(&bc, &breaker)) != GUARDS_RESULT_OK) die("circuit breaker", rc);
-  /* The bulkhead (seed C7: 12). */
+  /* The bulkhead (Basketly's C7: 12). */
   guards_bulkhead_config hc = {.max_concurrent = opt.bulkhead};
   if ((rc = guards_bulkhead_new(&hc, &bulkhead)) != GUARDS_RESULT_OK) die("bulkhead", rc);
   guards_deadline_config_default(&per_attempt);

@@ -13,7 +13,9 @@
 //! - `_SimRun`: the same runs advanced in steps (progress bars), GIL released per step;
 //! - `_SimResult`: columns, clock labels, summary, JSON, CSV and a printable table;
 //! - `_sim_presets`, `_sim_keys`, `_sim_series`, `_sim_basketly_topology`,
-//!   `_sim_check_topology`, `_sim_parse_clock`, `_sim_format_clock`.
+//!   `_sim_check_topology`, `_sim_parse_clock`, `_sim_format_clock`;
+//! - `_sim_basketly_metrics` and `_SimResult.windows` / `_SimResult.basketly_metric`: the
+//!   rows, windows and values of a comparison (`guards.sim.compare`), computed by the crate.
 //!
 //! Every run sits inside a panic boundary: a bug in the engine comes back as a `SimError`
 //! of kind `internal`, and a stepped run that hit one refuses to go on.
@@ -23,9 +25,10 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use guards_core::Nanos;
 use guards_sim::basketly::{keys, Config, Run, GUARDS, PRESETS, PRESET_INFO, SERIES};
+use guards_sim::compare::{self, Windows, BASKETLY_METRICS};
 use guards_sim::topology::clock;
 use guards_sim::{Limits, Sim, SimError as CoreSimError, SimResult, Stop, SummaryValue, Topology};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
@@ -357,7 +360,7 @@ fn basketly_config_at(
 
 // ------------------------------------------------------------------ functions
 
-/// The preset names, in the order the issue lists them.
+/// The preset names, in the order docs/basketly.md lists them.
 #[pyfunction]
 pub(crate) fn _sim_presets() -> Vec<&'static str> {
     PRESETS.to_vec()
@@ -392,6 +395,16 @@ pub(crate) fn _sim_series() -> Vec<(&'static str, Vec<&'static str>)> {
     SERIES
         .iter()
         .map(|(n, parts)| (*n, parts.to_vec()))
+        .collect()
+}
+
+/// The rows of a Basketly comparison, in order: (key, label, section, unit).
+#[pyfunction]
+pub(crate) fn _sim_basketly_metrics(
+) -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    BASKETLY_METRICS
+        .iter()
+        .map(|m| (m.key, m.label, m.section.as_str(), m.unit.as_str()))
         .collect()
 }
 
@@ -1058,6 +1071,58 @@ impl PySimResult {
         Ok(self.r.at(&name, &at))
     }
 
+    /// The windows a comparison reads this run over (see `guards_sim::compare::Windows`),
+    /// in nanoseconds since midnight: `(during_start, during_end, gauge_at, after_start or
+    /// None, end)`.
+    fn windows(&self) -> (u64, u64, u64, Option<u64>, u64) {
+        let w = Windows::of(&self.r);
+        (
+            w.during_start.as_u64(),
+            w.during_end.as_u64(),
+            w.gauge_at.as_u64(),
+            w.after_start.map(Nanos::as_u64),
+            w.end.as_u64(),
+        )
+    }
+
+    /// The Basketly comparison metric `key` over the given windows (clock times, as
+    /// `windows` gives them): a `float`, a `str` (`recovered_at`) or `None` when the run
+    /// does not have it. `KeyError` for a key that is not a Basketly metric.
+    #[pyo3(signature = (key, during_start, during_end, gauge_at, after_start, end))]
+    #[allow(clippy::too_many_arguments)]
+    fn basketly_metric<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        during_start: &Bound<'py, PyAny>,
+        during_end: &Bound<'py, PyAny>,
+        gauge_at: &Bound<'py, PyAny>,
+        after_start: Option<&Bound<'py, PyAny>>,
+        end: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let key = util::get_str("key", key)?;
+        let metric = compare::metric(&key)
+            .ok_or_else(|| PyKeyError::new_err(format!("not a Basketly metric: {key:?}")))?;
+        let at = |field: &'static str, v: &Bound<'py, PyAny>| -> PyResult<Nanos> {
+            let text = Self::clock(field, v)?;
+            Ok(clock::parse(&text).unwrap_or(Nanos::ZERO))
+        };
+        let w = Windows {
+            during_start: at("during_start", during_start)?,
+            during_end: at("during_end", during_end)?,
+            gauge_at: at("gauge_at", gauge_at)?,
+            after_start: given(after_start)
+                .map(|v| at("after_start", v))
+                .transpose()?,
+            end: at("end", end)?,
+        };
+        Ok(match metric.read(&self.r, &w) {
+            SummaryValue::Number(x) => x.into_pyobject(py)?.into_any(),
+            SummaryValue::Text(t) => PyString::new(py, &t).into_any(),
+            _ => py.None().into_bound(py),
+        })
+    }
+
     /// The traces of single actions as JSON text (a list; empty when none were asked for).
     fn traces_json(&self, py: Python<'_>) -> String {
         let r = &self.r;
@@ -1112,6 +1177,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(_sim_presets, m)?,
         wrap_pyfunction!(_sim_keys, m)?,
         wrap_pyfunction!(_sim_series, m)?,
+        wrap_pyfunction!(_sim_basketly_metrics, m)?,
         wrap_pyfunction!(_sim_preset_info, m)?,
         wrap_pyfunction!(_sim_guards, m)?,
         wrap_pyfunction!(_sim_basketly, m)?,

@@ -1,7 +1,8 @@
 """guards.sim: Basketly presets and any topology through the Python API.
 
-The full list of the seed's figures is tested in Rust (``cargo test -p guards-sim
---release``); here a handful of them check that the Python layer hands over the same runs.
+The full list of the Basketly figures (docs/basketly.md) is tested in Rust (``cargo test
+-p guards-sim --release``); here a handful of them check that the Python layer hands over
+the same runs.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import guards
 import guards.sim as sim
 from guards.sim import SimError
 
-# The issue's per-second series (``reads_served`` only in Replay P).
+# The Basketly per-second series (``reads_served`` only in Replay P).
 ISSUE_SERIES = [
     "offered", "app_attempts", "goodput", "goodput_incl_degraded", "goodput_product",
     "goodput_cart", "goodput_checkout", "degraded_cart", "stock_calls", "stock_refused",
@@ -298,7 +299,7 @@ def test_arguments_of_the_wrong_type_are_type_errors() -> None:
         sim.basketly("C8", until="20:00:00", progress="yes")  # type: ignore[arg-type]
 
 
-# ---------------------------------------------------------------- seed figures
+# ---------------------------------------------------------------- Basketly figures
 
 
 def test_c0_goodput_is_zero_after_20_00_02() -> None:

@@ -1,5 +1,5 @@
-//! Print the seed's figures next to the simulated values for seeds 1 and 2, and the
-//! simulated values of the side rows whose figures the seed holds back.
+//! Print the Basketly figures (docs/basketly.md) next to the simulated values for seeds 1
+//! and 2, and the simulated values of the side rows that have no figure.
 //!
 //! ```text
 //! cargo run -p guards-sim --release --example figures
@@ -88,7 +88,7 @@ macro_rules! probe {
 fn main() {
     let mut runs = Runs(HashMap::new());
     let r = &mut runs;
-    println!("| figure | seed | seed 1 | seed 2 |");
+    println!("| figure | value | seed 1 | seed 2 |");
     println!("|---|---|---|---|");
     row(
         "W1 threads busy (avg 19:59:46-54)",

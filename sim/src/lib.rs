@@ -15,14 +15,15 @@
 //!   gives the same output bit for bit.
 //! - [`SimResult`]: per-interval columns and a summary ([`summary`]: the same for any
 //!   topology), as JSON or CSV.
-//! - [`basketly`]: the Basketly incident of the seed (settings C0 to C8, side rows and
+//! - [`compare`]: the windows and metrics a comparison of runs reads (the Basketly rows).
+//! - [`basketly`]: the Basketly incident of docs/basketly.md (settings C0 to C8, side rows and
 //!   replays) as named presets with `key=value` overrides ([`basketly::basketly`], or
 //!   [`basketly::Run`] to advance in steps).
 //!
 //! Every guard decision (retry or not and after how long, attempt budgets, retry budgets,
 //! breakers, bulkheads, admission, the connection queue's discipline, brownout fallbacks,
 //! hedges) is made by guards-core, through one small adapter per guard; the simulator only
-//! moves calls around and measures. docs/basketly.md describes the Basketly model and
+//! moves calls around and measures. docs/basketly.md describes the model of Basketly and
 //! lists where it misses the figures it is compared with.
 //!
 //! # Examples
@@ -37,6 +38,7 @@
 #![deny(missing_docs)]
 
 pub mod basketly;
+pub mod compare;
 mod engine;
 pub mod error;
 mod guards;

@@ -257,7 +257,7 @@ fn every_preset_builds_and_starts() {
 }
 
 #[test]
-fn json_has_the_issue_shape() {
+fn json_has_the_documented_shape() {
     let r = basketly("C0", 1, Some("19:59:48"), &["hiccup=off"]).unwrap();
     let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
     assert_eq!(v["setting"], "C0");

@@ -1,5 +1,5 @@
-//! Every figure the incident write-up gives for the Basketly runs (docs/basketly.md lists
-//! them), as a test with its tolerances:
+//! Every Basketly figure (docs/basketly.md, "The figures the tests compare with"), as a
+//! test with its tolerances:
 //! rates ±15 %, times ±1 s. Seeds 1 and 2 unless a figure names one seed. Where the model
 //! cannot reach a figure, the test asserts the miss (see `assert_miss`) and says so with
 //! the numbers. Figures that depend on rare reserve-breaker openings are judged over
@@ -23,12 +23,12 @@ fn c0(seed: u64) -> std::sync::Arc<guards_sim::SimResult> {
     run("C0", seed, Some("20:02:01"), &[])
 }
 
-// ---------------------------------------------------------------- W1, healthy, Part 2
+// ---------------------------------------------------------------- W1, healthy, C1
 
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn w1_threads_busy_about_26() {
-    // Part 1, W1: Little's law gives ≈ 26 threads busy; the run's time average over
+    // C0, W1: Little's law gives ≈ 26 threads busy; the run's time average over
     // 19:59:46..19:59:54 is about 26.
     for seed in SEEDS {
         let r = c0(seed);
@@ -40,8 +40,8 @@ fn w1_threads_busy_about_26() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn healthy_stock_latency_percentiles() {
-    // Part 2: healthy stock calls as shop-api sees them over 60 s: P50 3.0 ms, P95
-    // 12.2 ms, P99 18.7 ms (Part 8), and 60 ms ≈ 2 × P99.9, i.e. P99.9 ≈ 30 ms.
+    // C1: healthy stock calls as shop-api sees them over 60 s: P50 3.0 ms, P95
+    // 12.2 ms, P99 18.7 ms (also C7's sizing), and 60 ms ≈ 2 × P99.9, i.e. P99.9 ≈ 30 ms.
     for seed in SEEDS {
         let r = preset("healthy", seed);
         let p = |q: &str| {
@@ -65,7 +65,7 @@ fn healthy_stock_latency_percentiles() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn healthy_five_ms_timeout_fails_about_31_percent() {
-    // Part 2: with a 5 ms timeout about 31 % of healthy stock calls would time out
+    // C1: with a 5 ms timeout about 31 % of healthy stock calls would time out
     // (seeds 1 and 2: 30.7 % and 30.5 %).
     for (seed, want) in [(1, 0.307), (2, 0.305)] {
         let r = preset("healthy", seed);
@@ -80,7 +80,7 @@ fn healthy_five_ms_timeout_fails_about_31_percent() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn healthy_315_calls_per_instance() {
-    // Parts 7/8: 315 stock calls a second per shop-api instance.
+    // C6/C7: 315 stock calls a second per shop-api instance.
     for seed in SEEDS {
         let r = preset("healthy", seed);
         let per_instance = mean(&r, "stock_calls", "20:00:01", "20:00:59") / 4.0;
@@ -92,7 +92,7 @@ fn healthy_315_calls_per_instance() {
     }
 }
 
-// ---------------------------------------------------------------- C0 (Parts 1, 2, 10)
+// ---------------------------------------------------------------- C0 (the incident)
 
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
@@ -117,7 +117,7 @@ fn c0_goodput_falls_to_zero_within_two_seconds_and_stays() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn c0_stale_db_work_200_then_2000() {
-    // Part 1: database work finished for nobody, about 200/s in the hiccup, then about
+    // C0: database work finished for nobody, about 200/s in the hiccup, then about
     // 2,000/s (its full capacity) once healthy.
     for seed in SEEDS {
         let r = c0(seed);
@@ -136,7 +136,7 @@ fn c0_stale_db_work_200_then_2000() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn c0_apps_send_about_6180_attempts() {
-    // Part 1: 3 × 2,060 ≈ 6,180 app attempts a second once every action retries.
+    // C0: 3 × 2,060 ≈ 6,180 app attempts a second once every action retries.
     for seed in SEEDS {
         let r = c0(seed);
         let a = mean(&r, "app_attempts", "20:00:06", "20:00:30");
@@ -147,7 +147,7 @@ fn c0_apps_send_about_6180_attempts() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn c0_connection_wait_about_0_6_s_and_db_timeout_never_fires() {
-    // Part 2: about 120 waiting for a connection, ≈ 0.6 s wait, under 0.8 s at the
+    // C0: about 120 waiting for a connection, ≈ 0.6 s wait, under 0.8 s at the
     // longest; the database layer's 5 s timeout never fires.
     for seed in SEEDS {
         let r = c0(seed);
@@ -207,8 +207,9 @@ fn c0_about_403000_queued_in_shopapi_at_20_02_00() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn c0_shopapi_finishes_at_most_3270_and_the_queue_grows_by_the_difference() {
-    // Part 1, "why it can't drain": shop-api can finish at most 2,000 ÷ (1,260 ÷ 2,060)
-    // ≈ 3,270 requests a second; 6,180 arrive, so the queue grows by the difference.
+    // C0, "why it cannot drain" (docs/basketly.md, "The incident"): shop-api can finish at
+    // most 2,000 ÷ (1,260 ÷ 2,060) ≈ 3,270 requests a second; 6,180 arrive, so the queue grows
+    // by the difference.
     for seed in SEEDS {
         let r = c0(seed);
         let done = mean(&r, "svc.shop-api.done", "20:00:23", "20:02:00");
@@ -224,7 +225,7 @@ fn c0_shopapi_finishes_at_most_3270_and_the_queue_grows_by_the_difference() {
     }
 }
 
-// ---------------------------------------------------------------- C1, 10z (Part 2), 11y
+// ---------------------------------------------------------------- C1, 10z, 11y
 
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
@@ -270,7 +271,7 @@ fn ten_z_cancel_changes_nothing() {
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn ten_z_without_cancel_brings_stale_work_back() {
     // 10z: stock keeps working on attempts shop-api abandoned after 60 ms; the stale-work
-    // loop of C0 comes back (the seed's table is missing: we check the loop qualitatively,
+    // loop of C0 comes back (there is no figure for it: we check the loop qualitatively,
     // most database work in the hiccup is stale, against almost none in C1).
     for seed in SEEDS {
         let r = preset("10z", seed);
@@ -299,12 +300,12 @@ fn eleven_y_no_duplicate_commits_from_c1_on() {
             assert_eq!(dups, 0.0, "{setting} seed {seed}");
         }
     }
-    // ... and C0 has them (the count itself is held back by the seed).
+    // ... and C0 has them (there is no figure for the count).
     let r = c0(1);
     assert!(r.sum("duplicate_commits", "20:00:00", "20:00:20").unwrap() > 0.0);
 }
 
-// ---------------------------------------------------------------- C2, C3 (Parts 3, 4)
+// ---------------------------------------------------------------- C2, C3
 
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
@@ -321,7 +322,7 @@ fn c2_and_c3_send_1_9_times_the_calls_stock_needs() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn jitter_fixed_wait_lands_in_one_slot() {
-    // Part 4: 1,200 cart views fail at 20:00:20.000; with a fixed 1 s wait all retries
+    // C3: 1,200 cart views fail at 20:00:20.000; with a fixed 1 s wait all retries
     // land in the one 10 ms slot starting at 20:00:21.000.
     let r = preset("jitter-fixed", 1);
     let retries = r.column("retries").unwrap();
@@ -336,7 +337,7 @@ fn jitter_fixed_wait_lands_in_one_slot() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn jitter_full_spreads_about_12_per_slot() {
-    // Part 4: with full jitter over 0..1 s each 10 ms slot gets about 12 (seed 1: never
+    // C3: with full jitter over 0..1 s each 10 ms slot gets about 12 (seed 1: never
     // fewer than 5 or more than 25).
     let r = preset("jitter-full", 1);
     let retries = r.column("retries").unwrap();
@@ -354,12 +355,12 @@ fn jitter_full_spreads_about_12_per_slot() {
     );
 }
 
-// ---------------------------------------------------------------- Replay A on C0 (Part 8)
+// ---------------------------------------------------------------- Replay A on C0
 
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn replay_a_on_c0_goodput_stays_zero() {
-    // Part 10: doubling shop-api at 20:00:10 on C0 leaves goodput at zero, and puts more
+    // Replay A: doubling shop-api at 20:00:10 on C0 leaves goodput at zero, and puts more
     // calls inside stock at 20:00:15 than the 3,100-3,200 without the extra instances.
     for seed in SEEDS {
         let r = preset("A-C0", seed);
@@ -391,7 +392,7 @@ fn replay_a_on_c0_goodput_stays_zero() {
     }
 }
 
-// ---------------------------------------------------------------- C4 (Part 5)
+// ---------------------------------------------------------------- C4
 
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
@@ -407,7 +408,7 @@ fn c4_budget_brings_calls_to_1_1_times_about_1380() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn c4_checkouts_about_9() {
-    // Parts 6/13: stock protecting itself took checkouts "from 9 to 44 a second".
+    // C4 and C5: stock protecting itself takes checkouts from 9 to 44 a second.
     for seed in SEEDS {
         let r = preset("C4", seed);
         assert_rate(
@@ -418,12 +419,12 @@ fn c4_checkouts_about_9() {
     }
 }
 
-// ---------------------------------------------------------------- C5, 17x (Part 6)
+// ---------------------------------------------------------------- C5, 17x
 
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn c5_badges_157_errors_over_1000_calls_1400() {
-    // Part 7 intro: with C5 about 157 cart views a second get their badges, more than
+    // C5: about 157 cart views a second get their badges, more than
     // 1,000 get an error, and shop-api keeps sending about 1,400 calls a second.
     for seed in SEEDS {
         let r = preset("C5", seed);
@@ -461,12 +462,12 @@ fn c5_checkouts_about_44() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn seventeen_x_about_7300_refusals() {
-    // Part 6, 17x: C5's stock guards on C0's callers refuse about 7,300 calls a second.
+    // 17x: C5's stock guards on C0's callers refuse about 7,300 calls a second.
     // Expected miss: with every layer retrying every refusal at once, each failing cart
     // view makes up to 3 × 3 = 9 stock calls within a few shop-api milliseconds, so the
     // refusals are bounded by about 9 × 1,260 less the few admitted; the model refuses
     // about 9,700 a second at the door (plus about 600 age-limit drops). It still shows the
-    // seed's point: the site keeps product pages and checkouts going despite the storm.
+    // row's point: the site keeps product pages and checkouts going despite the storm.
     for seed in SEEDS {
         let r = preset("17x", seed);
         let door = hiccup_mean(&r, "svc.stock.refused");
@@ -474,7 +475,7 @@ fn seventeen_x_about_7300_refusals() {
         assert_miss(
             &format!("seed {seed} 17x refusals"),
             close(door, 7300.0, 0.15) || close(all, 7300.0, 0.15),
-            &format!("simulated {door:.0}/s at the door, {all:.0}/s with age-limit drops; seed about 7,300/s"),
+            &format!("simulated {door:.0}/s at the door, {all:.0}/s with age-limit drops; figure about 7,300/s"),
         );
         assert!(door > 7300.0, "seed {seed}: {door}");
         let checkouts = hiccup_mean(&r, "goodput_checkout");
@@ -486,7 +487,7 @@ fn seventeen_x_about_7300_refusals() {
     }
 }
 
-// ---------------------------------------------------------------- C6, 15t (Part 7)
+// ---------------------------------------------------------------- C6, 15t
 
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
@@ -505,7 +506,7 @@ fn c6_breakers_cut_load_on_stock_by_95_percent() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn c6_about_80_stock_calls_over_seeds() {
-    // Part 7 (15t): "instead of about 80" stock calls a second get through in C6. With the
+    // C6: about 80 stock calls a second get through (15t lets more through). With the
     // view breakers open, most of these calls are reserves, and how many depends on the
     // rare reserve-breaker openings that vary by seed (docs/basketly.md, "Variance"): judged over
     // five seeds.
@@ -534,7 +535,7 @@ fn flap_seconds(r: &guards_sim::SimResult) -> Vec<usize> {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn c6_flaps_every_5_s() {
-    // Part 7, event 15f: the probes pass at light load, the breaker closes, full load
+    // C6: the probes pass at light load, the breaker closes, full load
     // reopens it; this repeats about every 5 s (the open duration).
     for seed in SEEDS {
         let r = preset("C6", seed);
@@ -547,12 +548,12 @@ fn c6_flaps_every_5_s() {
     }
 }
 
-// ---------------------------------------------------------------- C7, Replay A (Part 8)
+// ---------------------------------------------------------------- C7, Replay A
 
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn c7_about_1190_cart_views_fail_fast() {
-    // Part 9: after C7 about 1,190 cart views a second fail fast.
+    // C7: about 1,190 cart views a second fail fast.
     for seed in SEEDS {
         let r = preset("C7", seed);
         assert_rate(
@@ -583,7 +584,7 @@ fn replay_a_on_c7_recovers_at_20_00_21_with_2_to_4_calls_in_flight() {
     }
 }
 
-// ---------------------------------------------------------------- C8 (Part 9, 13)
+// ---------------------------------------------------------------- C8
 
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
@@ -639,7 +640,7 @@ fn c8_recovers_one_second_after_the_database() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn c8_checkouts_44_to_50_over_seeds() {
-    // Parts 9/13: 44 to 50 of 60 checkouts a second. With breakers the figure depends on
+    // C8: 44 to 50 of 60 checkouts a second. With breakers the figure depends on
     // rare reserve-breaker openings, so it is judged over five seeds.
     let mut all = Vec::new();
     for seed in 1..=5 {
@@ -657,7 +658,7 @@ fn c8_checkouts_44_to_50_over_seeds() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn c8_reserve_timeouts_22_and_23_percent() {
-    // Part 9: 22 % and 23 % of reserve attempts timed out (seeds 1 and 2).
+    // C8: 22 % and 23 % of reserve attempts timed out (seeds 1 and 2).
     for (seed, want) in [(1, 0.22), (2, 0.23)] {
         let r = preset("C8", seed);
         let share = r.sum("reserve_timeouts", "20:00:02", "20:00:20").unwrap()
@@ -666,12 +667,12 @@ fn c8_reserve_timeouts_22_and_23_percent() {
     }
 }
 
-// ------------------------------------------- side rows: what the seed says without numbers
+// ------------------------------------ side rows: what docs/basketly.md says without numbers
 
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn thirteen_a_eight_instances_keep_retries_near_ten_percent() {
-    // Part 5, 13a: the bucket earns per request, so the fleet's retries stay near 10 % of
+    // C4, 13a: the bucket earns per request, so the fleet's retries stay near 10 % of
     // traffic however many instances share it.
     for seed in SEEDS {
         let x = hiccup_mean(&preset("13a", seed), "stock_calls") / 1260.0;
@@ -682,7 +683,7 @@ fn thirteen_a_eight_instances_keep_retries_near_ten_percent() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn replay_h_hedging_cuts_the_tail_retries_cannot() {
-    // Part 5: with stalls of 250 ms on 1 % of calls, a 60 ms timeout plus a retry caps the
+    // Replay H: with stalls of 250 ms on 1 % of calls, a 60 ms timeout plus a retry caps the
     // tail near the timeout, and hedging after the P95 cuts it further for a few percent
     // more load; P99 of the first row sits on the stalled 1 % and swings by seed.
     for seed in SEEDS {
@@ -727,7 +728,7 @@ fn replay_h_hedging_cuts_the_tail_retries_cannot() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn replay_p_stable_offsets_keep_reads_flat() {
-    // Part 4: every agent at :00 queues 10,000 reads at once (served at the 740 a second
+    // Replay P: every agent at :00 queues 10,000 reads at once (served at the 740 a second
     // to spare for over 13 s); stable offsets spread them over the minute.
     for seed in SEEDS {
         let peak = |s: &str| {
@@ -747,7 +748,7 @@ fn replay_p_stable_offsets_keep_reads_flat() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn caps_of_40_and_60_differ_by_littles_law() {
-    // Part 8: on C0, caps of 40 and 60 per instance give different outcomes. 160 calls in
+    // C7: on C0, caps of 40 and 60 per instance give different outcomes. 160 calls in
     // flight, each allowed 1 s, stay under the 200 a second the slow database finishes, so
     // stock keeps up; 240 do not, and its backlog turns every call stale.
     for seed in SEEDS {
@@ -762,7 +763,7 @@ fn caps_of_40_and_60_differ_by_littles_law() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn bulkhead_before_breakers_starves_reserves() {
-    // Part 8 (C5-cap12) and Part 7 (d): one gate shared by views and reserves, with no
+    // C5-cap12 and breaker vs budget (d): one gate shared by views and reserves, with no
     // breaker to stop the views, refuses reserves: checkouts fall. Breakers or not, with
     // the budget checkouts are about the same (judged over five seeds).
     let over = |s: &str| {
@@ -792,7 +793,7 @@ fn bulkhead_before_breakers_starves_reserves() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn losing_a_zone_still_serves_every_checkout_the_database_can() {
-    // Part 11: at most 80 calls are ever inside stock, so 64 workers are enough; with the
+    // AZ: at most 80 calls are ever inside stock, so 64 workers are enough; with the
     // admission limits halved too, views are degraded and checkouts still go through.
     for seed in SEEDS {
         let c8 = hiccup_mean(&preset("C8", seed), "goodput_checkout");
@@ -815,7 +816,7 @@ fn losing_a_zone_still_serves_every_checkout_the_database_can() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn operator_actions_flush_gets_out_shedding_alone_does_not() {
-    // Part 10: shedding new arrivals brings load below capacity but keeps the stale
+    // Operators: shedding new arrivals brings load below capacity but keeps the stale
     // backlog; flushing throws the backlog away, and the load then (usually) fits.
     for seed in SEEDS {
         let shed = preset("ops-shed", seed);
@@ -836,7 +837,7 @@ fn operator_actions_flush_gets_out_shedding_alone_does_not() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "figure tests run in release")]
 fn seventeen_y_no_retries_drains_after_the_trigger() {
-    // Part 6/10, 17y: with no retries anywhere arrivals (2,060/s) are below what can be
+    // 17y: with no retries anywhere arrivals (2,060/s) are below what can be
     // finished (3,270/s), so the backlog drains, but only after the trigger ended: goodput
     // stays down past 20:00:20 and comes back later.
     for seed in SEEDS {

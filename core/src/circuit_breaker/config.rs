@@ -346,7 +346,7 @@ mod tests {
     }
 
     #[test]
-    fn defaults_and_seed_are_valid() {
+    fn defaults_and_fast_trip_are_valid() {
         assert_eq!(CircuitBreakerConfig::default().validate(), Ok(()));
         assert_eq!(CircuitBreakerConfig::fast_trip().validate(), Ok(()));
     }

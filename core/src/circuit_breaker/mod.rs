@@ -46,7 +46,7 @@
 //!
 //! A count window reacts within a handful of calls; a time window full of healthy history
 //! is slow to trip on a sudden total failure (about window × threshold), which the
-//! integration tests reproduce with the seed's figures.
+//! integration tests reproduce with the Basketly figures (docs/basketly.md).
 //!
 //! # Examples
 //!
@@ -56,7 +56,7 @@
 //! };
 //! use guards_core::Nanos;
 //!
-//! // The seed's C6 breaker: last 20 calls, 50 %, open 5 s, 3 probes with a 100 ms timeout.
+//! // Basketly's C6 breaker: last 20 calls, 50 %, open 5 s, 3 probes with a 100 ms timeout.
 //! let breaker: CircuitBreaker = CircuitBreaker::new(CircuitBreakerConfig::fast_trip()).unwrap();
 //! let ms = Nanos::from_millis;
 //!
@@ -207,9 +207,9 @@
 //! - Polly v8 circuit breaker: a default break duration of 5 s, and a generator to grow it.
 //! - Shopify Semian: the half-open probe gets its own, shorter resource timeout; breaker
 //!   state is per process, not shared between workers.
-//! - Seed Part 7 and setting C6 (last 20 calls, ≥ 50 %, 5 s, 3 probes, 100 ms), and the
-//!   Basketly model's reading that outcomes arriving while open or half-open are ignored and
-//!   an abandoned probe is a failure.
+//! - Basketly setting C6 (docs/basketly.md, "C6: circuit breakers": last 20 calls, ≥ 50 %,
+//!   5 s, 3 probes, 100 ms), and the model's reading there that outcomes arriving while open
+//!   or half-open are ignored and an abandoned probe is a failure.
 //! - G. Fowler, L. C. Noll, K.-P. Vo, the FNV hash (FNV-1a, 64-bit offset basis
 //!   0xcbf29ce484222325, prime 0x100000001b3).
 

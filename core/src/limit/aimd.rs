@@ -52,9 +52,10 @@
 //! - Netflix `concurrency-limits`, `AIMDLimit`: +1 when at least half the limit is in use,
 //!   × a backoff ratio (0.9 there, accepted range [0.5, 1)) on a drop or an RTT above a
 //!   timeout (5 s there), never below 1 and always at least one less. Our version adds
-//!   the once-per-interval rule and defaults the ratio to 0.5, as the seed text specifies.
-//! - The seed text, Part 8: add 1 after each healthy interval; halve on timeouts, 429/503
-//!   or latency above a target, at most once per interval.
+//!   the once-per-interval rule and defaults the ratio to 0.5, as docs/basketly.md ("C7: a
+//!   bulkhead") describes.
+//! - docs/basketly.md, "C7: a bulkhead": add 1 after each healthy interval; halve on timeouts,
+//!   429/503 or latency above a target, at most once per interval.
 //! - D. Chiu and R. Jain, "Analysis of the Increase and Decrease Algorithms for Congestion
 //!   Avoidance in Computer Networks" (1989): why additive increase with multiplicative
 //!   decrease converges to a fair, efficient share.

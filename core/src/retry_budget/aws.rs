@@ -33,8 +33,8 @@ pub const DEFAULT_AWS_HEDGE_COST: u64 = 5;
 /// succeeds without a retry. Valid range: `0..=capacity`.
 pub const DEFAULT_AWS_SUCCESS_INCREMENT: u64 = 1;
 
-/// The transient-retry cost of the newer SDK retry behaviour described in seed Part 12
-/// (about 35 transient retries out of 500 tokens). Set
+/// The transient-retry cost of the newer AWS SDK retry behaviour, which charges 14 tokens
+/// per transient retry (about 35 transient retries out of 500 tokens). Set
 /// [`AwsRetryQuotaConfig::transient_cost`] to it to model that behaviour.
 pub const AWS_NEWER_TRANSIENT_COST: u64 = 14;
 

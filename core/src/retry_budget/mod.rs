@@ -4,7 +4,8 @@
 //! dependency is failing everything. A budget per client caps retries as a share of the
 //! client's traffic instead: a blip that fails a few requests is still retried, while a
 //! dependency that fails everything sees about `1 + ratio` times the traffic, not three
-//! times. The seed's setting C4 brings the retries reaching stock down to about 1.1 ×.
+//! times. Basketly setting C4 (docs/basketly.md) brings the retries reaching stock down to
+//! about 1.1 ×.
 //!
 //! Four budgets are here, each lock-free on fixed-point atomic state, each a
 //! [`RetryGate`] so that a retry policy or hedging can ask
@@ -50,7 +51,7 @@
 //! use guards_core::retry_policy::RetryCause;
 //! use guards_core::Nanos;
 //!
-//! // Seed setting C4: 10 tokens, +0.1 per first attempt, 1 per retry.
+//! // Basketly setting C4: 10 tokens, +0.1 per first attempt, 1 per retry.
 //! let budget: RetryBudget = RetryBudget::new(RetryBudgetConfig::TokenBucket(
 //!     TokenBudgetConfig::default(),
 //! ))
@@ -75,8 +76,8 @@
 //!   with up to three decimals.
 //! - AWS SDKs, standard retry mode: a retry quota of 500 tokens per client, 5 per retried
 //!   transient error, 10 per retried timeout, the cost returned when the retry succeeds, 1
-//!   token added per success without a retry. Seed Part 12 describes a newer behaviour
-//!   charging 14 per transient retry.
+//!   token added per success without a retry; newer SDK versions charge 14 per transient
+//!   retry.
 //! - Finagle `RetryBudget`: deposits and withdrawals that expire after a TTL (1 s to 60 s,
 //!   10 s by default), a percentage of requests that may be retried (20 % by default) and
 //!   a minimum number of retries a second (10 by default).
@@ -206,7 +207,7 @@ named_enum!(RetryBudgetMode {
 #[repr(C, u8)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RetryBudgetConfig {
-    /// The per-client token bucket (seed C4).
+    /// The per-client token bucket (Basketly's C4).
     TokenBucket(TokenBudgetConfig) = 0,
     /// gRPC retry throttling.
     Grpc(GrpcThrottleConfig) = 1,
@@ -217,7 +218,7 @@ pub enum RetryBudgetConfig {
 }
 
 impl Default for RetryBudgetConfig {
-    /// The seed's C4 bucket: [`TokenBudgetConfig::default`].
+    /// Basketly's C4 bucket: [`TokenBudgetConfig::default`].
     fn default() -> Self {
         RetryBudgetConfig::TokenBucket(TokenBudgetConfig::default())
     }
@@ -270,7 +271,7 @@ impl RetryBudgetConfig {
 #[repr(C, u8)]
 #[derive(Debug)]
 pub enum RetryBudget<const BUCKETS: usize = DEFAULT_BUCKETS> {
-    /// The per-client token bucket (seed C4).
+    /// The per-client token bucket (Basketly's C4).
     TokenBucket(TokenBudget) = 0,
     /// gRPC retry throttling.
     Grpc(GrpcThrottle) = 1,

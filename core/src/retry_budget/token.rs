@@ -1,4 +1,4 @@
-//! [`TokenBudget`]: the per-client retry token bucket (seed setting C4, the SRE-book budget).
+//! [`TokenBudget`]: the per-client retry token bucket (Basketly setting C4, the SRE-book budget).
 
 use crate::counter::Counter;
 use crate::error::{check_f64, ConfigError, ConfigErrorKind};
@@ -8,7 +8,7 @@ use crate::time::Nanos;
 use super::bucket::Bucket;
 use super::{counted, micros_of, tokens_of, RetryBudgetStats, MICROS_PER_TOKEN};
 
-/// Default for [`TokenBudgetConfig::capacity`]: 10 tokens, the burst of seed setting C4.
+/// Default for [`TokenBudgetConfig::capacity`]: 10 tokens, the burst of Basketly setting C4.
 /// Valid range: `1.0..=1e9`.
 pub const DEFAULT_TOKEN_CAPACITY: f64 = 10.0;
 

@@ -1,5 +1,5 @@
 //! `guards_admission`: core's `Admission`, the server's door: refuse work by priority
-//! before doing any of it, with a Retry-After (seed C5: 64 views, 80 reserves).
+//! before doing any of it, with a Retry-After (Basketly's C5: 64 views, 80 reserves).
 //!
 //! ```c
 //! guards_admission_config cfg;
@@ -183,7 +183,7 @@ impl guards_admission {
     }
 }
 
-/// Write the default config to `out` (seed C5: 80 calls inside for priority 0, 64 for the
+/// Write the default config to `out` (Basketly's C5: 80 calls inside for priority 0, 64 for the
 /// others, no adaptive limit, Retry-After 1..60 s).
 ///
 /// # Safety

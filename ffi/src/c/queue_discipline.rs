@@ -8,7 +8,7 @@
 //!
 //! ```c
 //! guards_queue_discipline_config cfg;
-//! guards_queue_discipline_config_default(&cfg);     /* seed C5: 100 ms standing, 5 ms age */
+//! guards_queue_discipline_config_default(&cfg);     /* Basketly C5: 100 ms standing, 5 ms age */
 //! guards_queue_discipline *q;
 //! guards_queue_discipline_new(&cfg, &q);
 //! pthread_mutex_lock(&m);
@@ -219,7 +219,7 @@ pub struct guards_queue_discipline {
     queue: AnyQueue,
 }
 
-/// Write the default config to `out` (seed C5: 128 waiters, 100 ms interval, 5 ms target,
+/// Write the default config to `out` (Basketly's C5: 128 waiters, 100 ms interval, 5 ms target,
 /// LIFO, CoDel and priority on).
 ///
 /// # Safety

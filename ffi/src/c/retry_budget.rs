@@ -14,7 +14,7 @@
 //!
 //! ```c
 //! guards_retry_budget_config cfg;
-//! guards_retry_budget_config_default(&cfg);          /* token bucket: 10, +0.1 (seed C4) */
+//! guards_retry_budget_config_default(&cfg);          /* token bucket: 10, +0.1 (Basketly C4) */
 //! guards_retry_budget *b;
 //! guards_retry_budget_new(&cfg, &b);
 //! guards_retry_budget_deposit(b, now);                /* a first attempt goes out */
@@ -39,7 +39,7 @@ use crate::permit::{PermitSlots, PermitToken};
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum guards_retry_budget_mode {
-    /// A token bucket filled by first attempts (seed C4): `token_bucket`.
+    /// A token bucket filled by first attempts (Basketly's C4): `token_bucket`.
     TokenBucket = 0,
     /// gRPC retry throttling: `grpc`.
     Grpc = 1,
@@ -338,7 +338,7 @@ impl guards_retry_budget {
 }
 
 /// Write the default config to `out`: mode `TOKEN_BUCKET` (10 tokens, +0.1 per first
-/// attempt: seed C4) and every mode's sub-config at its defaults.
+/// attempt: Basketly's C4) and every mode's sub-config at its defaults.
 ///
 /// # Safety
 /// `out` must be NULL or valid for writes of a `guards_retry_budget_config`.

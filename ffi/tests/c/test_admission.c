@@ -1,4 +1,4 @@
-/* Admission: seed C5 at the door (64 views, 80 reserves), 503 + Retry-After. */
+/* Admission: Basketly's C5 at the door (64 views, 80 reserves), 503 + Retry-After. */
 #include "test.h"
 
 static void test_c5_views_64_reserves_80(void) {

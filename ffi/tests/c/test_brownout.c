@@ -1,4 +1,4 @@
-/* Brownout: fallback, fail fast or proceed, per operation (seed C8), and the table. */
+/* Brownout: fallback, fail fast or proceed, per operation (Basketly's C8), and the table. */
 #include "test.h"
 
 static guards_brownout *brownout_of(bool optional, bool exempt) {

@@ -1,4 +1,4 @@
-/* The bulkhead: seed C7 (12 calls in flight per instance), release and report. */
+/* The bulkhead: Basketly's C7 (12 calls in flight per instance), release and report. */
 #include "test.h"
 
 static void test_c7_twelve_in_flight(void) {

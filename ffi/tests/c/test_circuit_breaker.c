@@ -1,4 +1,4 @@
-/* The circuit breaker through the C API: seed C6 (the last 20 calls, 50 %, open 5 s, 3
+/* The circuit breaker through the C API: Basketly's C6 (the last 20 calls, 50 %, open 5 s, 3
  * probes with a 100 ms timeout), the call contract's outcomes, take-once permits. */
 #include "test.h"
 
@@ -96,7 +96,7 @@ static void test_c6_opens_on_the_twentieth_failure(void) {
 }
 
 static void test_lifecycle(void) {
-  /* seed C6: open 5 s, then 3 probes of 100 ms; three successes close it. */
+  /* Basketly's C6: open 5 s, then 3 probes of 100 ms; three successes close it. */
   guards_circuit_breaker *b = breaker_with(20, 3);
   guards_permit p;
   uint64_t t = 1 * S;

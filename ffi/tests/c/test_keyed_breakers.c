@@ -1,4 +1,4 @@
-/* Keyed breakers: one breaker per key (seed Part 7: the view breaker opens without
+/* Keyed breakers: one breaker per key (Basketly's C6: the view breaker opens without
  * touching the reserve one), a set that fills up, lookups that never insert. */
 #include "test.h"
 

@@ -91,7 +91,7 @@ static void test_outcomes(void) {
 }
 
 static void test_partitions(void) {
-  /* Seed C5 on a limiter: a fixed 80, views (priority 3) capped at 64. */
+  /* Basketly's C5 on a limiter: a fixed 80, views (priority 3) capped at 64. */
   guards_limiter_config c;
   guards_limiter_config_default(&c);
   c.limit.algorithm = GUARDS_LIMIT_ALGORITHM_FIXED;

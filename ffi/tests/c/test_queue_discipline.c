@@ -1,4 +1,4 @@
-/* The wait queue: seed C5's standing queue (100 ms), 5 ms age limit, adaptive LIFO,
+/* The wait queue: Basketly C5's standing queue (100 ms), 5 ms age limit, adaptive LIFO,
  * priority, deadline drop at dequeue. Single owner: this test is its only user. */
 #include "test.h"
 

@@ -1,4 +1,4 @@
-/* The retry budget in its four modes, through one handle: seed C4 (10 tokens, +0.1 per
+/* The retry budget in its four modes, through one handle: Basketly's C4 (10 tokens, +0.1 per
  * first attempt), gRPC throttling, the AWS quota with refunds, the windowed budget, and
  * take-once receipts. */
 #include "test.h"
@@ -31,7 +31,7 @@ static void test_defaults(void) {
   CHECK(c.windowed.percent_can_retry == 0.2);
 }
 
-/* Seed C4 with every call failing: N requests, each a first attempt (deposit 0.1) then
+/* Basketly's C4 with every call failing: N requests, each a first attempt (deposit 0.1) then
  * up to `per_request` retries. Tokens are conserved, only the first deposit is capped,
  * and the final balance is below one token, so retries = floor(10 + 0.1 (N - 1)). */
 static uint64_t c4_all_failing(uint64_t n, int per_request) {
@@ -68,7 +68,7 @@ static void test_c4_retries_are_ten_percent_plus_the_burst(void) {
     uint64_t expected = (10 * 1000000ull + 100000ull * (n - 1)) / 1000000ull;
     for (int per = 1; per <= 4; per *= 2) CHECK_EQ_U64(c4_all_failing(n, per), expected);
   }
-  /* The seed's 2,060 requests a second: 215 retries, about 1.1x the calls. */
+  /* Basketly's 2,060 requests a second: 215 retries, about 1.1x the calls. */
   CHECK_EQ_U64(c4_all_failing(2060, 2), 215);
 }
 

@@ -46,7 +46,7 @@ static void test_defaults(void) {
   CHECK(x.idempotency == GUARDS_IDEMPOTENCY_IDEMPOTENT);
 }
 
-/* Core's example: the seed's shop-api calling stock (C3), 2 attempts, full jitter. */
+/* Core's example: Basketly's shop-api calling stock (C3), 2 attempts, full jitter. */
 static void test_seed_c3(void) {
   guards_retry_policy *p = policy_with(2, GUARDS_JITTER_FULL);
   guards_retry_context first = ctx_of(1, GUARDS_OUTCOME_TIMEOUT);

@@ -30,7 +30,7 @@ __all__ = [
 
 SimError = _native.SimError
 
-#: Every Basketly preset name, in the order the issue lists them.
+#: Every Basketly preset name, in the order docs/basketly.md lists them.
 PRESETS: tuple[str, ...] = tuple(_native._sim_presets())
 
 #: Every Basketly override key with a one-line description. ``HOP.`` stands for each of

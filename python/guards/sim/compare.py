@@ -5,7 +5,9 @@ The windows (during the disturbance, at its end, after it) come from each result
 summary, computed by the simulator for any topology (``disturbance``: its slowdowns).
 Rows read columns by name: the generic ones every topology has (``entry.*``, ``edge.*``,
 ``svc.*``, the summary's ``recovered_at`` and ``latency_ms``) and, when the results have
-them, the Basketly series (``goodput``, ``stock_calls``, ...)."""
+them, the Basketly series (``goodput``, ``stock_calls``, ...). The windows and the
+Basketly rows (:data:`METRICS`) are defined and computed by the simulator crate
+(``guards_sim::compare``), like every other summary."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
+from .. import _guards as _native
 from . import _args
 from .api import Run, _Overrides
 from .progress import Progress, callback
@@ -25,7 +28,7 @@ from .result import SimResult
 
 __all__ = ["Comparison", "Metric", "METRICS", "GENERIC_METRICS", "compare", "windows"]
 
-#: The C-line of the seed: as shipped, then one guard more per setting.
+#: Basketly's C line (docs/basketly.md): as shipped, then one guard more per setting.
 C_LINE: tuple[str, ...] = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8")
 
 Value = Union[float, str, None]
@@ -58,35 +61,22 @@ def _clock(ns: int) -> str:
 
 def windows(result: SimResult) -> Windows:
     """The windows of any result, from its summary's ``disturbance`` (the topology's
-    slowdowns; for Basketly, the hiccup) and its first and last intervals."""
-    start = result.start_ns
-    end = start + len(result) * result.interval_ns
-    dist = result.summary.get("disturbance")
-    if isinstance(dist, dict):
-        hs, he = _ns(dist["start"]), _ns(dist["end"])
-        d0 = min(hs + 2_000_000_000, he)
-        d1 = min(he, end)
-        after = he + 1_000_000_000
-        return Windows(
-            during_start=_clock(max(d0, start)),
-            during_end=_clock(d1),
-            gauge_at=_clock(min(he, end)),
-            after_start=_clock(after) if after < end else None,
-            end=_clock(end),
-        )
-    return Windows(_clock(start), _clock(end), _clock(end), None, _clock(end))
+    slowdowns; for Basketly, the hiccup) and its first and last intervals, as the
+    simulator computes them."""
+    during_start, during_end, gauge_at, after_start, end = result._r.windows()
+    return Windows(
+        during_start=_clock(during_start),
+        during_end=_clock(during_end),
+        gauge_at=_clock(gauge_at),
+        after_start=None if after_start is None else _clock(after_start),
+        end=_clock(end),
+    )
 
 
 def _mean(r: SimResult, w: Windows, name: str) -> Optional[float]:
     if name not in r:
         return None
     return r.mean(name, w.during_start, w.during_end)
-
-
-def _sum(r: SimResult, w: Windows, name: str) -> Optional[float]:
-    if name not in r:
-        return None
-    return r.sum(name, w.during_start, w.during_end)
 
 
 def _gauge(r: SimResult, w: Windows, name: str) -> Optional[float]:
@@ -101,32 +91,6 @@ def _after(r: SimResult, w: Windows, name: str) -> Optional[float]:
     if name not in r or w.after_start is None:
         return None
     return r.mean(name, w.after_start, w.end)
-
-
-def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
-    if a is None or b is None or b == 0:
-        return None
-    return a / b
-
-
-def _stock_multiplier(r: SimResult, w: Windows) -> Optional[float]:
-    # Calls reaching stock per action that needs it (a cart view or a checkout): the
-    # seed's "calls to stock ×" (it divides by the healthy 1,260 a second).
-    need = [_mean(r, w, "entry.cart.offered"), _mean(r, w, "entry.checkout.offered")]
-    if any(x is None for x in need):
-        return None
-    return _ratio(_mean(r, w, "stock_calls"), sum(x for x in need if x is not None))
-
-
-def _reserve_timeouts(r: SimResult, w: Windows) -> Optional[float]:
-    t = _ratio(_sum(r, w, "reserve_timeouts"), _sum(r, w, "reserve_attempts"))
-    return None if t is None else 100.0 * t
-
-
-def _p99(r: SimResult, _w: Windows) -> Optional[float]:
-    lat = r.summary.get("stock_latency_ms")
-    v = lat.get("p99") if isinstance(lat, dict) else None
-    return float(v) if isinstance(v, (int, float)) else None
 
 
 def _entries(r: SimResult) -> list[str]:
@@ -153,11 +117,6 @@ def _total_after(kind: str) -> Callable[[SimResult, Windows], Value]:
     return read
 
 
-def _recovered(r: SimResult, _w: Windows) -> Value:
-    v = r.summary.get("recovered_at")
-    return v if isinstance(v, str) else "never"
-
-
 @dataclass(frozen=True)
 class Metric:
     """One row of a comparison."""
@@ -182,10 +141,6 @@ def _gauge_of(name: str) -> Callable[[SimResult, Windows], Value]:
     return lambda r, w: _gauge(r, w, name)
 
 
-def _after_of(name: str) -> Callable[[SimResult, Windows], Value]:
-    return lambda r, w: _after(r, w, name)
-
-
 #: The rows every topology has: its actions (all entries together).
 GENERIC_METRICS: tuple[Metric, ...] = (
     _m("actions_offered", "actions offered (all entries)", "during", "rate", _total("offered")),
@@ -195,35 +150,21 @@ GENERIC_METRICS: tuple[Metric, ...] = (
     _m("actions_full_after", "full answers (all entries)", "after", "rate", _total_after("full")),
 )
 
-#: The rows of a Basketly comparison, in order (named series of the Basketly presets).
-METRICS: tuple[Metric, ...] = (
-    _m("offered", "actions offered", "during", "rate", _during("offered")),
-    _m("app_attempts", "app attempts to shop-api", "during", "rate", _during("app_attempts")),
-    _m("goodput", "goodput (full answers in time)", "during", "rate", _during("goodput")),
-    _m("goodput_incl_degraded", "goodput incl. degraded carts", "during", "rate",
-       _during("goodput_incl_degraded")),
-    _m("goodput_product", "product pages", "during", "rate", _during("goodput_product")),
-    _m("goodput_cart", "cart views with badges", "during", "rate", _during("goodput_cart")),
-    _m("degraded_cart", "cart views without badges", "during", "rate", _during("degraded_cart")),
-    _m("cart_failed", "cart views failed", "during", "rate", _during("entry.cart.failed")),
-    _m("goodput_checkout", "checkouts confirmed", "during", "rate", _during("goodput_checkout")),
-    _m("stock_calls", "calls to stock", "during", "rate", _during("stock_calls")),
-    _m("stock_calls_x", "calls to stock per cart view + checkout", "during", "ratio", _stock_multiplier),
-    _m("stock_refused", "refused by stock (503)", "during", "rate", _during("stock_refused")),
-    _m("budget_refusals", "retries refused by the budget", "during", "rate", _during("budget_refusals")),
-    _m("breaker_rejections", "refused by open breakers", "during", "rate", _during("breaker_rejections")),
-    _m("bulkhead_rejections", "refused by the bulkhead", "during", "rate", _during("bulkhead_rejections")),
-    _m("db_done", "database queries done", "during", "rate", _during("db_done")),
-    _m("db_stale", "stale DB work (caller gone)", "during", "rate", _during("db_stale")),
-    _m("duplicate_commits", "reserves committed twice", "during", "rate", _during("duplicate_commits")),
-    _m("reserve_timeouts_pct", "reserve timeouts ÷ reserve attempts", "during", "pct",
-       _reserve_timeouts),
-    _m("shopapi_queue", "queued in shop-api", "gauge", "count", _gauge_of("shopapi_queue")),
-    _m("inside_stock", "calls inside stock", "gauge", "count", _gauge_of("inside_stock")),
-    _m("goodput_after", "goodput", "after", "rate", _after_of("goodput")),
-    _m("db_stale_after", "stale DB work", "after", "rate", _after_of("db_stale")),
-    _m("recovered_at", "recovered at", "after", "clock", _recovered),
-    _m("stock_p99_ms", "stock call P99, ms (as shop-api sees it)", "run", "ms", _p99),
+def _basketly(key: str) -> Callable[[SimResult, Windows], Value]:
+    """Read Basketly metric ``key`` of a result over the given windows, as the simulator
+    computes it."""
+    def read(r: SimResult, w: Windows) -> Value:
+        return r._r.basketly_metric(key, w.during_start, w.during_end, w.gauge_at,
+                                    w.after_start, w.end)
+    return read
+
+
+#: The rows of a Basketly comparison, in order (named series of the Basketly presets),
+#: defined and computed by the simulator (``guards_sim::compare``): rates during the
+#: hiccup, gauges at its end, rates after it, the recovery and the stock-call P99.
+METRICS: tuple[Metric, ...] = tuple(
+    _m(key, label, section, unit, _basketly(key))
+    for key, label, section, unit in _native._sim_basketly_metrics()
 )
 
 

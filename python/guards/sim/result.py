@@ -129,7 +129,7 @@ class SimResult:
     """The output of one run: per-interval columns, clock labels and a summary.
 
     * ``series``: the JSON's ``series``, a dict of lists: ``"t"`` (clock labels
-      ``"HH:MM:SS"`` of the interval starts) and every column by name (the issue's series
+      ``"HH:MM:SS"`` of the interval starts) and every column by name (the Basketly series
       such as ``"goodput"`` first, then the generic ``entry.*``, ``edge.*`` and ``svc.*``
       columns). Counts are per interval; queues and ``inside`` are read at the interval's
       end; ``*busy`` is a time average. Integral values are ``int``.

@@ -131,7 +131,7 @@ impl Config {
             }
         }
         if let Some(b) = self.burst {
-            // Part 4: every cart view arriving at that instant fails at once.
+            // C3's burst: every cart view arriving at that instant fails at once.
             shop.outages.push(Outage {
                 start: b.at,
                 end: b.at.saturating_add(Nanos::new(1)),

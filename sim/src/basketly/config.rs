@@ -6,9 +6,9 @@
 //! `CircuitBreakerConfig`, ...), and their override keys are generated from guards-ffi's
 //! schemas: `breaker.<field>` for every field of the breaker's schema, with the Python
 //! API's names, units (durations: `"60ms"`, `"5s"`, or seconds), ranges and messages. The
-//! presets build the seed's settings cumulatively: C1 is C0 plus timeouts and deadlines,
-//! C2 adds one retry layer, and so on up to C8; side rows and replays are copies with the
-//! changes the seed lists.
+//! presets build the Basketly settings cumulatively (docs/basketly.md): C1 is C0 plus timeouts
+//! and deadlines, C2 adds one retry layer, and so on up to C8; side rows and replays are
+//! copies with the changes docs/basketly.md lists.
 
 use std::sync::LazyLock;
 
@@ -88,7 +88,7 @@ impl Hop {
     }
 }
 
-/// An operator action at a fixed time (Part 10).
+/// An operator action at a fixed time (docs/basketly.md, "Operators and zones").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpsAction {
     /// Refuse new arrivals at shop-api that would have to wait behind a queue.
@@ -197,7 +197,7 @@ pub struct Config {
     /// `agents`, `agents.reads`, `agents.period_s`, `agents.offsets` (`aligned` | `stable`),
     /// `agents.capacity`: Replay P's periodic readers against spare read capacity.
     pub agents: Option<Agents>,
-    /// `burst.*`: Part 4's burst of failing cart views.
+    /// `burst.*`: C3's burst of failing cart views (docs/basketly.md, "C3: jitter").
     pub burst: Option<Burst>,
     /// `interval_ms`: output interval (at least [`MIN_INTERVAL`], 1 ms).
     pub interval: Nanos,
@@ -249,7 +249,7 @@ pub struct Agents {
     pub capacity: f64,
 }
 
-/// Part 4's burst: `count` cart views fail at the same instant and retry once.
+/// C3's burst (docs/basketly.md): `count` cart views fail at the same instant and retry once.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Burst {
     /// When they fail.
@@ -258,7 +258,7 @@ pub struct Burst {
     pub count: u32,
 }
 
-/// Every preset name, in the order the issue lists them.
+/// Every preset name, in the order docs/basketly.md lists them.
 pub const PRESETS: &[&str] = &[
     "healthy",
     "C0",
@@ -503,7 +503,10 @@ const RUN_KEYS: &[(&str, &str)] = &[
     ("agents.period_s", "period, s"),
     ("agents.offsets", "aligned | stable"),
     ("agents.capacity", "spare reads per second"),
-    ("burst", "on | off: Part 4's burst of failing cart views"),
+    (
+        "burst",
+        "on | off: the jitter rows' burst of failing cart views",
+    ),
     ("burst.at", "HH:MM:SS[.fff]"),
     ("burst.count", "number of cart views"),
     (
@@ -701,16 +704,16 @@ impl Config {
             reply_overloaded: false,
             breaker_ignores_overloaded: false,
             budget_on: false,
-            // Seed C4: 10 tokens, +0.1 per first attempt (the schema's defaults).
+            // C4: 10 tokens, +0.1 per first attempt (the schema's defaults).
             budget: schema::TOKEN_BUDGET.defaults(),
             admission_on: false,
-            // Seed C5: reserves (level 0) refused at 80 calls inside, views at 64.
+            // C5: reserves (level 0) refused at 80 calls inside, views at 64.
             admission: AdmissionConfig {
                 limits: [80, 64, 64, 64, 64, 64, 64, 64],
                 ..schema::ADMISSION.defaults()
             },
             codel_on: false,
-            // Seed C5: standing after 100 ms, drop waits over 5 ms, newest first while
+            // C5: standing after 100 ms, drop waits over 5 ms, newest first while
             // standing, reserves first; room for 1,024 waiters.
             codel: QueueDisciplineConfig {
                 capacity: 1024,
@@ -721,7 +724,7 @@ impl Config {
                 priority: true,
             },
             breaker_on: false,
-            // Seed C6: the last 20 calls, open at 50 % failed for 5 s, 3 probes of 100 ms.
+            // C6: the last 20 calls, open at 50 % failed for 5 s, 3 probes of 100 ms.
             breaker: CircuitBreakerConfig {
                 window_kind: WindowKind::Count,
                 window_size: 20,
@@ -733,7 +736,7 @@ impl Config {
                 ..schema::CIRCUIT_BREAKER.defaults()
             },
             bulkhead_on: false,
-            // Seed C7: 12 stock calls per shop-api instance.
+            // C7: 12 stock calls per shop-api instance.
             bulkhead: BulkheadConfig { max_concurrent: 12 },
             bulkhead_limit: None,
             brownout: false,
@@ -954,11 +957,11 @@ impl Config {
         Ok(c)
     }
 
-    /// C`n`: C0 plus the guards of Parts 2 to 9, cumulatively.
+    /// C`n`: C0 plus the guards of C1 to C`n` (docs/basketly.md), cumulatively.
     fn c_line(n: u32) -> Config {
         let mut c = Config::c0();
         if n >= 1 {
-            // Part 2: timeouts from percentiles, each attempt's own deadline, cancel,
+            // C1: timeouts from percentiles, each attempt's own deadline, cancel,
             // deadline checks at every queue, statement timeout at the database.
             c.app.deadline = DeadlineMode::Attempt;
             c.app.cancel = true;
@@ -972,7 +975,7 @@ impl Config {
             c.db_deadline = true;
         }
         if n >= 2 {
-            // Part 3: one retry layer (shop-api → stock), 503 means don't retry, the app
+            // C2: one retry layer (shop-api → stock), 503 means don't retry, the app
             // retries only when it got no answer, idempotency key on reserves.
             c.app.retry.max_attempts = 2;
             c.app.retry_errors(false);
@@ -984,7 +987,7 @@ impl Config {
             c.reply_overloaded = true;
         }
         if n >= 3 {
-            // Part 4: full jitter, base 25 ms in shop-api and 1 s in the app.
+            // C3: full jitter, base 25 ms in shop-api and 1 s in the app.
             c.stock_call.retry.backoff = BackoffConfig {
                 base: ms(25),
                 cap: ms(1000),

@@ -1,6 +1,6 @@
 //! The Basketly incident as presets: the model of docs/basketly.md built from the
-//! generic [`crate::topology`], with the seed's named settings and the output columns the
-//! issue lists.
+//! generic [`crate::topology`], with the named settings and the output columns of
+//! docs/basketly.md.
 //!
 //! [`basketly`] is the one call the Python layer needs: a preset name, a seed, an optional
 //! end time and `key=value` overrides in, a [`SimResult`] out, whose columns include
@@ -33,7 +33,7 @@ use crate::error::SimError;
 use crate::result::{Column, SimResult, SummaryValue};
 use crate::topology::clock;
 
-/// The issue's per-interval series, each a sum of generic columns.
+/// The Basketly per-interval series, each a sum of generic columns.
 pub const SERIES: &[(&str, &[&str])] = &[
     (
         "offered",
@@ -287,7 +287,7 @@ impl Run {
         (done as f64 / total as f64).min(1.0)
     }
 
-    /// Run to the end and return the result with the issue's columns and summary.
+    /// Run to the end and return the result with the Basketly columns and summary.
     pub fn finish(mut self) -> SimResult {
         self.advance(self.config.until);
         let mut r = self.sim.result();

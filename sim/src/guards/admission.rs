@@ -1,6 +1,6 @@
 //! Admission control at a service instance's door: guards-core's
 //! [`Admission`](guards_core::admission::Admission) with per-priority limits on one shared
-//! count of calls inside (seed C5: views refused at 64, reserves at 80) and, if its config
+//! count of calls inside (Basketly's C5: views refused at 64, reserves at 80) and, if its config
 //! has one, an adaptive limit (AIMD, Vegas, Gradient2) learnt from the calls it lets in. A
 //! ticket is taken at the door and given back when the call is answered or cancelled.
 

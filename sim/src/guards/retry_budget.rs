@@ -1,5 +1,5 @@
 //! The retry budget per caller instance: guards-core's
-//! [`RetryBudget`](guards_core::retry_budget::RetryBudget) in any of its modes (seed C4: a
+//! [`RetryBudget`](guards_core::retry_budget::RetryBudget) in any of its modes (Basketly's C4: a
 //! token bucket of 10 tokens, +0.1 per first attempt, 1 per retry). Hedges are paid from
 //! the same budget.
 

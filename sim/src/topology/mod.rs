@@ -45,7 +45,7 @@ pub type EdgeId = usize;
 pub struct Topology {
     /// Virtual time at which the run starts (and the first interval begins).
     pub start: Nanos,
-    /// Length of one output interval (the seed's tables use 1 s).
+    /// Length of one output interval (the Basketly tables use 1 s).
     pub interval: Nanos,
     /// Services, including the caller pseudo-services ([`ServiceSpec::client`]).
     pub services: Vec<ServiceSpec>,

@@ -1,5 +1,6 @@
 //! Shared helpers for the simulator's integration tests: runs cached per (setting, seed,
-//! end, overrides) so that several figure tests read one run, and the seed's tolerances.
+//! end, overrides) so that several figure tests read one run, and the figures' tolerances
+//! (docs/basketly.md).
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -68,29 +69,29 @@ pub fn close(x: f64, target: f64, tol: f64) -> bool {
     (x - target).abs() <= tol * target.abs()
 }
 
-/// Assert `x` within ±15 % of `target` (the seed's rate tolerance).
+/// Assert `x` within ±15 % of `target` (the figures' rate tolerance).
 #[track_caller]
 pub fn assert_rate(what: &str, x: f64, target: f64) {
     assert!(
         close(x, target, 0.15),
-        "{what}: simulated {x:.1}, seed {target} (±15 % = {:.1}..{:.1})",
+        "{what}: simulated {x:.1}, figure {target} (±15 % = {:.1}..{:.1})",
         target * 0.85,
         target * 1.15
     );
 }
 
-/// Assert `x` in `[lo·0.85, hi·1.15]`: a range the seed states, widened by the rate tolerance.
+/// Assert `x` in `[lo·0.85, hi·1.15]`: a range a figure states, widened by the rate tolerance.
 #[track_caller]
 pub fn assert_range(what: &str, x: f64, lo: f64, hi: f64) {
     assert!(
         x >= lo * 0.85 && x <= hi * 1.15,
-        "{what}: simulated {x:.1}, seed {lo}..{hi} (with ±15 %: {:.1}..{:.1})",
+        "{what}: simulated {x:.1}, figure {lo}..{hi} (with ±15 %: {:.1}..{:.1})",
         lo * 0.85,
         hi * 1.15
     );
 }
 
-/// Assert a clock time within ±1 s of the seed's.
+/// Assert a clock time within ±1 s of the figure's.
 #[track_caller]
 pub fn assert_time(what: &str, got: Option<&str>, want: &str) {
     let w = clock::parse(want).expect("clock").as_u64() as i128;
@@ -99,10 +100,10 @@ pub fn assert_time(what: &str, got: Option<&str>, want: &str) {
             let d = (g.as_u64() as i128 - w).abs();
             assert!(
                 d <= 1_000_000_000,
-                "{what}: simulated {got:?}, seed {want} (±1 s)"
+                "{what}: simulated {got:?}, figure {want} (±1 s)"
             );
         }
-        None => panic!("{what}: simulated {got:?}, seed {want}"),
+        None => panic!("{what}: simulated {got:?}, figure {want}"),
     }
 }
 
@@ -119,7 +120,7 @@ pub fn recovered(r: &SimResult) -> Option<String> {
 pub fn assert_miss(what: &str, matches: bool, detail: &str) {
     assert!(
         !matches,
-        "{what} now MATCHES the seed ({detail}): turn this expected failure into a normal test"
+        "{what} now MATCHES the figure ({detail}): turn this expected failure into a normal test"
     );
     eprintln!("expected miss, {what}: {detail}");
 }
