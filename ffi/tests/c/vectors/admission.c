@@ -1,0 +1,3 @@
+#include "vectors.h"
+
+int run_admission(driver *d) { return unsupported(d, "admission: not yet"); }

@@ -1,0 +1,3 @@
+#include "vectors.h"
+
+int run_http(driver *d) { return unsupported(d, "http: not yet"); }

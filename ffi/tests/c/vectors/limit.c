@@ -1,0 +1,3 @@
+#include "vectors.h"
+
+int run_limit(driver *d) { return unsupported(d, "limit: not yet"); }

@@ -1,0 +1,3 @@
+#include "vectors.h"
+
+int run_limiter(driver *d) { return unsupported(d, "limiter: not yet"); }

@@ -1,0 +1,3 @@
+#include "vectors.h"
+
+int run_outcome(driver *d) { return unsupported(d, "outcome: not yet"); }

@@ -1,0 +1,3 @@
+#include "vectors.h"
+
+int run_queue_discipline(driver *d) { return unsupported(d, "queue_discipline: not yet"); }
