@@ -111,6 +111,8 @@ extern const char *const IDEMPOTENCY_NAMES[3];   /* guards_idempotency order */
 void cfg_retry_budget(config_reader *c, const char *prefix, guards_retry_budget_config *cfg);
 void cfg_backoff(config_reader *c, const char *prefix, guards_backoff_config *cfg);
 void cfg_limit(config_reader *c, const char *prefix, guards_limit_config *cfg);
+void cfg_retry_policy(config_reader *c, const char *prefix, guards_retry_policy_config *cfg);
+void result_policy_stats(driver *d, const guards_retry_policy_stats *s, bool all);
 void cfg_tracker(config_reader *c, const char *prefix, guards_latency_tracker_config *cfg);
 
 int run_circuit_breaker(driver *d);
