@@ -49,12 +49,13 @@ static int build(driver *d) {
   guards_result rc = guards_retry_policy_new(&pcfg, &policy);
   if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
   must(guards_retry_policy_reseed(policy, u64_arg(d, "seed")), "guards_retry_policy_reseed");
-  if (with_budget) {
-    rc = guards_retry_budget_new(&bcfg, &budget);
-    if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
+  if (with_budget) rc = guards_retry_budget_new(&bcfg, &budget);
+  if (rc == GUARDS_RESULT_OK) rc = guards_retry_driver_new(&cfg, &rd);
+  if (rc != GUARDS_RESULT_OK) {
+    /* A refused `new` gets no `free`. */
+    free_all();
+    return submit_failure(d, rc);
   }
-  rc = guards_retry_driver_new(&cfg, &rd);
-  if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
   return submit(d);
 }
 
