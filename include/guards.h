@@ -1152,6 +1152,13 @@ typedef struct guards_keyed_breakers guards_keyed_breakers;
 typedef struct guards_latency_tracker guards_latency_tracker;
 
 /**
+ * A limit algorithm on its own (opaque): fixed, AIMD, Vegas or Gradient2 fed one sample
+ * at a time, for a caller that runs its own admission (a `guards_limiter` runs one for
+ * you, folding each window into it). Single-owner: use it from one thread at a time.
+ */
+typedef struct guards_limit guards_limit;
+
+/**
  * A concurrency limiter (opaque). Thread-safe and lock-free: share one handle.
  */
 typedef struct guards_limiter guards_limiter;
@@ -3412,6 +3419,17 @@ guards_result guards_admission_get_config(const struct guards_admission *a,
 guards_result guards_admission_outstanding(const struct guards_admission *a, uint64_t *out);
 
 /**
+ * The threshold priority `priority` (0..=7) is held to now (its limit, capped by the
+ * adaptive limit's share), into `*out`. Errors: `INVALID_ARGUMENT` (priority).
+ *
+ * # Safety
+ * `a` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_admission_threshold(const struct guards_admission *a,
+                                         uint32_t priority,
+                                         uint64_t *out);
+
+/**
  * Write the default config to `out` (25 ms base, 20 s cap, ×2, full jitter).
  *
  * # Safety
@@ -3562,6 +3580,16 @@ void guards_brownout_free(struct guards_brownout *b);
  * `b` must be NULL or a live handle; `out` NULL or valid for writes.
  */
 guards_result guards_brownout_on_refusal(struct guards_brownout *b, uint32_t kind, uint32_t *out);
+
+/**
+ * The decision for a refusal or failure of `kind` (a `guards_refusal_kind`) into `*out`,
+ * without counting it (what `guards_brownout_on_refusal` would decide: for planning and
+ * tests).
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_brownout_decide(const struct guards_brownout *b, uint32_t kind, uint32_t *out);
 
 /**
  * How the call ended (`outcome`: a `guards_outcome`), by the call contract: a success is
@@ -4226,6 +4254,17 @@ guards_result guards_keyed_breakers_outstanding(const struct guards_keyed_breake
                                                 uint64_t *out);
 
 /**
+ * Insert `key` (if it is new) without making a call: its breaker starts closed.
+ * `GUARDS_RESULT_OK` when the key is in the set, `GUARDS_RESULT_KEYED_BREAKERS_FULL` (a
+ * new key and no free slot; `guards_last_rejection` says which key). For pre-registering
+ * every key a set will see.
+ *
+ * # Safety
+ * `k` must be NULL or a live handle.
+ */
+guards_result guards_keyed_breakers_insert(const struct guards_keyed_breakers *k, uint64_t key);
+
+/**
  * Write the default config to `out` (10 s windows, timeouts from 2 × P99.9 after 1000
  * samples).
  *
@@ -4436,6 +4475,106 @@ guards_result guards_limiter_get_config(const struct guards_limiter *l,
  * `l` must be NULL or a live handle; `out` NULL or valid for writes.
  */
 guards_result guards_limiter_outstanding(const struct guards_limiter *l, uint64_t *out);
+
+/**
+ * The threshold priority `priority` (0..=7) is held to now, into `*out`: a call of that
+ * priority is admitted while fewer calls (of any priority) are in flight. Errors:
+ * `INVALID_ARGUMENT` (priority).
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limiter_threshold(const struct guards_limiter *l,
+                                       uint32_t priority,
+                                       uint64_t *out);
+
+/**
+ * The retry-after hint a refusal would carry now (a duration in ns, within
+ * `min_retry_after_ns..=max_retry_after_ns`), into `*out`.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limiter_retry_after(const struct guards_limiter *l, uint64_t *out);
+
+/**
+ * Build a limit algorithm from `config` (`algorithm` and its sub-config) into `*out`, in
+ * its initial state. Errors: `NULL_ARGUMENT`, `INVALID_ENUM` (`algorithm`), `CONFIG_*`
+ * naming the algorithm's field (`backoff_ratio`, `smoothing`, ...), `OUT_OF_MEMORY`.
+ *
+ * # Safety
+ * `config` must be NULL or point to a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_limit_new(const struct guards_limit_config *config, struct guards_limit **out);
+
+/**
+ * Free a limit algorithm (NULL is a no-op).
+ *
+ * # Safety
+ * `l` must be NULL or a handle from `guards_limit_new` not freed before, and no other
+ * thread may use it during or after this call.
+ */
+void guards_limit_free(struct guards_limit *l);
+
+/**
+ * Feed one sample: a call that finished at `now_ns` after `rtt_ns`, started with
+ * `in_flight` calls in flight, `dropped` if it timed out or was refused as overload. The
+ * (possibly new) limit goes to `*out`. A fixed limit ignores samples.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle no other thread uses during the call; `out` NULL or
+ * valid for writes.
+ */
+guards_result guards_limit_update(struct guards_limit *l,
+                                  uint64_t now_ns,
+                                  uint64_t rtt_ns,
+                                  uint64_t in_flight,
+                                  bool dropped,
+                                  uint64_t *out);
+
+/**
+ * The current limit (at least 1) into `*out`.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limit_get_limit(const struct guards_limit *l, uint64_t *out);
+
+/**
+ * The unrounded limit estimate (Vegas, Gradient2) into `*out`; `INVALID_ARGUMENT` for
+ * another algorithm.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limit_estimate(const struct guards_limit *l, double *out);
+
+/**
+ * The smallest RTT seen since the last probe (Vegas; 0 before any sample), in ns, into
+ * `*out`; `INVALID_ARGUMENT` for another algorithm.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limit_min_rtt(const struct guards_limit *l, uint64_t *out);
+
+/**
+ * The long-term RTT average (Gradient2), in ns as a float, into `*out`;
+ * `INVALID_ARGUMENT` for another algorithm.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limit_long_rtt(const struct guards_limit *l, double *out);
+
+/**
+ * The config the limit was built with.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limit_get_config(const struct guards_limit *l,
+                                      struct guards_limit_config *out);
 
 /**
  * Write the default config to `out` (seed C5: 128 waiters, 100 ms interval, 5 ms target,

@@ -23,8 +23,9 @@ use super::circuit_breaker::{
     c_permit, guards_breaker_state, guards_circuit_breaker_config, guards_circuit_breaker_stats,
 };
 use super::{
-    boundary, bytes, call_out, code_to_result, config_default, fail_arg, fail_code, fail_with,
-    free_handle, guards_permit, hot, hot_out_ok, hot_outcome, hot_ref, new_handle, read, Out,
+    boundary, bytes, call, call_out, code_to_result, config_default, fail_arg, fail_code,
+    fail_with, free_handle, guards_permit, hot, hot_out_ok, hot_outcome, hot_ref, new_handle, read,
+    Out,
 };
 use crate::error::{Failure, GuardsResult};
 use crate::handle::AnyKeyedBreakers;
@@ -363,4 +364,25 @@ pub unsafe extern "C" fn guards_keyed_breakers_outstanding(
 ) -> GuardsResult {
     // SAFETY: the caller's contract, passed on.
     unsafe { read(k, "keyed_breakers", out, |k| k.permits.outstanding()) }
+}
+
+/// Insert `key` (if it is new) without making a call: its breaker starts closed.
+/// `GUARDS_RESULT_OK` when the key is in the set, `GUARDS_RESULT_KEYED_BREAKERS_FULL` (a
+/// new key and no free slot; `guards_last_rejection` says which key). For pre-registering
+/// every key a set will see.
+///
+/// # Safety
+/// `k` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn guards_keyed_breakers_insert(
+    k: *const guards_keyed_breakers,
+    key: u64,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        call(k, "keyed_breakers", |k| {
+            with_keyed_breakers!(&k.set, s => s.get_or_insert(key).map(|_| ()))
+                .map_err(Failure::from)
+        })
+    }
 }

@@ -115,8 +115,15 @@ int run_brownout(driver *d) {
     result_u64(d, "", k);
     return submit(d);
   }
-  /* decide: the pure decision is not in the C API (on_refusal decides and counts). */
-  if (is_op(d, "decide")) return unobservable(d);
+  if (is_op(d, "decide")) {
+    if (table) return unsupported(d, "a pure decision of a table's operation is not in the C API");
+    uint32_t out = 0;
+    rc = guards_brownout_decide(one, (uint32_t)name_arg(d, "kind", KINDS, 7), &out);
+    if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
+    if (out > 2) return submit_failure(d, GUARDS_RESULT_INVALID_ENUM);
+    result_str(d, "", DECISIONS[out]);
+    return submit(d);
+  }
   if (is_op(d, "register"))
     return unsupported(d, "a C brownout table is built with all its operations at once");
   return unsupported(d, "an op the C brownout does not have");

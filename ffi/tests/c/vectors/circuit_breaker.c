@@ -140,6 +140,13 @@ int run_circuit_breaker(driver *d) {
                              : guards_circuit_breaker_get_stats(breaker, &s);
     return breaker_stats(d, rc, &s);
   }
+  if (is_op(d, "get_or_insert")) {
+    guards_result rc = guards_keyed_breakers_insert(keyed, key);
+    if (rc == GUARDS_RESULT_KEYED_BREAKERS_FULL) result_str(d, "", "full");
+    else if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
+    else result_str(d, "", "ok");
+    return submit(d);
+  }
   if (is_op(d, "len")) {
     guards_keyed_breakers_set_stats s;
     guards_result rc = guards_keyed_breakers_get_set_stats(keyed, &s);

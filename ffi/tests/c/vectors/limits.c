@@ -1,14 +1,13 @@
-/* limiter.json, admission.json and limit.json: a guards_limiter / guards_admission;
- * permits (tickets) held by handle. `on_success` / `on_dropped` / `on_ignore` are the
- * permit's report with outcome success / overloaded / ignored. limit.json's algorithms
- * have no C object of their own: their configs are checked by guards_limiter_new (which
- * validates the same limit config), their steps are not covered. */
+/* limiter.json, admission.json and limit.json: a guards_limiter / guards_admission /
+ * guards_limit; permits (tickets) held by handle. `on_success` / `on_dropped` /
+ * `on_ignore` are the permit's report with outcome success / overloaded / ignored. */
 #include <string.h>
 
 #include "vectors.h"
 
 static guards_limiter *limiter;
 static guards_admission *admission;
+static guards_limit *limit;
 static uint64_t last_now; /* the case's latest `now`, for a report that gives none */
 
 /* ------------------------------------------------------------------ shared */
@@ -35,20 +34,18 @@ static uint64_t retry_after(uint64_t retry_at, uint64_t now) {
 
 /* ------------------------------------------------------------------ limiter */
 
-static int build_limiter(driver *d, const char *limit_prefix, bool limit_only) {
+static int build_limiter(driver *d) {
   guards_limiter_config cfg;
   must(guards_limiter_config_default(&cfg), "config_default");
   config_reader c = {d, GUARDS_RESULT_OK, 0};
-  cfg_limit(&c, limit_prefix, &cfg.limit);
-  if (!limit_only) {
-    cfg_u64(&c, "config.window", &cfg.window_ns);
-    cfg_u64(&c, "config.min_window_samples", &cfg.min_window_samples);
-    cfg_u64(&c, "config.min_retry_after", &cfg.min_retry_after_ns);
-    cfg_u64(&c, "config.max_retry_after", &cfg.max_retry_after_ns);
-    for (size_t i = 0; i < 8; i++) {
-      cfg_f64(&c, path("config.partitions[%zu].share", i), &cfg.partitions[i].share);
-      cfg_u64(&c, path("config.partitions[%zu].max_in_flight", i), &cfg.partitions[i].max_in_flight);
-    }
+  cfg_limit(&c, "config.limit.", &cfg.limit);
+  cfg_u64(&c, "config.window", &cfg.window_ns);
+  cfg_u64(&c, "config.min_window_samples", &cfg.min_window_samples);
+  cfg_u64(&c, "config.min_retry_after", &cfg.min_retry_after_ns);
+  cfg_u64(&c, "config.max_retry_after", &cfg.max_retry_after_ns);
+  for (size_t i = 0; i < 8; i++) {
+    cfg_f64(&c, path("config.partitions[%zu].share", i), &cfg.partitions[i].share);
+    cfg_u64(&c, path("config.partitions[%zu].max_in_flight", i), &cfg.partitions[i].max_in_flight);
   }
   if (!cfg_all_read(&c)) return 0;
   if (c.rc != GUARDS_RESULT_OK) return submit_failure(d, c.rc);
@@ -63,11 +60,13 @@ static void free_all(driver *d) {
   limiter = NULL;
   guards_admission_free(admission);
   admission = NULL;
+  guards_limit_free(limit);
+  limit = NULL;
   forget_permits(d);
 }
 
 int run_limiter(driver *d) {
-  if (is_op(d, "new")) return build_limiter(d, "config.limit.", false);
+  if (is_op(d, "new")) return build_limiter(d);
   if (is_op(d, "free")) {
     free_all(d);
     return submit(d);
@@ -84,7 +83,10 @@ int run_limiter(driver *d) {
       /* The permit does not carry them: in flight is read right after (one thread). */
       must(guards_limiter_get_stats(limiter, &s), "guards_limiter_get_stats");
       result_u64(d, "in_flight", s.in_flight);
-      result_unobservable(d, "threshold");
+      uint64_t threshold = 0;
+      must(guards_limiter_threshold(limiter, (uint32_t)u64_arg(d, "priority"), &threshold),
+           "guards_limiter_threshold");
+      result_u64(d, "threshold", threshold);
       hold_permit(d, p);
       return submit(d);
     }
@@ -130,8 +132,19 @@ int run_limiter(driver *d) {
     result_u64(d, "in_flight", s.in_flight);
     return submit(d);
   }
-  /* threshold, retry_after: no C function shows them. */
-  if (is_op(d, "threshold") || is_op(d, "retry_after")) return unobservable(d);
+  uint64_t x = 0;
+  if (is_op(d, "threshold")) {
+    rc = guards_limiter_threshold(limiter, (uint32_t)u64_arg(d, "priority"), &x);
+    if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
+    result_u64(d, "", x);
+    return submit(d);
+  }
+  if (is_op(d, "retry_after")) {
+    rc = guards_limiter_retry_after(limiter, &x);
+    if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
+    result_u64(d, "", x);
+    return submit(d);
+  }
   return unsupported(d, "an op the C limiter does not have");
 }
 
@@ -215,18 +228,54 @@ int run_admission(driver *d) {
     result_u64(d, "limit", s.limit);
     return submit(d);
   }
-  /* threshold: no C function shows it. */
-  if (is_op(d, "threshold")) return unobservable(d);
+  if (is_op(d, "threshold")) {
+    uint64_t x = 0;
+    rc = guards_admission_threshold(admission, (uint32_t)u64_arg(d, "priority"), &x);
+    if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
+    result_u64(d, "", x);
+    return submit(d);
+  }
   return unsupported(d, "an op the C admission door does not have");
 }
 
 /* ------------------------------------------------------------------ limit */
 
 int run_limit(driver *d) {
-  if (is_op(d, "new")) return build_limiter(d, "config.", true);
+  if (is_op(d, "new")) {
+    guards_limiter_config defaults;
+    must(guards_limiter_config_default(&defaults), "config_default");
+    guards_limit_config cfg = defaults.limit; /* every sub-config at its defaults */
+    config_reader c = {d, GUARDS_RESULT_OK, 0};
+    cfg_limit(&c, "config.", &cfg);
+    if (!cfg_all_read(&c)) return 0;
+    if (c.rc != GUARDS_RESULT_OK) return submit_failure(d, c.rc);
+    guards_result rc = guards_limit_new(&cfg, &limit);
+    if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
+    return submit(d);
+  }
   if (is_op(d, "free")) {
     free_all(d);
     return submit(d);
   }
-  return unsupported(d, "a limit algorithm on its own is not in the C API");
+  guards_result rc;
+  uint64_t x = 0;
+  double f = 0;
+  if (is_op(d, "update")) {
+    rc = guards_limit_update(limit, u64_arg(d, "now"), u64_arg(d, "rtt"), u64_arg(d, "in_flight"),
+                             bool_arg(d, "dropped"), &x);
+  } else if (is_op(d, "limit")) {
+    rc = guards_limit_get_limit(limit, &x);
+  } else if (is_op(d, "min_rtt")) {
+    rc = guards_limit_min_rtt(limit, &x);
+  } else if (is_op(d, "estimate") || is_op(d, "long_rtt")) {
+    rc = is_op(d, "estimate") ? guards_limit_estimate(limit, &f) : guards_limit_long_rtt(limit, &f);
+    if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
+    result_f64(d, "", f);
+    return submit(d);
+  } else {
+    return unsupported(d, "an op the C limit does not have");
+  }
+  if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
+  result_u64(d, "", x);
+  return submit(d);
 }
