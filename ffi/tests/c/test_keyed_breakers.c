@@ -106,7 +106,34 @@ static void test_permits_go_back_to_their_set(void) {
   guards_keyed_breakers_free(b);
 }
 
+/* Keys inserted without a call, until the set is full. */
+static void test_insert(void) {
+  guards_keyed_breakers_config c;
+  guards_keyed_breakers_config_default(&c);
+  c.slots = 4;
+  guards_keyed_breakers *k = NULL;
+  CHECK_RC(guards_keyed_breakers_new(&c, &k), GUARDS_RESULT_OK);
+  for (uint64_t key = 1; key <= 4; key++) CHECK_RC(guards_keyed_breakers_insert(k, key), GUARDS_RESULT_OK);
+  CHECK_RC(guards_keyed_breakers_insert(k, 5), GUARDS_RESULT_KEYED_BREAKERS_FULL);
+  guards_rejection r;
+  CHECK_RC(guards_last_rejection(&r), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(r.key, 5);
+  CHECK_RC(guards_keyed_breakers_insert(k, 3), GUARDS_RESULT_OK); /* already in */
+  guards_keyed_breakers_set_stats s;
+  CHECK_RC(guards_keyed_breakers_get_set_stats(k, &s), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(s.entries, 4);
+  guards_breaker_state st;
+  CHECK_RC(guards_keyed_breakers_state(k, 2, 0, &st), GUARDS_RESULT_OK);
+  CHECK(st == GUARDS_BREAKER_STATE_CLOSED);
+  guards_circuit_breaker_stats bs;
+  CHECK_RC(guards_keyed_breakers_get_stats(k, 2, &bs), GUARDS_RESULT_OK);
+  CHECK(bs.successes == 0 && bs.failures == 0); /* inserting is no call */
+  CHECK_RC(guards_keyed_breakers_insert(NULL, 1), GUARDS_RESULT_NULL_ARGUMENT);
+  guards_keyed_breakers_free(k);
+}
+
 void keyed_breakers_tests(void) {
+  run("keyed_insert", test_insert);
   run("keyed_view_opens_without_touching_reserve", test_view_opens_without_touching_reserve);
   run("keyed_set_fills_up", test_set_fills_up);
   run("keyed_permits_go_back_to_their_set", test_permits_go_back_to_their_set);
