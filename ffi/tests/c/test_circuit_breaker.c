@@ -16,6 +16,21 @@ guards_circuit_breaker *breaker_with(uint64_t window, uint64_t probes) {
   return b;
 }
 
+/* Seed C6: a count window of 20 that spells out its 20 calls (the automatic minimum is 10),
+ * 3 probes of 100 ms. */
+static guards_circuit_breaker *c6_breaker(void) {
+  guards_circuit_breaker_config cfg;
+  guards_circuit_breaker *b = NULL;
+  CHECK_RC(guards_circuit_breaker_config_default(&cfg), GUARDS_RESULT_OK);
+  cfg.window_size = 20;
+  cfg.minimum_calls = 20;
+  cfg.half_open_probes = 3;
+  cfg.probe_timeout_ns = 100 * MS;
+  CHECK_RC(guards_circuit_breaker_new(&cfg, &b), GUARDS_RESULT_OK);
+  CHECK(b != NULL);
+  return b;
+}
+
 /* One call through `b` at `t` that ends with `outcome`. */
 static void call(guards_circuit_breaker *b, uint64_t t, uint32_t outcome) {
   guards_permit p;
@@ -66,7 +81,7 @@ static void test_defaults(void) {
 }
 
 static void test_c6_opens_on_the_twentieth_failure(void) {
-  guards_circuit_breaker *b = breaker_with(20, 3);
+  guards_circuit_breaker *b = c6_breaker();
   for (uint64_t i = 0; i < 19; i++) {
     call(b, S + i * MS, GUARDS_OUTCOME_TIMEOUT);
     CHECK(state(b, S + i * MS) == GUARDS_BREAKER_STATE_CLOSED);
@@ -76,7 +91,7 @@ static void test_c6_opens_on_the_twentieth_failure(void) {
   guards_circuit_breaker_free(b);
 
   /* 10 successes, then 10 failures: 10 / 20 = 50 % is reached on the 20th outcome. */
-  b = breaker_with(20, 3);
+  b = c6_breaker();
   for (uint64_t i = 0; i < 10; i++) call(b, S + i * MS, GUARDS_OUTCOME_SUCCESS);
   for (uint64_t i = 10; i < 19; i++) call(b, S + i * MS, GUARDS_OUTCOME_CONNECTION_ERROR);
   CHECK(state(b, S + 18 * MS) == GUARDS_BREAKER_STATE_CLOSED);
@@ -85,7 +100,7 @@ static void test_c6_opens_on_the_twentieth_failure(void) {
   guards_circuit_breaker_free(b);
 
   /* 11 successes, 9 failures: 45 % stays closed; the 21st (a failure) pushes out a success. */
-  b = breaker_with(20, 3);
+  b = c6_breaker();
   for (uint64_t i = 0; i < 11; i++) call(b, S + i * MS, GUARDS_OUTCOME_SUCCESS);
   for (uint64_t i = 11; i < 20; i++) call(b, S + i * MS, GUARDS_OUTCOME_OTHER_TRANSIENT);
   CHECK(state(b, S + 19 * MS) == GUARDS_BREAKER_STATE_CLOSED);
@@ -96,7 +111,7 @@ static void test_c6_opens_on_the_twentieth_failure(void) {
 
 static void test_lifecycle(void) {
   /* seed C6: open 5 s, then 3 probes of 100 ms; three successes close it. */
-  guards_circuit_breaker *b = breaker_with(20, 3);
+  guards_circuit_breaker *b = c6_breaker();
   guards_permit p;
   uint64_t t = 1 * S;
   for (int i = 0; i < 20; i++) {

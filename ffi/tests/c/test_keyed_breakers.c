@@ -8,6 +8,7 @@ static guards_keyed_breakers *set_with(uint64_t slots, uint64_t window) {
   CHECK(c.slots == 16 && c.breaker.window_size == 100);
   c.slots = slots;
   c.breaker.window_size = window;
+  c.breaker.minimum_calls = window; /* spelled out: the automatic minimum is 10 */
   guards_keyed_breakers *k = NULL;
   CHECK_RC(guards_keyed_breakers_new(&c, &k), GUARDS_RESULT_OK);
   return k;
