@@ -1914,6 +1914,60 @@ typedef struct guards_circuit_breaker_stats {
 } guards_circuit_breaker_stats;
 
 /**
+ * A breaker's state word (`guards_circuit_breaker_status`).
+ */
+typedef struct guards_breaker_status {
+  /**
+   * The stored state, a `guards_breaker_state` (an open breaker whose open period has
+   * ended stays `OPEN` here until a call arrives; `guards_circuit_breaker_state` reports
+   * it as half-open).
+   */
+  uint32_t state;
+  /**
+   * +1 on every transition (wraps at 2^32).
+   */
+  uint32_t generation;
+  /**
+   * Probes issued in this half-open generation (0 otherwise).
+   */
+  uint32_t probes_issued;
+  /**
+   * Probes passed in this half-open generation (0 otherwise).
+   */
+  uint32_t probes_passed;
+  /**
+   * Openings in a row without a close (saturates at 1023).
+   */
+  uint32_t consecutive_opens;
+  /**
+   * Always 0 (room for later use).
+   */
+  uint32_t reserved;
+  /**
+   * When open: the end of the open period (an instant); 0 in any other state.
+   */
+  uint64_t half_open_at_ns;
+} guards_breaker_status;
+
+/**
+ * The outcomes in a closed breaker's window (`guards_circuit_breaker_window_counts`).
+ */
+typedef struct guards_window_counts {
+  /**
+   * Calls in the window.
+   */
+  uint64_t calls;
+  /**
+   * Of which failed.
+   */
+  uint64_t failures;
+  /**
+   * Of which were slow (a slow failure counts in both).
+   */
+  uint64_t slow;
+} guards_window_counts;
+
+/**
  * Per-attempt deadline settings: `budget = min(attempt_timeout, time left) − margin`.
  */
 typedef struct guards_deadline_config {
@@ -3791,6 +3845,21 @@ guards_result guards_bulkhead_get_config(const struct guards_bulkhead *h,
                                          struct guards_bulkhead_config *out);
 
 /**
+ * A bulkhead sized by Little's law for a dependency serving `rate_per_sec` calls per second
+ * (`> 0` up to 1e9) with a healthy P99 of `p99_ns` (1 ns..=1 h), times `headroom`
+ * (1.0..=100.0): `max_concurrent = ceil(rate_per_sec × p99 × headroom / 10^9)`, into
+ * `*out`. Errors: `CONFIG_*` naming the argument (`rate_per_sec`, `p99`, `headroom`), or
+ * `max_concurrent` when the result is too large; `NULL_ARGUMENT`.
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_bulkhead_config`.
+ */
+guards_result guards_bulkhead_config_from_littles_law(double rate_per_sec,
+                                                      uint64_t p99_ns,
+                                                      double headroom,
+                                                      struct guards_bulkhead_config *out);
+
+/**
  * Write the default config (every field at its schema default, `capacity` 0) to `out`.
  *
  * # Safety
@@ -3886,6 +3955,42 @@ guards_result guards_circuit_breaker_get_config(const struct guards_circuit_brea
  */
 guards_result guards_circuit_breaker_outstanding(const struct guards_circuit_breaker *b,
                                                  uint64_t *out);
+
+/**
+ * `guards_circuit_breaker_report`, and what the report did into `*effect` (a
+ * `guards_outcome_effect`: counted, opened, closed, ...), for logging a transition where
+ * it happens. Errors as `guards_circuit_breaker_report`; a NULL `effect` is refused before
+ * the permit is taken.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `effect` NULL or valid for writes.
+ */
+guards_result guards_circuit_breaker_report_effect(struct guards_circuit_breaker *b,
+                                                   struct guards_permit permit,
+                                                   uint32_t outcome,
+                                                   uint64_t now_ns,
+                                                   uint32_t *effect);
+
+/**
+ * The breaker's state word (stored state, generation, probes, consecutive openings, end of
+ * the open period) into `*out`; safe while other threads use the breaker.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_circuit_breaker_status(const struct guards_circuit_breaker *b,
+                                            struct guards_breaker_status *out);
+
+/**
+ * The calls, failures and slow calls in the window at `now_ns` into `*out` (all 0 unless
+ * the breaker is closed).
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_circuit_breaker_window_counts(const struct guards_circuit_breaker *b,
+                                                   uint64_t now_ns,
+                                                   struct guards_window_counts *out);
 
 /**
  * Write the default config to `out` (60 ms per attempt, 1 ms margin).
@@ -4136,6 +4241,21 @@ guards_result guards_http_retry_after_parse(const char *value,
  * write.
  */
 guards_result guards_http_date_format(uint64_t unix_s, char *buf, size_t len, size_t *written);
+
+/**
+ * Read an HTTP-date (`len` bytes, no NUL needed) in any of its three forms (IMF-fixdate,
+ * RFC 850, asctime) into unix seconds in `*unix_s` (negative before 1970); `unix_now_s`
+ * places an RFC 850 two-digit year. `GUARDS_RESULT_INVALID_HEADER` for a value that is
+ * none of the forms or names a date that does not exist (no surrounding whitespace).
+ *
+ * # Safety
+ * `value` must be NULL (with `len` 0) or valid for reads of `len` bytes; `unix_s` NULL or
+ * valid for writes.
+ */
+guards_result guards_http_date_parse(const char *value,
+                                     size_t len,
+                                     uint64_t unix_now_s,
+                                     int64_t *unix_s);
 
 /**
  * The 64-bit key of a name (`len` bytes, no NUL needed): FNV-1a 64, the same in every
@@ -5001,6 +5121,18 @@ guards_result guards_retry_policy_get_stats(const struct guards_retry_policy *p,
  */
 guards_result guards_retry_policy_get_config(const struct guards_retry_policy *p,
                                              struct guards_retry_policy_config *out);
+
+/**
+ * The longest a request can take under this policy with attempts of `attempt_timeout_ns`:
+ * every attempt timing out and every wait at its largest (to check that a policy fits a
+ * deadline), into `*out` (saturating).
+ *
+ * # Safety
+ * `p` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_policy_worst_case_time(const struct guards_retry_policy *p,
+                                                  uint64_t attempt_timeout_ns,
+                                                  uint64_t *out);
 
 /**
  * Write the default options to `out`.

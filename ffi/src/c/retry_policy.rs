@@ -428,3 +428,23 @@ pub unsafe extern "C" fn guards_retry_policy_get_config(
         })
     }
 }
+
+/// The longest a request can take under this policy with attempts of `attempt_timeout_ns`:
+/// every attempt timing out and every wait at its largest (to check that a policy fits a
+/// deadline), into `*out` (saturating).
+///
+/// # Safety
+/// `p` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_retry_policy_worst_case_time(
+    p: *const guards_retry_policy,
+    attempt_timeout_ns: u64,
+    out: *mut u64,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        read(p, "policy", out, |p| {
+            p.policy.worst_case_time(Nanos(attempt_timeout_ns)).0
+        })
+    }
+}

@@ -63,7 +63,19 @@ int run_bulkhead(driver *d) {
     }
     return submit(d);
   }
-  /* from_littles_law: the C API has no sizing helper. */
-  if (is_op(d, "from_littles_law")) return unobservable(d);
+  if (is_op(d, "from_littles_law")) {
+    guards_bulkhead_config cfg;
+    guards_result rc = guards_bulkhead_config_from_littles_law(
+        f64_arg(d, "rate_per_sec"), u64_arg(d, "p99"), f64_arg(d, "headroom"), &cfg);
+    if (rc == GUARDS_RESULT_OK) {
+      result_u64(d, "max_concurrent", cfg.max_concurrent);
+    } else {
+      const char *kind = config_kind(rc);
+      if (!kind) return submit_failure(d, rc);
+      result_str(d, "error.field", config_field());
+      result_str(d, "error.kind", kind);
+    }
+    return submit(d);
+  }
   return unsupported(d, "an op the C bulkhead does not have");
 }

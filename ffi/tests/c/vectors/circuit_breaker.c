@@ -95,8 +95,15 @@ int run_circuit_breaker(driver *d) {
                              : guards_circuit_breaker_try_acquire(breaker, now, &p);
     if (rc == GUARDS_RESULT_OK) {
       result_str(d, "admitted", p.is_probe ? "probe" : "call");
-      /* The C permit carries its slot's generation, not the breaker's. */
-      result_unobservable(d, "generation");
+      /* The C permit carries its slot's generation, not the breaker's: the breaker's is
+       * read right after (one thread); a keyed set does not show it. */
+      if (keyed) {
+        result_unobservable(d, "generation");
+      } else {
+        guards_breaker_status st;
+        must(guards_circuit_breaker_status(breaker, &st), "guards_circuit_breaker_status");
+        result_u64(d, "generation", st.generation);
+      }
       if (p.is_probe) result_u64(d, "probe_timeout", p.probe_timeout_ns);
       hold_permit(d, p);
       return submit(d);
@@ -116,12 +123,24 @@ int run_circuit_breaker(driver *d) {
                        : is_op(d, "on_failure") ? GUARDS_OUTCOME_OTHER_TRANSIENT
                                                 : GUARDS_OUTCOME_IGNORED;
     uint64_t now = u64_or(d, "now", 0);
-    guards_result rc = keyed ? guards_keyed_breakers_report(keyed, p, outcome, now)
-                             : guards_circuit_breaker_report(breaker, p, outcome, now);
+    if (keyed) {
+      guards_result rc = guards_keyed_breakers_report(keyed, p, outcome, now);
+      if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
+      if (is_op(d, "on_ignore")) return submit(d);
+      /* A keyed set's report does not say what it did (counted, opened, ...). */
+      return unobservable(d);
+    }
+    uint32_t effect = 0;
+    guards_result rc = guards_circuit_breaker_report_effect(breaker, p, outcome, now, &effect);
     if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
-    if (is_op(d, "on_ignore")) return submit(d);
-    /* The C API reports no effect (counted, opened, ...). */
-    return unobservable(d);
+    if (!is_op(d, "on_ignore")) {
+      static const char *const effects[] = {"counted",  "opened",    "probe_passed", "closed",
+                                            "reopened", "discarded", "ignored"};
+      if (effect >= sizeof effects / sizeof effects[0])
+        return submit_failure(d, GUARDS_RESULT_INVALID_ENUM);
+      result_str(d, "", effects[effect]);
+    }
+    return submit(d);
   }
   if (is_op(d, "state")) {
     guards_breaker_state st;
@@ -163,7 +182,30 @@ int run_circuit_breaker(driver *d) {
     result_u64(d, "", k);
     return submit(d);
   }
-  /* status, window_counts: no C function shows them. */
-  if (is_op(d, "status") || is_op(d, "window_counts")) return unobservable(d);
+  if (keyed && (is_op(d, "status") || is_op(d, "window_counts")))
+    return unobservable(d); /* not shown for a keyed set's breakers */
+  if (is_op(d, "status")) {
+    guards_breaker_status st;
+    guards_result rc = guards_circuit_breaker_status(breaker, &st);
+    if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
+    result_str(d, "state", st.state == GUARDS_BREAKER_STATE_CLOSED ? "closed"
+                           : st.state == GUARDS_BREAKER_STATE_OPEN ? "open"
+                                                                   : "half_open");
+    result_u64(d, "generation", st.generation);
+    result_u64(d, "probes_issued", st.probes_issued);
+    result_u64(d, "probes_passed", st.probes_passed);
+    result_u64(d, "consecutive_opens", st.consecutive_opens);
+    result_u64(d, "half_open_at", st.half_open_at_ns);
+    return submit(d);
+  }
+  if (is_op(d, "window_counts")) {
+    guards_window_counts w;
+    guards_result rc = guards_circuit_breaker_window_counts(breaker, u64_arg(d, "now"), &w);
+    if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
+    result_u64(d, "calls", w.calls);
+    result_u64(d, "failures", w.failures);
+    result_u64(d, "slow", w.slow);
+    return submit(d);
+  }
   return unsupported(d, "an op the C breaker does not have");
 }

@@ -57,7 +57,14 @@ int run_http(driver *d) {
     else result_str(d, "", buf);
     return submit(d);
   }
-  /* parse_http_date: the C API reads dates only inside Retry-After. */
-  if (is_op(d, "parse_http_date")) return unobservable(d);
+  if (is_op(d, "parse_http_date")) {
+    const char *s = str_arg(d, "value", &len);
+    int64_t t = 0;
+    guards_result rc = guards_http_date_parse(s, len, u64_arg(d, "now_unix"), &t);
+    if (rc == GUARDS_RESULT_INVALID_HEADER) result_null(d, "");
+    else if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
+    else result_i64(d, "", t);
+    return submit(d);
+  }
   return unsupported(d, "an op the C HTTP functions do not have");
 }

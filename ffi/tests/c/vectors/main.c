@@ -110,6 +110,32 @@ const char *path(const char *fmt, ...) {
   return buf;
 }
 
+const char *config_kind(guards_result rc) {
+  switch (rc) {
+  case GUARDS_RESULT_CONFIG_NOT_FINITE: return "not_finite";
+  case GUARDS_RESULT_CONFIG_NEGATIVE: return "negative";
+  case GUARDS_RESULT_CONFIG_ZERO: return "zero";
+  case GUARDS_RESULT_CONFIG_OUT_OF_RANGE: return "out_of_range";
+  case GUARDS_RESULT_CONFIG_INCONSISTENT: return "inconsistent";
+  default: return NULL;
+  }
+}
+
+const char *config_field(void) {
+  static char field[128];
+  char detail[512];
+  guards_last_error_detail(detail, sizeof detail);
+  field[0] = 0;
+  const char *start = strstr(detail, "invalid `");
+  if (!start) return field;
+  start += strlen("invalid `");
+  const char *end = strchr(start, '`');
+  if (!end || (size_t)(end - start) >= sizeof field) return field;
+  memcpy(field, start, (size_t)(end - start));
+  field[end - start] = 0;
+  return field;
+}
+
 /* ------------------------------------------------------------------ held permits */
 
 static held_item *slot_for_hold(driver *d) {

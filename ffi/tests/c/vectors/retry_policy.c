@@ -118,7 +118,12 @@ int run_retry_policy(driver *d) {
   }
   /* The policy's generator is not in the C API (and only a decision draws from it). */
   if (is_op(d, "rng_next_u64")) return unobservable(d);
-  /* worst_case_time: no C function. */
-  if (is_op(d, "worst_case_time")) return unobservable(d);
+  if (is_op(d, "worst_case_time")) {
+    uint64_t x = 0;
+    guards_result rc = guards_retry_policy_worst_case_time(policy, u64_arg(d, "attempt_timeout"), &x);
+    if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
+    result_u64(d, "", x);
+    return submit(d);
+  }
   return unsupported(d, "an op the C retry policy does not have");
 }

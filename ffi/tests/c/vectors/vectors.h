@@ -71,6 +71,11 @@ void result_null(driver *d, const char *path);
 void result_empty_list(driver *d, const char *path);
 void result_unobservable(driver *d, const char *path);
 
+/* The kind name of a CONFIG_* code (NULL for another code), and the field the last
+ * failure's detail names (ConfigError's "invalid `<field>`: ..."; "" if none). */
+const char *config_kind(guards_result rc);
+const char *config_field(void);
+
 /* A path built with printf-style formatting (a static buffer, valid until the next call). */
 const char *path(const char *fmt, ...);
 
