@@ -1100,6 +1100,51 @@ typedef uint32_t guards_kind;
 #endif // __cplusplus
 
 /**
+ * What a report did to a breaker (`guards_circuit_breaker_report_effect`).
+ */
+enum guards_outcome_effect
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * An ordinary outcome went into the window; the breaker stays closed.
+   */
+  GUARDS_OUTCOME_EFFECT_COUNTED = 0,
+  /**
+   * An ordinary outcome went into the window and this report opened the breaker.
+   */
+  GUARDS_OUTCOME_EFFECT_OPENED = 1,
+  /**
+   * A probe succeeded; the breaker stays half-open, waiting for the other probes.
+   */
+  GUARDS_OUTCOME_EFFECT_PROBE_PASSED = 2,
+  /**
+   * The last probe succeeded and this report closed the breaker.
+   */
+  GUARDS_OUTCOME_EFFECT_CLOSED = 3,
+  /**
+   * A probe failed (or was slow) and this report re-opened the breaker.
+   */
+  GUARDS_OUTCOME_EFFECT_REOPENED = 4,
+  /**
+   * Not counted: the breaker left the state and generation the permit was issued in.
+   */
+  GUARDS_OUTCOME_EFFECT_DISCARDED = 5,
+  /**
+   * Handed back without a verdict (an outcome the call contract ignores).
+   */
+  GUARDS_OUTCOME_EFFECT_IGNORED = 6,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_outcome_effect guards_outcome_effect;
+#else
+typedef uint32_t guards_outcome_effect;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * An adaptive throttle (opaque). Thread-safe and lock-free.
  */
 typedef struct guards_adaptive_throttle guards_adaptive_throttle;

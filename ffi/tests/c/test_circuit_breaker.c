@@ -334,7 +334,69 @@ static void test_permits_are_taken_once(void) {
   guards_bulkhead_free(h);
 }
 
+/* What each report did, the state word and the window, through seed C6's life. */
+static void test_effects_status_window(void) {
+  guards_circuit_breaker *b = c6_breaker();
+  guards_breaker_status st;
+  CHECK_RC(guards_circuit_breaker_status(b, &st), GUARDS_RESULT_OK);
+  CHECK(st.state == GUARDS_BREAKER_STATE_CLOSED && st.generation == 0 && st.half_open_at_ns == 0);
+  guards_permit p;
+  uint32_t e = 99;
+  for (uint64_t i = 0; i < 19; i++) {
+    CHECK_RC(guards_circuit_breaker_try_acquire(b, S + i * MS, &p), GUARDS_RESULT_OK);
+    CHECK_RC(guards_circuit_breaker_report_effect(b, p, GUARDS_OUTCOME_TIMEOUT, S + i * MS, &e), GUARDS_RESULT_OK);
+    CHECK(e == GUARDS_OUTCOME_EFFECT_COUNTED);
+  }
+  guards_window_counts w;
+  CHECK_RC(guards_circuit_breaker_window_counts(b, S + 19 * MS, &w), GUARDS_RESULT_OK);
+  CHECK(w.calls == 19 && w.failures == 19 && w.slow == 0);
+  /* A report the call contract ignores, and a NULL effect that leaves the permit alone. */
+  CHECK_RC(guards_circuit_breaker_try_acquire(b, S + 19 * MS, &p), GUARDS_RESULT_OK);
+  CHECK_RC(guards_circuit_breaker_report_effect(b, p, GUARDS_OUTCOME_TIMEOUT, S + 19 * MS, NULL),
+           GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_circuit_breaker_report_effect(b, p, 42, S + 19 * MS, &e), GUARDS_RESULT_INVALID_ENUM);
+  CHECK_RC(guards_circuit_breaker_report_effect(b, p, GUARDS_OUTCOME_TIMEOUT, S + 19 * MS, &e), GUARDS_RESULT_OK);
+  CHECK(e == GUARDS_OUTCOME_EFFECT_OPENED);
+  CHECK_RC(guards_circuit_breaker_report_effect(b, p, GUARDS_OUTCOME_TIMEOUT, S + 19 * MS, &e),
+           GUARDS_RESULT_PERMIT_ALREADY_REPORTED);
+  CHECK_RC(guards_circuit_breaker_status(b, &st), GUARDS_RESULT_OK);
+  uint64_t until = st.half_open_at_ns;
+  CHECK(st.state == GUARDS_BREAKER_STATE_OPEN && st.generation == 1 && st.consecutive_opens == 1);
+  CHECK(until > S + 19 * MS);
+  CHECK_RC(guards_circuit_breaker_window_counts(b, S + 20 * MS, &w), GUARDS_RESULT_OK);
+  CHECK(w.calls == 0 && w.failures == 0); /* 0 unless closed */
+  /* Three probes close it. */
+  guards_permit probes[3];
+  for (int i = 0; i < 3; i++) {
+    CHECK_RC(guards_circuit_breaker_try_acquire(b, until, &probes[i]), GUARDS_RESULT_OK);
+    CHECK(probes[i].is_probe == 1);
+  }
+  CHECK_RC(guards_circuit_breaker_status(b, &st), GUARDS_RESULT_OK);
+  CHECK(st.state == GUARDS_BREAKER_STATE_HALF_OPEN && st.generation == 2 && st.probes_issued == 3);
+  CHECK_RC(guards_circuit_breaker_report_effect(b, probes[0], GUARDS_OUTCOME_SUCCESS, until, &e), GUARDS_RESULT_OK);
+  CHECK(e == GUARDS_OUTCOME_EFFECT_PROBE_PASSED);
+  CHECK_RC(guards_circuit_breaker_report_effect(b, probes[1], GUARDS_OUTCOME_IGNORED, until, &e), GUARDS_RESULT_OK);
+  CHECK(e == GUARDS_OUTCOME_EFFECT_IGNORED); /* the probe's slot is given back */
+  CHECK_RC(guards_circuit_breaker_report_effect(b, probes[2], GUARDS_OUTCOME_SUCCESS, until, &e), GUARDS_RESULT_OK);
+  CHECK(e == GUARDS_OUTCOME_EFFECT_PROBE_PASSED);
+  CHECK_RC(guards_circuit_breaker_status(b, &st), GUARDS_RESULT_OK);
+  CHECK(st.probes_passed == 2 && st.state == GUARDS_BREAKER_STATE_HALF_OPEN);
+  /* The slot given back lets one more probe through; a cancelled probe is a failure. */
+  CHECK_RC(guards_circuit_breaker_try_acquire(b, until + MS, &p), GUARDS_RESULT_OK);
+  CHECK(p.is_probe == 1);
+  CHECK_RC(guards_circuit_breaker_report_effect(b, p, GUARDS_OUTCOME_CANCELLED, until + MS, &e), GUARDS_RESULT_OK);
+  CHECK(e == GUARDS_OUTCOME_EFFECT_REOPENED);
+  CHECK_RC(guards_circuit_breaker_status(b, &st), GUARDS_RESULT_OK);
+  CHECK(st.state == GUARDS_BREAKER_STATE_OPEN && st.generation == 3 && st.consecutive_opens == 2);
+  CHECK_RC(guards_circuit_breaker_status(NULL, &st), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_circuit_breaker_status(b, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_circuit_breaker_window_counts(NULL, 0, &w), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_circuit_breaker_report_effect(NULL, p, GUARDS_OUTCOME_SUCCESS, 0, &e), GUARDS_RESULT_NULL_ARGUMENT);
+  guards_circuit_breaker_free(b);
+}
+
 void circuit_breaker_tests(void) {
+  run("breaker_effects_status_window", test_effects_status_window);
   run("breaker_defaults", test_defaults);
   run("breaker_c6_opens_on_the_twentieth_failure", test_c6_opens_on_the_twentieth_failure);
   run("breaker_lifecycle", test_lifecycle);
