@@ -4430,6 +4430,44 @@ guards_result guards_keyed_breakers_outstanding(const struct guards_keyed_breake
 guards_result guards_keyed_breakers_insert(const struct guards_keyed_breakers *k, uint64_t key);
 
 /**
+ * `guards_keyed_breakers_report`, and what the report did to the key's breaker into
+ * `*effect` (a `guards_outcome_effect`). A NULL `effect` is refused before the permit is
+ * taken.
+ *
+ * # Safety
+ * `k` must be NULL or a live handle; `effect` NULL or valid for writes.
+ */
+guards_result guards_keyed_breakers_report_effect(struct guards_keyed_breakers *k,
+                                                  struct guards_permit permit,
+                                                  uint32_t outcome,
+                                                  uint64_t now_ns,
+                                                  uint32_t *effect);
+
+/**
+ * The state word of the breaker of `key` (as `guards_circuit_breaker_status`) into
+ * `*out`; `GUARDS_RESULT_NOT_FOUND` when the key was never inserted.
+ *
+ * # Safety
+ * `k` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_keyed_breakers_status(const struct guards_keyed_breakers *k,
+                                           uint64_t key,
+                                           struct guards_breaker_status *out);
+
+/**
+ * The window of the breaker of `key` at `now_ns` (as
+ * `guards_circuit_breaker_window_counts`) into `*out`; `GUARDS_RESULT_NOT_FOUND` when the
+ * key was never inserted.
+ *
+ * # Safety
+ * `k` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_keyed_breakers_window_counts(const struct guards_keyed_breakers *k,
+                                                  uint64_t key,
+                                                  uint64_t now_ns,
+                                                  struct guards_window_counts *out);
+
+/**
  * Write the default config to `out` (10 s windows, timeouts from 2 × P99.9 after 1000
  * samples).
  *

@@ -521,7 +521,8 @@ pub struct guards_breaker_status {
 }
 
 impl guards_breaker_status {
-    fn of_core(s: BreakerStatus) -> Self {
+    /// The C form of core's status.
+    pub fn of_core(s: BreakerStatus) -> Self {
         guards_breaker_status {
             state: guards_breaker_state::of_core(s.state) as u32,
             generation: s.generation,

@@ -133,7 +133,35 @@ static void test_insert(void) {
   guards_keyed_breakers_free(k);
 }
 
+/* A key's report effects, state word and window. */
+static void test_effects_status_window(void) {
+  guards_keyed_breakers *k = set_with(4, 2);
+  guards_breaker_status st;
+  guards_window_counts w;
+  CHECK_RC(guards_keyed_breakers_status(k, 9, &st), GUARDS_RESULT_NOT_FOUND); /* never inserted */
+  CHECK_RC(guards_keyed_breakers_window_counts(k, 9, 0, &w), GUARDS_RESULT_NOT_FOUND);
+  guards_permit p;
+  uint32_t e = 99;
+  CHECK_RC(guards_keyed_breakers_try_acquire(k, 9, S, &p), GUARDS_RESULT_OK);
+  CHECK_RC(guards_keyed_breakers_report_effect(k, p, GUARDS_OUTCOME_TIMEOUT, S, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_keyed_breakers_report_effect(k, p, GUARDS_OUTCOME_TIMEOUT, S, &e), GUARDS_RESULT_OK);
+  CHECK(e == GUARDS_OUTCOME_EFFECT_COUNTED);
+  CHECK_RC(guards_keyed_breakers_window_counts(k, 9, S, &w), GUARDS_RESULT_OK);
+  CHECK(w.calls == 1 && w.failures == 1);
+  CHECK_RC(guards_keyed_breakers_try_acquire(k, 9, S, &p), GUARDS_RESULT_OK);
+  CHECK_RC(guards_keyed_breakers_report_effect(k, p, GUARDS_OUTCOME_TIMEOUT, S, &e), GUARDS_RESULT_OK);
+  CHECK(e == GUARDS_OUTCOME_EFFECT_OPENED);
+  CHECK_RC(guards_keyed_breakers_report_effect(k, p, GUARDS_OUTCOME_TIMEOUT, S, &e),
+           GUARDS_RESULT_PERMIT_ALREADY_REPORTED);
+  CHECK_RC(guards_keyed_breakers_status(k, 9, &st), GUARDS_RESULT_OK);
+  CHECK(st.state == GUARDS_BREAKER_STATE_OPEN && st.generation == 1 && st.half_open_at_ns > S);
+  CHECK_RC(guards_keyed_breakers_status(NULL, 9, &st), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_keyed_breakers_window_counts(k, 9, S, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  guards_keyed_breakers_free(k);
+}
+
 void keyed_breakers_tests(void) {
+  run("keyed_effects_status_window", test_effects_status_window);
   run("keyed_insert", test_insert);
   run("keyed_view_opens_without_touching_reserve", test_view_opens_without_touching_reserve);
   run("keyed_set_fills_up", test_set_fills_up);

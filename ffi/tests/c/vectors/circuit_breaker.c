@@ -96,14 +96,12 @@ int run_circuit_breaker(driver *d) {
     if (rc == GUARDS_RESULT_OK) {
       result_str(d, "admitted", p.is_probe ? "probe" : "call");
       /* The C permit carries its slot's generation, not the breaker's: the breaker's is
-       * read right after (one thread); a keyed set does not show it. */
-      if (keyed) {
-        result_unobservable(d, "generation");
-      } else {
-        guards_breaker_status st;
-        must(guards_circuit_breaker_status(breaker, &st), "guards_circuit_breaker_status");
-        result_u64(d, "generation", st.generation);
-      }
+       * read right after (one thread). */
+      guards_breaker_status st;
+      must(keyed ? guards_keyed_breakers_status(keyed, key, &st)
+                 : guards_circuit_breaker_status(breaker, &st),
+           "status");
+      result_u64(d, "generation", st.generation);
       if (p.is_probe) result_u64(d, "probe_timeout", p.probe_timeout_ns);
       hold_permit(d, p);
       return submit(d);
@@ -123,15 +121,9 @@ int run_circuit_breaker(driver *d) {
                        : is_op(d, "on_failure") ? GUARDS_OUTCOME_OTHER_TRANSIENT
                                                 : GUARDS_OUTCOME_IGNORED;
     uint64_t now = u64_or(d, "now", 0);
-    if (keyed) {
-      guards_result rc = guards_keyed_breakers_report(keyed, p, outcome, now);
-      if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
-      if (is_op(d, "on_ignore")) return submit(d);
-      /* A keyed set's report does not say what it did (counted, opened, ...). */
-      return unobservable(d);
-    }
     uint32_t effect = 0;
-    guards_result rc = guards_circuit_breaker_report_effect(breaker, p, outcome, now, &effect);
+    guards_result rc = keyed ? guards_keyed_breakers_report_effect(keyed, p, outcome, now, &effect)
+                             : guards_circuit_breaker_report_effect(breaker, p, outcome, now, &effect);
     if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
     if (!is_op(d, "on_ignore")) {
       static const char *const effects[] = {"counted",  "opened",    "probe_passed", "closed",
@@ -182,11 +174,10 @@ int run_circuit_breaker(driver *d) {
     result_u64(d, "", k);
     return submit(d);
   }
-  if (keyed && (is_op(d, "status") || is_op(d, "window_counts")))
-    return unobservable(d); /* not shown for a keyed set's breakers */
   if (is_op(d, "status")) {
     guards_breaker_status st;
-    guards_result rc = guards_circuit_breaker_status(breaker, &st);
+    guards_result rc = keyed ? guards_keyed_breakers_status(keyed, key, &st)
+                             : guards_circuit_breaker_status(breaker, &st);
     if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
     result_str(d, "state", st.state == GUARDS_BREAKER_STATE_CLOSED ? "closed"
                            : st.state == GUARDS_BREAKER_STATE_OPEN ? "open"
@@ -200,7 +191,9 @@ int run_circuit_breaker(driver *d) {
   }
   if (is_op(d, "window_counts")) {
     guards_window_counts w;
-    guards_result rc = guards_circuit_breaker_window_counts(breaker, u64_arg(d, "now"), &w);
+    uint64_t now = u64_arg(d, "now");
+    guards_result rc = keyed ? guards_keyed_breakers_window_counts(keyed, key, now, &w)
+                             : guards_circuit_breaker_window_counts(breaker, now, &w);
     if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
     result_u64(d, "calls", w.calls);
     result_u64(d, "failures", w.failures);
