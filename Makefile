@@ -157,9 +157,10 @@ test-c-cxx: ffi-lib
 	  -o $(C_TESTS)/header_cxx
 	$(C_TESTS)/header_cxx
 
-# Every tests/vectors file replayed through the C API by the shared interpreter (files for
-# guards the C API lacks are reported as not covered); then again under valgrind and
-# ASan/UBSan (report on stdout only from the first run).
+# Every tests/vectors file replayed through the C API by the shared interpreter
+# (ffi/tests/c/vectors/, one file per guard; an op the C API lacks is reported as not
+# covered); then again under valgrind and ASan/UBSan (report on stdout only from the first
+# run).
 C_VECTORS := $(sort $(wildcard ffi/tests/c/vectors/*.c))
 
 $(C_TESTS)/vectors: $(C_VECTORS) ffi/tests/c/vectors/vectors.h include/guards.h ffi-lib

@@ -3579,6 +3579,16 @@ guards_result guards_backoff_delay(struct guards_backoff *b,
                                    uint64_t *out);
 
 /**
+ * Draw the next word from the backoff's generator (the word `guards_backoff_delay` would
+ * draw) into `*out`: record it, and `guards_backoff_delay_from_bits` gives (and later
+ * replays) the wait it makes. The same seed gives the same words in every language.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_backoff_next_u64(struct guards_backoff *b, uint64_t *out);
+
+/**
  * The wait before retry `retry` for the random word `bits` (what `guards_backoff_delay`
  * does after drawing; pure: replays a wait from a recorded word) into `*out`.
  *

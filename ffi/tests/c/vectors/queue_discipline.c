@@ -3,24 +3,26 @@
 
 static guards_queue_discipline *queue;
 
-static int dropped(driver *d, const char *p) {
+/* The waiters the latest pop or expire dropped, as the list at `p`; a failing call's
+ * code, or GUARDS_RESULT_OK. */
+static guards_result dropped(driver *d, const char *p) {
   size_t n = 0;
   guards_result rc = guards_queue_discipline_dropped(queue, NULL, 0, &n);
-  if (rc != GUARDS_RESULT_OK && rc != GUARDS_RESULT_BUFFER_TOO_SMALL) return submit_failure(d, rc);
+  if (rc != GUARDS_RESULT_OK && rc != GUARDS_RESULT_BUFFER_TOO_SMALL) return rc;
   if (n == 0) {
     result_empty_list(d, p);
-    return -1;
+    return GUARDS_RESULT_OK;
   }
   guards_dropped buf[256];
   if (n > sizeof buf / sizeof buf[0]) fatal("more drops than the driver's buffer");
   rc = guards_queue_discipline_dropped(queue, buf, n, &n);
-  if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
+  if (rc != GUARDS_RESULT_OK) return rc;
   for (size_t i = 0; i < n; i++) {
     result_u64(d, path("%s[%zu].id", p, i), buf[i].waiter.id);
     result_str(d, path("%s[%zu].reason", p, i),
                buf[i].reason == GUARDS_DROP_REASON_AGE_LIMIT ? "age_limit" : "deadline");
   }
-  return -1;
+  return GUARDS_RESULT_OK;
 }
 
 int run_queue_discipline(driver *d) {
@@ -67,14 +69,16 @@ int run_queue_discipline(driver *d) {
       result_u64(d, "served.id", s.waiter.id);
       result_str(d, "served.order", s.order == GUARDS_SERVE_ORDER_FIFO ? "fifo" : "lifo");
     }
-    if (dropped(d, "dropped") == 0) return 0;
+    rc = dropped(d, "dropped");
+    if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
     return submit(d);
   }
   if (is_op(d, "expire")) {
     uint32_t n = 0;
     guards_result rc = guards_queue_discipline_expire(queue, now, &n);
     if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
-    if (dropped(d, "dropped") == 0) return 0;
+    rc = dropped(d, "dropped");
+    if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
     return submit(d);
   }
   if (is_op(d, "remove")) {
