@@ -5172,6 +5172,17 @@ guards_result guards_retry_policy_new(const struct guards_retry_policy_config *c
 void guards_retry_policy_free(struct guards_retry_policy *p);
 
 /**
+ * Draw the next word from the policy's jitter generator (the word a decision that waits
+ * draws for its backoff) into `*out`: with `guards_backoff_delay_from_bits` on the same
+ * backoff config it records and replays a wait. The same seed gives the same words in
+ * every language.
+ *
+ * # Safety
+ * `p` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_policy_next_u64(struct guards_retry_policy *p, uint64_t *out);
+
+/**
  * Restart the policy's jitter generator from `seed`.
  *
  * # Safety

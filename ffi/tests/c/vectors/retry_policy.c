@@ -116,8 +116,13 @@ int run_retry_policy(driver *d) {
     result_policy_stats(d, &s, false);
     return submit(d);
   }
-  /* The policy's generator is not in the C API (and only a decision draws from it). */
-  if (is_op(d, "rng_next_u64")) return unobservable(d);
+  if (is_op(d, "rng_next_u64")) {
+    uint64_t x = 0;
+    guards_result rc = guards_retry_policy_next_u64(policy, &x);
+    if (rc != GUARDS_RESULT_OK) return submit_failure(d, rc);
+    result_u64(d, "", x);
+    return submit(d);
+  }
   if (is_op(d, "worst_case_time")) {
     uint64_t x = 0;
     guards_result rc = guards_retry_policy_worst_case_time(policy, u64_arg(d, "attempt_timeout"), &x);
