@@ -79,10 +79,6 @@ bool bool_arg(driver *d, const char *name) {
   return x;
 }
 
-bool bool_or(driver *d, const char *name, bool dflt) {
-  return has(d, name) ? bool_arg(d, name) : dflt;
-}
-
 const char *str_arg(driver *d, const char *name, size_t *len) {
   const char *s = NULL;
   size_t n = 0;
@@ -267,8 +263,6 @@ void cfg_enum(config_reader *c, const char *name, const char *const *names, size
   int i = index_of(s, names, n);
   *field = i < 0 ? UINT32_MAX : (uint32_t)i; /* refused by the C API as INVALID_ENUM */
 }
-
-void cfg_used(config_reader *c) { c->used++; }
 
 bool cfg_all_read(config_reader *c) {
   size_t total = 0;

@@ -1,10 +1,11 @@
 /*
  * The C vector driver (see main.c): the helpers every guard's block uses.
  *
- * A guard's block is one file, <guard>.c, with `int run_<guard>(driver *d)`: build the
- * guard from the config.* arguments on "new", free it on "free", run the file's ops
- * through guards.h and answer the step (a result, a failure code, unsupported, or values
- * marked unobservable). Listed in GUARDS (main.c).
+ * A guard's block is one file, <guard>.c (limits.c holds the limiter, admission and
+ * limit files), with `int run_<guard>(driver *d)`: build the guard from the config.*
+ * arguments on "new", free it on "free", run the file's ops through guards.h and answer
+ * the step (a result, a failure code, unsupported, or values marked unobservable).
+ * Listed in GUARDS (main.c).
  */
 #ifndef GUARDS_C_VECTORS_H
 #define GUARDS_C_VECTORS_H
@@ -42,7 +43,6 @@ uint64_t u64_or(driver *d, const char *name, uint64_t dflt);
 int64_t i64_arg(driver *d, const char *name);
 double f64_arg(driver *d, const char *name);
 bool bool_arg(driver *d, const char *name);
-bool bool_or(driver *d, const char *name, bool dflt);
 const char *str_arg(driver *d, const char *name, size_t *len);
 /* The index of string argument `name` in `names`, or -1. */
 int name_arg(driver *d, const char *name, const char *const *names, size_t n);
@@ -98,8 +98,6 @@ void cfg_bool(config_reader *c, const char *name, bool *field);
 /* An enum given by name, as one of `names` (its index); UINT32_MAX for another name. */
 void cfg_enum(config_reader *c, const char *name, const char *const *names, size_t n,
               uint32_t *field);
-/* Count a config.* argument read another way. */
-void cfg_used(config_reader *c);
 /* Whether every config.* argument was read; if not, the step is answered unsupported. */
 bool cfg_all_read(config_reader *c);
 
