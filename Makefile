@@ -157,12 +157,15 @@ test-c-cxx: ffi-lib
 	  -o $(C_TESTS)/header_cxx
 	$(C_TESTS)/header_cxx
 
-# Every tests/vectors file replayed through the C API by the shared interpreter (files for
-# guards the C API lacks are reported as not covered); then again under valgrind and
-# ASan/UBSan (report on stdout only from the first run).
-$(C_TESTS)/vectors: ffi/tests/c/vectors.c include/guards.h ffi-lib
+# Every tests/vectors file replayed through the C API by the shared interpreter
+# (ffi/tests/c/vectors/, one file per guard; an op the C API lacks is reported as not
+# covered); then again under valgrind and ASan/UBSan (report on stdout only from the first
+# run).
+C_VECTORS := $(sort $(wildcard ffi/tests/c/vectors/*.c))
+
+$(C_TESTS)/vectors: $(C_VECTORS) ffi/tests/c/vectors/vectors.h include/guards.h ffi-lib
 	@mkdir -p $(C_TESTS)
-	$(CC) $(C_WARN) -O2 -g -Iinclude $< $(STATIC_LINK) -pthread -o $@
+	$(CC) $(C_WARN) -O2 -g -Iinclude $(C_VECTORS) $(STATIC_LINK) -pthread -lm -o $@
 
 test-c-vectors: $(C_TESTS)/vectors
 	$(C_TESTS)/vectors tests/vectors
@@ -175,7 +178,7 @@ test-c-vectors: $(C_TESTS)/vectors
 	valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  --show-leak-kinds=definite,indirect $(C_TESTS)/vectors tests/vectors >/dev/null
 	$(CC) $(C_WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-	  -fno-sanitize-recover=all -Iinclude ffi/tests/c/vectors.c $(STATIC_LINK) -pthread \
+	  -fno-sanitize-recover=all -Iinclude $(C_VECTORS) $(STATIC_LINK) -pthread -lm \
 	  -o $(C_TESTS)/vectors_asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  $(C_TESTS)/vectors_asan tests/vectors >/dev/null

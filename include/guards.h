@@ -1100,6 +1100,51 @@ typedef uint32_t guards_kind;
 #endif // __cplusplus
 
 /**
+ * What a report did to a breaker (`guards_circuit_breaker_report_effect`).
+ */
+enum guards_outcome_effect
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * An ordinary outcome went into the window; the breaker stays closed.
+   */
+  GUARDS_OUTCOME_EFFECT_COUNTED = 0,
+  /**
+   * An ordinary outcome went into the window and this report opened the breaker.
+   */
+  GUARDS_OUTCOME_EFFECT_OPENED = 1,
+  /**
+   * A probe succeeded; the breaker stays half-open, waiting for the other probes.
+   */
+  GUARDS_OUTCOME_EFFECT_PROBE_PASSED = 2,
+  /**
+   * The last probe succeeded and this report closed the breaker.
+   */
+  GUARDS_OUTCOME_EFFECT_CLOSED = 3,
+  /**
+   * A probe failed (or was slow) and this report re-opened the breaker.
+   */
+  GUARDS_OUTCOME_EFFECT_REOPENED = 4,
+  /**
+   * Not counted: the breaker left the state and generation the permit was issued in.
+   */
+  GUARDS_OUTCOME_EFFECT_DISCARDED = 5,
+  /**
+   * Handed back without a verdict (an outcome the call contract ignores).
+   */
+  GUARDS_OUTCOME_EFFECT_IGNORED = 6,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum guards_outcome_effect guards_outcome_effect;
+#else
+typedef uint32_t guards_outcome_effect;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * An adaptive throttle (opaque). Thread-safe and lock-free.
  */
 typedef struct guards_adaptive_throttle guards_adaptive_throttle;
@@ -1150,6 +1195,13 @@ typedef struct guards_keyed_breakers guards_keyed_breakers;
  * A latency tracker (opaque). Thread-safe and lock-free: share one handle.
  */
 typedef struct guards_latency_tracker guards_latency_tracker;
+
+/**
+ * A limit algorithm on its own (opaque): fixed, AIMD, Vegas or Gradient2 fed one sample
+ * at a time, for a caller that runs its own admission (a `guards_limiter` runs one for
+ * you, folding each window into it). Single-owner: use it from one thread at a time.
+ */
+typedef struct guards_limit guards_limit;
 
 /**
  * A concurrency limiter (opaque). Thread-safe and lock-free: share one handle.
@@ -1905,6 +1957,60 @@ typedef struct guards_circuit_breaker_stats {
    */
   uint64_t half_open_to_open;
 } guards_circuit_breaker_stats;
+
+/**
+ * A breaker's state word (`guards_circuit_breaker_status`).
+ */
+typedef struct guards_breaker_status {
+  /**
+   * The stored state, a `guards_breaker_state` (an open breaker whose open period has
+   * ended stays `OPEN` here until a call arrives; `guards_circuit_breaker_state` reports
+   * it as half-open).
+   */
+  uint32_t state;
+  /**
+   * +1 on every transition (wraps at 2^32).
+   */
+  uint32_t generation;
+  /**
+   * Probes issued in this half-open generation (0 otherwise).
+   */
+  uint32_t probes_issued;
+  /**
+   * Probes passed in this half-open generation (0 otherwise).
+   */
+  uint32_t probes_passed;
+  /**
+   * Openings in a row without a close (saturates at 1023).
+   */
+  uint32_t consecutive_opens;
+  /**
+   * Always 0 (room for later use).
+   */
+  uint32_t reserved;
+  /**
+   * When open: the end of the open period (an instant); 0 in any other state.
+   */
+  uint64_t half_open_at_ns;
+} guards_breaker_status;
+
+/**
+ * The outcomes in a closed breaker's window (`guards_circuit_breaker_window_counts`).
+ */
+typedef struct guards_window_counts {
+  /**
+   * Calls in the window.
+   */
+  uint64_t calls;
+  /**
+   * Of which failed.
+   */
+  uint64_t failures;
+  /**
+   * Of which were slow (a slow failure counts in both).
+   */
+  uint64_t slow;
+} guards_window_counts;
 
 /**
  * Per-attempt deadline settings: `budget = min(attempt_timeout, time left) − margin`.
@@ -3412,6 +3518,17 @@ guards_result guards_admission_get_config(const struct guards_admission *a,
 guards_result guards_admission_outstanding(const struct guards_admission *a, uint64_t *out);
 
 /**
+ * The threshold priority `priority` (0..=7) is held to now (its limit, capped by the
+ * adaptive limit's share), into `*out`. Errors: `INVALID_ARGUMENT` (priority).
+ *
+ * # Safety
+ * `a` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_admission_threshold(const struct guards_admission *a,
+                                         uint32_t priority,
+                                         uint64_t *out);
+
+/**
  * Write the default config to `out` (25 ms base, 20 s cap, ×2, full jitter).
  *
  * # Safety
@@ -3460,6 +3577,16 @@ guards_result guards_backoff_delay(struct guards_backoff *b,
                                    uint32_t retry,
                                    uint64_t prev_ns,
                                    uint64_t *out);
+
+/**
+ * Draw the next word from the backoff's generator (the word `guards_backoff_delay` would
+ * draw) into `*out`: record it, and `guards_backoff_delay_from_bits` gives (and later
+ * replays) the wait it makes. The same seed gives the same words in every language.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_backoff_next_u64(struct guards_backoff *b, uint64_t *out);
 
 /**
  * The wait before retry `retry` for the random word `bits` (what `guards_backoff_delay`
@@ -3562,6 +3689,16 @@ void guards_brownout_free(struct guards_brownout *b);
  * `b` must be NULL or a live handle; `out` NULL or valid for writes.
  */
 guards_result guards_brownout_on_refusal(struct guards_brownout *b, uint32_t kind, uint32_t *out);
+
+/**
+ * The decision for a refusal or failure of `kind` (a `guards_refusal_kind`) into `*out`,
+ * without counting it (what `guards_brownout_on_refusal` would decide: for planning and
+ * tests).
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_brownout_decide(const struct guards_brownout *b, uint32_t kind, uint32_t *out);
 
 /**
  * How the call ended (`outcome`: a `guards_outcome`), by the call contract: a success is
@@ -3763,6 +3900,21 @@ guards_result guards_bulkhead_get_config(const struct guards_bulkhead *h,
                                          struct guards_bulkhead_config *out);
 
 /**
+ * A bulkhead sized by Little's law for a dependency serving `rate_per_sec` calls per second
+ * (`> 0` up to 1e9) with a healthy P99 of `p99_ns` (1 ns..=1 h), times `headroom`
+ * (1.0..=100.0): `max_concurrent = ceil(rate_per_sec × p99 × headroom / 10^9)`, into
+ * `*out`. Errors: `CONFIG_*` naming the argument (`rate_per_sec`, `p99`, `headroom`), or
+ * `max_concurrent` when the result is too large; `NULL_ARGUMENT`.
+ *
+ * # Safety
+ * `out` must be NULL or valid for writes of a `guards_bulkhead_config`.
+ */
+guards_result guards_bulkhead_config_from_littles_law(double rate_per_sec,
+                                                      uint64_t p99_ns,
+                                                      double headroom,
+                                                      struct guards_bulkhead_config *out);
+
+/**
  * Write the default config (every field at its schema default, `capacity` 0) to `out`.
  *
  * # Safety
@@ -3858,6 +4010,42 @@ guards_result guards_circuit_breaker_get_config(const struct guards_circuit_brea
  */
 guards_result guards_circuit_breaker_outstanding(const struct guards_circuit_breaker *b,
                                                  uint64_t *out);
+
+/**
+ * `guards_circuit_breaker_report`, and what the report did into `*effect` (a
+ * `guards_outcome_effect`: counted, opened, closed, ...), for logging a transition where
+ * it happens. Errors as `guards_circuit_breaker_report`; a NULL `effect` is refused before
+ * the permit is taken.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `effect` NULL or valid for writes.
+ */
+guards_result guards_circuit_breaker_report_effect(struct guards_circuit_breaker *b,
+                                                   struct guards_permit permit,
+                                                   uint32_t outcome,
+                                                   uint64_t now_ns,
+                                                   uint32_t *effect);
+
+/**
+ * The breaker's state word (stored state, generation, probes, consecutive openings, end of
+ * the open period) into `*out`; safe while other threads use the breaker.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_circuit_breaker_status(const struct guards_circuit_breaker *b,
+                                            struct guards_breaker_status *out);
+
+/**
+ * The calls, failures and slow calls in the window at `now_ns` into `*out` (all 0 unless
+ * the breaker is closed).
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_circuit_breaker_window_counts(const struct guards_circuit_breaker *b,
+                                                   uint64_t now_ns,
+                                                   struct guards_window_counts *out);
 
 /**
  * Write the default config to `out` (60 ms per attempt, 1 ms margin).
@@ -4110,6 +4298,21 @@ guards_result guards_http_retry_after_parse(const char *value,
 guards_result guards_http_date_format(uint64_t unix_s, char *buf, size_t len, size_t *written);
 
 /**
+ * Read an HTTP-date (`len` bytes, no NUL needed) in any of its three forms (IMF-fixdate,
+ * RFC 850, asctime) into unix seconds in `*unix_s` (negative before 1970); `unix_now_s`
+ * places an RFC 850 two-digit year. `GUARDS_RESULT_INVALID_HEADER` for a value that is
+ * none of the forms or names a date that does not exist (no surrounding whitespace).
+ *
+ * # Safety
+ * `value` must be NULL (with `len` 0) or valid for reads of `len` bytes; `unix_s` NULL or
+ * valid for writes.
+ */
+guards_result guards_http_date_parse(const char *value,
+                                     size_t len,
+                                     uint64_t unix_now_s,
+                                     int64_t *unix_s);
+
+/**
  * The 64-bit key of a name (`len` bytes, no NUL needed): FNV-1a 64, the same in every
  * language (core's `key_of`), for keyed breakers and brownout operations alike.
  *
@@ -4224,6 +4427,55 @@ guards_result guards_keyed_breakers_get_config(const struct guards_keyed_breaker
  */
 guards_result guards_keyed_breakers_outstanding(const struct guards_keyed_breakers *k,
                                                 uint64_t *out);
+
+/**
+ * Insert `key` (if it is new) without making a call: its breaker starts closed.
+ * `GUARDS_RESULT_OK` when the key is in the set, `GUARDS_RESULT_KEYED_BREAKERS_FULL` (a
+ * new key and no free slot; `guards_last_rejection` says which key). For pre-registering
+ * every key a set will see.
+ *
+ * # Safety
+ * `k` must be NULL or a live handle.
+ */
+guards_result guards_keyed_breakers_insert(const struct guards_keyed_breakers *k, uint64_t key);
+
+/**
+ * `guards_keyed_breakers_report`, and what the report did to the key's breaker into
+ * `*effect` (a `guards_outcome_effect`). A NULL `effect` is refused before the permit is
+ * taken.
+ *
+ * # Safety
+ * `k` must be NULL or a live handle; `effect` NULL or valid for writes.
+ */
+guards_result guards_keyed_breakers_report_effect(struct guards_keyed_breakers *k,
+                                                  struct guards_permit permit,
+                                                  uint32_t outcome,
+                                                  uint64_t now_ns,
+                                                  uint32_t *effect);
+
+/**
+ * The state word of the breaker of `key` (as `guards_circuit_breaker_status`) into
+ * `*out`; `GUARDS_RESULT_NOT_FOUND` when the key was never inserted.
+ *
+ * # Safety
+ * `k` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_keyed_breakers_status(const struct guards_keyed_breakers *k,
+                                           uint64_t key,
+                                           struct guards_breaker_status *out);
+
+/**
+ * The window of the breaker of `key` at `now_ns` (as
+ * `guards_circuit_breaker_window_counts`) into `*out`; `GUARDS_RESULT_NOT_FOUND` when the
+ * key was never inserted.
+ *
+ * # Safety
+ * `k` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_keyed_breakers_window_counts(const struct guards_keyed_breakers *k,
+                                                  uint64_t key,
+                                                  uint64_t now_ns,
+                                                  struct guards_window_counts *out);
 
 /**
  * Write the default config to `out` (10 s windows, timeouts from 2 × P99.9 after 1000
@@ -4436,6 +4688,106 @@ guards_result guards_limiter_get_config(const struct guards_limiter *l,
  * `l` must be NULL or a live handle; `out` NULL or valid for writes.
  */
 guards_result guards_limiter_outstanding(const struct guards_limiter *l, uint64_t *out);
+
+/**
+ * The threshold priority `priority` (0..=7) is held to now, into `*out`: a call of that
+ * priority is admitted while fewer calls (of any priority) are in flight. Errors:
+ * `INVALID_ARGUMENT` (priority).
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limiter_threshold(const struct guards_limiter *l,
+                                       uint32_t priority,
+                                       uint64_t *out);
+
+/**
+ * The retry-after hint a refusal would carry now (a duration in ns, within
+ * `min_retry_after_ns..=max_retry_after_ns`), into `*out`.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limiter_retry_after(const struct guards_limiter *l, uint64_t *out);
+
+/**
+ * Build a limit algorithm from `config` (`algorithm` and its sub-config) into `*out`, in
+ * its initial state. Errors: `NULL_ARGUMENT`, `INVALID_ENUM` (`algorithm`), `CONFIG_*`
+ * naming the algorithm's field (`backoff_ratio`, `smoothing`, ...), `OUT_OF_MEMORY`.
+ *
+ * # Safety
+ * `config` must be NULL or point to a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_limit_new(const struct guards_limit_config *config, struct guards_limit **out);
+
+/**
+ * Free a limit algorithm (NULL is a no-op).
+ *
+ * # Safety
+ * `l` must be NULL or a handle from `guards_limit_new` not freed before, and no other
+ * thread may use it during or after this call.
+ */
+void guards_limit_free(struct guards_limit *l);
+
+/**
+ * Feed one sample: a call that finished at `now_ns` after `rtt_ns`, started with
+ * `in_flight` calls in flight, `dropped` if it timed out or was refused as overload. The
+ * (possibly new) limit goes to `*out`. A fixed limit ignores samples.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle no other thread uses during the call; `out` NULL or
+ * valid for writes.
+ */
+guards_result guards_limit_update(struct guards_limit *l,
+                                  uint64_t now_ns,
+                                  uint64_t rtt_ns,
+                                  uint64_t in_flight,
+                                  bool dropped,
+                                  uint64_t *out);
+
+/**
+ * The current limit (at least 1) into `*out`.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limit_get_limit(const struct guards_limit *l, uint64_t *out);
+
+/**
+ * The unrounded limit estimate (Vegas, Gradient2) into `*out`; `INVALID_ARGUMENT` for
+ * another algorithm.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limit_estimate(const struct guards_limit *l, double *out);
+
+/**
+ * The smallest RTT seen since the last probe (Vegas; 0 before any sample), in ns, into
+ * `*out`; `INVALID_ARGUMENT` for another algorithm.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limit_min_rtt(const struct guards_limit *l, uint64_t *out);
+
+/**
+ * The long-term RTT average (Gradient2), in ns as a float, into `*out`;
+ * `INVALID_ARGUMENT` for another algorithm.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limit_long_rtt(const struct guards_limit *l, double *out);
+
+/**
+ * The config the limit was built with.
+ *
+ * # Safety
+ * `l` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_limit_get_config(const struct guards_limit *l,
+                                      struct guards_limit_config *out);
 
 /**
  * Write the default config to `out` (Basketly's C5: 128 waiters, 100 ms interval, 5 ms target,
@@ -4820,6 +5172,17 @@ guards_result guards_retry_policy_new(const struct guards_retry_policy_config *c
 void guards_retry_policy_free(struct guards_retry_policy *p);
 
 /**
+ * Draw the next word from the policy's jitter generator (the word a decision that waits
+ * draws for its backoff) into `*out`: with `guards_backoff_delay_from_bits` on the same
+ * backoff config it records and replays a wait. The same seed gives the same words in
+ * every language.
+ *
+ * # Safety
+ * `p` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_policy_next_u64(struct guards_retry_policy *p, uint64_t *out);
+
+/**
  * Restart the policy's jitter generator from `seed`.
  *
  * # Safety
@@ -4862,6 +5225,18 @@ guards_result guards_retry_policy_get_stats(const struct guards_retry_policy *p,
  */
 guards_result guards_retry_policy_get_config(const struct guards_retry_policy *p,
                                              struct guards_retry_policy_config *out);
+
+/**
+ * The longest a request can take under this policy with attempts of `attempt_timeout_ns`:
+ * every attempt timing out and every wait at its largest (to check that a policy fits a
+ * deadline), into `*out` (saturating).
+ *
+ * # Safety
+ * `p` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_policy_worst_case_time(const struct guards_retry_policy *p,
+                                                  uint64_t attempt_timeout_ns,
+                                                  uint64_t *out);
 
 /**
  * Write the default options to `out`.

@@ -20,8 +20,8 @@
 
 use super::limiter::guards_limit_config;
 use super::{
-    config_default, fail_arg, fail_code, fail_with, free_handle, guards_permit, hot, hot_out_ok,
-    hot_outcome, hot_priority, hot_ref, new_handle, read,
+    call_out, config_default, fail_arg, fail_code, fail_with, free_handle, guards_permit, hot,
+    hot_out_ok, hot_outcome, hot_priority, hot_ref, new_handle, priority, read,
 };
 use crate::error::{Failure, GuardsResult};
 use crate::handle::InPlace;
@@ -311,4 +311,23 @@ pub unsafe extern "C" fn guards_admission_outstanding(
 ) -> GuardsResult {
     // SAFETY: the caller's contract, passed on.
     unsafe { read(a, "admission", out, |a| a.permits.outstanding()) }
+}
+
+/// The threshold priority `priority` (0..=7) is held to now (its limit, capped by the
+/// adaptive limit's share), into `*out`. Errors: `INVALID_ARGUMENT` (priority).
+///
+/// # Safety
+/// `a` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_admission_threshold(
+    a: *const guards_admission,
+    priority: u32,
+    out: *mut u64,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        call_out(a, "admission", out, |a| {
+            Ok(a.door.threshold(self::priority(priority)?))
+        })
+    }
 }

@@ -171,6 +171,21 @@ pub unsafe extern "C" fn guards_backoff_delay(
     }
 }
 
+/// Draw the next word from the backoff's generator (the word `guards_backoff_delay` would
+/// draw) into `*out`: record it, and `guards_backoff_delay_from_bits` gives (and later
+/// replays) the wait it makes. The same seed gives the same words in every language.
+///
+/// # Safety
+/// `b` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_backoff_next_u64(
+    b: *mut guards_backoff,
+    out: *mut u64,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { read(b, "backoff", out, |b| b.rng.next_u64()) }
+}
+
 /// The wait before retry `retry` for the random word `bits` (what `guards_backoff_delay`
 /// does after drawing; pure: replays a wait from a recorded word) into `*out`.
 ///

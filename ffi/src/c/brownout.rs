@@ -191,6 +191,28 @@ pub unsafe extern "C" fn guards_brownout_on_refusal(
     }
 }
 
+/// The decision for a refusal or failure of `kind` (a `guards_refusal_kind`) into `*out`,
+/// without counting it (what `guards_brownout_on_refusal` would decide: for planning and
+/// tests).
+///
+/// # Safety
+/// `b` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_brownout_decide(
+    b: *const guards_brownout,
+    kind: u32,
+    out: *mut u32,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        call_out(b, "brownout", out, |b| {
+            Ok(decision(Some(
+                b.brownout.config().decide(refusal_kind(kind)?),
+            )))
+        })
+    }
+}
+
 /// How the call ended (`outcome`: a `guards_outcome`), by the call contract: a success is
 /// counted as a full answer (decision `NONE`); timeout, failures and overload answers are
 /// decided and counted (for a local refusal prefer `_on_refusal` with the refusing

@@ -15,12 +15,12 @@
 //! ```
 
 use super::{
-    code_to_result, config_default, fail_arg, fail_code, fail_with, free_handle, guards_permit,
-    hot, hot_out_ok, hot_outcome, hot_ref, new_handle, read,
+    boundary, code_to_result, config_default, fail_arg, fail_code, fail_with, free_handle,
+    guards_permit, hot, hot_out_ok, hot_outcome, hot_ref, new_handle, read, Out,
 };
 use crate::error::{Failure, GuardsResult};
 use crate::handle::InPlace;
-use crate::names::{Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadStats};
+use crate::names::{Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadStats, Nanos};
 use crate::permit::PermitSlots;
 
 /// A bulkhead's settings. Start from `guards_bulkhead_config_default`.
@@ -287,4 +287,28 @@ pub unsafe extern "C" fn guards_bulkhead_get_config(
             guards_bulkhead_config::of_core(h.bulkhead.config())
         })
     }
+}
+
+/// A bulkhead sized by Little's law for a dependency serving `rate_per_sec` calls per second
+/// (`> 0` up to 1e9) with a healthy P99 of `p99_ns` (1 ns..=1 h), times `headroom`
+/// (1.0..=100.0): `max_concurrent = ceil(rate_per_sec × p99 × headroom / 10^9)`, into
+/// `*out`. Errors: `CONFIG_*` naming the argument (`rate_per_sec`, `p99`, `headroom`), or
+/// `max_concurrent` when the result is too large; `NULL_ARGUMENT`.
+///
+/// # Safety
+/// `out` must be NULL or valid for writes of a `guards_bulkhead_config`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_bulkhead_config_from_littles_law(
+    rate_per_sec: f64,
+    p99_ns: u64,
+    headroom: f64,
+    out: *mut guards_bulkhead_config,
+) -> GuardsResult {
+    boundary(|| {
+        let out = Out::new(out, "out")?;
+        let c = BulkheadConfig::from_littles_law(rate_per_sec, Nanos(p99_ns), headroom)?;
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(guards_bulkhead_config::of_core(&c)) };
+        Ok(())
+    })
 }

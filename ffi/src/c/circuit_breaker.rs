@@ -16,14 +16,14 @@
 //! ```
 
 use super::{
-    code_to_result, config_default, fail_arg, fail_code, fail_with, free_handle, guards_permit,
-    hot, hot_out_ok, hot_outcome, hot_ref, new_handle, read,
+    call_out, code_to_result, config_default, fail_arg, fail_code, fail_with, free_handle,
+    guards_permit, hot, hot_out_ok, hot_outcome, hot_ref, new_handle, read,
 };
 use crate::error::{Failure, GuardsResult};
 use crate::handle::AnyBreaker;
 use crate::names::{
-    BreakerState, CircuitBreakerConfig, CircuitBreakerPermit, CircuitBreakerStats, Nanos,
-    WindowKind,
+    BreakerState, BreakerStatus, CircuitBreakerConfig, CircuitBreakerPermit, CircuitBreakerStats,
+    Nanos, OutcomeEffect, WindowCounts, WindowKind,
 };
 use crate::permit::PermitSlots;
 use crate::permit::PermitToken;
@@ -461,4 +461,161 @@ pub unsafe extern "C" fn guards_circuit_breaker_outstanding(
 ) -> GuardsResult {
     // SAFETY: the caller's contract, passed on.
     unsafe { read(b, "breaker", out, |b| b.permits.outstanding()) }
+}
+
+/// What a report did to a breaker (`guards_circuit_breaker_report_effect`).
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum guards_outcome_effect {
+    /// An ordinary outcome went into the window; the breaker stays closed.
+    Counted = 0,
+    /// An ordinary outcome went into the window and this report opened the breaker.
+    Opened = 1,
+    /// A probe succeeded; the breaker stays half-open, waiting for the other probes.
+    ProbePassed = 2,
+    /// The last probe succeeded and this report closed the breaker.
+    Closed = 3,
+    /// A probe failed (or was slow) and this report re-opened the breaker.
+    Reopened = 4,
+    /// Not counted: the breaker left the state and generation the permit was issued in.
+    Discarded = 5,
+    /// Handed back without a verdict (an outcome the call contract ignores).
+    Ignored = 6,
+}
+
+impl guards_outcome_effect {
+    /// The C value of core's effect.
+    pub const fn of_core(e: OutcomeEffect) -> Self {
+        match e {
+            OutcomeEffect::Counted => guards_outcome_effect::Counted,
+            OutcomeEffect::Opened => guards_outcome_effect::Opened,
+            OutcomeEffect::ProbePassed => guards_outcome_effect::ProbePassed,
+            OutcomeEffect::Closed => guards_outcome_effect::Closed,
+            OutcomeEffect::Reopened => guards_outcome_effect::Reopened,
+            OutcomeEffect::Discarded => guards_outcome_effect::Discarded,
+            OutcomeEffect::Ignored => guards_outcome_effect::Ignored,
+        }
+    }
+}
+
+/// A breaker's state word (`guards_circuit_breaker_status`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct guards_breaker_status {
+    /// The stored state, a `guards_breaker_state` (an open breaker whose open period has
+    /// ended stays `OPEN` here until a call arrives; `guards_circuit_breaker_state` reports
+    /// it as half-open).
+    pub state: u32,
+    /// +1 on every transition (wraps at 2^32).
+    pub generation: u32,
+    /// Probes issued in this half-open generation (0 otherwise).
+    pub probes_issued: u32,
+    /// Probes passed in this half-open generation (0 otherwise).
+    pub probes_passed: u32,
+    /// Openings in a row without a close (saturates at 1023).
+    pub consecutive_opens: u32,
+    /// Always 0 (room for later use).
+    pub reserved: u32,
+    /// When open: the end of the open period (an instant); 0 in any other state.
+    pub half_open_at_ns: u64,
+}
+
+impl guards_breaker_status {
+    /// The C form of core's status.
+    pub fn of_core(s: BreakerStatus) -> Self {
+        guards_breaker_status {
+            state: guards_breaker_state::of_core(s.state) as u32,
+            generation: s.generation,
+            probes_issued: s.probes_issued,
+            probes_passed: s.probes_passed,
+            consecutive_opens: s.consecutive_opens,
+            reserved: 0,
+            half_open_at_ns: s.half_open_at.0,
+        }
+    }
+}
+
+/// The outcomes in a closed breaker's window (`guards_circuit_breaker_window_counts`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct guards_window_counts {
+    /// Calls in the window.
+    pub calls: u64,
+    /// Of which failed.
+    pub failures: u64,
+    /// Of which were slow (a slow failure counts in both).
+    pub slow: u64,
+}
+
+impl From<WindowCounts> for guards_window_counts {
+    fn from(w: WindowCounts) -> Self {
+        guards_window_counts {
+            calls: w.calls,
+            failures: w.failures,
+            slow: w.slow,
+        }
+    }
+}
+
+/// `guards_circuit_breaker_report`, and what the report did into `*effect` (a
+/// `guards_outcome_effect`: counted, opened, closed, ...), for logging a transition where
+/// it happens. Errors as `guards_circuit_breaker_report`; a NULL `effect` is refused before
+/// the permit is taken.
+///
+/// # Safety
+/// `b` must be NULL or a live handle; `effect` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_circuit_breaker_report_effect(
+    b: *mut guards_circuit_breaker,
+    permit: guards_permit,
+    outcome: u32,
+    now_ns: u64,
+    effect: *mut u32,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        call_out(b.cast_const(), "breaker", effect, |h| {
+            let outcome = super::outcome(outcome)?;
+            let p = h.permits.take(permit.token()).map_err(Failure::code)?;
+            let e = h.breaker.report(p, outcome, Nanos(now_ns));
+            Ok(guards_outcome_effect::of_core(e) as u32)
+        })
+    }
+}
+
+/// The breaker's state word (stored state, generation, probes, consecutive openings, end of
+/// the open period) into `*out`; safe while other threads use the breaker.
+///
+/// # Safety
+/// `b` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_circuit_breaker_status(
+    b: *const guards_circuit_breaker,
+    out: *mut guards_breaker_status,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        read(b, "breaker", out, |b| {
+            guards_breaker_status::of_core(b.breaker.status())
+        })
+    }
+}
+
+/// The calls, failures and slow calls in the window at `now_ns` into `*out` (all 0 unless
+/// the breaker is closed).
+///
+/// # Safety
+/// `b` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_circuit_breaker_window_counts(
+    b: *const guards_circuit_breaker,
+    now_ns: u64,
+    out: *mut guards_window_counts,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        read(b, "breaker", out, |b| {
+            b.breaker.window_counts(Nanos(now_ns)).into()
+        })
+    }
 }

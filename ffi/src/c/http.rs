@@ -14,7 +14,7 @@ use std::ffi::c_char;
 use super::{boundary, bytes, write_text, Out, GUARDS_NO_RETRY_AFTER};
 use crate::error::{Failure, GuardsResult};
 use crate::names::Nanos;
-use guards_core::http::{classify, format_http_date, parse_retry_after};
+use guards_core::http::{classify, format_http_date, parse_http_date, parse_retry_after};
 
 /// Room for an IMF-fixdate (`"Sun, 06 Nov 1994 08:49:37 GMT"`) and its NUL.
 pub const GUARDS_HTTP_DATE_MAX: usize = 30;
@@ -121,5 +121,35 @@ pub unsafe extern "C" fn guards_http_date_format(
         ))?;
         // SAFETY: the caller's contract, passed on.
         unsafe { write_text(d.as_bytes(), buf, len, written) }
+    })
+}
+
+/// Read an HTTP-date (`len` bytes, no NUL needed) in any of its three forms (IMF-fixdate,
+/// RFC 850, asctime) into unix seconds in `*unix_s` (negative before 1970); `unix_now_s`
+/// places an RFC 850 two-digit year. `GUARDS_RESULT_INVALID_HEADER` for a value that is
+/// none of the forms or names a date that does not exist (no surrounding whitespace).
+///
+/// # Safety
+/// `value` must be NULL (with `len` 0) or valid for reads of `len` bytes; `unix_s` NULL or
+/// valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_http_date_parse(
+    value: *const c_char,
+    len: usize,
+    unix_now_s: u64,
+    unix_s: *mut i64,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let value = unsafe { bytes(value, len, "value") }?;
+        let out = Out::new(unix_s, "unix_s")?;
+        let t = parse_http_date(value, unix_now_s).ok_or(Failure::argument(
+            GuardsResult::InvalidHeader,
+            "value",
+            "an HTTP-date",
+        ))?;
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(t) };
+        Ok(())
     })
 }

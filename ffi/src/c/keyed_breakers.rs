@@ -20,11 +20,13 @@
 use std::ffi::c_char;
 
 use super::circuit_breaker::{
-    c_permit, guards_breaker_state, guards_circuit_breaker_config, guards_circuit_breaker_stats,
+    c_permit, guards_breaker_state, guards_breaker_status, guards_circuit_breaker_config,
+    guards_circuit_breaker_stats, guards_outcome_effect, guards_window_counts,
 };
 use super::{
-    boundary, bytes, call_out, code_to_result, config_default, fail_arg, fail_code, fail_with,
-    free_handle, guards_permit, hot, hot_out_ok, hot_outcome, hot_ref, new_handle, read, Out,
+    boundary, bytes, call, call_out, code_to_result, config_default, fail_arg, fail_code,
+    fail_with, free_handle, guards_permit, hot, hot_out_ok, hot_outcome, hot_ref, new_handle, read,
+    Out,
 };
 use crate::error::{Failure, GuardsResult};
 use crate::handle::AnyKeyedBreakers;
@@ -363,4 +365,94 @@ pub unsafe extern "C" fn guards_keyed_breakers_outstanding(
 ) -> GuardsResult {
     // SAFETY: the caller's contract, passed on.
     unsafe { read(k, "keyed_breakers", out, |k| k.permits.outstanding()) }
+}
+
+/// Insert `key` (if it is new) without making a call: its breaker starts closed.
+/// `GUARDS_RESULT_OK` when the key is in the set, `GUARDS_RESULT_KEYED_BREAKERS_FULL` (a
+/// new key and no free slot; `guards_last_rejection` says which key). For pre-registering
+/// every key a set will see.
+///
+/// # Safety
+/// `k` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn guards_keyed_breakers_insert(
+    k: *const guards_keyed_breakers,
+    key: u64,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        call(k, "keyed_breakers", |k| {
+            with_keyed_breakers!(&k.set, s => s.get_or_insert(key).map(|_| ()))
+                .map_err(Failure::from)
+        })
+    }
+}
+
+/// `guards_keyed_breakers_report`, and what the report did to the key's breaker into
+/// `*effect` (a `guards_outcome_effect`). A NULL `effect` is refused before the permit is
+/// taken.
+///
+/// # Safety
+/// `k` must be NULL or a live handle; `effect` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_keyed_breakers_report_effect(
+    k: *mut guards_keyed_breakers,
+    permit: guards_permit,
+    outcome: u32,
+    now_ns: u64,
+    effect: *mut u32,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        call_out(k.cast_const(), "keyed_breakers", effect, |h| {
+            let outcome = super::outcome(outcome)?;
+            let p = h.permits.take(permit.token()).map_err(Failure::code)?;
+            let e = with_keyed_breakers!(&h.set, s => s.report(p, outcome, Nanos(now_ns)));
+            Ok(guards_outcome_effect::of_core(e) as u32)
+        })
+    }
+}
+
+/// The state word of the breaker of `key` (as `guards_circuit_breaker_status`) into
+/// `*out`; `GUARDS_RESULT_NOT_FOUND` when the key was never inserted.
+///
+/// # Safety
+/// `k` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_keyed_breakers_status(
+    k: *const guards_keyed_breakers,
+    key: u64,
+    out: *mut guards_breaker_status,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        call_out(k, "keyed_breakers", out, |k| {
+            with_keyed_breakers!(&k.set, s => s.get(key).map(|b| b.status()))
+                .map(guards_breaker_status::of_core)
+                .ok_or_else(guards_keyed_breakers::not_found)
+        })
+    }
+}
+
+/// The window of the breaker of `key` at `now_ns` (as
+/// `guards_circuit_breaker_window_counts`) into `*out`; `GUARDS_RESULT_NOT_FOUND` when the
+/// key was never inserted.
+///
+/// # Safety
+/// `k` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_keyed_breakers_window_counts(
+    k: *const guards_keyed_breakers,
+    key: u64,
+    now_ns: u64,
+    out: *mut guards_window_counts,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        call_out(k, "keyed_breakers", out, |k| {
+            with_keyed_breakers!(&k.set, s => s.get(key).map(|b| b.window_counts(Nanos(now_ns))))
+                .map(guards_window_counts::from)
+                .ok_or_else(guards_keyed_breakers::not_found)
+        })
+    }
 }

@@ -16,8 +16,8 @@
 //! ```
 
 use super::{
-    config_default, fail_arg, fail_code, fail_with, free_handle, guards_permit, hot, hot_out_ok,
-    hot_outcome, hot_priority, hot_ref, new_handle, read,
+    call_mut_out, call_out, config_default, fail_arg, fail_code, fail_with, free_handle,
+    guards_permit, hot, hot_out_ok, hot_outcome, hot_priority, hot_ref, new_handle, priority, read,
 };
 use crate::error::{Failure, GuardsResult};
 use crate::handle::InPlace;
@@ -26,6 +26,7 @@ use crate::names::{
     Nanos, PartitionConfig, VegasConfig,
 };
 use crate::permit::PermitSlots;
+use guards_core::limit::{Limit, LimitSample};
 
 /// Which limit a `guards_limit_config` runs (`algorithm`).
 #[repr(u32)]
@@ -541,4 +542,202 @@ pub unsafe extern "C" fn guards_limiter_outstanding(
 ) -> GuardsResult {
     // SAFETY: the caller's contract, passed on.
     unsafe { read(l, "limiter", out, |l| l.permits.outstanding()) }
+}
+
+/// The threshold priority `priority` (0..=7) is held to now, into `*out`: a call of that
+/// priority is admitted while fewer calls (of any priority) are in flight. Errors:
+/// `INVALID_ARGUMENT` (priority).
+///
+/// # Safety
+/// `l` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_limiter_threshold(
+    l: *const guards_limiter,
+    priority: u32,
+    out: *mut u64,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        call_out(l, "limiter", out, |l| {
+            Ok(l.limiter.threshold(self::priority(priority)?))
+        })
+    }
+}
+
+/// The retry-after hint a refusal would carry now (a duration in ns, within
+/// `min_retry_after_ns..=max_retry_after_ns`), into `*out`.
+///
+/// # Safety
+/// `l` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_limiter_retry_after(
+    l: *const guards_limiter,
+    out: *mut u64,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { read(l, "limiter", out, |l| l.limiter.retry_after().0) }
+}
+
+/// A limit algorithm on its own (opaque): fixed, AIMD, Vegas or Gradient2 fed one sample
+/// at a time, for a caller that runs its own admission (a `guards_limiter` runs one for
+/// you, folding each window into it). Single-owner: use it from one thread at a time.
+#[derive(Debug)]
+pub struct guards_limit {
+    limit: Limit,
+}
+
+impl guards_limit {
+    /// Build from a C config.
+    pub fn new(cfg: &guards_limit_config) -> Result<Self, Failure> {
+        Ok(guards_limit {
+            limit: Limit::new(cfg.to_core("algorithm")?)?,
+        })
+    }
+
+    fn not_for(what: &'static str) -> Failure {
+        Failure::argument(GuardsResult::InvalidArgument, "limit", what)
+    }
+}
+
+/// Build a limit algorithm from `config` (`algorithm` and its sub-config) into `*out`, in
+/// its initial state. Errors: `NULL_ARGUMENT`, `INVALID_ENUM` (`algorithm`), `CONFIG_*`
+/// naming the algorithm's field (`backoff_ratio`, `smoothing`, ...), `OUT_OF_MEMORY`.
+///
+/// # Safety
+/// `config` must be NULL or point to a valid config; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_limit_new(
+    config: *const guards_limit_config,
+    out: *mut *mut guards_limit,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { new_handle(config, out, guards_limit::new) }
+}
+
+/// Free a limit algorithm (NULL is a no-op).
+///
+/// # Safety
+/// `l` must be NULL or a handle from `guards_limit_new` not freed before, and no other
+/// thread may use it during or after this call.
+#[no_mangle]
+pub unsafe extern "C" fn guards_limit_free(l: *mut guards_limit) {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { free_handle(l) }
+}
+
+/// Feed one sample: a call that finished at `now_ns` after `rtt_ns`, started with
+/// `in_flight` calls in flight, `dropped` if it timed out or was refused as overload. The
+/// (possibly new) limit goes to `*out`. A fixed limit ignores samples.
+///
+/// # Safety
+/// `l` must be NULL or a live handle no other thread uses during the call; `out` NULL or
+/// valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_limit_update(
+    l: *mut guards_limit,
+    now_ns: u64,
+    rtt_ns: u64,
+    in_flight: u64,
+    dropped: bool,
+    out: *mut u64,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        call_mut_out(l, "limit", out, |l| {
+            Ok(l.limit.update(LimitSample {
+                now: Nanos(now_ns),
+                rtt: Nanos(rtt_ns),
+                in_flight,
+                dropped,
+            }))
+        })
+    }
+}
+
+/// The current limit (at least 1) into `*out`.
+///
+/// # Safety
+/// `l` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_limit_get_limit(
+    l: *const guards_limit,
+    out: *mut u64,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { read(l, "limit", out, |l| l.limit.limit()) }
+}
+
+/// The unrounded limit estimate (Vegas, Gradient2) into `*out`; `INVALID_ARGUMENT` for
+/// another algorithm.
+///
+/// # Safety
+/// `l` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_limit_estimate(
+    l: *const guards_limit,
+    out: *mut f64,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        call_out(l, "limit", out, |l| match &l.limit {
+            Limit::Vegas(v) => Ok(v.estimate()),
+            Limit::Gradient(g) => Ok(g.estimate()),
+            _ => Err(guards_limit::not_for("a Vegas or Gradient2 limit")),
+        })
+    }
+}
+
+/// The smallest RTT seen since the last probe (Vegas; 0 before any sample), in ns, into
+/// `*out`; `INVALID_ARGUMENT` for another algorithm.
+///
+/// # Safety
+/// `l` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_limit_min_rtt(
+    l: *const guards_limit,
+    out: *mut u64,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        call_out(l, "limit", out, |l| match &l.limit {
+            Limit::Vegas(v) => Ok(v.min_rtt().0),
+            _ => Err(guards_limit::not_for("a Vegas limit")),
+        })
+    }
+}
+
+/// The long-term RTT average (Gradient2), in ns as a float, into `*out`;
+/// `INVALID_ARGUMENT` for another algorithm.
+///
+/// # Safety
+/// `l` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_limit_long_rtt(
+    l: *const guards_limit,
+    out: *mut f64,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        call_out(l, "limit", out, |l| match &l.limit {
+            Limit::Gradient(g) => Ok(g.long_rtt()),
+            _ => Err(guards_limit::not_for("a Gradient2 limit")),
+        })
+    }
+}
+
+/// The config the limit was built with.
+///
+/// # Safety
+/// `l` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_limit_get_config(
+    l: *const guards_limit,
+    out: *mut guards_limit_config,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        read(l, "limit", out, |l| {
+            guards_limit_config::of_core(&l.limit.config())
+        })
+    }
 }

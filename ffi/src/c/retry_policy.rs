@@ -341,6 +341,22 @@ pub unsafe extern "C" fn guards_retry_policy_free(p: *mut guards_retry_policy) {
     unsafe { free_handle(p) }
 }
 
+/// Draw the next word from the policy's jitter generator (the word a decision that waits
+/// draws for its backoff) into `*out`: with `guards_backoff_delay_from_bits` on the same
+/// backoff config it records and replays a wait. The same seed gives the same words in
+/// every language.
+///
+/// # Safety
+/// `p` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_retry_policy_next_u64(
+    p: *mut guards_retry_policy,
+    out: *mut u64,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { read(p, "policy", out, |p| p.rng.next_u64()) }
+}
+
 /// Restart the policy's jitter generator from `seed`.
 ///
 /// # Safety
@@ -425,6 +441,26 @@ pub unsafe extern "C" fn guards_retry_policy_get_config(
     unsafe {
         read(p, "policy", out, |p| {
             guards_retry_policy_config::of_core(p.policy.config())
+        })
+    }
+}
+
+/// The longest a request can take under this policy with attempts of `attempt_timeout_ns`:
+/// every attempt timing out and every wait at its largest (to check that a policy fits a
+/// deadline), into `*out` (saturating).
+///
+/// # Safety
+/// `p` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_retry_policy_worst_case_time(
+    p: *const guards_retry_policy,
+    attempt_timeout_ns: u64,
+    out: *mut u64,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        read(p, "policy", out, |p| {
+            p.policy.worst_case_time(Nanos(attempt_timeout_ns)).0
         })
     }
 }

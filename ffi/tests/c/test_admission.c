@@ -57,7 +57,27 @@ static void test_adaptive_door_is_overloaded(void) {
   guards_admission_free(door);
 }
 
+/* The threshold each priority is held to: its own limit. */
+static void test_threshold(void) {
+  guards_admission_config c;
+  guards_admission_config_default(&c);
+  guards_admission *door = NULL;
+  CHECK_RC(guards_admission_new(&c, &door), GUARDS_RESULT_OK);
+  uint64_t t = 0;
+  CHECK_RC(guards_admission_threshold(door, 0, &t), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(t, c.limits[0]);
+  CHECK_RC(guards_admission_threshold(door, 7, &t), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(t, c.limits[7]);
+  t = 5;
+  CHECK_RC(guards_admission_threshold(door, 8, &t), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(t == 5 && detail_has("priority"));
+  CHECK_RC(guards_admission_threshold(NULL, 0, &t), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_admission_threshold(door, 0, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  guards_admission_free(door);
+}
+
 void admission_tests(void) {
+  run("admission_threshold", test_threshold);
   run("admission_c5_views_64_reserves_80", test_c5_views_64_reserves_80);
   run("admission_adaptive_door_is_overloaded", test_adaptive_door_is_overloaded);
 }

@@ -95,7 +95,35 @@ static void test_stable_offset(void) {
   CHECK_RC(guards_stable_offset(NULL, 5, 1000, &v), GUARDS_RESULT_NULL_ARGUMENT);
 }
 
+/* A drawn word, recorded, replays the wait a delay with the same generator makes. */
+static void test_next_u64_replays(void) {
+  guards_backoff_config c;
+  guards_backoff_config_default(&c);
+  c.jitter = GUARDS_JITTER_FULL;
+  guards_backoff *a = NULL, *b = NULL;
+  CHECK_RC(guards_backoff_new(&c, &a), GUARDS_RESULT_OK);
+  CHECK_RC(guards_backoff_new(&c, &b), GUARDS_RESULT_OK);
+  CHECK_RC(guards_backoff_reseed(a, 0), GUARDS_RESULT_OK);
+  CHECK_RC(guards_backoff_reseed(b, 0), GUARDS_RESULT_OK);
+  uint64_t w = 0, replayed = 0, drawn = 0;
+  CHECK_RC(guards_backoff_next_u64(a, &w), GUARDS_RESULT_OK);
+  CHECK(w == 0xe220a8397b1dcdafull); /* SplitMix64's first word for seed 0 */
+  CHECK_RC(guards_backoff_delay_from_bits(a, 2, 0, w, &replayed), GUARDS_RESULT_OK);
+  CHECK_RC(guards_backoff_delay(b, 2, 0, &drawn), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(replayed, drawn);
+  /* Both generators moved on by one word. */
+  uint64_t wa = 0, wb = 0;
+  CHECK_RC(guards_backoff_next_u64(a, &wa), GUARDS_RESULT_OK);
+  CHECK_RC(guards_backoff_next_u64(b, &wb), GUARDS_RESULT_OK);
+  CHECK(wa == wb && wa != w);
+  CHECK_RC(guards_backoff_next_u64(NULL, &w), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_backoff_next_u64(a, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  guards_backoff_free(a);
+  guards_backoff_free(b);
+}
+
 void backoff_tests(void) {
+  run("backoff_next_u64_replays", test_next_u64_replays);
   run("backoff_ceiling_and_jitter", test_ceiling_and_jitter);
   run("backoff_same_seed_same_waits", test_same_seed_same_waits);
   run("backoff_stable_offset", test_stable_offset);

@@ -114,7 +114,32 @@ static void test_table(void) {
   guards_brownout_table_free(t);
 }
 
+/* The pure decision: what on_refusal would decide, counting nothing. */
+static void test_decide(void) {
+  guards_brownout_config c;
+  guards_brownout_config_default(&c);
+  c.optional = true;
+  c.fallback_on = 1u << GUARDS_REFUSAL_KIND_THROTTLED;
+  guards_brownout *b = NULL;
+  CHECK_RC(guards_brownout_new(&c, &b), GUARDS_RESULT_OK);
+  uint32_t d = 99;
+  CHECK_RC(guards_brownout_decide(b, GUARDS_REFUSAL_KIND_THROTTLED, &d), GUARDS_RESULT_OK);
+  CHECK(d == GUARDS_BROWNOUT_DECISION_SERVE_FALLBACK);
+  CHECK_RC(guards_brownout_decide(b, GUARDS_REFUSAL_KIND_TIMEOUT, &d), GUARDS_RESULT_OK);
+  CHECK(d == GUARDS_BROWNOUT_DECISION_FAIL_FAST);
+  guards_brownout_stats s;
+  CHECK_RC(guards_brownout_get_stats(b, &s), GUARDS_RESULT_OK);
+  CHECK(s.degraded == 0 && s.errors == 0 && s.full == 0 && s.proceeded == 0);
+  d = 99;
+  CHECK_RC(guards_brownout_decide(b, 7, &d), GUARDS_RESULT_INVALID_ENUM);
+  CHECK(d == 99);
+  CHECK_RC(guards_brownout_decide(NULL, 0, &d), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_brownout_decide(b, 0, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  guards_brownout_free(b);
+}
+
 void brownout_tests(void) {
+  run("brownout_decide", test_decide);
   run("brownout_decisions", test_decisions);
   run("brownout_table", test_table);
 }

@@ -41,4 +41,33 @@ static void test_c7_twelve_in_flight(void) {
   guards_bulkhead_free(h);
 }
 
-void bulkhead_tests(void) { run("bulkhead_c7_twelve_in_flight", test_c7_twelve_in_flight); }
+/* Sizing by Little's law: Basketly's C7: 315 calls/s × 18.7 ms × 2 = 11.78, rounded up. */
+static void test_littles_law(void) {
+  guards_bulkhead_config c = {0};
+  CHECK_RC(guards_bulkhead_config_from_littles_law(315.0, 18700000, 2.0, &c), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(c.max_concurrent, 12);
+  CHECK_RC(guards_bulkhead_config_from_littles_law(1000.0, 1 * S, 1.5, &c), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(c.max_concurrent, 1500); /* exactly whole: not rounded further */
+  c.max_concurrent = 7;
+  CHECK_RC(guards_bulkhead_config_from_littles_law(0.0, 1, 1.0, &c), GUARDS_RESULT_CONFIG_ZERO);
+  CHECK(c.max_concurrent == 7 && detail_has("rate_per_sec"));
+  CHECK_RC(guards_bulkhead_config_from_littles_law(NAN, 1, 1.0, &c), GUARDS_RESULT_CONFIG_NOT_FINITE);
+  CHECK_RC(guards_bulkhead_config_from_littles_law(1.0, 0, 1.0, &c), GUARDS_RESULT_CONFIG_ZERO);
+  CHECK(detail_has("p99"));
+  CHECK_RC(guards_bulkhead_config_from_littles_law(1.0, 1, 0.5, &c), GUARDS_RESULT_CONFIG_OUT_OF_RANGE);
+  CHECK(detail_has("headroom"));
+  CHECK_RC(guards_bulkhead_config_from_littles_law(1e9, 3600 * S, 100.0, &c),
+           GUARDS_RESULT_CONFIG_OUT_OF_RANGE);
+  CHECK(detail_has("max_concurrent"));
+  CHECK_RC(guards_bulkhead_config_from_littles_law(1.0, 1, 1.0, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  /* The result builds a bulkhead. */
+  CHECK_RC(guards_bulkhead_config_from_littles_law(315.0, 18700000, 2.0, &c), GUARDS_RESULT_OK);
+  guards_bulkhead *h = NULL;
+  CHECK_RC(guards_bulkhead_new(&c, &h), GUARDS_RESULT_OK);
+  guards_bulkhead_free(h);
+}
+
+void bulkhead_tests(void) {
+  run("bulkhead_c7_twelve_in_flight", test_c7_twelve_in_flight);
+  run("bulkhead_littles_law", test_littles_law);
+}

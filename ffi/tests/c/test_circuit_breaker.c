@@ -17,6 +17,21 @@ guards_circuit_breaker *breaker_with(uint64_t window, uint64_t probes) {
   return b;
 }
 
+/* Basketly's C6: a count window of 20 that spells out its 20 calls (the automatic minimum is 10),
+ * 3 probes of 100 ms. */
+static guards_circuit_breaker *c6_breaker(void) {
+  guards_circuit_breaker_config cfg;
+  guards_circuit_breaker *b = NULL;
+  CHECK_RC(guards_circuit_breaker_config_default(&cfg), GUARDS_RESULT_OK);
+  cfg.window_size = 20;
+  cfg.minimum_calls = 20;
+  cfg.half_open_probes = 3;
+  cfg.probe_timeout_ns = 100 * MS;
+  CHECK_RC(guards_circuit_breaker_new(&cfg, &b), GUARDS_RESULT_OK);
+  CHECK(b != NULL);
+  return b;
+}
+
 /* One call through `b` at `t` that ends with `outcome`. */
 static void call(guards_circuit_breaker *b, uint64_t t, uint32_t outcome) {
   guards_permit p;
@@ -67,7 +82,7 @@ static void test_defaults(void) {
 }
 
 static void test_c6_opens_on_the_twentieth_failure(void) {
-  guards_circuit_breaker *b = breaker_with(20, 3);
+  guards_circuit_breaker *b = c6_breaker();
   for (uint64_t i = 0; i < 19; i++) {
     call(b, S + i * MS, GUARDS_OUTCOME_TIMEOUT);
     CHECK(state(b, S + i * MS) == GUARDS_BREAKER_STATE_CLOSED);
@@ -77,7 +92,7 @@ static void test_c6_opens_on_the_twentieth_failure(void) {
   guards_circuit_breaker_free(b);
 
   /* 10 successes, then 10 failures: 10 / 20 = 50 % is reached on the 20th outcome. */
-  b = breaker_with(20, 3);
+  b = c6_breaker();
   for (uint64_t i = 0; i < 10; i++) call(b, S + i * MS, GUARDS_OUTCOME_SUCCESS);
   for (uint64_t i = 10; i < 19; i++) call(b, S + i * MS, GUARDS_OUTCOME_CONNECTION_ERROR);
   CHECK(state(b, S + 18 * MS) == GUARDS_BREAKER_STATE_CLOSED);
@@ -86,7 +101,7 @@ static void test_c6_opens_on_the_twentieth_failure(void) {
   guards_circuit_breaker_free(b);
 
   /* 11 successes, 9 failures: 45 % stays closed; the 21st (a failure) pushes out a success. */
-  b = breaker_with(20, 3);
+  b = c6_breaker();
   for (uint64_t i = 0; i < 11; i++) call(b, S + i * MS, GUARDS_OUTCOME_SUCCESS);
   for (uint64_t i = 11; i < 20; i++) call(b, S + i * MS, GUARDS_OUTCOME_OTHER_TRANSIENT);
   CHECK(state(b, S + 19 * MS) == GUARDS_BREAKER_STATE_CLOSED);
@@ -97,7 +112,7 @@ static void test_c6_opens_on_the_twentieth_failure(void) {
 
 static void test_lifecycle(void) {
   /* Basketly's C6: open 5 s, then 3 probes of 100 ms; three successes close it. */
-  guards_circuit_breaker *b = breaker_with(20, 3);
+  guards_circuit_breaker *b = c6_breaker();
   guards_permit p;
   uint64_t t = 1 * S;
   for (int i = 0; i < 20; i++) {
@@ -320,7 +335,69 @@ static void test_permits_are_taken_once(void) {
   guards_bulkhead_free(h);
 }
 
+/* What each report did, the state word and the window, through Basketly's C6 life. */
+static void test_effects_status_window(void) {
+  guards_circuit_breaker *b = c6_breaker();
+  guards_breaker_status st;
+  CHECK_RC(guards_circuit_breaker_status(b, &st), GUARDS_RESULT_OK);
+  CHECK(st.state == GUARDS_BREAKER_STATE_CLOSED && st.generation == 0 && st.half_open_at_ns == 0);
+  guards_permit p;
+  uint32_t e = 99;
+  for (uint64_t i = 0; i < 19; i++) {
+    CHECK_RC(guards_circuit_breaker_try_acquire(b, S + i * MS, &p), GUARDS_RESULT_OK);
+    CHECK_RC(guards_circuit_breaker_report_effect(b, p, GUARDS_OUTCOME_TIMEOUT, S + i * MS, &e), GUARDS_RESULT_OK);
+    CHECK(e == GUARDS_OUTCOME_EFFECT_COUNTED);
+  }
+  guards_window_counts w;
+  CHECK_RC(guards_circuit_breaker_window_counts(b, S + 19 * MS, &w), GUARDS_RESULT_OK);
+  CHECK(w.calls == 19 && w.failures == 19 && w.slow == 0);
+  /* A report the call contract ignores, and a NULL effect that leaves the permit alone. */
+  CHECK_RC(guards_circuit_breaker_try_acquire(b, S + 19 * MS, &p), GUARDS_RESULT_OK);
+  CHECK_RC(guards_circuit_breaker_report_effect(b, p, GUARDS_OUTCOME_TIMEOUT, S + 19 * MS, NULL),
+           GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_circuit_breaker_report_effect(b, p, 42, S + 19 * MS, &e), GUARDS_RESULT_INVALID_ENUM);
+  CHECK_RC(guards_circuit_breaker_report_effect(b, p, GUARDS_OUTCOME_TIMEOUT, S + 19 * MS, &e), GUARDS_RESULT_OK);
+  CHECK(e == GUARDS_OUTCOME_EFFECT_OPENED);
+  CHECK_RC(guards_circuit_breaker_report_effect(b, p, GUARDS_OUTCOME_TIMEOUT, S + 19 * MS, &e),
+           GUARDS_RESULT_PERMIT_ALREADY_REPORTED);
+  CHECK_RC(guards_circuit_breaker_status(b, &st), GUARDS_RESULT_OK);
+  uint64_t until = st.half_open_at_ns;
+  CHECK(st.state == GUARDS_BREAKER_STATE_OPEN && st.generation == 1 && st.consecutive_opens == 1);
+  CHECK(until > S + 19 * MS);
+  CHECK_RC(guards_circuit_breaker_window_counts(b, S + 20 * MS, &w), GUARDS_RESULT_OK);
+  CHECK(w.calls == 0 && w.failures == 0); /* 0 unless closed */
+  /* Three probes close it. */
+  guards_permit probes[3];
+  for (int i = 0; i < 3; i++) {
+    CHECK_RC(guards_circuit_breaker_try_acquire(b, until, &probes[i]), GUARDS_RESULT_OK);
+    CHECK(probes[i].is_probe == 1);
+  }
+  CHECK_RC(guards_circuit_breaker_status(b, &st), GUARDS_RESULT_OK);
+  CHECK(st.state == GUARDS_BREAKER_STATE_HALF_OPEN && st.generation == 2 && st.probes_issued == 3);
+  CHECK_RC(guards_circuit_breaker_report_effect(b, probes[0], GUARDS_OUTCOME_SUCCESS, until, &e), GUARDS_RESULT_OK);
+  CHECK(e == GUARDS_OUTCOME_EFFECT_PROBE_PASSED);
+  CHECK_RC(guards_circuit_breaker_report_effect(b, probes[1], GUARDS_OUTCOME_IGNORED, until, &e), GUARDS_RESULT_OK);
+  CHECK(e == GUARDS_OUTCOME_EFFECT_IGNORED); /* the probe's slot is given back */
+  CHECK_RC(guards_circuit_breaker_report_effect(b, probes[2], GUARDS_OUTCOME_SUCCESS, until, &e), GUARDS_RESULT_OK);
+  CHECK(e == GUARDS_OUTCOME_EFFECT_PROBE_PASSED);
+  CHECK_RC(guards_circuit_breaker_status(b, &st), GUARDS_RESULT_OK);
+  CHECK(st.probes_passed == 2 && st.state == GUARDS_BREAKER_STATE_HALF_OPEN);
+  /* The slot given back lets one more probe through; a cancelled probe is a failure. */
+  CHECK_RC(guards_circuit_breaker_try_acquire(b, until + MS, &p), GUARDS_RESULT_OK);
+  CHECK(p.is_probe == 1);
+  CHECK_RC(guards_circuit_breaker_report_effect(b, p, GUARDS_OUTCOME_CANCELLED, until + MS, &e), GUARDS_RESULT_OK);
+  CHECK(e == GUARDS_OUTCOME_EFFECT_REOPENED);
+  CHECK_RC(guards_circuit_breaker_status(b, &st), GUARDS_RESULT_OK);
+  CHECK(st.state == GUARDS_BREAKER_STATE_OPEN && st.generation == 3 && st.consecutive_opens == 2);
+  CHECK_RC(guards_circuit_breaker_status(NULL, &st), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_circuit_breaker_status(b, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_circuit_breaker_window_counts(NULL, 0, &w), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_circuit_breaker_report_effect(NULL, p, GUARDS_OUTCOME_SUCCESS, 0, &e), GUARDS_RESULT_NULL_ARGUMENT);
+  guards_circuit_breaker_free(b);
+}
+
 void circuit_breaker_tests(void) {
+  run("breaker_effects_status_window", test_effects_status_window);
   run("breaker_defaults", test_defaults);
   run("breaker_c6_opens_on_the_twentieth_failure", test_c6_opens_on_the_twentieth_failure);
   run("breaker_lifecycle", test_lifecycle);

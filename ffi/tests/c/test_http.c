@@ -76,7 +76,33 @@ static void test_retry_after_and_dates(void) {
   CHECK(n == 29);
 }
 
+/* HTTP-dates in their three forms, to unix seconds (before 1970 too). */
+static void test_date_parse(void) {
+  const uint64_t now = 784111777;
+  int64_t t = 0;
+  const char *forms[] = {"Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT",
+                         "Sun Nov  6 08:49:37 1994"};
+  for (size_t i = 0; i < 3; i++) {
+    t = 0;
+    CHECK_RC(guards_http_date_parse(forms[i], strlen(forms[i]), now, &t), GUARDS_RESULT_OK);
+    CHECK(t == 784111777);
+  }
+  const char *old = "Thu, 01 Jan 1960 00:00:00 GMT";
+  CHECK_RC(guards_http_date_parse(old, strlen(old), now, &t), GUARDS_RESULT_OK);
+  CHECK(t == -315619200);
+  const char *bad[] = {"", "soon", " Sun, 06 Nov 1994 08:49:37 GMT", "Sun, 31 Feb 1994 08:49:37 GMT"};
+  for (size_t i = 0; i < 4; i++) {
+    t = 42;
+    CHECK_RC(guards_http_date_parse(bad[i], strlen(bad[i]), now, &t), GUARDS_RESULT_INVALID_HEADER);
+    CHECK(t == 42);
+  }
+  CHECK_RC(guards_http_date_parse(NULL, 0, now, &t), GUARDS_RESULT_INVALID_HEADER);
+  CHECK_RC(guards_http_date_parse(NULL, 3, now, &t), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_http_date_parse(forms[0], strlen(forms[0]), now, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+}
+
 void http_tests(void) {
+  run("http_date_parse", test_date_parse);
   run("http_status_to_outcome", test_status_to_outcome);
   run("http_retry_after_and_dates", test_retry_after_and_dates);
 }

@@ -8,7 +8,7 @@ static guards_keyed_breakers *set_with(uint64_t slots, uint64_t window) {
   CHECK(c.slots == 16 && c.breaker.window_size == 100);
   c.slots = slots;
   c.breaker.window_size = window;
-  c.breaker.minimum_calls = window; /* rates judged over a full window */
+  c.breaker.minimum_calls = window; /* spelled out: the automatic minimum is 10 */
   guards_keyed_breakers *k = NULL;
   CHECK_RC(guards_keyed_breakers_new(&c, &k), GUARDS_RESULT_OK);
   return k;
@@ -107,7 +107,62 @@ static void test_permits_go_back_to_their_set(void) {
   guards_keyed_breakers_free(b);
 }
 
+/* Keys inserted without a call, until the set is full. */
+static void test_insert(void) {
+  guards_keyed_breakers_config c;
+  guards_keyed_breakers_config_default(&c);
+  c.slots = 4;
+  guards_keyed_breakers *k = NULL;
+  CHECK_RC(guards_keyed_breakers_new(&c, &k), GUARDS_RESULT_OK);
+  for (uint64_t key = 1; key <= 4; key++) CHECK_RC(guards_keyed_breakers_insert(k, key), GUARDS_RESULT_OK);
+  CHECK_RC(guards_keyed_breakers_insert(k, 5), GUARDS_RESULT_KEYED_BREAKERS_FULL);
+  guards_rejection r;
+  CHECK_RC(guards_last_rejection(&r), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(r.key, 5);
+  CHECK_RC(guards_keyed_breakers_insert(k, 3), GUARDS_RESULT_OK); /* already in */
+  guards_keyed_breakers_set_stats s;
+  CHECK_RC(guards_keyed_breakers_get_set_stats(k, &s), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(s.entries, 4);
+  guards_breaker_state st;
+  CHECK_RC(guards_keyed_breakers_state(k, 2, 0, &st), GUARDS_RESULT_OK);
+  CHECK(st == GUARDS_BREAKER_STATE_CLOSED);
+  guards_circuit_breaker_stats bs;
+  CHECK_RC(guards_keyed_breakers_get_stats(k, 2, &bs), GUARDS_RESULT_OK);
+  CHECK(bs.successes == 0 && bs.failures == 0); /* inserting is no call */
+  CHECK_RC(guards_keyed_breakers_insert(NULL, 1), GUARDS_RESULT_NULL_ARGUMENT);
+  guards_keyed_breakers_free(k);
+}
+
+/* A key's report effects, state word and window. */
+static void test_effects_status_window(void) {
+  guards_keyed_breakers *k = set_with(4, 2);
+  guards_breaker_status st;
+  guards_window_counts w;
+  CHECK_RC(guards_keyed_breakers_status(k, 9, &st), GUARDS_RESULT_NOT_FOUND); /* never inserted */
+  CHECK_RC(guards_keyed_breakers_window_counts(k, 9, 0, &w), GUARDS_RESULT_NOT_FOUND);
+  guards_permit p;
+  uint32_t e = 99;
+  CHECK_RC(guards_keyed_breakers_try_acquire(k, 9, S, &p), GUARDS_RESULT_OK);
+  CHECK_RC(guards_keyed_breakers_report_effect(k, p, GUARDS_OUTCOME_TIMEOUT, S, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_keyed_breakers_report_effect(k, p, GUARDS_OUTCOME_TIMEOUT, S, &e), GUARDS_RESULT_OK);
+  CHECK(e == GUARDS_OUTCOME_EFFECT_COUNTED);
+  CHECK_RC(guards_keyed_breakers_window_counts(k, 9, S, &w), GUARDS_RESULT_OK);
+  CHECK(w.calls == 1 && w.failures == 1);
+  CHECK_RC(guards_keyed_breakers_try_acquire(k, 9, S, &p), GUARDS_RESULT_OK);
+  CHECK_RC(guards_keyed_breakers_report_effect(k, p, GUARDS_OUTCOME_TIMEOUT, S, &e), GUARDS_RESULT_OK);
+  CHECK(e == GUARDS_OUTCOME_EFFECT_OPENED);
+  CHECK_RC(guards_keyed_breakers_report_effect(k, p, GUARDS_OUTCOME_TIMEOUT, S, &e),
+           GUARDS_RESULT_PERMIT_ALREADY_REPORTED);
+  CHECK_RC(guards_keyed_breakers_status(k, 9, &st), GUARDS_RESULT_OK);
+  CHECK(st.state == GUARDS_BREAKER_STATE_OPEN && st.generation == 1 && st.half_open_at_ns > S);
+  CHECK_RC(guards_keyed_breakers_status(NULL, 9, &st), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_keyed_breakers_window_counts(k, 9, S, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  guards_keyed_breakers_free(k);
+}
+
 void keyed_breakers_tests(void) {
+  run("keyed_effects_status_window", test_effects_status_window);
+  run("keyed_insert", test_insert);
   run("keyed_view_opens_without_touching_reserve", test_view_opens_without_touching_reserve);
   run("keyed_set_fills_up", test_set_fills_up);
   run("keyed_permits_go_back_to_their_set", test_permits_go_back_to_their_set);

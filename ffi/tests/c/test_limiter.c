@@ -1,4 +1,5 @@
-/* The limiter: AIMD halving on a drop, priority partitions (caps and shares). */
+/* The limiter: AIMD halving on a drop, priority partitions (caps and shares), thresholds;
+ * a limit algorithm on its own (guards_limit). */
 #include "test.h"
 
 static guards_limiter *limiter_with(guards_limiter_config c) {
@@ -149,10 +150,129 @@ static void test_vegas_and_gradient_build(void) {
   guards_limiter_free(l);
 }
 
+/* The threshold each priority is held to, and the retry-after hint a refusal would carry. */
+static void test_threshold_and_retry_after(void) {
+  guards_limiter_config c;
+  guards_limiter_config_default(&c);
+  c.limit.algorithm = GUARDS_LIMIT_ALGORITHM_FIXED;
+  c.limit.fixed = 10;
+  for (int i = 1; i < 8; i++) c.partitions[i].share = 0.5; /* at most a higher level's */
+  for (int i = 2; i < 8; i++) c.partitions[i].max_in_flight = 3;
+  guards_limiter *l = limiter_with(c);
+  uint64_t t = 0;
+  CHECK_RC(guards_limiter_threshold(l, 0, &t), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(t, 10);
+  CHECK_RC(guards_limiter_threshold(l, 1, &t), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(t, 5);
+  CHECK_RC(guards_limiter_threshold(l, 2, &t), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(t, 3);
+  t = 77;
+  CHECK_RC(guards_limiter_threshold(l, 8, &t), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(t == 77 && detail_has("priority"));
+  CHECK_RC(guards_limiter_threshold(NULL, 0, &t), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_limiter_threshold(l, 0, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  /* No RTT seen yet: the smallest hint. */
+  uint64_t r = 0;
+  CHECK_RC(guards_limiter_retry_after(l, &r), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(r, c.min_retry_after_ns);
+  /* A refusal carries the same hint. */
+  guards_permit p[5], x;
+  for (int i = 0; i < 5; i++) CHECK_RC(guards_limiter_try_acquire(l, S, 1, &p[i]), GUARDS_RESULT_OK);
+  CHECK_RC(guards_limiter_try_acquire(l, S, 1, &x), GUARDS_RESULT_LIMITER_RESERVED);
+  guards_rejection rej;
+  CHECK_RC(guards_last_rejection(&rej), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(rej.retry_at_ns, S + r);
+  CHECK_EQ_U64(rej.limit, 5);
+  for (int i = 0; i < 5; i++) CHECK_RC(guards_limiter_report(l, p[i], GUARDS_OUTCOME_SUCCESS, S + 2 * MS), GUARDS_RESULT_OK);
+  CHECK_RC(guards_limiter_retry_after(NULL, &r), GUARDS_RESULT_NULL_ARGUMENT);
+  guards_limiter_free(l);
+}
+
+/* A limit algorithm on its own, fed one sample at a time. */
+static void test_limit_on_its_own(void) {
+  guards_limiter_config d;
+  guards_limiter_config_default(&d);
+  guards_limit_config c = d.limit;
+  c.algorithm = GUARDS_LIMIT_ALGORITHM_AIMD;
+  c.aimd.initial_limit = 10;
+  guards_limit *l = NULL;
+  CHECK_RC(guards_limit_new(&c, &l), GUARDS_RESULT_OK);
+  uint64_t n = 0;
+  CHECK_RC(guards_limit_get_limit(l, &n), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(n, 10);
+  /* A drop halves it (backoff_ratio 0.5). */
+  CHECK_RC(guards_limit_update(l, S, 5 * MS, 10, true, &n), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(n, 5);
+  CHECK_RC(guards_limit_get_limit(l, &n), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(n, 5);
+  /* Vegas and Gradient2 figures are not AIMD's. */
+  double f = 42;
+  CHECK_RC(guards_limit_estimate(l, &f), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(f == 42 && detail_has("Vegas"));
+  CHECK_RC(guards_limit_min_rtt(l, &n), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK_RC(guards_limit_long_rtt(l, &f), GUARDS_RESULT_INVALID_ARGUMENT);
+  guards_limit_config got;
+  CHECK_RC(guards_limit_get_config(l, &got), GUARDS_RESULT_OK);
+  CHECK(got.algorithm == GUARDS_LIMIT_ALGORITHM_AIMD && got.aimd.initial_limit == 10);
+  guards_limit_free(l);
+
+  /* Vegas: no minimum RTT before a sample, then the smallest seen. */
+  c = d.limit;
+  CHECK_RC(guards_limit_new(&c, &l), GUARDS_RESULT_OK);
+  CHECK_RC(guards_limit_min_rtt(l, &n), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(n, 0);
+  CHECK_RC(guards_limit_update(l, S, 7 * MS, 1, false, &n), GUARDS_RESULT_OK);
+  CHECK_RC(guards_limit_min_rtt(l, &n), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(n, 7 * MS);
+  CHECK_RC(guards_limit_estimate(l, &f), GUARDS_RESULT_OK);
+  CHECK(f >= 1);
+  guards_limit_free(l);
+
+  /* Gradient2: the long-term average starts at the first RTT. */
+  c.algorithm = GUARDS_LIMIT_ALGORITHM_GRADIENT;
+  CHECK_RC(guards_limit_new(&c, &l), GUARDS_RESULT_OK);
+  CHECK_RC(guards_limit_update(l, S, 4 * MS, 1, false, &n), GUARDS_RESULT_OK);
+  CHECK_RC(guards_limit_long_rtt(l, &f), GUARDS_RESULT_OK);
+  CHECK(f == 4.0 * MS);
+  guards_limit_free(l);
+
+  /* A fixed limit ignores samples. */
+  c.algorithm = GUARDS_LIMIT_ALGORITHM_FIXED;
+  c.fixed = 3;
+  CHECK_RC(guards_limit_new(&c, &l), GUARDS_RESULT_OK);
+  CHECK_RC(guards_limit_update(l, S, 4 * MS, 3, true, &n), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(n, 3);
+  guards_limit_free(l);
+
+  /* Bad input: every error typed, nothing built. */
+  l = NULL;
+  c = d.limit;
+  c.algorithm = GUARDS_LIMIT_ALGORITHM_AIMD;
+  c.aimd.backoff_ratio = 1.5;
+  CHECK_RC(guards_limit_new(&c, &l), GUARDS_RESULT_CONFIG_OUT_OF_RANGE);
+  CHECK(l == NULL && detail_has("backoff_ratio"));
+  c.aimd.backoff_ratio = NAN;
+  CHECK_RC(guards_limit_new(&c, &l), GUARDS_RESULT_CONFIG_NOT_FINITE);
+  c = d.limit;
+  c.algorithm = 9;
+  CHECK_RC(guards_limit_new(&c, &l), GUARDS_RESULT_INVALID_ENUM);
+  CHECK(l == NULL && detail_has("algorithm"));
+  c.algorithm = GUARDS_LIMIT_ALGORITHM_FIXED;
+  c.fixed = 0;
+  CHECK_RC(guards_limit_new(&c, &l), GUARDS_RESULT_CONFIG_ZERO);
+  CHECK_RC(guards_limit_new(NULL, &l), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_limit_new(&d.limit, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_limit_update(NULL, S, MS, 1, false, &n), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_limit_get_limit(NULL, &n), GUARDS_RESULT_NULL_ARGUMENT);
+  guards_limit_free(NULL);
+}
+
 void limiter_tests(void) {
   run("limiter_defaults", test_defaults);
   run("limiter_aimd_halves_on_a_drop", test_aimd_halves_on_a_drop);
   run("limiter_outcomes", test_outcomes);
   run("limiter_partitions", test_partitions);
   run("limiter_vegas_and_gradient_build", test_vegas_and_gradient_build);
+  run("limiter_threshold_and_retry_after", test_threshold_and_retry_after);
+  run("limit_on_its_own", test_limit_on_its_own);
 }

@@ -177,7 +177,51 @@ static void test_same_seed_same_waits(void) {
   guards_retry_policy_free(b);
 }
 
+/* Every attempt timing out and every wait at its largest: 3 × 60 ms + 25 ms + 50 ms. */
+static void test_worst_case_time(void) {
+  guards_retry_policy *p = policy_with(3, GUARDS_JITTER_NONE);
+  uint64_t t = 0;
+  CHECK_RC(guards_retry_policy_worst_case_time(p, 60 * MS, &t), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(t, 255 * MS);
+  CHECK_RC(guards_retry_policy_worst_case_time(p, UINT64_MAX, &t), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(t, UINT64_MAX); /* saturates */
+  guards_retry_policy_free(p);
+  p = policy_with(1, GUARDS_JITTER_FULL); /* one attempt: no wait */
+  CHECK_RC(guards_retry_policy_worst_case_time(p, 60 * MS, &t), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(t, 60 * MS);
+  CHECK_RC(guards_retry_policy_worst_case_time(NULL, 60 * MS, &t), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_retry_policy_worst_case_time(p, 60 * MS, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  guards_retry_policy_free(p);
+}
+
+/* A decision that waits draws one word; one that gives up draws none. */
+static void test_next_u64_counts_draws(void) {
+  guards_retry_policy *p = policy_with(3, GUARDS_JITTER_FULL); /* reseeded with 1 */
+  guards_retry_policy *q = policy_with(3, GUARDS_JITTER_FULL);
+  guards_retry_decision d;
+  guards_retry_context give_up = ctx_of(1, GUARDS_OUTCOME_PERMANENT);
+  CHECK_RC(guards_retry_policy_decide(p, 0, &give_up, NULL, &d), GUARDS_RESULT_OK);
+  CHECK(d.kind == GUARDS_RETRY_DECISION_KIND_GIVE_UP);
+  uint64_t a = 0, b = 0;
+  CHECK_RC(guards_retry_policy_next_u64(p, &a), GUARDS_RESULT_OK);
+  CHECK_RC(guards_retry_policy_next_u64(q, &b), GUARDS_RESULT_OK);
+  CHECK(a == b); /* nothing drawn by the give-up */
+  guards_retry_context wait = ctx_of(1, GUARDS_OUTCOME_TIMEOUT);
+  CHECK_RC(guards_retry_policy_decide(p, 0, &wait, NULL, &d), GUARDS_RESULT_OK);
+  CHECK(d.kind == GUARDS_RETRY_DECISION_KIND_RETRY);
+  CHECK_RC(guards_retry_policy_next_u64(q, &b), GUARDS_RESULT_OK); /* the word p's wait drew */
+  CHECK_RC(guards_retry_policy_next_u64(p, &a), GUARDS_RESULT_OK);
+  CHECK_RC(guards_retry_policy_next_u64(q, &b), GUARDS_RESULT_OK);
+  CHECK(a == b);
+  CHECK_RC(guards_retry_policy_next_u64(NULL, &a), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_retry_policy_next_u64(p, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  guards_retry_policy_free(p);
+  guards_retry_policy_free(q);
+}
+
 void retry_policy_tests(void) {
+  run("retry_policy_next_u64_counts_draws", test_next_u64_counts_draws);
+  run("retry_policy_worst_case_time", test_worst_case_time);
   run("retry_policy_defaults", test_defaults);
   run("retry_policy_seed_c3", test_seed_c3);
   run("retry_policy_outcome_classes", test_outcome_classes);
