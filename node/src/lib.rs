@@ -36,6 +36,7 @@ mod convert;
 mod errors;
 mod fast;
 pub mod outcome;
+pub mod region;
 pub mod shared;
 pub mod token;
 pub mod vectors;
