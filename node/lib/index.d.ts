@@ -14,7 +14,7 @@ import type {
   Outcome, Idempotency, GiveUpReason, RefusalKind, RetryStep, RetryGateFunction,
   CircuitBreakerOptions, KeyedBreakersOptions, BulkheadOptions, LimiterOptions, AdmissionOptions,
   RetryBudgetOptions, RetryPolicyOptions, HedgingOptions, LatencyTrackerOptions,
-  AdaptiveThrottleOptions, BrownoutOptions, BackoffOptions,
+  AdaptiveThrottleOptions, BrownoutOptions, BackoffOptions, RegionOptions,
 } from '../index';
 
 export type {
@@ -25,7 +25,7 @@ export type {
   TokenBudgetOptions, GrpcThrottleOptions, AwsRetryQuotaOptions, WindowedBudgetOptions,
   LatencyTrackerOptions, HedgingOptions, AdaptiveThrottleOptions, BrownoutOptions,
   QueueDisciplineOptions, AimdOptions, VegasOptions, GradientOptions, LimiterOptions,
-  AdmissionOptions,
+  AdmissionOptions, RegionOptions, RegionStats,
 } from '../index';
 
 export {
@@ -33,7 +33,7 @@ export {
   KeyedBreakersPermit, BulkheadPermit, LimiterPermit, AdmissionPermit, nowNs, outcomeVerdicts,
   classifyHttp, parseRetryAfter, parseHttpDate, outcomeOfStatus, formatHttpDate,
   encodeGrpcTimeout, parseGrpcTimeout, encodeMillis, parseMillis, stableOffsetMs, nextStableRun,
-  configSchema,
+  configSchema, RegionPermit, RegionRetryReceipt,
 } from '../index';
 
 /** A breaker's state. */
@@ -181,6 +181,77 @@ export declare class Backoff extends native.Backoff {
 }
 
 // ---------------------------------------------------------------------------------------
+// host-wide guards (a region file shared by processes)
+
+/** Options of a `Region`: the native ones and `pollInterval`. */
+export interface RegionLayerOptions extends RegionOptions {
+  /** Milliseconds between two looks at a guard for changes made by other processes (events). Default 100; 1..=3600000. */
+  pollInterval?: number;
+}
+
+/** A breaker in a region changed state (this process's calls, or another process's seen by polling). */
+export interface RegionBreakerStateChange { from: BreakerState; to: BreakerState; breaker: RegionCircuitBreaker }
+/** A region limiter's limit moved. */
+export interface RegionLimitChange { from: number; to: number; limiter: RegionLimiter }
+
+/**
+ * A region of host-wide guards: a file mapped by every process that opens it (a bare name
+ * means `/dev/shm/<name>`). Every process asking for a name gets the same guard.
+ */
+export declare class Region extends native.Region {
+  constructor(path: string, options?: RegionLayerOptions);
+  /** The same as `new Region(path, options)`. */
+  static open(path: string, options?: RegionLayerOptions): Region;
+  /** Milliseconds between two looks at a guard for other processes' changes. */
+  get pollInterval(): number;
+  /** The breaker named `name`, created with `options` if there is none (else they must match). */
+  circuitBreaker(name: string, options?: CircuitBreakerOptions): RegionCircuitBreaker;
+  /** The bulkhead named `name`, created with `options` if there is none. */
+  bulkhead(name: string, options?: BulkheadOptions): RegionBulkhead;
+  /** The limiter named `name`, created with `options` if there is none. */
+  limiter(name: string, options?: LimiterOptions): RegionLimiter;
+  /** The retry budget named `name`, created with `options` if there is none. */
+  retryBudget(name: string, options?: RetryBudgetOptions): RegionRetryBudget;
+}
+
+/** A circuit breaker in a region, with `execute` and events (see `CircuitBreaker`). */
+export declare class RegionCircuitBreaker extends native.RegionCircuitBreaker implements Events<{ stateChange: RegionBreakerStateChange }> {
+  constructor(region: Region, name: string, options?: CircuitBreakerOptions);
+  get region(): Region;
+  execute<T>(fn: () => T | PromiseLike<T>, options?: ExecuteOptions): Promise<Awaited<T>>;
+  readonly events: EventEmitter;
+  on(event: 'stateChange', listener: (e: RegionBreakerStateChange) => void): this;
+  once(event: 'stateChange', listener: (e: RegionBreakerStateChange) => void): this;
+  off(event: 'stateChange', listener: (e: RegionBreakerStateChange) => void): this;
+}
+
+/** A bulkhead in a region, with `execute` (see `Bulkhead`). */
+export declare class RegionBulkhead extends native.RegionBulkhead {
+  constructor(region: Region, name: string, options?: BulkheadOptions);
+  get region(): Region;
+  execute<T>(fn: () => T | PromiseLike<T>): Promise<Awaited<T>>;
+}
+
+/** A limiter in a region, with `execute` and events (see `Limiter`). */
+export declare class RegionLimiter extends native.RegionLimiter implements Events<{ limitChange: RegionLimitChange }> {
+  constructor(region: Region, name: string, options?: LimiterOptions);
+  get region(): Region;
+  execute<T>(fn: () => T | PromiseLike<T>, options?: LimiterExecuteOptions): Promise<Awaited<T>>;
+  readonly events: EventEmitter;
+  on(event: 'limitChange', listener: (e: RegionLimitChange) => void): this;
+  once(event: 'limitChange', listener: (e: RegionLimitChange) => void): this;
+  off(event: 'limitChange', listener: (e: RegionLimitChange) => void): this;
+}
+
+/** A retry budget in a region (see `RetryBudget`). */
+export declare class RegionRetryBudget extends native.RegionRetryBudget {
+  constructor(region: Region, name: string, options?: RetryBudgetOptions);
+  get region(): Region;
+  /** This budget as a retry gate (each `true` has withdrawn a retry's cost). */
+  gate(): RetryGateFunction;
+}
+
+// ---------------------------------------------------------------------------------------
 // retry
 
 /** What each attempt is given. */
@@ -262,7 +333,8 @@ export declare function retry<T>(
 // guarded
 
 /** A guard `guarded` takes. */
-export type Guard = native.CircuitBreaker | native.KeyedBreakers | native.Bulkhead | native.Limiter | native.Admission | native.AdaptiveThrottle;
+export type Guard = native.CircuitBreaker | native.KeyedBreakers | native.Bulkhead | native.Limiter | native.Admission | native.AdaptiveThrottle
+  | RegionCircuitBreaker | RegionBulkhead | RegionLimiter;
 
 /** A fallback: a value, or a function of the error. */
 export type Fallback<F> = ((err: unknown) => F | PromiseLike<F>) | Exclude<F, Function>;
@@ -442,3 +514,17 @@ export declare class PermitError extends GuardsError { code: 'GUARDS_PERMIT_ALRE
 export declare class RetryDriverError extends GuardsError { code: 'GUARDS_RETRY_DRIVER_PHASE'; call: string; phase: string }
 /** A bug in guards. */
 export declare class InternalError extends GuardsError { code: 'GUARDS_INTERNAL' }
+/** A shared region refused (`errno` for GUARDS_REGION_IO). */
+export declare class RegionError extends GuardsError {
+  code: 'GUARDS_REGION_IO' | 'GUARDS_REGION_INVALID' | 'GUARDS_REGION_INCOMPATIBLE' | 'GUARDS_REGION_FULL'
+    | 'GUARDS_REGION_TIMEOUT' | 'GUARDS_GUARD_MISMATCH' | 'GUARDS_GUARD_NOT_FOUND' | 'GUARDS_PERMIT_SLOTS_EXHAUSTED';
+  errno?: number;
+}
+/** A guard of that name exists with another kind, capacity or config. */
+export declare class GuardMismatchError extends RegionError {
+  code: 'GUARDS_GUARD_MISMATCH';
+  /** What differs. */
+  field: 'kind' | 'capacity' | 'config';
+  existing: number;
+  requested: number;
+}

@@ -336,6 +336,12 @@ test('a second region is independent; two objects of one name are one guard', as
   assert.equal(await lim.execute(() => 7, { priority: 3 }), 7);
   assert.equal(lim.stats().acquired, 1);
   assert.equal(lim.limit, 2);
+  // region guards compose with guarded() like the private ones
+  const plan = g.guarded([one.circuitBreaker('cb'), a, lim]);
+  assert.equal(await plan.execute(() => 'ok'), 'ok');
+  assert.equal(a.stats().acquired, 2);
+  assert.equal(one.circuitBreaker('cb').stats().successes, 1);
+  assert.equal(one.stats().permitsHeld, 0);
 });
 
 test('Region.open with create: false, Region.remove', () => {
