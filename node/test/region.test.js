@@ -89,6 +89,15 @@ if (process.env.GUARDS_REGION_CHILD) {
       }
       return { got, min, max };
     },
+    // Report timeouts through the limiter until its limit drops.
+    async timeouts({ options }) {
+      const limiter = region.limiter('aimd', options);
+      for (let i = 0; i < 200 && limiter.limit >= options.limit.initialLimit; i++) {
+        await limiter.execute(async () => { throw Object.assign(new Error('slow'), { code: 'ETIMEDOUT' }); }).catch(() => {});
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      return { limit: limiter.limit };
+    },
     // Take permits and keep them (until killed).
     async hold({ slots, cap, breakerOptions, limiterOptions }) {
       const bulkhead = region.bulkhead('held', { maxConcurrent: cap });
@@ -213,6 +222,27 @@ test('one process\'s failures open the breaker for every process', async () => {
     assert.equal(s.rejectedOpen, 1 + 2 + 1, 'the failing process\'s last try, two asks and ours');
   } finally {
     await stop([a, b, c]);
+  }
+});
+
+test('a limiter\'s limit moved by another process is heard here (limitChange)', async () => {
+  const file = fresh();
+  const options = { limit: { algorithm: 'aimd', initialLimit: 10, interval: 1 } };
+  const region = new g.Region(file, { pollInterval: 5 });
+  const limiter = region.limiter('aimd', options);
+  const heard = new Promise((resolve) => limiter.once('limitChange', resolve));
+  const c = await child(file);
+  try {
+    const r = await job(c, 'timeouts', { options });
+    assert.ok(r.limit < 10, `the other process dropped the limit to ${r.limit}`);
+    assert.equal(limiter.limit, r.limit, 'one limit for both processes');
+    const ev = await heard;
+    assert.equal(ev.from, 10);
+    assert.ok(ev.to < 10);
+    assert.equal(ev.limiter, limiter);
+    assert.ok(limiter.stats().dropped >= 1);
+  } finally {
+    await stop([c]);
   }
 });
 
