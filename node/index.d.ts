@@ -1126,6 +1126,44 @@ export declare class Region {
 }
 
 /**
+ * Admission control in a region: one door for the requests of every process (the
+ * workers of a cluster sharing the machine's CPU). Same options, refusals and methods as
+ * `Admission`; the admission middlewares take it.
+ */
+export declare class RegionAdmission {
+  /** The door named `name` in `region`, created with `options` if there is none. */
+  constructor(region: Region, name: string, options?: AdmissionOptions)
+  /**
+   * The fast path's functions (`{ acquire, report, retryAfterSecs }`): for the
+   * middlewares.
+   */
+  _fast(): unknown
+  /** The last refusal of this object's fast path, thrown as its error. */
+  _lastRejection(): void
+  /**
+   * A place for a request of `priority` (0..7, default 1) at `now`, or a thrown
+   * `AdmissionRejectedError`.
+   */
+  tryAcquire(priority?: number, now?: bigint): RegionPermit
+  /** Requests inside, all processes. */
+  get inFlight(): number
+  /** The adaptive limit, or `null` without one. */
+  get limit(): number | null
+  /** The count inside at which `priority` (default 1) is refused. */
+  threshold(priority?: number): number
+  /** Counters, all processes (see `Admission.stats`). */
+  stats(): AdmissionStats
+  /** The config (camelCase, durations in ms; `limit` as an object). */
+  get config(): Record<string, unknown>
+  /** Its name in the region. */
+  get name(): string
+  /** Places this object's fast path (the middlewares) holds now. */
+  get outstanding(): number
+  /** Places held now by every process (a scan of the permit table). */
+  get permitsHeld(): number
+}
+
+/**
  * A bulkhead in a region: at most `maxConcurrent` calls in flight across every process
  * that uses it. Same options, refusals and methods as `Bulkhead`.
  */

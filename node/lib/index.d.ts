@@ -210,6 +210,8 @@ export declare class Region extends native.Region {
   bulkhead(name: string, options?: BulkheadOptions): RegionBulkhead;
   /** The limiter named `name`, created with `options` if there is none. */
   limiter(name: string, options?: LimiterOptions): RegionLimiter;
+  /** The admission door named `name`, created with `options` if there is none. */
+  admission(name: string, options?: AdmissionOptions): RegionAdmission;
   /** The retry budget named `name`, created with `options` if there is none. */
   retryBudget(name: string, options?: RetryBudgetOptions): RegionRetryBudget;
 }
@@ -241,6 +243,19 @@ export declare class RegionLimiter extends native.RegionLimiter implements Event
   on(event: 'limitChange', listener: (e: RegionLimitChange) => void): this;
   once(event: 'limitChange', listener: (e: RegionLimitChange) => void): this;
   off(event: 'limitChange', listener: (e: RegionLimitChange) => void): this;
+}
+
+/** A region door's adaptive limit moved (`null`: no adaptive limit). */
+export interface RegionAdmissionLimitChange { from: number | null; to: number | null; admission: RegionAdmission }
+
+/** Admission control in a region, with events (see `Admission`); the middlewares take it. */
+export declare class RegionAdmission extends native.RegionAdmission implements Events<{ limitChange: RegionAdmissionLimitChange }> {
+  constructor(region: Region, name: string, options?: AdmissionOptions);
+  get region(): Region;
+  readonly events: EventEmitter;
+  on(event: 'limitChange', listener: (e: RegionAdmissionLimitChange) => void): this;
+  once(event: 'limitChange', listener: (e: RegionAdmissionLimitChange) => void): this;
+  off(event: 'limitChange', listener: (e: RegionAdmissionLimitChange) => void): this;
 }
 
 /** A retry budget in a region (see `RetryBudget`). */
@@ -430,20 +445,20 @@ export interface AdmissionMiddlewareStats {
 
 /** A node:http handler behind the door. */
 export declare function httpAdmission(
-  admission: native.Admission,
+  admission: native.Admission | native.RegionAdmission,
   handler: (req: IncomingMessage, res: ServerResponse) => unknown,
   options?: AdmissionMiddlewareOptions,
 ): ((req: IncomingMessage, res: ServerResponse) => void) & { stats(): AdmissionMiddlewareStats };
 
 /** Express middleware: `app.use(expressAdmission(door))`. */
 export declare function expressAdmission(
-  admission: native.Admission,
+  admission: native.Admission | native.RegionAdmission,
   options?: AdmissionMiddlewareOptions,
 ): ((req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void) & { stats(): AdmissionMiddlewareStats };
 
 /** A Fastify `onRequest` hook: `fastify.addHook('onRequest', fastifyAdmission(door))`. */
 export declare function fastifyAdmission(
-  admission: native.Admission,
+  admission: native.Admission | native.RegionAdmission,
   options?: AdmissionMiddlewareOptions,
 ): ((request: { raw: IncomingMessage }, reply: { raw: ServerResponse; hijack(): unknown }, done: (err?: Error) => void) => void) & { stats(): AdmissionMiddlewareStats };
 

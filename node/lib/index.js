@@ -38,6 +38,7 @@ module.exports = {
   RegionCircuitBreaker: region.RegionCircuitBreaker,
   RegionBulkhead: region.RegionBulkhead,
   RegionLimiter: region.RegionLimiter,
+  RegionAdmission: region.RegionAdmission,
   RegionRetryBudget: region.RegionRetryBudget,
   RegionPermit: region.RegionPermit,
   RegionRetryReceipt: region.RegionRetryReceipt,

@@ -210,6 +210,34 @@ class RegionLimiter extends withPolling(withEvents(native.RegionLimiter, ['limit
   }
 }
 
+/**
+ * Admission control in a region (`region.admission(name, options)`): one door for every
+ * process; give it to `httpAdmission` / `expressAdmission` / `fastifyAdmission`.
+ */
+class RegionAdmission extends withPolling(withEvents(native.RegionAdmission, ['limitChange']), ['limitChange']) {
+  #limit;
+
+  constructor(region, name, options) {
+    super(region, name, options);
+    this.#limit = this.limit;
+  }
+
+  /** @internal The middleware's report returned `l` (the limit, -2 without one). */
+  _limitSeen(l) {
+    if (l >= 0) this.#emitLimit(l);
+  }
+
+  #emitLimit(to) {
+    if (to === this.#limit) return;
+    const from = this.#limit;
+    this.#limit = to;
+    this._emit('limitChange', { from, to, admission: this });
+  }
+
+  /** @internal The timer: emit what other processes changed. */
+  _poll() { this.#emitLimit(this.limit); }
+}
+
 /** A retry budget in a region (`region.retryBudget(name, options)`). */
 class RegionRetryBudget extends native.RegionRetryBudget {
   #region;
@@ -273,11 +301,14 @@ class Region extends native.Region {
   /** The limiter named `name`, created with `options` if there is none. */
   limiter(name, options) { return new RegionLimiter(this, name, options); }
 
+  /** The admission door named `name`, created with `options` if there is none. */
+  admission(name, options) { return new RegionAdmission(this, name, options); }
+
   /** The retry budget named `name`, created with `options` if there is none. */
   retryBudget(name, options) { return new RegionRetryBudget(this, name, options); }
 }
 
 module.exports = {
-  Region, RegionCircuitBreaker, RegionBulkhead, RegionLimiter, RegionRetryBudget,
+  Region, RegionCircuitBreaker, RegionBulkhead, RegionLimiter, RegionAdmission, RegionRetryBudget,
   RegionPermit: native.RegionPermit, RegionRetryReceipt: native.RegionRetryReceipt,
 };

@@ -8,7 +8,7 @@
 //! `shared`).
 //!
 //! The guard classes (`RegionCircuitBreaker`, `RegionBulkhead`, `RegionLimiter`,
-//! `RegionRetryBudget`) read their options with the private classes' readers, throw the
+//! `RegionAdmission`, `RegionRetryBudget`) read their options with the private classes' readers, throw the
 //! same refusals, and give the JavaScript layer (`lib/region.js`) the same fast path
 //! (`_fast()`: `acquire` and `report`/`release` as plain Node-API functions, permits
 //! parked in the object's token table). The difference is where a permit is kept: in the
@@ -34,6 +34,7 @@ use guards::names::{BreakerStatus, Nanos, Outcome};
 use guards::permit::{PermitToken, TakeOnce};
 use guards::schema;
 use guards::shared::{self as gs, AnyShared, Refusal, RegionOptions, Shared};
+use guards_core::admission::{Admission as CoreAdmission, AdmissionRejected};
 use guards_core::bulkhead::{Bulkhead as CoreBulkhead, BulkheadRejected};
 use guards_core::circuit_breaker::{
     BreakerState, CircuitBreaker as CoreBreaker, CircuitBreakerRejected,
@@ -1158,6 +1159,245 @@ impl RegionLimiter {
     }
 
     /// Permits held now by every process (a scan of the permit table).
+    #[napi(getter, catch_unwind)]
+    pub fn permits_held(&self) -> f64 {
+        num(self.l.g.outstanding())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Admission
+
+struct AdmissionLocal {
+    g: Shared<CoreAdmission>,
+    tokens: Tokens<PermitToken>,
+    last: Cell<Option<Refusal<AdmissionRejected>>>,
+}
+
+impl Reporter for AdmissionLocal {
+    fn report_token(
+        &self,
+        t: PermitToken,
+        outcome: Outcome,
+        now: Nanos,
+    ) -> std::result::Result<&'static str, GuardsResult> {
+        self.g.report(t, outcome, now).map(|v| v.name())
+    }
+}
+
+impl Drop for AdmissionLocal {
+    fn drop(&mut self) {
+        let now = guards::clock::now();
+        for t in self.tokens.drain() {
+            let _ = self.g.report(t, Outcome::Ignored, now);
+        }
+    }
+}
+
+const ADMISSION: &str = "RegionAdmission";
+
+fn admission_refusal(env: &Env, r: &Refusal<AdmissionRejected>) -> Error {
+    match r {
+        Refusal::Rejected(r) => crate::admission::rejection_error(env, r, guards::clock::now()),
+        Refusal::Failed(f) => failure(env, ADMISSION, f),
+    }
+}
+
+// As `Admission`'s fast path: `acquire(priority)` a token, or -1 (refused) / -3 (no
+// permit record); `retryAfterSecs()` the last refusal's Retry-After in whole seconds (1
+// after a failed claim); `report(token, outcome)` the limit after it (-2 without an
+// adaptive limit), or -1 for a token reported before.
+fast_fn!(
+    admission_acquire,
+    AdmissionLocal,
+    1,
+    "RegionAdmission acquire",
+    |env, l, a| {
+        let level = a.whole(env, 0, "priority", 7)?;
+        let p = Priority::new(level as u8).unwrap_or(Priority::CRITICAL);
+        let now = guards::clock::now();
+        Ok(match l.g.try_acquire(p, now) {
+            Ok((t, _)) => match l.tokens.insert(t) {
+                Ok(x) => x,
+                Err(t) => {
+                    let _ = l.g.report(t, Outcome::Ignored, now);
+                    NO_SLOT
+                }
+            },
+            Err(r) => {
+                l.last.set(Some(r));
+                match r {
+                    Refusal::Rejected(_) => -1.0,
+                    Refusal::Failed(_) => NO_SLOT,
+                }
+            }
+        })
+    }
+);
+
+fast_fn!(
+    admission_retry_after_secs,
+    AdmissionLocal,
+    0,
+    "RegionAdmission retryAfterSecs",
+    |_env, l, _a| {
+        Ok(match l.last.get() {
+            Some(Refusal::Rejected(r)) => r.retry_after_secs(guards::clock::now()) as f64,
+            _ => 1.0,
+        })
+    }
+);
+
+fast_fn!(
+    admission_report,
+    AdmissionLocal,
+    2,
+    "RegionAdmission report",
+    |env, l, a| {
+        let token = a.f64(env, 0, "token")?;
+        let outcome = outcome::of_number(env, a.whole(env, 1, "outcome", 255)?)?;
+        let Some(t) = l.tokens.take(token) else {
+            return Ok(-1.0);
+        };
+        let _ = l.g.report(t, outcome, guards::clock::now());
+        Ok(match crate::admission::limit_number(&l.g) {
+            x if x < 0.0 => -2.0,
+            x => x,
+        })
+    }
+);
+
+/// Admission control in a region: one door for the requests of every process (the
+/// workers of a cluster sharing the machine's CPU). Same options, refusals and methods as
+/// `Admission`; the admission middlewares take it.
+#[napi]
+pub struct RegionAdmission {
+    l: Rc<AdmissionLocal>,
+}
+
+#[napi]
+impl RegionAdmission {
+    /// The door named `name` in `region`, created with `options` if there is none.
+    #[napi(
+        constructor,
+        catch_unwind,
+        ts_args_type = "region: Region, name: string, options?: AdmissionOptions"
+    )]
+    pub fn new(
+        env: Env,
+        region: Unknown<'_>,
+        name: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+    ) -> Result<Self> {
+        let region = region_arg(&env, &region)?;
+        let name = name_arg(&env, ADMISSION, &name)?;
+        let (config, _) = crate::admission::read_config(&env, options)?;
+        let g = region
+            .r
+            .get_or_create::<CoreAdmission>(&name, config)
+            .map_err(|f| failure(&env, ADMISSION, &f))?;
+        Ok(RegionAdmission {
+            l: Rc::new(AdmissionLocal {
+                g,
+                tokens: Tokens::new(),
+                last: Cell::new(None),
+            }),
+        })
+    }
+
+    /// The fast path's functions (`{ acquire, report, retryAfterSecs }`): for the
+    /// middlewares.
+    #[napi(js_name = "_fast", catch_unwind, ts_return_type = "unknown")]
+    pub fn fast<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
+        fast::functions(
+            env,
+            &self.l,
+            &[
+                ("acquire", admission_acquire),
+                ("report", admission_report),
+                ("retryAfterSecs", admission_retry_after_secs),
+            ],
+        )
+    }
+
+    /// The last refusal of this object's fast path, thrown as its error.
+    #[napi(catch_unwind, js_name = "_lastRejection")]
+    pub fn last_rejection(&self, env: Env) -> Result<()> {
+        match self.l.last.get() {
+            Some(r) => Err(admission_refusal(&env, &r)),
+            None => Ok(()),
+        }
+    }
+
+    /// A place for a request of `priority` (0..7, default 1) at `now`, or a thrown
+    /// `AdmissionRejectedError`.
+    #[napi(catch_unwind, ts_args_type = "priority?: number, now?: bigint")]
+    pub fn try_acquire(
+        &self,
+        env: Env,
+        priority: Option<Unknown<'_>>,
+        now: Option<Unknown<'_>>,
+    ) -> Result<RegionPermit> {
+        let p = args::priority(&env, priority, 1)?;
+        let now = args::now(&env, now)?;
+        match self.l.g.try_acquire(p, now) {
+            Ok((t, view)) => Ok(RegionPermit::new(
+                Rc::clone(&self.l) as Rc<dyn Reporter>,
+                t,
+                view,
+            )),
+            Err(r) => Err(admission_refusal(&env, &r)),
+        }
+    }
+
+    /// Requests inside, all processes.
+    #[napi(getter, catch_unwind)]
+    pub fn in_flight(&self) -> f64 {
+        num(self.l.g.in_flight())
+    }
+
+    /// The adaptive limit, or `null` without one.
+    #[napi(getter, catch_unwind)]
+    pub fn limit(&self) -> Option<f64> {
+        let l = crate::admission::limit_number(&self.l.g);
+        (l >= 0.0).then_some(l)
+    }
+
+    /// The count inside at which `priority` (default 1) is refused.
+    #[napi(catch_unwind, ts_args_type = "priority?: number")]
+    pub fn threshold(&self, env: Env, priority: Option<Unknown<'_>>) -> Result<f64> {
+        let p = args::priority(&env, priority, 1)?;
+        Ok(num(self.l.g.threshold(p)))
+    }
+
+    /// Counters, all processes (see `Admission.stats`).
+    #[napi(catch_unwind, ts_return_type = "AdmissionStats")]
+    pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
+        crate::admission::stats_object(env, &self.l.g.stats())
+    }
+
+    /// The config (camelCase, durations in ms; `limit` as an object).
+    #[napi(getter, catch_unwind, ts_return_type = "Record<string, unknown>")]
+    pub fn config<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
+        let c = self.l.g.config();
+        let mut o = config_object(env, &schema::ADMISSION, c)?;
+        o.set("limit", crate::limit::object(env, &c.limit)?)?;
+        Ok(o)
+    }
+
+    /// Its name in the region.
+    #[napi(getter, catch_unwind)]
+    pub fn name(&self) -> String {
+        self.l.g.name().unwrap_or_default()
+    }
+
+    /// Places this object's fast path (the middlewares) holds now.
+    #[napi(getter, catch_unwind)]
+    pub fn outstanding(&self) -> f64 {
+        num(self.l.tokens.outstanding())
+    }
+
+    /// Places held now by every process (a scan of the permit table).
     #[napi(getter, catch_unwind)]
     pub fn permits_held(&self) -> f64 {
         num(self.l.g.outstanding())

@@ -70,7 +70,7 @@ function callables() {
     CircuitBreakerPermit: () => new g.CircuitBreaker().tryAcquire(), KeyedBreakersPermit: () => new g.KeyedBreakers().tryAcquire('k'),
     LimiterPermit: () => new g.Limiter().tryAcquire(), AdmissionPermit: () => new g.Admission().tryAcquire(),
     Region: () => region, RegionCircuitBreaker: () => region.circuitBreaker('cb'), RegionBulkhead: () => region.bulkhead('bh'),
-    RegionLimiter: () => region.limiter('lim'), RegionRetryBudget: () => region.retryBudget('rb'),
+    RegionLimiter: () => region.limiter('lim'), RegionAdmission: () => region.admission('adm'), RegionRetryBudget: () => region.retryBudget('rb'),
     RegionPermit: () => region.bulkhead('bh').tryAcquire(),
   };
   for (const m of dts.matchAll(/export declare class (\w+) \{([\s\S]*?)\n\}/g)) {

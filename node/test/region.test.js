@@ -10,6 +10,7 @@
 const path = require('node:path');
 const os = require('node:os');
 const fs = require('node:fs');
+const http = require('node:http');
 const { fork } = require('node:child_process');
 const g = require('..');
 
@@ -97,6 +98,12 @@ if (process.env.GUARDS_REGION_CHILD) {
         await new Promise((r) => setTimeout(r, 2));
       }
       return { limit: limiter.limit };
+    },
+    // Fill the shared door with places of priority 1 and keep them.
+    async fill({ options, places }) {
+      const door = region.admission('door', options);
+      for (let i = 0; i < places; i++) held.push(door.tryAcquire(1));
+      return { inFlight: door.inFlight, pid: process.pid };
     },
     // Take permits and keep them (until killed).
     async hold({ slots, cap, breakerOptions, limiterOptions }) {
@@ -326,6 +333,45 @@ test('SIGKILL: the next acquire that finds the bulkhead full reclaims by itself'
   assert.equal(await bulkhead.execute(() => 'through'), 'through');
   assert.equal(bulkhead.inFlight, 0);
   assert.equal(region.stats().reclaimedPermits, 2);
+});
+
+test('one admission door for every process: the middleware refuses when another process fills it', async () => {
+  const file = fresh();
+  const options = { limits: [4, 3, 3, 3, 3, 3, 3, 3] };
+  const region = new g.Region(file, { reclaimInterval: 0 });
+  const door = region.admission('door', options);
+  const server = http.createServer(g.httpAdmission(door, (req, res) => res.end('in'), { priority: 1 }));
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const get = () => new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port: server.address().port, path: '/', agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode, retryAfter: res.headers['retry-after'] }));
+    }).on('error', reject);
+  });
+  const c = await child(file);
+  try {
+    assert.equal((await get()).status, 200);
+    const r = await job(c, 'fill', { options, places: 3 });
+    assert.equal(r.inFlight, 3);
+    assert.equal(door.inFlight, 3, 'this process sees the other\'s places');
+    const refused = await get();
+    assert.equal(refused.status, 503, 'priority 1 is full host-wide');
+    assert.ok(Number(refused.retryAfter) >= 1);
+    assert.throws(() => door.tryAcquire(1), (e) => e instanceof g.AdmissionRejectedError);
+    const p0 = door.tryAcquire(0); // priority 0 has room up to 4
+    p0.report('success');
+    process.kill(r.pid, 'SIGKILL');
+    await exited(c);
+    // the door is full for priority 1: the next request's acquire reclaims the dead places
+    assert.equal((await get()).status, 200);
+    assert.equal(door.inFlight, 0);
+    const s = door.stats();
+    assert.equal(s.admitted, 1 + 3 + 1 + 1);
+    assert.ok(s.refusedLimitReached >= 2);
+  } finally {
+    await stop([c]);
+    await new Promise((r) => server.close(r));
+  }
 });
 
 test('a name with another kind or config is refused with GUARDS_GUARD_MISMATCH', () => {
