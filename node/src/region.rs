@@ -8,13 +8,14 @@
 //! `shared`).
 //!
 //! The guard classes (`RegionCircuitBreaker`, `RegionBulkhead`, `RegionLimiter`,
-//! `RegionAdmission`, `RegionRetryBudget`) read their options with the private classes' readers, throw the
-//! same refusals, and give the JavaScript layer (`lib/region.js`) the same fast path
-//! (`_fast()`: `acquire` and `report`/`release` as plain Node-API functions, permits
-//! parked in the object's token table). The difference is where a permit is kept: in the
-//! region's permit table with this process as its owner, so that when a process dies
-//! holding permits, `Region.reclaim()` (or the next acquire that finds the guard full, or
-//! the next `open`) gives them back to their guards as `cancelled`.
+//! `RegionAdmission`, `RegionRetryBudget`) read their options with the private classes'
+//! readers, throw the same refusals, and give the JavaScript layer (`lib/region.js`) and
+//! the admission middlewares the same fast path (`_fast()`: `acquire` and
+//! `report`/`release` as plain Node-API functions, permits parked in the object's token
+//! table). The difference is where a permit is kept: in the region's permit table with
+//! this process as its owner, so that when a process dies holding permits,
+//! `Region.reclaim()` (or the next acquire that finds the guard full, or the next `open`)
+//! gives them back to their guards as `cancelled`.
 //!
 //! Failures of the region itself throw a `RegionError` whose `code` is stable:
 //! `GUARDS_GUARD_MISMATCH` (a guard of that name exists with another kind, capacity or
