@@ -1121,6 +1121,11 @@ export declare class Region {
   reclaim(now?: bigint): { permits: number; claims: number }
   /** Sizes and counters of the region (all processes). */
   stats(): RegionStats
+  /**
+   * The kind (`'circuit_breaker'`, `'bulkhead'`, ...) and capacity of the guard named
+   * `name`; throws `GUARDS_GUARD_NOT_FOUND` when there is none.
+   */
+  lookup(name: string): { kind: string; capacity: number }
   /** The guards created so far: `[{ name, kind, capacity, size }]`. */
   guards(): Array<{ name: string; kind: string; capacity: number; size: number }>
 }
@@ -1132,7 +1137,7 @@ export declare class Region {
  */
 export declare class RegionAdmission {
   /** The door named `name` in `region`, created with `options` if there is none. */
-  constructor(region: Region, name: string, options?: AdmissionOptions)
+  constructor(region: Region, name: string, options?: AdmissionOptions, attach?: boolean)
   /**
    * The fast path's functions (`{ acquire, report, retryAfterSecs }`): for the
    * middlewares.
@@ -1169,7 +1174,7 @@ export declare class RegionAdmission {
  */
 export declare class RegionBulkhead {
   /** The bulkhead named `name` in `region`, created with `options` if there is none. */
-  constructor(region: Region, name: string, options?: BulkheadOptions)
+  constructor(region: Region, name: string, options?: BulkheadOptions, attach?: boolean)
   /** The fast path's functions (`{ acquire, release }`): for the JavaScript layer. */
   _fast(): unknown
   /** The last refusal of this object's fast path, thrown as its error. */
@@ -1205,7 +1210,7 @@ export declare class RegionCircuitBreaker {
    * if there is none; an existing one must have been created with the same options
    * (else `GUARDS_GUARD_MISMATCH`). Use the layer's `region.circuitBreaker(name, options)`.
    */
-  constructor(region: Region, name: string, options?: CircuitBreakerOptions)
+  constructor(region: Region, name: string, options?: CircuitBreakerOptions, attach?: boolean)
   /** The fast path's functions (`{ acquire, report }`): for the JavaScript layer. */
   _fast(): unknown
   /** The stored state's number plus 2^30 if it differs from what this object saw last. */
@@ -1243,7 +1248,7 @@ export declare class RegionCircuitBreaker {
  */
 export declare class RegionLimiter {
   /** The limiter named `name` in `region`, created with `options` if there is none. */
-  constructor(region: Region, name: string, options?: LimiterOptions)
+  constructor(region: Region, name: string, options?: LimiterOptions, attach?: boolean)
   /** The fast path's functions (`{ acquire, report }`): for the JavaScript layer. */
   _fast(): unknown
   /** The last refusal of this object's fast path, thrown as its error. */
@@ -1303,7 +1308,7 @@ export declare class RegionPermit {
  */
 export declare class RegionRetryBudget {
   /** The budget named `name` in `region`, created with `options` if there is none. */
-  constructor(region: Region, name: string, options?: RetryBudgetOptions)
+  constructor(region: Region, name: string, options?: RetryBudgetOptions, attach?: boolean)
   /** A first attempt goes out at `now` (the token bucket and windowed modes earn). */
   deposit(now?: bigint): void
   /**

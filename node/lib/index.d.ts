@@ -214,11 +214,13 @@ export declare class Region extends native.Region {
   admission(name: string, options?: AdmissionOptions): RegionAdmission;
   /** The retry budget named `name`, created with `options` if there is none. */
   retryBudget(name: string, options?: RetryBudgetOptions): RegionRetryBudget;
+  /** The existing guard named `name`, whatever its config, as the class of its kind. */
+  attach(name: string): RegionCircuitBreaker | RegionBulkhead | RegionLimiter | RegionAdmission | RegionRetryBudget;
 }
 
 /** A circuit breaker in a region, with `execute` and events (see `CircuitBreaker`). */
 export declare class RegionCircuitBreaker extends native.RegionCircuitBreaker implements Events<{ stateChange: RegionBreakerStateChange }> {
-  constructor(region: Region, name: string, options?: CircuitBreakerOptions);
+  constructor(region: Region, name: string, options?: CircuitBreakerOptions, attach?: boolean);
   get region(): Region;
   execute<T>(fn: () => T | PromiseLike<T>, options?: ExecuteOptions): Promise<Awaited<T>>;
   readonly events: EventEmitter;
@@ -229,14 +231,14 @@ export declare class RegionCircuitBreaker extends native.RegionCircuitBreaker im
 
 /** A bulkhead in a region, with `execute` (see `Bulkhead`). */
 export declare class RegionBulkhead extends native.RegionBulkhead {
-  constructor(region: Region, name: string, options?: BulkheadOptions);
+  constructor(region: Region, name: string, options?: BulkheadOptions, attach?: boolean);
   get region(): Region;
   execute<T>(fn: () => T | PromiseLike<T>): Promise<Awaited<T>>;
 }
 
 /** A limiter in a region, with `execute` and events (see `Limiter`). */
 export declare class RegionLimiter extends native.RegionLimiter implements Events<{ limitChange: RegionLimitChange }> {
-  constructor(region: Region, name: string, options?: LimiterOptions);
+  constructor(region: Region, name: string, options?: LimiterOptions, attach?: boolean);
   get region(): Region;
   execute<T>(fn: () => T | PromiseLike<T>, options?: LimiterExecuteOptions): Promise<Awaited<T>>;
   readonly events: EventEmitter;
@@ -250,7 +252,7 @@ export interface RegionAdmissionLimitChange { from: number | null; to: number | 
 
 /** Admission control in a region, with events (see `Admission`); the middlewares take it. */
 export declare class RegionAdmission extends native.RegionAdmission implements Events<{ limitChange: RegionAdmissionLimitChange }> {
-  constructor(region: Region, name: string, options?: AdmissionOptions);
+  constructor(region: Region, name: string, options?: AdmissionOptions, attach?: boolean);
   get region(): Region;
   readonly events: EventEmitter;
   on(event: 'limitChange', listener: (e: RegionAdmissionLimitChange) => void): this;
@@ -260,7 +262,7 @@ export declare class RegionAdmission extends native.RegionAdmission implements E
 
 /** A retry budget in a region (see `RetryBudget`). */
 export declare class RegionRetryBudget extends native.RegionRetryBudget {
-  constructor(region: Region, name: string, options?: RetryBudgetOptions);
+  constructor(region: Region, name: string, options?: RetryBudgetOptions, attach?: boolean);
   get region(): Region;
   /** This budget as a retry gate (each `true` has withdrawn a retry's cost). */
   gate(): RetryGateFunction;

@@ -41,8 +41,8 @@ function withPolling(Base, watched) {
   return class extends Base {
     #timer = null;
     #region;
-    constructor(region, name, options) {
-      super(region, name, options);
+    constructor(region, name, options, attach) {
+      super(region, name, options, attach);
       this.#region = region;
     }
     /** The region it lives in. */
@@ -76,8 +76,8 @@ class RegionCircuitBreaker extends withPolling(withEvents(native.RegionCircuitBr
     if (r >= CHANGED) this.#emitState(STATES[r - CHANGED]);
   };
 
-  constructor(region, name, options) {
-    super(region, name, options);
+  constructor(region, name, options, attach) {
+    super(region, name, options, attach);
     const f = fastOf(this);
     this.#acquire = f.acquire;
     this.#report = f.report;
@@ -128,8 +128,8 @@ class RegionCircuitBreaker extends withPolling(withEvents(native.RegionCircuitBr
 class RegionBulkhead extends withPolling(withEvents(native.RegionBulkhead), []) {
   #acquire; #release;
 
-  constructor(region, name, options) {
-    super(region, name, options);
+  constructor(region, name, options, attach) {
+    super(region, name, options, attach);
     const f = fastOf(this);
     this.#acquire = f.acquire;
     this.#release = f.release;
@@ -169,8 +169,8 @@ class RegionLimiter extends withPolling(withEvents(native.RegionLimiter, ['limit
     if (l >= 0) this.#emitLimit(l);
   };
 
-  constructor(region, name, options) {
-    super(region, name, options);
+  constructor(region, name, options, attach) {
+    super(region, name, options, attach);
     const f = fastOf(this);
     this.#acquire = f.acquire;
     this.#report = f.report;
@@ -217,8 +217,8 @@ class RegionLimiter extends withPolling(withEvents(native.RegionLimiter, ['limit
 class RegionAdmission extends withPolling(withEvents(native.RegionAdmission, ['limitChange']), ['limitChange']) {
   #limit;
 
-  constructor(region, name, options) {
-    super(region, name, options);
+  constructor(region, name, options, attach) {
+    super(region, name, options, attach);
     this.#limit = this.limit;
   }
 
@@ -241,8 +241,8 @@ class RegionAdmission extends withPolling(withEvents(native.RegionAdmission, ['l
 /** A retry budget in a region (`region.retryBudget(name, options)`). */
 class RegionRetryBudget extends native.RegionRetryBudget {
   #region;
-  constructor(region, name, options) {
-    super(region, name, options);
+  constructor(region, name, options, attach) {
+    super(region, name, options, attach);
     this.#region = region;
   }
   /** The region it lives in. */
@@ -255,6 +255,14 @@ class RegionRetryBudget extends native.RegionRetryBudget {
     return (now, cause) => this.withdraw(cause, now) !== null;
   }
 }
+
+const BY_KIND = {
+  circuit_breaker: RegionCircuitBreaker,
+  bulkhead: RegionBulkhead,
+  limiter: RegionLimiter,
+  admission: RegionAdmission,
+  retry_budget: RegionRetryBudget,
+};
 
 function readPoll(options) {
   if (options === undefined || options === null || typeof options !== 'object' || !('pollInterval' in options)) {
@@ -306,6 +314,23 @@ class Region extends native.Region {
 
   /** The retry budget named `name`, created with `options` if there is none. */
   retryBudget(name, options) { return new RegionRetryBudget(this, name, options); }
+
+  /**
+   * The existing guard named `name`, whatever its config (a monitoring tool, a process
+   * that does not know the config): a RegionCircuitBreaker, RegionBulkhead, RegionLimiter,
+   * RegionAdmission or RegionRetryBudget by its kind. `GUARDS_GUARD_NOT_FOUND` when there
+   * is none; a `GuardMismatchError` for a kind Node does not hold.
+   */
+  attach(name) {
+    const { kind } = this.lookup(name);
+    const C = BY_KIND[kind];
+    if (C === undefined) {
+      const e = new errors.GuardMismatchError(`Region.attach: ${JSON.stringify(name)} is a ${kind}, which Node does not hold`);
+      e.field = 'kind';
+      throw e;
+    }
+    return new C(this, name, undefined, true);
+  }
 }
 
 module.exports = {

@@ -46,7 +46,7 @@ use guards_core::Priority;
 
 use crate::args;
 use crate::convert::{big, camel, config_object, ms, num, numbers, whole, Options, Val};
-use crate::errors::{self, config_failure, internal, range_error, type_error, Details};
+use crate::errors::{self, config_failure, range_error, type_error, Details};
 use crate::fast::{self, fast_fn};
 use crate::outcome;
 use crate::token::{Tokens, CHANGED};
@@ -186,6 +186,49 @@ fn region_arg<'a>(env: &Env, v: &Unknown<'a>) -> Result<&'a Region> {
     args::instance::<Region>(env, "region", "Region", v)
 }
 
+/// The `attach` argument of a guard's constructor: `true` takes the existing guard
+/// whatever its config, and then there must be no options.
+fn attach_arg(
+    env: &Env,
+    class: &str,
+    options: &Option<Unknown<'_>>,
+    attach: Option<Unknown<'_>>,
+) -> Result<bool> {
+    let attach = args::opt_boolean(env, "attach", attach)?.unwrap_or(false);
+    if attach && !args::absent(options) {
+        return Err(type_error(
+            env,
+            "options",
+            &format!("{class}: attaching takes the existing guard's config: give no options"),
+        ));
+    }
+    Ok(attach)
+}
+
+/// The guard of type `K` named `name` in `region`: created from the options `read` reads
+/// if there is none (an existing one must match), or with `attach` the existing one
+/// whatever its config.
+fn guard_in<K: gs::SharedGuard>(
+    env: &Env,
+    class: &str,
+    region: Unknown<'_>,
+    name: Unknown<'_>,
+    options: Option<Unknown<'_>>,
+    attach: Option<Unknown<'_>>,
+    read: impl FnOnce(&Env, Option<Unknown<'_>>) -> Result<K::Config>,
+) -> Result<Shared<K>> {
+    let region = region_arg(env, &region)?;
+    let name = name_arg(env, class, &name)?;
+    let attached = attach_arg(env, class, &options, attach)?;
+    let made = if attached {
+        region.r.attach::<K>(&name)
+    } else {
+        let config = read(env, options)?;
+        region.r.get_or_create::<K>(&name, config)
+    };
+    made.map_err(|f| failure(env, class, &f))
+}
+
 // ---------------------------------------------------------------------------------------
 // Region
 
@@ -263,6 +306,25 @@ impl Region {
                 ("takeovers", num(s.takeovers)),
             ],
         )
+    }
+
+    /// The kind (`'circuit_breaker'`, `'bulkhead'`, ...) and capacity of the guard named
+    /// `name`; throws `GUARDS_GUARD_NOT_FOUND` when there is none.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "name: string",
+        ts_return_type = "{ kind: string; capacity: number }"
+    )]
+    pub fn lookup<'e>(&self, env: &'e Env, name: Unknown<'_>) -> Result<Object<'e>> {
+        let name = name_arg(env, "Region.lookup", &name)?;
+        let (kind, capacity) = self
+            .r
+            .lookup(&name)
+            .map_err(|f| failure(env, "Region.lookup", &f))?;
+        let mut o = Object::new(env)?;
+        o.set("kind", kind.name())?;
+        o.set("capacity", num(capacity))?;
+        Ok(o)
     }
 
     /// The guards created so far: `[{ name, kind, capacity, size }]`.
@@ -566,25 +628,42 @@ impl RegionCircuitBreaker {
     #[napi(
         constructor,
         catch_unwind,
-        ts_args_type = "region: Region, name: string, options?: CircuitBreakerOptions"
+        ts_args_type = "region: Region, name: string, options?: CircuitBreakerOptions, attach?: boolean"
     )]
     pub fn new(
         env: Env,
         region: Unknown<'_>,
         name: Unknown<'_>,
         options: Option<Unknown<'_>>,
+        attach: Option<Unknown<'_>>,
     ) -> Result<Self> {
         let region = region_arg(&env, &region)?;
         let name = name_arg(&env, BREAKER, &name)?;
-        let (config, capacity) = crate::circuit_breaker::read_config(&env, options)?;
-        let g = match AnyShared::breaker(&region.r, &name, config, capacity)
-            .map_err(|f| failure(&env, BREAKER, &f))?
-        {
+        let made = if attach_arg(&env, BREAKER, &options, attach)? {
+            AnyShared::attach(&region.r, &name)
+        } else {
+            let (config, capacity) = crate::circuit_breaker::read_config(&env, options)?;
+            AnyShared::breaker(&region.r, &name, config, capacity)
+        };
+        let g = match made.map_err(|f| failure(&env, BREAKER, &f))? {
             AnyShared::Breaker128(g) => Breaker::C128(g),
             AnyShared::Breaker1024(g) => Breaker::C1024(g),
             AnyShared::Breaker8192(g) => Breaker::C8192(g),
             AnyShared::Breaker65536(g) => Breaker::C65536(g),
-            _ => return Err(internal(&env, "a breaker of an unknown capacity")),
+            other => {
+                return Err(failure(
+                    &env,
+                    BREAKER,
+                    &Failure {
+                        code: GuardsResult::GuardMismatch,
+                        detail: Detail::GuardMismatch {
+                            field: "kind",
+                            existing: other.kind() as u64,
+                            requested: gs::GuardKind::CircuitBreaker as u64,
+                        },
+                    },
+                ))
+            }
         };
         let s = g.status().state as u8;
         Ok(RegionCircuitBreaker {
@@ -844,21 +923,18 @@ impl RegionBulkhead {
     #[napi(
         constructor,
         catch_unwind,
-        ts_args_type = "region: Region, name: string, options?: BulkheadOptions"
+        ts_args_type = "region: Region, name: string, options?: BulkheadOptions, attach?: boolean"
     )]
     pub fn new(
         env: Env,
         region: Unknown<'_>,
         name: Unknown<'_>,
         options: Option<Unknown<'_>>,
+        attach: Option<Unknown<'_>>,
     ) -> Result<Self> {
-        let region = region_arg(&env, &region)?;
-        let name = name_arg(&env, BULKHEAD, &name)?;
-        let (config, _) = crate::bulkhead::read_config(&env, options)?;
-        let g = region
-            .r
-            .get_or_create::<CoreBulkhead>(&name, config)
-            .map_err(|f| failure(&env, BULKHEAD, &f))?;
+        let g = guard_in::<CoreBulkhead>(&env, BULKHEAD, region, name, options, attach, |e, o| {
+            crate::bulkhead::read_config(e, o).map(|(c, _)| c)
+        })?;
         Ok(RegionBulkhead {
             l: Rc::new(BulkheadLocal {
                 g,
@@ -1056,21 +1132,18 @@ impl RegionLimiter {
     #[napi(
         constructor,
         catch_unwind,
-        ts_args_type = "region: Region, name: string, options?: LimiterOptions"
+        ts_args_type = "region: Region, name: string, options?: LimiterOptions, attach?: boolean"
     )]
     pub fn new(
         env: Env,
         region: Unknown<'_>,
         name: Unknown<'_>,
         options: Option<Unknown<'_>>,
+        attach: Option<Unknown<'_>>,
     ) -> Result<Self> {
-        let region = region_arg(&env, &region)?;
-        let name = name_arg(&env, LIMITER, &name)?;
-        let (config, _) = crate::limiter::read_config(&env, options)?;
-        let g = region
-            .r
-            .get_or_create::<CoreLimiter>(&name, config)
-            .map_err(|f| failure(&env, LIMITER, &f))?;
+        let g = guard_in::<CoreLimiter>(&env, LIMITER, region, name, options, attach, |e, o| {
+            crate::limiter::read_config(e, o).map(|(c, _)| c)
+        })?;
         Ok(RegionLimiter {
             l: Rc::new(LimiterLocal {
                 g,
@@ -1282,21 +1355,19 @@ impl RegionAdmission {
     #[napi(
         constructor,
         catch_unwind,
-        ts_args_type = "region: Region, name: string, options?: AdmissionOptions"
+        ts_args_type = "region: Region, name: string, options?: AdmissionOptions, attach?: boolean"
     )]
     pub fn new(
         env: Env,
         region: Unknown<'_>,
         name: Unknown<'_>,
         options: Option<Unknown<'_>>,
+        attach: Option<Unknown<'_>>,
     ) -> Result<Self> {
-        let region = region_arg(&env, &region)?;
-        let name = name_arg(&env, ADMISSION, &name)?;
-        let (config, _) = crate::admission::read_config(&env, options)?;
-        let g = region
-            .r
-            .get_or_create::<CoreAdmission>(&name, config)
-            .map_err(|f| failure(&env, ADMISSION, &f))?;
+        let g =
+            guard_in::<CoreAdmission>(&env, ADMISSION, region, name, options, attach, |e, o| {
+                crate::admission::read_config(e, o).map(|(c, _)| c)
+            })?;
         Ok(RegionAdmission {
             l: Rc::new(AdmissionLocal {
                 g,
@@ -1428,21 +1499,18 @@ impl RegionRetryBudget {
     #[napi(
         constructor,
         catch_unwind,
-        ts_args_type = "region: Region, name: string, options?: RetryBudgetOptions"
+        ts_args_type = "region: Region, name: string, options?: RetryBudgetOptions, attach?: boolean"
     )]
     pub fn new(
         env: Env,
         region: Unknown<'_>,
         name: Unknown<'_>,
         options: Option<Unknown<'_>>,
+        attach: Option<Unknown<'_>>,
     ) -> Result<Self> {
-        let region = region_arg(&env, &region)?;
-        let name = name_arg(&env, BUDGET, &name)?;
-        let (config, _) = crate::retry_budget::read_config(&env, options)?;
-        let g = region
-            .r
-            .get_or_create::<CoreBudget>(&name, config)
-            .map_err(|f| failure(&env, BUDGET, &f))?;
+        let g = guard_in::<CoreBudget>(&env, BUDGET, region, name, options, attach, |e, o| {
+            crate::retry_budget::read_config(e, o).map(|(c, _)| c)
+        })?;
         Ok(RegionRetryBudget {
             l: Rc::new(BudgetLocal { g }),
         })

@@ -99,6 +99,12 @@ if (process.env.GUARDS_REGION_CHILD) {
       }
       return { limit: limiter.limit };
     },
+    // Create guards with configs the parent does not know.
+    async create() {
+      region.circuitBreaker('configured', { windowSize: 37, openDuration: 1234 }).execute(() => 1);
+      region.limiter('configured-limiter', { limit: 7 });
+      return { made: region.guards().length };
+    },
     // Fill the shared door with places of priority 1 and keep them.
     async fill({ options, places }) {
       const door = region.admission('door', options);
@@ -372,6 +378,32 @@ test('one admission door for every process: the middleware refuses when another 
     await stop([c]);
     await new Promise((r) => server.close(r));
   }
+});
+
+test('attach: the existing guard whatever its config, as the class of its kind', async () => {
+  const file = fresh();
+  const region = new g.Region(file);
+  const c = await child(file);
+  try {
+    await job(c, 'create', {});
+  } finally {
+    await stop([c]);
+  }
+  const b = region.attach('configured');
+  assert.ok(b instanceof g.RegionCircuitBreaker);
+  assert.equal(b.config.windowSize, 37);
+  assert.equal(b.config.openDuration, 1234);
+  assert.equal(b.stats().successes, 1, 'the other process\'s call');
+  assert.equal(await b.execute(() => 'here'), 'here');
+  assert.equal(region.lookup('configured').kind, 'circuit_breaker');
+  const l = region.attach('configured-limiter');
+  assert.ok(l instanceof g.RegionLimiter);
+  assert.equal(l.limit, 7);
+  assert.throws(() => region.attach('nobody'), (e) => e instanceof g.RegionError && e.code === 'GUARDS_GUARD_NOT_FOUND');
+  assert.throws(() => new g.RegionBulkhead(region, 'configured', undefined, true), (e) => e.code === 'GUARDS_GUARD_MISMATCH' && e.field === 'kind');
+  assert.throws(() => new g.RegionCircuitBreaker(region, 'configured-limiter', undefined, true), (e) => e.code === 'GUARDS_GUARD_MISMATCH' && e.field === 'kind');
+  assert.throws(() => new g.RegionCircuitBreaker(region, 'configured', { windowSize: 37 }, true), (e) => e instanceof TypeError && e.option === 'options');
+  assert.throws(() => new g.RegionCircuitBreaker(region, 'configured', undefined, 'yes'), (e) => e instanceof TypeError && e.option === 'attach');
 });
 
 test('a name with another kind or config is refused with GUARDS_GUARD_MISMATCH', () => {
