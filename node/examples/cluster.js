@@ -3,6 +3,8 @@
 // region file) in front of a flaky backend. One worker's failures open the breaker for
 // all four: the others refuse at once, without calling the backend, and so does every
 // worker answering HTTP requests. After the open period the probes close it again.
+// Last, a worker killed with SIGKILL while holding bulkhead slots: the primary reclaims
+// them when it sees the worker exit.
 //
 //   node examples/cluster.js      (about 2 seconds; `make demo-node` runs it)
 
@@ -55,7 +57,13 @@ if (cluster.isWorker) {
     res.end(r);
   }).listen(Number(process.env.GUARDS_DEMO_PORT), () => process.send({ listening: true }));
 
+  const held = [];
   process.on('message', async (m) => {
+    if (m.hold) {
+      held.push(bulkhead.tryAcquire(), bulkhead.tryAcquire());
+      process.send({ id, pid: process.pid, holding: held.length });
+      return;
+    }
     const seen = { ok: 0, failed: 0, refused: 0 };
     for (let i = 0; i < m.calls; i++) {
       const r = await call();
@@ -71,7 +79,7 @@ async function main() {
   const file = path.join(os.tmpdir(), `guards-cluster-demo-${process.pid}`);
   const region = new g.Region(file);
   const breaker = region.circuitBreaker('backend', BREAKER);
-  region.bulkhead('backend-pool', BULKHEAD);
+  const pool = region.bulkhead('backend-pool', BULKHEAD);
   breaker.on('stateChange', (e) => console.log(`  (primary heard: breaker ${e.from} -> ${e.to})`));
 
   // the flaky backend
@@ -140,6 +148,16 @@ async function main() {
   console.log(`\n5. the backend recovers; after the open period (${BREAKER.openDuration} ms) probes close the breaker`);
   while (breaker.state() !== 'half_open') await new Promise((r) => setTimeout(r, 50));
   await traffic('   traffic again', 40);
+  console.log('\n6. worker 4 takes 2 bulkhead slots and is killed with SIGKILL before giving them back');
+  const w4 = workers[3];
+  const h = await new Promise((r) => { w4.once('message', r); w4.send({ hold: true }); });
+  console.log(`  in flight host-wide: ${pool.inFlight} of ${pool.maxConcurrent} (worker 4, pid ${h.pid}, holds ${h.holding})`);
+  const reclaimed = await new Promise((r) => {
+    w4.once('exit', () => r(region.reclaim())); // the primary reclaims when a worker dies
+    process.kill(h.pid, 'SIGKILL');
+  });
+  console.log(`  on its exit the primary calls region.reclaim(): ${reclaimed.permits} permits back; in flight: ${pool.inFlight}`);
+
   const s = breaker.stats();
   console.log(`\nhost-wide breaker: ${s.failures} failures, ${s.rejectedOpen} refused while open, `
     + `${s.closedToOpen} opening, ${s.halfOpenToClosed} closing, state ${s.state}`);

@@ -58,7 +58,7 @@ function withPolling(Base, watched) {
       this.#timer = setInterval(() => {
         if (!this.#listening()) { this.#stop(); return; }
         try { this._poll(); } catch (err) { process.emitWarning(err); }
-      }, this.#region.pollInterval);
+      }, this.#region.pollInterval ?? DEFAULT_POLL_MS);
       this.#timer.unref();
     }
     #stop() {
