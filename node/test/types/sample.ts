@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   // @ts-expect-error not an outcome
   permit.report('fine');
 
-  const region = g.Region.open('/tmp/guards-types-never-opened', { maxGuards: 8, pollInterval: 50 });
+  const region = g.Region.open('myapp-guards', { maxGuards: 8, pollInterval: 50 });
   const hostStock = region.circuitBreaker('stock', { windowSize: 20 });
   const hostPool = region.bulkhead('pool', { maxConcurrent: 12 });
   const viaRegion: number = await hostPool.execute(() => hostStock.execute(async () => 1));
