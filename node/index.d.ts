@@ -1243,6 +1243,52 @@ export declare class RegionCircuitBreaker {
 }
 
 /**
+ * One circuit breaker per key (an operation, a host) in a region, for every process.
+ * Same options, refusals and methods as `KeyedBreakers`; `createFetch` takes it as
+ * `breakers`.
+ */
+export declare class RegionKeyedBreakers {
+  /**
+   * The set named `name` in `region`, created with `options` (the breaker options and
+   * `slots`, default 64) if there is none.
+   */
+  constructor(region: Region, name: string, options?: KeyedBreakersOptions, attach?: boolean)
+  /** The fast path's functions (`{ acquire, report }`): for the JavaScript layer. */
+  _fast(): unknown
+  /**
+   * The keys whose breaker changed state since this object last looked, each with its
+   * stored state (for the layer's events).
+   */
+  _changes(): Array<[bigint, 'closed' | 'open' | 'half_open']>
+  /**
+   * A permit for a call on `key` at `now`, or a thrown `BreakerOpenError`
+   * (`BreakersFullError` when the set has no room for a new key).
+   */
+  tryAcquire(key: string | bigint, now?: bigint): RegionPermit
+  /** The last refusal of this object's fast path, for `key`, thrown as its error. */
+  _lastRejection(key: string | bigint): void
+  /** The state of `key`'s breaker at `now` (`'closed'` for a key not seen yet). */
+  state(key: string | bigint, now?: bigint): 'closed' | 'open' | 'half_open'
+  /** `key`'s breaker's state word, `null` for a key not seen yet. */
+  status(key: string | bigint): BreakerStatus | null
+  /** `key`'s breaker's counters, all processes (`null` for a key not seen yet). */
+  breakerStats(key: string | bigint): CircuitBreakerStats | null
+  /**
+   * `{ entries, full, open }`: keys held, refusals for lack of a slot, breakers not
+   * closed (all processes).
+   */
+  stats(): { entries: number; full: number; open: number }
+  /** The breaker options (camelCase, ms) and `slots`. */
+  get config(): Record<string, unknown>
+  /** Its name in the region. */
+  get name(): string
+  /** Permits this object's fast path holds now. */
+  get outstanding(): number
+  /** Permits held now by every process (a scan of the permit table). */
+  get permitsHeld(): number
+}
+
+/**
  * A concurrency limiter in a region: one limit for the calls of every process. Same
  * options, refusals and methods as `Limiter`.
  */

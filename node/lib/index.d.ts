@@ -206,6 +206,8 @@ export declare class Region extends native.Region {
   get pollInterval(): number;
   /** The breaker named `name`, created with `options` if there is none (else they must match). */
   circuitBreaker(name: string, options?: CircuitBreakerOptions): RegionCircuitBreaker;
+  /** The keyed breaker set named `name`, created with `options` if there is none. */
+  keyedBreakers(name: string, options?: KeyedBreakersOptions): RegionKeyedBreakers;
   /** The bulkhead named `name`, created with `options` if there is none. */
   bulkhead(name: string, options?: BulkheadOptions): RegionBulkhead;
   /** The limiter named `name`, created with `options` if there is none. */
@@ -215,7 +217,7 @@ export declare class Region extends native.Region {
   /** The retry budget named `name`, created with `options` if there is none. */
   retryBudget(name: string, options?: RetryBudgetOptions): RegionRetryBudget;
   /** The existing guard named `name`, whatever its config, as the class of its kind. */
-  attach(name: string): RegionCircuitBreaker | RegionBulkhead | RegionLimiter | RegionAdmission | RegionRetryBudget;
+  attach(name: string): RegionCircuitBreaker | RegionKeyedBreakers | RegionBulkhead | RegionLimiter | RegionAdmission | RegionRetryBudget;
 }
 
 /** A circuit breaker in a region, with `execute` and events (see `CircuitBreaker`). */
@@ -227,6 +229,20 @@ export declare class RegionCircuitBreaker extends native.RegionCircuitBreaker im
   on(event: 'stateChange', listener: (e: RegionBreakerStateChange) => void): this;
   once(event: 'stateChange', listener: (e: RegionBreakerStateChange) => void): this;
   off(event: 'stateChange', listener: (e: RegionBreakerStateChange) => void): this;
+}
+
+/** A key's breaker in a region changed state (`key` is `null` for a key this process has not named). */
+export interface RegionKeyedStateChange { key: string | null; keyId: bigint; to: BreakerState; breakers: RegionKeyedBreakers }
+
+/** One breaker per key in a region, with `execute` and events (see `KeyedBreakers`); `createFetch` takes it. */
+export declare class RegionKeyedBreakers extends native.RegionKeyedBreakers implements Events<{ stateChange: RegionKeyedStateChange }> {
+  constructor(region: Region, name: string, options?: KeyedBreakersOptions, attach?: boolean);
+  get region(): Region;
+  execute<T>(key: string, fn: () => T | PromiseLike<T>, options?: ExecuteOptions): Promise<Awaited<T>>;
+  readonly events: EventEmitter;
+  on(event: 'stateChange', listener: (e: RegionKeyedStateChange) => void): this;
+  once(event: 'stateChange', listener: (e: RegionKeyedStateChange) => void): this;
+  off(event: 'stateChange', listener: (e: RegionKeyedStateChange) => void): this;
 }
 
 /** A bulkhead in a region, with `execute` (see `Bulkhead`). */
@@ -351,7 +367,7 @@ export declare function retry<T>(
 
 /** A guard `guarded` takes. */
 export type Guard = native.CircuitBreaker | native.KeyedBreakers | native.Bulkhead | native.Limiter | native.Admission | native.AdaptiveThrottle
-  | RegionCircuitBreaker | RegionBulkhead | RegionLimiter;
+  | RegionCircuitBreaker | RegionKeyedBreakers | RegionBulkhead | RegionLimiter;
 
 /** A fallback: a value, or a function of the error. */
 export type Fallback<F> = ((err: unknown) => F | PromiseLike<F>) | Exclude<F, Function>;
@@ -401,7 +417,7 @@ export interface FetchOptions extends Omit<RetryOptions, 'policy' | 'budget' | '
   /** The underlying fetch (default `globalThis.fetch`). */
   fetch?: (input: string, init: RequestInit) => Promise<Response>;
   /** A breaker per `scheme://host:port` (default: one set per client; `null`: none). */
-  breakers?: native.KeyedBreakers | null;
+  breakers?: native.KeyedBreakers | native.RegionKeyedBreakers | null;
   /** The deadline header sent: `grpc-timeout` (default), milliseconds, or none. */
   deadlineHeader?: 'grpc' | 'millis' | null;
   /** The budget that pays for retries (default: one per client; `null`: none). */

@@ -36,6 +36,7 @@ module.exports = {
   // host-wide guards in a region file shared by processes
   Region: region.Region,
   RegionCircuitBreaker: region.RegionCircuitBreaker,
+  RegionKeyedBreakers: region.RegionKeyedBreakers,
   RegionBulkhead: region.RegionBulkhead,
   RegionLimiter: region.RegionLimiter,
   RegionAdmission: region.RegionAdmission,

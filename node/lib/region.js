@@ -124,6 +124,60 @@ class RegionCircuitBreaker extends withPolling(withEvents(native.RegionCircuitBr
   }
 }
 
+/** One breaker per key in a region (`region.keyedBreakers(name, options)`). */
+class RegionKeyedBreakers extends withPolling(withEvents(native.RegionKeyedBreakers, ['stateChange']), ['stateChange']) {
+  #acquire; #report;
+  /** Key strings by key (bigint), for events heard from other processes. */
+  #names = new Map();
+
+  constructor(region, name, options, attach) {
+    super(region, name, options, attach);
+    const f = fastOf(this);
+    this.#acquire = f.acquire;
+    this.#report = f.report;
+  }
+
+  #changed(key) {
+    const keyId = native.KeyedBreakers.keyOf(key);
+    if (this.#names.size < 1024) this.#names.set(keyId, key);
+    this._emit('stateChange', { key, keyId, to: this.state(key), breakers: this });
+  }
+
+  /** @internal The timer: emit what other processes changed. */
+  _poll() {
+    for (const [keyId, to] of this._changes()) {
+      this._emit('stateChange', { key: this.#names.get(keyId) ?? null, keyId, to, breakers: this });
+    }
+  }
+
+  /** Run `fn` through the breaker of `key` (see `CircuitBreaker.execute`). */
+  execute(key, fn, options) {
+    if (typeof key !== 'string') throw errors.badOption('TypeError', 'key', `execute(key, fn): key must be a string, not ${typeof key}`);
+    checkFn(fn);
+    const classify = options === undefined ? undefined : classifyOption(options);
+    let t = this.#acquire(key);
+    if (t < 0) return Promise.reject(this.#refusal(key));
+    if (t >= CHANGED) { t -= CHANGED; this.#changed(key); }
+    return run(fn, t, (tok, outcome) => {
+      if (this.#report(tok, outcome) >= CHANGED) this.#changed(key);
+    }, classify);
+  }
+
+  /** @internal For `guarded` and `createFetch`: take a permit for `opts.key` (or throw). */
+  _guard(opts) {
+    const key = opts.key;
+    let t = this.#acquire(key);
+    if (t < 0) throw this.#refusal(key);
+    if (t >= CHANGED) { t -= CHANGED; this.#changed(key); }
+    return (o) => { if (this.#report(t, o) >= CHANGED) this.#changed(key); };
+  }
+
+  #refusal(key) {
+    try { this._lastRejection(key); } catch (e) { return e; }
+    return new errors.BreakerOpenError(`the circuit breaker for ${key} refused`);
+  }
+}
+
 /** A bulkhead in a region (`region.bulkhead(name, options)`). */
 class RegionBulkhead extends withPolling(withEvents(native.RegionBulkhead), []) {
   #acquire; #release;
@@ -258,6 +312,7 @@ class RegionRetryBudget extends native.RegionRetryBudget {
 
 const BY_KIND = {
   circuit_breaker: RegionCircuitBreaker,
+  keyed_breakers: RegionKeyedBreakers,
   bulkhead: RegionBulkhead,
   limiter: RegionLimiter,
   admission: RegionAdmission,
@@ -303,6 +358,9 @@ class Region extends native.Region {
   /** The breaker named `name`, created with `options` (as `CircuitBreaker`'s) if there is none. */
   circuitBreaker(name, options) { return new RegionCircuitBreaker(this, name, options); }
 
+  /** The keyed breaker set named `name`, created with `options` (and `slots`) if there is none. */
+  keyedBreakers(name, options) { return new RegionKeyedBreakers(this, name, options); }
+
   /** The bulkhead named `name`, created with `options` if there is none. */
   bulkhead(name, options) { return new RegionBulkhead(this, name, options); }
 
@@ -317,8 +375,8 @@ class Region extends native.Region {
 
   /**
    * The existing guard named `name`, whatever its config (a monitoring tool, a process
-   * that does not know the config): a RegionCircuitBreaker, RegionBulkhead, RegionLimiter,
-   * RegionAdmission or RegionRetryBudget by its kind. `GUARDS_GUARD_NOT_FOUND` when there
+   * that does not know the config): a RegionCircuitBreaker, RegionKeyedBreakers,
+   * RegionBulkhead, RegionLimiter, RegionAdmission or RegionRetryBudget by its kind. `GUARDS_GUARD_NOT_FOUND` when there
    * is none; a `GuardMismatchError` for a kind Node does not hold.
    */
   attach(name) {
@@ -334,6 +392,6 @@ class Region extends native.Region {
 }
 
 module.exports = {
-  Region, RegionCircuitBreaker, RegionBulkhead, RegionLimiter, RegionAdmission, RegionRetryBudget,
+  Region, RegionCircuitBreaker, RegionKeyedBreakers, RegionBulkhead, RegionLimiter, RegionAdmission, RegionRetryBudget,
   RegionPermit: native.RegionPermit, RegionRetryReceipt: native.RegionRetryReceipt,
 };

@@ -7,15 +7,15 @@
 //! machine (worker threads of one process can use it too, or `SharedArrayBuffer`s: see
 //! `shared`).
 //!
-//! The guard classes (`RegionCircuitBreaker`, `RegionBulkhead`, `RegionLimiter`,
-//! `RegionAdmission`, `RegionRetryBudget`) read their options with the private classes'
-//! readers, throw the same refusals, and give the JavaScript layer (`lib/region.js`) and
-//! the admission middlewares the same fast path (`_fast()`: `acquire` and
-//! `report`/`release` as plain Node-API functions, permits parked in the object's token
-//! table). The difference is where a permit is kept: in the region's permit table with
-//! this process as its owner, so that when a process dies holding permits,
-//! `Region.reclaim()` (or the next acquire that finds the guard full, or the next `open`)
-//! gives them back to their guards as `cancelled`.
+//! The guard classes (`RegionCircuitBreaker`, `RegionKeyedBreakers`, `RegionBulkhead`,
+//! `RegionLimiter`, `RegionAdmission`, `RegionRetryBudget`) read their options with the
+//! private classes' readers, throw the same refusals, and give the JavaScript layer
+//! (`lib/region.js`), `guarded`, `createFetch` and the admission middlewares the same
+//! fast path (`_fast()`: `acquire` and `report`/`release` as plain Node-API functions,
+//! permits parked in the object's token table). The difference is where a permit is kept:
+//! in the region's permit table with this process as its owner, so that when a process
+//! dies holding permits, `Region.reclaim()` (or the next acquire that finds the guard
+//! full, or the next `open`) gives them back to their guards as `cancelled`.
 //!
 //! Failures of the region itself throw a `RegionError` whose `code` is stable:
 //! `GUARDS_GUARD_MISMATCH` (a guard of that name exists with another kind, capacity or
@@ -24,7 +24,8 @@
 //! `GUARDS_REGION_IO` (`errno`), `GUARDS_PERMIT_SLOTS_EXHAUSTED`. Bad options and
 //! arguments throw `TypeError` / `RangeError` naming them, as everywhere in the package.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use napi::bindgen_prelude::*;
@@ -38,7 +39,8 @@ use guards::shared::{self as gs, AnyShared, Refusal, RegionOptions, Shared};
 use guards_core::admission::{Admission as CoreAdmission, AdmissionRejected};
 use guards_core::bulkhead::{Bulkhead as CoreBulkhead, BulkheadRejected};
 use guards_core::circuit_breaker::{
-    BreakerState, CircuitBreaker as CoreBreaker, CircuitBreakerRejected,
+    key_of, BreakerState, CircuitBreaker as CoreBreaker, CircuitBreakerRejected,
+    KeyedBreakers as CoreKeyed, KeyedBreakersRejected,
 };
 use guards_core::limiter::{Limiter as CoreLimiter, LimiterRejected};
 use guards_core::retry_budget::{Budget, RetryBudget as CoreBudget, RetryReceipt as CoreReceipt};
@@ -113,6 +115,27 @@ fn failure(env: &Env, what: &str, f: &Failure) -> Error {
             Details::default(),
         ),
     }
+}
+
+/// A guard of kind `existing` found where one of kind `requested` was asked for.
+fn kind_mismatch(
+    env: &Env,
+    what: &str,
+    existing: gs::GuardKind,
+    requested: gs::GuardKind,
+) -> Error {
+    failure(
+        env,
+        what,
+        &Failure {
+            code: GuardsResult::GuardMismatch,
+            detail: Detail::GuardMismatch {
+                field: "kind",
+                existing: existing as u64,
+                requested: requested as u64,
+            },
+        },
+    )
 }
 
 const REGION: &str = "Region";
@@ -651,17 +674,11 @@ impl RegionCircuitBreaker {
             AnyShared::Breaker8192(g) => Breaker::C8192(g),
             AnyShared::Breaker65536(g) => Breaker::C65536(g),
             other => {
-                return Err(failure(
+                return Err(kind_mismatch(
                     &env,
                     BREAKER,
-                    &Failure {
-                        code: GuardsResult::GuardMismatch,
-                        detail: Detail::GuardMismatch {
-                            field: "kind",
-                            existing: other.kind() as u64,
-                            requested: gs::GuardKind::CircuitBreaker as u64,
-                        },
-                    },
+                    other.kind(),
+                    gs::GuardKind::CircuitBreaker,
                 ))
             }
         };
@@ -800,6 +817,388 @@ impl RegionCircuitBreaker {
     #[napi(getter, catch_unwind)]
     pub fn permits_held(&self) -> f64 {
         num(with_b!(&self.l.g, g => g.outstanding()))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Keyed breakers
+
+/// A shared keyed breaker set of one of the supported slot counts.
+enum Keyed {
+    K4(Shared<CoreKeyed<4, 128>>),
+    K16(Shared<CoreKeyed<16, 128>>),
+    K64(Shared<CoreKeyed<64, 128>>),
+    K256(Shared<CoreKeyed<256, 128>>),
+}
+
+macro_rules! with_k {
+    ($k:expr, $g:ident => $e:expr) => {
+        match $k {
+            Keyed::K4($g) => $e,
+            Keyed::K16($g) => $e,
+            Keyed::K64($g) => $e,
+            Keyed::K256($g) => $e,
+        }
+    };
+}
+
+impl Keyed {
+    fn slots(&self) -> u64 {
+        match self {
+            Keyed::K4(_) => 4,
+            Keyed::K16(_) => 16,
+            Keyed::K64(_) => 64,
+            Keyed::K256(_) => 256,
+        }
+    }
+    /// The stored state of `key`'s breaker (255: none yet).
+    fn stored(&self, key: u64) -> u8 {
+        with_k!(self, g => g.get(key).map_or(255, |b| b.status().state as u8))
+    }
+    fn try_acquire(
+        &self,
+        key: u64,
+        now: Nanos,
+    ) -> std::result::Result<(PermitToken, gs::PermitView), Refusal<KeyedBreakersRejected>> {
+        with_k!(self, g => g.try_acquire(key, now))
+    }
+    fn report(
+        &self,
+        t: PermitToken,
+        outcome: Outcome,
+        now: Nanos,
+    ) -> std::result::Result<&'static str, GuardsResult> {
+        with_k!(self, g => g.report(t, outcome, now).map(|e| e.name()))
+    }
+}
+
+struct KeyedLocal {
+    g: Keyed,
+    /// Parked permits, with their key (for events).
+    tokens: Tokens<(PermitToken, u64)>,
+    seen: RefCell<HashMap<u64, u8>>,
+    last: Cell<Option<Refusal<KeyedBreakersRejected>>>,
+}
+
+impl KeyedLocal {
+    /// Whether `key`'s stored state differs from what this object saw last (which it then
+    /// sees); a key seen for the first time starts closed, like every breaker.
+    fn observe(&self, key: u64) -> bool {
+        let s = self.g.stored(key);
+        let Ok(mut seen) = self.seen.try_borrow_mut() else {
+            return false;
+        };
+        let before = seen.insert(key, s).unwrap_or(0);
+        before != s && !(before == 0 && s == 255)
+    }
+}
+
+impl Reporter for KeyedLocal {
+    fn report_token(
+        &self,
+        t: PermitToken,
+        outcome: Outcome,
+        now: Nanos,
+    ) -> std::result::Result<&'static str, GuardsResult> {
+        self.g.report(t, outcome, now)
+    }
+}
+
+impl Drop for KeyedLocal {
+    fn drop(&mut self) {
+        let now = guards::clock::now();
+        for (t, _) in self.tokens.drain() {
+            let _ = self.g.report(t, Outcome::Ignored, now);
+        }
+    }
+}
+
+const KEYED: &str = "RegionKeyedBreakers";
+
+fn keyed_refusal(env: &Env, shown: &str, r: &Refusal<KeyedBreakersRejected>) -> Error {
+    match r {
+        Refusal::Rejected(r) => {
+            crate::keyed_breakers::rejection_error(env, shown, r, guards::clock::now())
+        }
+        Refusal::Failed(f) => failure(env, KEYED, f),
+    }
+}
+
+// As `KeyedBreakers`' fast path: `acquire(key)` a token (plus 2^30 if this object saw the
+// key's breaker change state), or -1 (open), -2 (half-open full), -4 (set full), -3 (no
+// permit record); `report(token, outcome)` 1 (plus 2^30 on a change), or -1 if reported
+// before.
+fast_fn!(
+    keyed_acquire,
+    KeyedLocal,
+    1,
+    "RegionKeyedBreakers acquire",
+    |env, l, a| {
+        let mut buf = [0u8; 256];
+        let mut heap = Vec::new();
+        let k = key_of(a.str_bytes(env, 0, "key", &mut buf, &mut heap)?);
+        let now = guards::clock::now();
+        Ok(match l.g.try_acquire(k, now) {
+            Ok((t, _)) => match l.tokens.insert((t, k)) {
+                Ok(x) => x + if l.observe(k) { CHANGED } else { 0.0 },
+                Err((t, _)) => {
+                    let _ = l.g.report(t, Outcome::Ignored, now);
+                    NO_SLOT
+                }
+            },
+            Err(r) => {
+                l.last.set(Some(r));
+                match r {
+                    Refusal::Rejected(r) => match r.reason.name() {
+                        "open" => -1.0,
+                        "half_open_full" => -2.0,
+                        _ => -4.0,
+                    },
+                    Refusal::Failed(_) => NO_SLOT,
+                }
+            }
+        })
+    }
+);
+
+fast_fn!(
+    keyed_report,
+    KeyedLocal,
+    2,
+    "RegionKeyedBreakers report",
+    |env, l, a| {
+        let token = a.f64(env, 0, "token")?;
+        let outcome = outcome::of_number(env, a.whole(env, 1, "outcome", 255)?)?;
+        let Some((t, k)) = l.tokens.take(token) else {
+            return Ok(-1.0);
+        };
+        let _ = l.g.report(t, outcome, guards::clock::now());
+        Ok(1.0 + if l.observe(k) { CHANGED } else { 0.0 })
+    }
+);
+
+/// One circuit breaker per key (an operation, a host) in a region, for every process.
+/// Same options, refusals and methods as `KeyedBreakers`; `createFetch` takes it as
+/// `breakers`.
+#[napi]
+pub struct RegionKeyedBreakers {
+    l: Rc<KeyedLocal>,
+}
+
+#[napi]
+impl RegionKeyedBreakers {
+    /// The set named `name` in `region`, created with `options` (the breaker options and
+    /// `slots`, default 64) if there is none.
+    #[napi(
+        constructor,
+        catch_unwind,
+        ts_args_type = "region: Region, name: string, options?: KeyedBreakersOptions, attach?: boolean"
+    )]
+    pub fn new(
+        env: Env,
+        region: Unknown<'_>,
+        name: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+        attach: Option<Unknown<'_>>,
+    ) -> Result<Self> {
+        let region = region_arg(&env, &region)?;
+        let name = name_arg(&env, KEYED, &name)?;
+        let made = if attach_arg(&env, KEYED, &options, attach)? {
+            AnyShared::attach(&region.r, &name)
+        } else {
+            let (config, slots) = crate::keyed_breakers::read_config(&env, options)?;
+            AnyShared::keyed_breakers(&region.r, &name, config, slots)
+        };
+        let g = match made.map_err(|f| failure(&env, KEYED, &f))? {
+            AnyShared::Keyed4(g) => Keyed::K4(g),
+            AnyShared::Keyed16(g) => Keyed::K16(g),
+            AnyShared::Keyed64(g) => Keyed::K64(g),
+            AnyShared::Keyed256(g) => Keyed::K256(g),
+            other => {
+                return Err(kind_mismatch(
+                    &env,
+                    KEYED,
+                    other.kind(),
+                    gs::GuardKind::KeyedBreakers,
+                ))
+            }
+        };
+        Ok(RegionKeyedBreakers {
+            l: Rc::new(KeyedLocal {
+                g,
+                tokens: Tokens::new(),
+                seen: RefCell::new(HashMap::new()),
+                last: Cell::new(None),
+            }),
+        })
+    }
+
+    /// The fast path's functions (`{ acquire, report }`): for the JavaScript layer.
+    #[napi(js_name = "_fast", catch_unwind, ts_return_type = "unknown")]
+    pub fn fast<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
+        fast::functions(
+            env,
+            &self.l,
+            &[("acquire", keyed_acquire), ("report", keyed_report)],
+        )
+    }
+
+    /// The keys whose breaker changed state since this object last looked, each with its
+    /// stored state (for the layer's events).
+    #[napi(
+        js_name = "_changes",
+        catch_unwind,
+        ts_return_type = "Array<[bigint, 'closed' | 'open' | 'half_open']>"
+    )]
+    pub fn changes(&self) -> Vec<(BigInt, &'static str)> {
+        let now_states: Vec<(u64, u8, &'static str)> = with_k!(&self.l.g, g => g
+            .iter()
+            .map(|(k, b)| {
+                let s = b.status().state;
+                (k, s as u8, s.name())
+            })
+            .collect());
+        let Ok(mut seen) = self.l.seen.try_borrow_mut() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (k, s, name) in now_states {
+            let before = seen.insert(k, s).unwrap_or(0);
+            if before != s {
+                out.push((BigInt::from(k), name));
+            }
+        }
+        out
+    }
+
+    /// A permit for a call on `key` at `now`, or a thrown `BreakerOpenError`
+    /// (`BreakersFullError` when the set has no room for a new key).
+    #[napi(catch_unwind, ts_args_type = "key: string | bigint, now?: bigint")]
+    pub fn try_acquire(
+        &self,
+        env: Env,
+        key: Unknown<'_>,
+        now: Option<Unknown<'_>>,
+    ) -> Result<RegionPermit> {
+        let (k, shown) = crate::keyed_breakers::key_arg(&env, &key)?;
+        let now = args::now(&env, now)?;
+        match self.l.g.try_acquire(k, now) {
+            Ok((t, view)) => {
+                self.l.observe(k);
+                Ok(RegionPermit::new(
+                    Rc::clone(&self.l) as Rc<dyn Reporter>,
+                    t,
+                    view,
+                ))
+            }
+            Err(r) => Err(keyed_refusal(&env, &shown, &r)),
+        }
+    }
+
+    /// The last refusal of this object's fast path, for `key`, thrown as its error.
+    #[napi(
+        catch_unwind,
+        js_name = "_lastRejection",
+        ts_args_type = "key: string | bigint"
+    )]
+    pub fn last_rejection(&self, env: Env, key: Unknown<'_>) -> Result<()> {
+        let (_, shown) = crate::keyed_breakers::key_arg(&env, &key)?;
+        match self.l.last.get() {
+            Some(r) => Err(keyed_refusal(&env, &shown, &r)),
+            None => Ok(()),
+        }
+    }
+
+    /// The state of `key`'s breaker at `now` (`'closed'` for a key not seen yet).
+    #[napi(
+        catch_unwind,
+        ts_args_type = "key: string | bigint, now?: bigint",
+        ts_return_type = "'closed' | 'open' | 'half_open'"
+    )]
+    pub fn state(
+        &self,
+        env: Env,
+        key: Unknown<'_>,
+        now: Option<Unknown<'_>>,
+    ) -> Result<&'static str> {
+        let (k, _) = crate::keyed_breakers::key_arg(&env, &key)?;
+        let now = args::now(&env, now)?;
+        Ok(with_k!(&self.l.g, g => g.get(k).map_or("closed", |b| b.state(now).name())))
+    }
+
+    /// `key`'s breaker's state word, `null` for a key not seen yet.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "key: string | bigint",
+        ts_return_type = "BreakerStatus | null"
+    )]
+    pub fn status<'e>(&self, env: &'e Env, key: Unknown<'_>) -> Result<Option<Object<'e>>> {
+        let (k, _) = crate::keyed_breakers::key_arg(env, &key)?;
+        let s = with_k!(&self.l.g, g => g.get(k).map(|b| b.status()));
+        s.map(|s| crate::circuit_breaker::status_object(env, &s))
+            .transpose()
+    }
+
+    /// `key`'s breaker's counters, all processes (`null` for a key not seen yet).
+    #[napi(
+        catch_unwind,
+        ts_args_type = "key: string | bigint",
+        ts_return_type = "CircuitBreakerStats | null"
+    )]
+    pub fn breaker_stats<'e>(&self, env: &'e Env, key: Unknown<'_>) -> Result<Option<Object<'e>>> {
+        let (k, _) = crate::keyed_breakers::key_arg(env, &key)?;
+        let now = guards::clock::now();
+        let s = with_k!(&self.l.g, g => g.get(k).map(|b| (b.stats(), b.state(now))));
+        s.map(|(s, st)| crate::circuit_breaker::stats_object(env, &s, st))
+            .transpose()
+    }
+
+    /// `{ entries, full, open }`: keys held, refusals for lack of a slot, breakers not
+    /// closed (all processes).
+    #[napi(
+        catch_unwind,
+        ts_return_type = "{ entries: number; full: number; open: number }"
+    )]
+    pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
+        let (s, open) = with_k!(&self.l.g, g => (
+            g.stats(),
+            g.iter().filter(|(_, b)| b.status().state != BreakerState::Closed).count() as u64,
+        ));
+        numbers(
+            env,
+            &[
+                ("entries", num(s.entries)),
+                ("full", num(s.full)),
+                ("open", num(open)),
+            ],
+        )
+    }
+
+    /// The breaker options (camelCase, ms) and `slots`.
+    #[napi(getter, catch_unwind, ts_return_type = "Record<string, unknown>")]
+    pub fn config<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
+        let c = with_k!(&self.l.g, g => *g.config());
+        let mut o = config_object(env, &schema::CIRCUIT_BREAKER, &c)?;
+        o.set("slots", num(self.l.g.slots()))?;
+        Ok(o)
+    }
+
+    /// Its name in the region.
+    #[napi(getter, catch_unwind)]
+    pub fn name(&self) -> String {
+        with_k!(&self.l.g, g => g.name()).unwrap_or_default()
+    }
+
+    /// Permits this object's fast path holds now.
+    #[napi(getter, catch_unwind)]
+    pub fn outstanding(&self) -> f64 {
+        num(self.l.tokens.outstanding())
+    }
+
+    /// Permits held now by every process (a scan of the permit table).
+    #[napi(getter, catch_unwind)]
+    pub fn permits_held(&self) -> f64 {
+        num(with_k!(&self.l.g, g => g.outstanding()))
     }
 }
 

@@ -69,7 +69,7 @@ function callables() {
     VectorSession: () => native.VectorSession.fromText('bulkhead.json', '{"guard":"bulkhead","cases":[]}'),
     CircuitBreakerPermit: () => new g.CircuitBreaker().tryAcquire(), KeyedBreakersPermit: () => new g.KeyedBreakers().tryAcquire('k'),
     LimiterPermit: () => new g.Limiter().tryAcquire(), AdmissionPermit: () => new g.Admission().tryAcquire(),
-    Region: () => region, RegionCircuitBreaker: () => region.circuitBreaker('cb'), RegionBulkhead: () => region.bulkhead('bh'),
+    Region: () => region, RegionCircuitBreaker: () => region.circuitBreaker('cb'), RegionKeyedBreakers: () => region.keyedBreakers('kb'), RegionBulkhead: () => region.bulkhead('bh'),
     RegionLimiter: () => region.limiter('lim'), RegionAdmission: () => region.admission('adm'), RegionRetryBudget: () => region.retryBudget('rb'),
     RegionPermit: () => region.bulkhead('bh').tryAcquire(),
   };

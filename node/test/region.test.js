@@ -99,6 +99,14 @@ if (process.env.GUARDS_REGION_CHILD) {
       }
       return { limit: limiter.limit };
     },
+    // Fail calls to one host through the shared per-host breakers.
+    async failHost({ options, host }) {
+      const breakers = region.keyedBreakers('hosts', options);
+      for (let i = 0; i < 100 && breakers.state(host) === 'closed'; i++) {
+        await breakers.execute(host, () => { throw Object.assign(new Error('down'), { code: 'ECONNRESET' }); }).catch(() => {});
+      }
+      return { state: breakers.state(host) };
+    },
     // Create guards with configs the parent does not know.
     async create() {
       region.circuitBreaker('configured', { windowSize: 37, openDuration: 1234 }).execute(() => 1);
@@ -256,6 +264,41 @@ test('a limiter\'s limit moved by another process is heard here (limitChange)', 
     assert.ok(limiter.stats().dropped >= 1);
   } finally {
     await stop([c]);
+  }
+});
+
+test('keyed breakers: one process\'s failures open a host\'s breaker for all, createFetch takes them', async () => {
+  const file = fresh();
+  const options = { windowSize: 10, minimumCalls: 5, failureRateThreshold: 0.5, openDuration: 60_000, slots: 16 };
+  const region = new g.Region(file, { pollInterval: 5 });
+  const breakers = region.keyedBreakers('hosts', options);
+  let calls = 0;
+  const server = http.createServer((req, res) => { calls++; res.end('ok'); });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  const heard = new Promise((resolve) => breakers.once('stateChange', resolve));
+  const c = await child(file);
+  try {
+    const f = g.createFetch({ breakers, maxAttempts: 1 });
+    assert.equal((await f(`${origin}/`)).status, 200);
+    assert.equal(calls, 1);
+    const r = await job(c, 'failHost', { options, host: origin });
+    assert.equal(r.state, 'open');
+    assert.equal(breakers.state(origin), 'open', 'this process sees the other\'s breaker for the host');
+    assert.equal(breakers.state('http://elsewhere:1'), 'closed');
+    await assert.rejects(f(`${origin}/`), (e) => e instanceof g.BreakerOpenError);
+    assert.equal(calls, 1, 'refused without calling the host');
+    const ev = await heard;
+    assert.equal(ev.to, 'open');
+    assert.equal(ev.keyId, g.KeyedBreakers.keyOf(origin));
+    assert.equal(breakers.stats().open, 1);
+    // the window: this process's success and the other's failures, 4 of 5 open it
+    assert.equal(breakers.breakerStats(origin).failures, 4);
+    assert.equal(breakers.breakerStats(origin).successes, 1);
+    assert.ok(region.attach('hosts') instanceof g.RegionKeyedBreakers);
+  } finally {
+    await stop([c]);
+    await new Promise((r) => server.close(r));
   }
 });
 
