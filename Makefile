@@ -247,9 +247,11 @@ test-node: node-dts-check
 
 bench-node: node
 	cd node && node bench/overhead.js
+	cd node && node bench/region.js
 
 demo-node: node
 	cd node && node examples/demo.js
+	cd node && node examples/cluster.js
 
 # ---- Host-wide guards (ffi/src/shared, ffi/src/c/shared.rs; docs/shared.md) ----
 # The C suite of the region API: processes made with fork() sharing a region's guards,

@@ -110,6 +110,28 @@ export interface AdmissionStats {
   admitted: number; refusedLimitReached: number; refusedOverloaded: number; succeeded: number
   dropped: number; ignored: number; inFlight: number; limit?: number; refusedByPriority: number[]
 }
+/** Options of a Region (the capacities apply when this call creates the region). */
+export interface RegionOptions {
+  /** Named guards it can hold. Default 64; 1..=65536. */
+  maxGuards?: number
+  /** Permits in flight at once, all guards and processes. Default 4096; 1..=16777216. */
+  permitSlots?: number
+  /** Bytes for guard state. Default 16 MiB; 4096..=2^40. */
+  dataBytes?: number
+  /** How long to wait for another process creating a guard (ms, or ns as a bigint). Default 5000 ms. */
+  waitTimeout?: number | bigint
+  /** Least time between two reclaim scans caused by a full guard (ms, or ns as a bigint). Default 10 ms. */
+  reclaimInterval?: number | bigint
+  /** Permission bits of a new region file. Default 0o600. */
+  mode?: number
+  /** Create the region if there is none. Default true. */
+  create?: boolean
+}
+/** Sizes and counters of a region, all processes. */
+export interface RegionStats {
+  guards: number; maxGuards: number; dataUsed: number; dataBytes: number; permitSlots: number
+  permitsHeld: number; reclaimedPermits: number; reclaimedClaims: number; scans: number; takeovers: number
+}
 export interface RetryBudgetStats { deposits: number; withdrawals: number; refusals: number; refunds: number; failures: number; tokens: number }
 /** A limit algorithm and its options. */
 export type LimitOptions =
@@ -1071,6 +1093,303 @@ export declare class QueueDiscipline {
   oldestAgeMs(now?: bigint): number
   /** Counters. */
   stats(): { enqueued: number; servedFifo: number; servedLifo: number; droppedAgeLimit: number; droppedDeadline: number; cancelled: number; rejectedFull: number; length: number }
+}
+
+/**
+ * A region file of named guards, mapped by every process that opens it (a bare name
+ * means `/dev/shm/<name>`; a path with a `/` is used as it is).
+ */
+export declare class Region {
+  /**
+   * Open the region at `path`, creating it (with `options`' capacities) if there is
+   * none: `maxGuards` (default 64), `permitSlots` (4096), `dataBytes` (16 MiB),
+   * `waitTimeout` (ms, 5000), `reclaimInterval` (ms, 10), `mode` (0o600), `create`
+   * (true). Opening gives dead processes' permits back to their guards.
+   */
+  constructor(path: string, options?: RegionOptions)
+  /**
+   * Remove the region file at `path`: processes that have it open keep using it; the
+   * next open creates a new one. Throws `GUARDS_GUARD_NOT_FOUND` when there is none.
+   */
+  static remove(path: string): void
+  /** The file's path. */
+  get path(): string
+  /**
+   * Give every permit of a dead process back to its guard, reported `cancelled` at
+   * `now`: `{ permits, claims }` (claims: records of processes that died while asking).
+   */
+  reclaim(now?: bigint): { permits: number; claims: number }
+  /** Sizes and counters of the region (all processes). */
+  stats(): RegionStats
+  /**
+   * The kind (`'circuit_breaker'`, `'bulkhead'`, ...) and capacity of the guard named
+   * `name`; throws `GUARDS_GUARD_NOT_FOUND` when there is none.
+   */
+  lookup(name: string): { kind: string; capacity: number }
+  /** The guards created so far: `[{ name, kind, capacity, size }]`. */
+  guards(): Array<{ name: string; kind: string; capacity: number; size: number }>
+}
+
+/**
+ * Admission control in a region: one door for the requests of every process (the
+ * workers of a cluster sharing the machine's CPU). Same options, refusals and methods as
+ * `Admission`; the admission middlewares take it.
+ */
+export declare class RegionAdmission {
+  /** The door named `name` in `region`, created with `options` if there is none. */
+  constructor(region: Region, name: string, options?: AdmissionOptions, attach?: boolean)
+  /**
+   * The fast path's functions (`{ acquire, report, retryAfterSecs }`): for the
+   * middlewares.
+   */
+  _fast(): unknown
+  /** The last refusal of this object's fast path, thrown as its error. */
+  _lastRejection(): void
+  /**
+   * A place for a request of `priority` (0..7, default 1) at `now`, or a thrown
+   * `AdmissionRejectedError`.
+   */
+  tryAcquire(priority?: number, now?: bigint): RegionPermit
+  /** Requests inside, all processes. */
+  get inFlight(): number
+  /** The adaptive limit, or `null` without one. */
+  get limit(): number | null
+  /** The count inside at which `priority` (default 1) is refused. */
+  threshold(priority?: number): number
+  /** Counters, all processes (see `Admission.stats`). */
+  stats(): AdmissionStats
+  /** The config (camelCase, durations in ms; `limit` as an object). */
+  get config(): Record<string, unknown>
+  /** Its name in the region. */
+  get name(): string
+  /** Places this object's fast path (the middlewares) holds now. */
+  get outstanding(): number
+  /** Places held now by every process (a scan of the permit table). */
+  get permitsHeld(): number
+}
+
+/**
+ * A bulkhead in a region: at most `maxConcurrent` calls in flight across every process
+ * that uses it. Same options, refusals and methods as `Bulkhead`.
+ */
+export declare class RegionBulkhead {
+  /** The bulkhead named `name` in `region`, created with `options` if there is none. */
+  constructor(region: Region, name: string, options?: BulkheadOptions, attach?: boolean)
+  /** The fast path's functions (`{ acquire, release }`): for the JavaScript layer. */
+  _fast(): unknown
+  /** The last refusal of this object's fast path, thrown as its error. */
+  _lastRejection(): void
+  /** Take a slot: a permit to `release()` exactly once, or a thrown `BulkheadFullError`. */
+  tryAcquire(): RegionPermit
+  /** Calls in flight, all processes. */
+  get inFlight(): number
+  /** Free slots. */
+  get available(): number
+  /** The cap. */
+  get maxConcurrent(): number
+  /** `{ acquired, rejected, released, inFlight, maxConcurrent }`, all processes. */
+  stats(): BulkheadStats
+  /** The config (camelCase). */
+  get config(): Required<BulkheadOptions>
+  /** Its name in the region. */
+  get name(): string
+  /** Slots this object's fast path (`execute`) holds now. */
+  get outstanding(): number
+  /** Slots held now by every process, as the permit table records them (a scan). */
+  get permitsHeld(): number
+}
+
+/**
+ * A circuit breaker in a region: one breaker for every process that opens the region
+ * and asks for this name, so one process's failures open it for all. Same options,
+ * refusals and methods as `CircuitBreaker`.
+ */
+export declare class RegionCircuitBreaker {
+  /**
+   * The breaker named `name` in `region`, created with `options` (as `CircuitBreaker`'s)
+   * if there is none; an existing one must have been created with the same options
+   * (else `GUARDS_GUARD_MISMATCH`). Use the layer's `region.circuitBreaker(name, options)`.
+   */
+  constructor(region: Region, name: string, options?: CircuitBreakerOptions, attach?: boolean)
+  /** The fast path's functions (`{ acquire, report }`): for the JavaScript layer. */
+  _fast(): unknown
+  /** The stored state's number plus 2^30 if it differs from what this object saw last. */
+  _sync(): number
+  /** The last refusal of this object's fast path, thrown as its error. */
+  _lastRejection(): void
+  /**
+   * Ask to make a call at `now`: a permit (recorded with this process as its owner)
+   * to report exactly once, or a thrown `BreakerOpenError`.
+   */
+  tryAcquire(now?: bigint): RegionPermit
+  /** The state at `now` (`'closed'`, `'open'`, `'half_open'`), as every process sees it. */
+  state(now?: bigint): 'closed' | 'open' | 'half_open'
+  /** The state word (see `CircuitBreaker.status`). */
+  status(): BreakerStatus
+  /** What the window holds at `now`: `{ calls, failures, slow }`. */
+  windowCounts(now?: bigint): { calls: number; failures: number; slow: number }
+  /** Counters since it was created, all processes together. */
+  stats(): CircuitBreakerStats
+  /** The config it was created with (camelCase, durations in ms). */
+  get config(): Required<CircuitBreakerOptions>
+  /** Window cells allocated. */
+  get capacity(): number
+  /** Its name in the region. */
+  get name(): string
+  /** Permits this object's fast path (`execute`) handed out and that are not reported. */
+  get outstanding(): number
+  /** Permits of this breaker held now by every process (a scan of the permit table). */
+  get permitsHeld(): number
+}
+
+/**
+ * One circuit breaker per key (an operation, a host) in a region, for every process.
+ * Same options, refusals and methods as `KeyedBreakers`; `createFetch` takes it as
+ * `breakers`.
+ */
+export declare class RegionKeyedBreakers {
+  /**
+   * The set named `name` in `region`, created with `options` (the breaker options and
+   * `slots`, default 64) if there is none.
+   */
+  constructor(region: Region, name: string, options?: KeyedBreakersOptions, attach?: boolean)
+  /** The fast path's functions (`{ acquire, report }`): for the JavaScript layer. */
+  _fast(): unknown
+  /**
+   * The keys whose breaker changed state since this object last looked, each with its
+   * stored state (for the layer's events).
+   */
+  _changes(): Array<[bigint, 'closed' | 'open' | 'half_open']>
+  /**
+   * A permit for a call on `key` at `now`, or a thrown `BreakerOpenError`
+   * (`BreakersFullError` when the set has no room for a new key).
+   */
+  tryAcquire(key: string | bigint, now?: bigint): RegionPermit
+  /** The last refusal of this object's fast path, for `key`, thrown as its error. */
+  _lastRejection(key: string | bigint): void
+  /** The state of `key`'s breaker at `now` (`'closed'` for a key not seen yet). */
+  state(key: string | bigint, now?: bigint): 'closed' | 'open' | 'half_open'
+  /** `key`'s breaker's state word, `null` for a key not seen yet. */
+  status(key: string | bigint): BreakerStatus | null
+  /** `key`'s breaker's counters, all processes (`null` for a key not seen yet). */
+  breakerStats(key: string | bigint): CircuitBreakerStats | null
+  /**
+   * `{ entries, full, open }`: keys held, refusals for lack of a slot, breakers not
+   * closed (all processes).
+   */
+  stats(): { entries: number; full: number; open: number }
+  /** The breaker options (camelCase, ms) and `slots`. */
+  get config(): Record<string, unknown>
+  /** Its name in the region. */
+  get name(): string
+  /** Permits this object's fast path holds now. */
+  get outstanding(): number
+  /** Permits held now by every process (a scan of the permit table). */
+  get permitsHeld(): number
+}
+
+/**
+ * A concurrency limiter in a region: one limit for the calls of every process. Same
+ * options, refusals and methods as `Limiter`.
+ */
+export declare class RegionLimiter {
+  /** The limiter named `name` in `region`, created with `options` if there is none. */
+  constructor(region: Region, name: string, options?: LimiterOptions, attach?: boolean)
+  /** The fast path's functions (`{ acquire, report }`): for the JavaScript layer. */
+  _fast(): unknown
+  /** The last refusal of this object's fast path, thrown as its error. */
+  _lastRejection(): void
+  /**
+   * A permit for a call of `priority` (0..7, default 0) at `now`, or a thrown
+   * `LimitExceededError`.
+   */
+  tryAcquire(priority?: number, now?: bigint): RegionPermit
+  /** The current limit. */
+  get limit(): number
+  /** Calls in flight, all processes. */
+  get inFlight(): number
+  /** Counters and gauges, all processes (see `Limiter.stats`). */
+  stats(): LimiterStats
+  /** The config (camelCase, durations in ms; `limit` as an object). */
+  get config(): Record<string, unknown>
+  /** Its name in the region. */
+  get name(): string
+  /** Permits this object's fast path (`execute`) holds now. */
+  get outstanding(): number
+  /** Permits held now by every process (a scan of the permit table). */
+  get permitsHeld(): number
+}
+
+/**
+ * A permit of a region guard, from `tryAcquire`: `report` (or, for a bulkhead,
+ * `release`) it exactly once; a second report throws `GUARDS_PERMIT_ALREADY_REPORTED`, as
+ * does one for a permit given back by `reclaim` after its process was thought dead. A
+ * permit garbage-collected unreported is handed back without a verdict (`ignored`).
+ */
+export declare class RegionPermit {
+  /**
+   * Report how the call ended (`'success'`, `'timeout'`, ... see `Outcome`) at `now`;
+   * returns the guard's verdict (a breaker's effect, `'release'`, a limiter's verdict).
+   */
+  report(outcome: Outcome, now?: bigint): string
+  /**
+   * Report a success: for a bulkhead slot, give it back. `false` if it was reported
+   * before (or reclaimed).
+   */
+  release(): boolean
+  /** Whether it has been reported. */
+  get done(): boolean
+  /** When it was granted (0n for a bulkhead slot). */
+  get acquiredAt(): bigint
+  /** Whether it is a half-open breaker's probe. */
+  get isProbe(): boolean
+  /** A probe's timeout in ms, `null` otherwise. */
+  get probeTimeoutMs(): number | null
+}
+
+/**
+ * A retry budget in a region: retries stay a bounded share of the traffic of every
+ * process together. Same options and methods as `RetryBudget` (a retry holds nothing,
+ * so there is nothing to reclaim from a dead process).
+ */
+export declare class RegionRetryBudget {
+  /** The budget named `name` in `region`, created with `options` if there is none. */
+  constructor(region: Region, name: string, options?: RetryBudgetOptions, attach?: boolean)
+  /** A first attempt goes out at `now` (the token bucket and windowed modes earn). */
+  deposit(now?: bigint): void
+  /**
+   * May a retry caused by `cause` (default `'transient'`) go at `now`? Its receipt, or
+   * `null` when it may not (see `RetryBudget.withdraw`).
+   */
+  withdraw(cause?: 'timeout' | 'transient' | 'throttled' | 'hedge', now?: bigint): RegionRetryReceipt | null
+  /**
+   * Tell the budget how an attempt ended at `now`, with the `receipt` of the retry it
+   * was (see `RetryBudget.report`).
+   */
+  report(outcome: Outcome, now?: bigint, receipt?: RegionRetryReceipt): 'success' | 'failure' | 'nothing'
+  /** The balance at `now`, in tokens, all processes. */
+  tokens(now?: bigint): number
+  /** The balance at `now` in micro-tokens, exactly. */
+  tokensMicros(now?: bigint): number
+  /** The mode's name. */
+  get mode(): 'token_bucket' | 'grpc' | 'aws' | 'windowed'
+  /** `{ deposits, withdrawals, refusals, refunds, failures, tokens }`, all processes. */
+  stats(): RetryBudgetStats
+  /** Its name in the region. */
+  get name(): string
+}
+
+/**
+ * What a retry cost, from `RegionRetryBudget.withdraw`: hand it back once with the
+ * budget's `report` when the retry ends.
+ */
+export declare class RegionRetryReceipt {
+  /** What the retry cost, in micro-tokens. */
+  get costMicros(): number
+  /** What the retry cost, in tokens. */
+  get cost(): number
+  /** Whether it has been handed back. */
+  get done(): boolean
 }
 
 /**

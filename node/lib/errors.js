@@ -37,6 +37,13 @@ const PermitError = def('PermitError', 'GUARDS_PERMIT_ALREADY_REPORTED', GuardsE
 /** A RetryDriver call in a phase where it means nothing (`call`, `phase`); nothing changed. */
 const RetryDriverError = def('RetryDriverError', 'GUARDS_RETRY_DRIVER_PHASE', GuardsError);
 const InternalError = def('InternalError', 'GUARDS_INTERNAL', GuardsError);
+/**
+ * A shared region refused (`code`: GUARDS_REGION_IO, _INVALID, _INCOMPATIBLE, _FULL,
+ * _TIMEOUT, GUARDS_GUARD_NOT_FOUND, GUARDS_PERMIT_SLOTS_EXHAUSTED).
+ */
+const RegionError = def('RegionError', 'GUARDS_REGION_INVALID', GuardsError);
+/** A guard of that name exists with another kind, capacity or config (`field` says which). */
+const GuardMismatchError = def('GuardMismatchError', 'GUARDS_GUARD_MISMATCH', RegionError);
 
 const byKind = {
   BREAKER_OPEN: BreakerOpenError,
@@ -51,6 +58,14 @@ const byKind = {
   PERMIT_UNKNOWN: PermitError,
   RETRY_DRIVER_PHASE: RetryDriverError,
   INTERNAL: InternalError,
+  REGION_IO: RegionError,
+  REGION_INVALID: RegionError,
+  REGION_INCOMPATIBLE: RegionError,
+  REGION_FULL: RegionError,
+  REGION_TIMEOUT: RegionError,
+  GUARD_NOT_FOUND: RegionError,
+  PERMIT_SLOTS_EXHAUSTED: RegionError,
+  GUARD_MISMATCH: GuardMismatchError,
 };
 
 function make(kind, message, detailsJson) {
@@ -84,5 +99,5 @@ module.exports = {
   GuardsError, RejectedError, BreakerOpenError, BreakersFullError, BulkheadFullError,
   LimitExceededError, AdmissionRejectedError, QueueFullError, ThrottledError,
   BudgetExhaustedError, RetriesExhaustedError, DeadlineExceededError, AttemptTimeoutError,
-  PermitError, RetryDriverError, InternalError, badOption,
+  PermitError, RetryDriverError, InternalError, RegionError, GuardMismatchError, badOption,
 };

@@ -58,8 +58,8 @@ function createFetch(options = {}) {
   const { fetch: baseFetch = globalThis.fetch, breakers, deadlineHeader = 'grpc', budget, ...retryOptions } = options;
   if (typeof baseFetch !== 'function') throw errors.badOption('TypeError', 'fetch', 'createFetch: `fetch` must be a function');
   if (![null, 'grpc', 'millis'].includes(deadlineHeader)) throw errors.badOption('RangeError', 'deadlineHeader', "createFetch: `deadlineHeader` must be 'grpc', 'millis' or null");
-  if (breakers !== undefined && breakers !== null && !(breakers instanceof native.KeyedBreakers)) {
-    throw errors.badOption('TypeError', 'breakers', 'createFetch: `breakers` must be a KeyedBreakers or null');
+  if (breakers !== undefined && breakers !== null && !(breakers instanceof native.KeyedBreakers || breakers instanceof native.RegionKeyedBreakers)) {
+    throw errors.badOption('TypeError', 'breakers', 'createFetch: `breakers` must be a KeyedBreakers (or a RegionKeyedBreakers) or null');
   }
   if (budget !== undefined && budget !== null && !(budget instanceof native.RetryBudget)) {
     throw errors.badOption('TypeError', 'budget', 'createFetch: `budget` must be a RetryBudget or null');

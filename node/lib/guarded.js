@@ -24,7 +24,10 @@ const TIMEOUT = NUM.timeout;
 function checkGuard(g, i) {
   const ok = g instanceof native.CircuitBreaker || g instanceof native.Bulkhead
     || g instanceof native.Limiter || g instanceof native.Admission
-    || g instanceof native.KeyedBreakers || g instanceof native.AdaptiveThrottle;
+    || g instanceof native.KeyedBreakers || g instanceof native.AdaptiveThrottle
+    || g instanceof native.RegionCircuitBreaker || g instanceof native.RegionKeyedBreakers
+    || g instanceof native.RegionBulkhead
+    || g instanceof native.RegionLimiter;
   if (!ok) throw errors.badOption('TypeError', `guards[${i}]`, `guarded: guards[${i}] is not a guard (CircuitBreaker, KeyedBreakers, Bulkhead, Limiter, Admission or AdaptiveThrottle)`);
 }
 

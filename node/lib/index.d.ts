@@ -14,7 +14,7 @@ import type {
   Outcome, Idempotency, GiveUpReason, RefusalKind, RetryStep, RetryGateFunction,
   CircuitBreakerOptions, KeyedBreakersOptions, BulkheadOptions, LimiterOptions, AdmissionOptions,
   RetryBudgetOptions, RetryPolicyOptions, HedgingOptions, LatencyTrackerOptions,
-  AdaptiveThrottleOptions, BrownoutOptions, BackoffOptions,
+  AdaptiveThrottleOptions, BrownoutOptions, BackoffOptions, RegionOptions,
 } from '../index';
 
 export type {
@@ -25,7 +25,7 @@ export type {
   TokenBudgetOptions, GrpcThrottleOptions, AwsRetryQuotaOptions, WindowedBudgetOptions,
   LatencyTrackerOptions, HedgingOptions, AdaptiveThrottleOptions, BrownoutOptions,
   QueueDisciplineOptions, AimdOptions, VegasOptions, GradientOptions, LimiterOptions,
-  AdmissionOptions,
+  AdmissionOptions, RegionOptions, RegionStats,
 } from '../index';
 
 export {
@@ -33,7 +33,7 @@ export {
   KeyedBreakersPermit, BulkheadPermit, LimiterPermit, AdmissionPermit, nowNs, outcomeVerdicts,
   classifyHttp, parseRetryAfter, parseHttpDate, outcomeOfStatus, formatHttpDate,
   encodeGrpcTimeout, parseGrpcTimeout, encodeMillis, parseMillis, stableOffsetMs, nextStableRun,
-  configSchema,
+  configSchema, RegionPermit, RegionRetryReceipt,
 } from '../index';
 
 /** A breaker's state. */
@@ -181,6 +181,110 @@ export declare class Backoff extends native.Backoff {
 }
 
 // ---------------------------------------------------------------------------------------
+// host-wide guards (a region file shared by processes)
+
+/** Options of a `Region`: the native ones and `pollInterval`. */
+export interface RegionLayerOptions extends RegionOptions {
+  /** Milliseconds between two looks at a guard for changes made by other processes (events). Default 100; 1..=3600000. */
+  pollInterval?: number;
+}
+
+/** A breaker in a region changed state (this process's calls, or another process's seen by polling). */
+export interface RegionBreakerStateChange { from: BreakerState; to: BreakerState; breaker: RegionCircuitBreaker }
+/** A region limiter's limit moved. */
+export interface RegionLimitChange { from: number; to: number; limiter: RegionLimiter }
+
+/**
+ * A region of host-wide guards: a file mapped by every process that opens it (a bare name
+ * means `/dev/shm/<name>`). Every process asking for a name gets the same guard.
+ */
+export declare class Region extends native.Region {
+  constructor(path: string, options?: RegionLayerOptions);
+  /** The same as `new Region(path, options)`. */
+  static open(path: string, options?: RegionLayerOptions): Region;
+  /** Milliseconds between two looks at a guard for other processes' changes. */
+  get pollInterval(): number;
+  /** The breaker named `name`, created with `options` if there is none (else they must match). */
+  circuitBreaker(name: string, options?: CircuitBreakerOptions): RegionCircuitBreaker;
+  /** The keyed breaker set named `name`, created with `options` if there is none. */
+  keyedBreakers(name: string, options?: KeyedBreakersOptions): RegionKeyedBreakers;
+  /** The bulkhead named `name`, created with `options` if there is none. */
+  bulkhead(name: string, options?: BulkheadOptions): RegionBulkhead;
+  /** The limiter named `name`, created with `options` if there is none. */
+  limiter(name: string, options?: LimiterOptions): RegionLimiter;
+  /** The admission door named `name`, created with `options` if there is none. */
+  admission(name: string, options?: AdmissionOptions): RegionAdmission;
+  /** The retry budget named `name`, created with `options` if there is none. */
+  retryBudget(name: string, options?: RetryBudgetOptions): RegionRetryBudget;
+  /** The existing guard named `name`, whatever its config, as the class of its kind. */
+  attach(name: string): RegionCircuitBreaker | RegionKeyedBreakers | RegionBulkhead | RegionLimiter | RegionAdmission | RegionRetryBudget;
+}
+
+/** A circuit breaker in a region, with `execute` and events (see `CircuitBreaker`). */
+export declare class RegionCircuitBreaker extends native.RegionCircuitBreaker implements Events<{ stateChange: RegionBreakerStateChange }> {
+  constructor(region: Region, name: string, options?: CircuitBreakerOptions, attach?: boolean);
+  get region(): Region;
+  execute<T>(fn: () => T | PromiseLike<T>, options?: ExecuteOptions): Promise<Awaited<T>>;
+  readonly events: EventEmitter;
+  on(event: 'stateChange', listener: (e: RegionBreakerStateChange) => void): this;
+  once(event: 'stateChange', listener: (e: RegionBreakerStateChange) => void): this;
+  off(event: 'stateChange', listener: (e: RegionBreakerStateChange) => void): this;
+}
+
+/** A key's breaker in a region changed state (`key` is `null` for a key this process has not named). */
+export interface RegionKeyedStateChange { key: string | null; keyId: bigint; to: BreakerState; breakers: RegionKeyedBreakers }
+
+/** One breaker per key in a region, with `execute` and events (see `KeyedBreakers`); `createFetch` takes it. */
+export declare class RegionKeyedBreakers extends native.RegionKeyedBreakers implements Events<{ stateChange: RegionKeyedStateChange }> {
+  constructor(region: Region, name: string, options?: KeyedBreakersOptions, attach?: boolean);
+  get region(): Region;
+  execute<T>(key: string, fn: () => T | PromiseLike<T>, options?: ExecuteOptions): Promise<Awaited<T>>;
+  readonly events: EventEmitter;
+  on(event: 'stateChange', listener: (e: RegionKeyedStateChange) => void): this;
+  once(event: 'stateChange', listener: (e: RegionKeyedStateChange) => void): this;
+  off(event: 'stateChange', listener: (e: RegionKeyedStateChange) => void): this;
+}
+
+/** A bulkhead in a region, with `execute` (see `Bulkhead`). */
+export declare class RegionBulkhead extends native.RegionBulkhead {
+  constructor(region: Region, name: string, options?: BulkheadOptions, attach?: boolean);
+  get region(): Region;
+  execute<T>(fn: () => T | PromiseLike<T>): Promise<Awaited<T>>;
+}
+
+/** A limiter in a region, with `execute` and events (see `Limiter`). */
+export declare class RegionLimiter extends native.RegionLimiter implements Events<{ limitChange: RegionLimitChange }> {
+  constructor(region: Region, name: string, options?: LimiterOptions, attach?: boolean);
+  get region(): Region;
+  execute<T>(fn: () => T | PromiseLike<T>, options?: LimiterExecuteOptions): Promise<Awaited<T>>;
+  readonly events: EventEmitter;
+  on(event: 'limitChange', listener: (e: RegionLimitChange) => void): this;
+  once(event: 'limitChange', listener: (e: RegionLimitChange) => void): this;
+  off(event: 'limitChange', listener: (e: RegionLimitChange) => void): this;
+}
+
+/** A region door's adaptive limit moved (`null`: no adaptive limit). */
+export interface RegionAdmissionLimitChange { from: number | null; to: number | null; admission: RegionAdmission }
+
+/** Admission control in a region, with events (see `Admission`); the middlewares take it. */
+export declare class RegionAdmission extends native.RegionAdmission implements Events<{ limitChange: RegionAdmissionLimitChange }> {
+  constructor(region: Region, name: string, options?: AdmissionOptions, attach?: boolean);
+  get region(): Region;
+  readonly events: EventEmitter;
+  on(event: 'limitChange', listener: (e: RegionAdmissionLimitChange) => void): this;
+  once(event: 'limitChange', listener: (e: RegionAdmissionLimitChange) => void): this;
+  off(event: 'limitChange', listener: (e: RegionAdmissionLimitChange) => void): this;
+}
+
+/** A retry budget in a region (see `RetryBudget`). */
+export declare class RegionRetryBudget extends native.RegionRetryBudget {
+  constructor(region: Region, name: string, options?: RetryBudgetOptions, attach?: boolean);
+  get region(): Region;
+  /** This budget as a retry gate (each `true` has withdrawn a retry's cost). */
+  gate(): RetryGateFunction;
+}
+
+// ---------------------------------------------------------------------------------------
 // retry
 
 /** What each attempt is given. */
@@ -262,7 +366,8 @@ export declare function retry<T>(
 // guarded
 
 /** A guard `guarded` takes. */
-export type Guard = native.CircuitBreaker | native.KeyedBreakers | native.Bulkhead | native.Limiter | native.Admission | native.AdaptiveThrottle;
+export type Guard = native.CircuitBreaker | native.KeyedBreakers | native.Bulkhead | native.Limiter | native.Admission | native.AdaptiveThrottle
+  | RegionCircuitBreaker | RegionKeyedBreakers | RegionBulkhead | RegionLimiter;
 
 /** A fallback: a value, or a function of the error. */
 export type Fallback<F> = ((err: unknown) => F | PromiseLike<F>) | Exclude<F, Function>;
@@ -312,7 +417,7 @@ export interface FetchOptions extends Omit<RetryOptions, 'policy' | 'budget' | '
   /** The underlying fetch (default `globalThis.fetch`). */
   fetch?: (input: string, init: RequestInit) => Promise<Response>;
   /** A breaker per `scheme://host:port` (default: one set per client; `null`: none). */
-  breakers?: native.KeyedBreakers | null;
+  breakers?: native.KeyedBreakers | native.RegionKeyedBreakers | null;
   /** The deadline header sent: `grpc-timeout` (default), milliseconds, or none. */
   deadlineHeader?: 'grpc' | 'millis' | null;
   /** The budget that pays for retries (default: one per client; `null`: none). */
@@ -358,20 +463,20 @@ export interface AdmissionMiddlewareStats {
 
 /** A node:http handler behind the door. */
 export declare function httpAdmission(
-  admission: native.Admission,
+  admission: native.Admission | native.RegionAdmission,
   handler: (req: IncomingMessage, res: ServerResponse) => unknown,
   options?: AdmissionMiddlewareOptions,
 ): ((req: IncomingMessage, res: ServerResponse) => void) & { stats(): AdmissionMiddlewareStats };
 
 /** Express middleware: `app.use(expressAdmission(door))`. */
 export declare function expressAdmission(
-  admission: native.Admission,
+  admission: native.Admission | native.RegionAdmission,
   options?: AdmissionMiddlewareOptions,
 ): ((req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void) & { stats(): AdmissionMiddlewareStats };
 
 /** A Fastify `onRequest` hook: `fastify.addHook('onRequest', fastifyAdmission(door))`. */
 export declare function fastifyAdmission(
-  admission: native.Admission,
+  admission: native.Admission | native.RegionAdmission,
   options?: AdmissionMiddlewareOptions,
 ): ((request: { raw: IncomingMessage }, reply: { raw: ServerResponse; hijack(): unknown }, done: (err?: Error) => void) => void) & { stats(): AdmissionMiddlewareStats };
 
@@ -442,3 +547,17 @@ export declare class PermitError extends GuardsError { code: 'GUARDS_PERMIT_ALRE
 export declare class RetryDriverError extends GuardsError { code: 'GUARDS_RETRY_DRIVER_PHASE'; call: string; phase: string }
 /** A bug in guards. */
 export declare class InternalError extends GuardsError { code: 'GUARDS_INTERNAL' }
+/** A shared region refused (`errno` for GUARDS_REGION_IO). */
+export declare class RegionError extends GuardsError {
+  code: 'GUARDS_REGION_IO' | 'GUARDS_REGION_INVALID' | 'GUARDS_REGION_INCOMPATIBLE' | 'GUARDS_REGION_FULL'
+    | 'GUARDS_REGION_TIMEOUT' | 'GUARDS_GUARD_MISMATCH' | 'GUARDS_GUARD_NOT_FOUND' | 'GUARDS_PERMIT_SLOTS_EXHAUSTED';
+  errno?: number;
+}
+/** A guard of that name exists with another kind, capacity or config. */
+export declare class GuardMismatchError extends RegionError {
+  code: 'GUARDS_GUARD_MISMATCH';
+  /** What differs. */
+  field: 'kind' | 'capacity' | 'config';
+  existing: number;
+  requested: number;
+}

@@ -11,6 +11,7 @@ const { createFetch } = require('./fetch');
 const middleware = require('./middleware');
 const { prometheusCollector } = require('./prometheus');
 const { classifyError, NAMES: OUTCOMES } = require('./outcome');
+const region = require('./region');
 
 module.exports = {
   // guards (native, subclassed where the layer adds execute / events / sharing)
@@ -32,6 +33,16 @@ module.exports = {
   Deadline: native.Deadline,
   QueueDiscipline: native.QueueDiscipline,
   Limit: native.Limit,
+  // host-wide guards in a region file shared by processes
+  Region: region.Region,
+  RegionCircuitBreaker: region.RegionCircuitBreaker,
+  RegionKeyedBreakers: region.RegionKeyedBreakers,
+  RegionBulkhead: region.RegionBulkhead,
+  RegionLimiter: region.RegionLimiter,
+  RegionAdmission: region.RegionAdmission,
+  RegionRetryBudget: region.RegionRetryBudget,
+  RegionPermit: region.RegionPermit,
+  RegionRetryReceipt: region.RegionRetryReceipt,
   // the idiomatic layer
   Retry, retry, Guarded, guarded, createFetch,
   httpAdmission: middleware.httpAdmission,

@@ -29,7 +29,7 @@ function pathOf(url) {
 }
 
 function makeDoor(admission, options = {}) {
-  if (!(admission instanceof native.Admission)) throw errors.badOption('TypeError', 'admission', 'admission middleware: the first argument must be an Admission');
+  if (!(admission instanceof native.Admission || admission instanceof native.RegionAdmission)) throw errors.badOption('TypeError', 'admission', 'admission middleware: the first argument must be an Admission (or a RegionAdmission)');
   if (options === null || typeof options !== 'object') throw errors.badOption('TypeError', 'options', 'admission middleware: options must be an object');
   const known = ['priority', 'exempt', 'onReject'];
   for (const k of Object.keys(options)) {

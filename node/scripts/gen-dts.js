@@ -185,6 +185,28 @@ export interface AdmissionStats {
   admitted: number; refusedLimitReached: number; refusedOverloaded: number; succeeded: number
   dropped: number; ignored: number; inFlight: number; limit?: number; refusedByPriority: number[]
 }
+/** Options of a Region (the capacities apply when this call creates the region). */
+export interface RegionOptions {
+  /** Named guards it can hold. Default 64; 1..=65536. */
+  maxGuards?: number
+  /** Permits in flight at once, all guards and processes. Default 4096; 1..=16777216. */
+  permitSlots?: number
+  /** Bytes for guard state. Default 16 MiB; 4096..=2^40. */
+  dataBytes?: number
+  /** How long to wait for another process creating a guard (ms, or ns as a bigint). Default 5000 ms. */
+  waitTimeout?: number | bigint
+  /** Least time between two reclaim scans caused by a full guard (ms, or ns as a bigint). Default 10 ms. */
+  reclaimInterval?: number | bigint
+  /** Permission bits of a new region file. Default 0o600. */
+  mode?: number
+  /** Create the region if there is none. Default true. */
+  create?: boolean
+}
+/** Sizes and counters of a region, all processes. */
+export interface RegionStats {
+  guards: number; maxGuards: number; dataUsed: number; dataBytes: number; permitSlots: number
+  permitsHeld: number; reclaimedPermits: number; reclaimedClaims: number; scans: number; takeovers: number
+}
 export interface RetryBudgetStats { deposits: number; withdrawals: number; refusals: number; refunds: number; failures: number; tokens: number }
 /** A limit algorithm and its options. */
 export type LimitOptions =

@@ -24,7 +24,10 @@ type AdmissionLocal = GateLocal<CoreAdmission>;
 
 const CLASS: &str = "Admission";
 
-fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(AdmissionConfig, u64)> {
+pub(crate) fn read_config(
+    env: &Env,
+    options: Option<Unknown<'_>>,
+) -> Result<(AdmissionConfig, u64)> {
     let mut o = Options::read(env, CLASS, options)?;
     let limit = crate::limit::take(env, &mut o)?;
     let mut c = o.build(env, &schema::ADMISSION, "")?;
@@ -64,11 +67,41 @@ pub(crate) fn rejection_error(env: &Env, r: &AdmissionRejected, now: Nanos) -> E
 }
 
 /// The limit as JavaScript sees it: a number, or -1 without an adaptive limit.
-fn limit_number(g: &CoreAdmission) -> f64 {
+pub(crate) fn limit_number(g: &CoreAdmission) -> f64 {
     match g.limit() {
         u64::MAX => -1.0,
         l => num(l),
     }
+}
+
+/// A door's counters as an object (`limit` only with an adaptive limit).
+pub(crate) fn stats_object<'e>(
+    env: &'e Env,
+    s: &guards_core::admission::AdmissionStats,
+) -> Result<Object<'e>> {
+    let mut o = crate::convert::numbers(
+        env,
+        &[
+            ("admitted", num(s.admitted)),
+            ("refusedLimitReached", num(s.refused_limit_reached)),
+            ("refusedOverloaded", num(s.refused_overloaded)),
+            ("succeeded", num(s.succeeded)),
+            ("dropped", num(s.dropped)),
+            ("ignored", num(s.ignored)),
+            ("inFlight", num(s.in_flight)),
+        ],
+    )?;
+    if s.limit != u64::MAX {
+        o.set("limit", num(s.limit))?;
+    }
+    o.set(
+        "refusedByPriority",
+        s.refused_by_priority
+            .iter()
+            .map(|n| num(*n))
+            .collect::<Vec<f64>>(),
+    )?;
+    Ok(o)
 }
 
 // The fast path (see `fast`): `acquire(priority)` a token, or -1 when refused (-3: no
@@ -226,30 +259,7 @@ impl Admission {
     /// Counters and gauges.
     #[napi(catch_unwind, ts_return_type = "AdmissionStats")]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let s = self.l.core.g.stats();
-        let mut o = crate::convert::numbers(
-            env,
-            &[
-                ("admitted", num(s.admitted)),
-                ("refusedLimitReached", num(s.refused_limit_reached)),
-                ("refusedOverloaded", num(s.refused_overloaded)),
-                ("succeeded", num(s.succeeded)),
-                ("dropped", num(s.dropped)),
-                ("ignored", num(s.ignored)),
-                ("inFlight", num(s.in_flight)),
-            ],
-        )?;
-        if s.limit != u64::MAX {
-            o.set("limit", num(s.limit))?;
-        }
-        o.set(
-            "refusedByPriority",
-            s.refused_by_priority
-                .iter()
-                .map(|n| num(*n))
-                .collect::<Vec<f64>>(),
-        )?;
-        Ok(o)
+        stats_object(env, &self.l.core.g.stats())
     }
 
     /// The config (camelCase; `limit` as an object).

@@ -71,7 +71,7 @@ pub(crate) fn rejection_error(env: &Env, r: &BulkheadRejected) -> Error {
     )
 }
 
-fn read_config(
+pub(crate) fn read_config(
     env: &Env,
     options: Option<Unknown<'_>>,
 ) -> Result<(guards::names::BulkheadConfig, u64)> {

@@ -76,7 +76,10 @@ impl Owner for BreakerRef {
 
 const CLASS: &str = "CircuitBreaker";
 
-fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(CircuitBreakerConfig, u64)> {
+pub(crate) fn read_config(
+    env: &Env,
+    options: Option<Unknown<'_>>,
+) -> Result<(CircuitBreakerConfig, u64)> {
     let mut o = Options::read(env, CLASS, options)?;
     let capacity = o.count(env, "capacity", 0, u64::MAX)?;
     let config = o.build(env, &schema::CIRCUIT_BREAKER, "")?;

@@ -72,7 +72,10 @@ impl Owner for KeyedRef {
 
 const CLASS: &str = "KeyedBreakers";
 
-fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(CircuitBreakerConfig, u64)> {
+pub(crate) fn read_config(
+    env: &Env,
+    options: Option<Unknown<'_>>,
+) -> Result<(CircuitBreakerConfig, u64)> {
     let mut o = Options::read(env, CLASS, options)?;
     let slots = o.count(env, "slots", 64, 256)?;
     if slots == 0 {
@@ -86,7 +89,12 @@ fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(CircuitBreake
     Ok((c, slots))
 }
 
-fn rejection_error(env: &Env, key: &str, r: &KeyedBreakersRejected, now: Nanos) -> Error {
+pub(crate) fn rejection_error(
+    env: &Env,
+    key: &str,
+    r: &KeyedBreakersRejected,
+    now: Nanos,
+) -> Error {
     let reason = r.reason.name();
     let (kind, what) = match reason {
         "open" => (
@@ -117,7 +125,7 @@ fn rejection_error(env: &Env, key: &str, r: &KeyedBreakersRejected, now: Nanos) 
 }
 
 /// A key argument: a string (hashed with `keyOf`) or a bigint (a key already).
-fn key_arg(env: &Env, v: &Unknown<'_>) -> Result<(u64, String)> {
+pub(crate) fn key_arg(env: &Env, v: &Unknown<'_>) -> Result<(u64, String)> {
     match v.get_type()? {
         ValueType::String => {
             let s = args::string(env, "key", v)?;

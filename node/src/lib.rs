@@ -37,6 +37,7 @@ mod errors;
 mod fast;
 mod gate;
 pub mod outcome;
+pub mod region;
 pub mod shared;
 pub mod token;
 pub mod vectors;

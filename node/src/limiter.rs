@@ -24,7 +24,7 @@ type LimiterLocal = GateLocal<CoreLimiter>;
 
 const CLASS: &str = "Limiter";
 
-fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(LimiterConfig, u64)> {
+pub(crate) fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(LimiterConfig, u64)> {
     let mut o = Options::read(env, CLASS, options)?;
     let limit = crate::limit::take(env, &mut o)?;
     let mut c = o.build(env, &schema::LIMITER, "")?;
@@ -91,6 +91,39 @@ fast_fn!(
         Ok(num(l.core.g.limit()))
     }
 );
+
+/// A limiter's counters and gauges as an object (`rejectedByPriority` per priority).
+pub(crate) fn stats_object<'e>(
+    env: &'e Env,
+    s: &guards_core::limiter::LimiterStats,
+) -> Result<Object<'e>> {
+    let mut o = crate::convert::numbers(
+        env,
+        &[
+            ("acquired", num(s.acquired)),
+            ("rejected", num(s.rejected())),
+            ("rejectedLimitReached", num(s.rejected_limit_reached)),
+            ("rejectedPartitionCap", num(s.rejected_partition_cap)),
+            ("rejectedReserved", num(s.rejected_reserved)),
+            ("succeeded", num(s.succeeded)),
+            ("dropped", num(s.dropped)),
+            ("ignored", num(s.ignored)),
+            ("windows", num(s.windows)),
+            ("limitChanges", num(s.limit_changes)),
+            ("foldsSkipped", num(s.folds_skipped)),
+            ("limit", num(s.limit)),
+            ("inFlight", num(s.in_flight)),
+        ],
+    )?;
+    o.set(
+        "rejectedByPriority",
+        s.rejected_by_priority
+            .iter()
+            .map(|n| num(*n))
+            .collect::<Vec<f64>>(),
+    )?;
+    Ok(o)
+}
 
 /// A concurrency limiter: calls in flight stay under a limit that is fixed or moved by an
 /// algorithm (AIMD, Vegas, Gradient2) from the calls' latencies and drops; priority
@@ -207,33 +240,7 @@ impl Limiter {
     /// Counters and gauges (`rejectedByPriority` is per priority).
     #[napi(catch_unwind, ts_return_type = "LimiterStats")]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let s = self.l.core.g.stats();
-        let mut o = crate::convert::numbers(
-            env,
-            &[
-                ("acquired", num(s.acquired)),
-                ("rejected", num(s.rejected())),
-                ("rejectedLimitReached", num(s.rejected_limit_reached)),
-                ("rejectedPartitionCap", num(s.rejected_partition_cap)),
-                ("rejectedReserved", num(s.rejected_reserved)),
-                ("succeeded", num(s.succeeded)),
-                ("dropped", num(s.dropped)),
-                ("ignored", num(s.ignored)),
-                ("windows", num(s.windows)),
-                ("limitChanges", num(s.limit_changes)),
-                ("foldsSkipped", num(s.folds_skipped)),
-                ("limit", num(s.limit)),
-                ("inFlight", num(s.in_flight)),
-            ],
-        )?;
-        o.set(
-            "rejectedByPriority",
-            s.rejected_by_priority
-                .iter()
-                .map(|n| num(*n))
-                .collect::<Vec<f64>>(),
-        )?;
-        Ok(o)
+        stats_object(env, &self.l.core.g.stats())
     }
 
     /// The config (camelCase, durations in ms; `limit` as an object).

@@ -30,7 +30,10 @@ pub(crate) struct BudgetCore {
     _mem: Option<Uint8Array>,
 }
 
-fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(RetryBudgetConfig, u64)> {
+pub(crate) fn read_config(
+    env: &Env,
+    options: Option<Unknown<'_>>,
+) -> Result<(RetryBudgetConfig, u64)> {
     let mut o = Options::read(env, CLASS, options)?;
     let mode = match o.take("mode") {
         None => "token_bucket".to_owned(),

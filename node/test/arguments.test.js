@@ -12,6 +12,10 @@ const g = require('..');
 const native = require('../lib/native');
 
 const dts = fs.readFileSync(path.join(__dirname, '..', 'index.d.ts'), 'utf8');
+const os = require('node:os');
+const regionFile = path.join(os.tmpdir(), `guards-arguments-${process.pid}`);
+const region = new g.Region(regionFile);
+test.after(() => g.Region.remove(regionFile));
 
 /** A valid value of TypeScript type `t` (the first alternative that is not null). */
 function valid(t, name) {
@@ -29,6 +33,8 @@ function valid(t, name) {
     case 'RetryBudget': return new g.RetryBudget();
     case 'Deadline': return g.Deadline.none();
     case 'RetryReceipt': return undefined;
+    case 'Region': return region;
+    case 'RegionRetryReceipt': return undefined;
     default: return undefined;
   }
 }
@@ -63,6 +69,9 @@ function callables() {
     VectorSession: () => native.VectorSession.fromText('bulkhead.json', '{"guard":"bulkhead","cases":[]}'),
     CircuitBreakerPermit: () => new g.CircuitBreaker().tryAcquire(), KeyedBreakersPermit: () => new g.KeyedBreakers().tryAcquire('k'),
     LimiterPermit: () => new g.Limiter().tryAcquire(), AdmissionPermit: () => new g.Admission().tryAcquire(),
+    Region: () => region, RegionCircuitBreaker: () => region.circuitBreaker('cb'), RegionKeyedBreakers: () => region.keyedBreakers('kb'), RegionBulkhead: () => region.bulkhead('bh'),
+    RegionLimiter: () => region.limiter('lim'), RegionAdmission: () => region.admission('adm'), RegionRetryBudget: () => region.retryBudget('rb'),
+    RegionPermit: () => region.bulkhead('bh').tryAcquire(),
   };
   for (const m of dts.matchAll(/export declare class (\w+) \{([\s\S]*?)\n\}/g)) {
     const [, cls, body] = m;

@@ -22,6 +22,15 @@ async function main(): Promise<void> {
   // @ts-expect-error not an outcome
   permit.report('fine');
 
+  const region = g.Region.open('myapp-guards', { maxGuards: 8, pollInterval: 50 });
+  const hostStock = region.circuitBreaker('stock', { windowSize: 20 });
+  const hostPool = region.bulkhead('pool', { maxConcurrent: 12 });
+  const viaRegion: number = await hostPool.execute(() => hostStock.execute(async () => 1));
+  hostStock.on('stateChange', (e) => console.log(e.from, e.to, e.breaker.name));
+  const held: number = region.stats().permitsHeld + region.reclaim().permits + hostPool.permitsHeld;
+  // @ts-expect-error not a region option
+  g.Region.open('x', { maxGuard: 1 });
+  console.log(viaRegion, held, region.retryBudget('r').gate()(g.nowNs(), 'timeout'));
   const receipt = aws.withdraw('transient');
   if (receipt !== null) aws.report('success', undefined, receipt);
 
