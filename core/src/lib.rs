@@ -134,7 +134,8 @@ pub use admission::{Admission, AdmissionConfig};
 pub use backoff::{Backoff, BackoffConfig, Jitter};
 pub use brownout::{Brownout, BrownoutConfig, BrownoutDecision, BrownoutTable, RefusalKind};
 pub use bulkhead::{
-    Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadRejected, BulkheadScope, BulkheadStats,
+    Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadPermitParts, BulkheadRejected, BulkheadScope,
+    BulkheadStats,
 };
 pub use cache::CachePadded;
 pub use circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
