@@ -49,7 +49,10 @@ use super::limiter::{guards_limiter_config, guards_limiter_stats};
 use super::retry_budget::{
     guards_retry_budget_config, guards_retry_budget_stats, guards_retry_receipt,
 };
-use super::{arg, boundary, guards_permit, Out};
+use super::{
+    arg, boundary, fail_arg, fail_code, fail_with, guards_permit, hot, hot_out_ok, hot_outcome,
+    hot_priority, hot_ref, Out,
+};
 use crate::error::{Detail, Failure, GuardsResult};
 use crate::permit::{PermitSlots, PermitToken};
 use crate::shared::{
@@ -62,7 +65,7 @@ use guards_core::circuit_breaker::{
 use guards_core::retry_budget::RetryReceipt;
 use guards_core::{
     AdaptiveThrottle, Admission, Brownout, BrownoutDecision, Bulkhead, BulkheadConfig, ConfigError,
-    ConfigErrorKind, Hedging, LatencyTracker, Limiter, Nanos, Outcome, Priority, RetryBudget,
+    ConfigErrorKind, Hedging, LatencyTracker, Limiter, Nanos, Outcome, RetryBudget,
 };
 
 /// The kinds of guard a region holds (`guards_region_guard_info.kind`).
@@ -291,58 +294,91 @@ pub(crate) unsafe fn attach(
     Ok(guards_region_guard::boxed(g))
 }
 
-fn acquire<K: SharedPermits>(g: &Shared<K>, arg: K::Arg, now: u64) -> Result<guards_permit, Failure>
+/// The hot acquire: core's permit recorded in the region, written to `out` with wide stores;
+/// a refusal recorded out of line. Only a code comes back.
+///
+/// # Safety
+/// `out` must be non-NULL, aligned and valid for writes.
+#[inline(always)]
+unsafe fn acquire_hot<K: SharedPermits>(
+    g: &Shared<K>,
+    arg: K::Arg,
+    now: u64,
+    out: *mut guards_permit,
+) -> GuardsResult
 where
     Failure: From<K::Rejected>,
 {
     match g.try_acquire(arg, Nanos(now)) {
-        Ok((t, v)) => Ok(guards_permit {
-            guard: t.guard,
-            slot: t.slot,
-            generation: t.generation,
-            acquired_at_ns: v.acquired_at.0,
-            probe_timeout_ns: v.probe_timeout.map_or(0, |t| t.0),
-            is_probe: u32::from(v.probe_timeout.is_some()),
-            reserved: 0,
-        }),
-        Err(Refusal::Rejected(r)) => Err(Failure::from(r)),
-        Err(Refusal::Failed(f)) => Err(f),
+        Ok((t, v)) => {
+            let p = guards_permit {
+                guard: t.guard,
+                slot: t.slot,
+                generation: t.generation,
+                acquired_at_ns: v.acquired_at.0,
+                probe_timeout_ns: v.probe_timeout.map_or(0, |t| t.0),
+                is_probe: u32::from(v.probe_timeout.is_some()),
+                reserved: 0,
+            };
+            // SAFETY: the caller's contract.
+            unsafe { p.write_to(out) };
+            GuardsResult::Ok
+        }
+        Err(Refusal::Rejected(r)) => fail_with(r),
+        Err(Refusal::Failed(f)) => fail_with(f),
     }
 }
 
-fn report<K: SharedPermits>(
+/// [`acquire_hot`] for a kind whose acquire takes no key (a breaker, a bulkhead).
+///
+/// # Safety
+/// As [`acquire_hot`].
+#[inline(always)]
+unsafe fn acquire_no_key<K: SharedPermits<Arg = ()>>(
     g: &Shared<K>,
-    p: &guards_permit,
+    key: u64,
+    now: u64,
+    out: *mut guards_permit,
+) -> GuardsResult
+where
+    Failure: From<K::Rejected>,
+{
+    if key != 0 {
+        return fail_with(no_key());
+    }
+    // SAFETY: the caller's contract.
+    unsafe { acquire_hot(g, (), now, out) }
+}
+
+/// The hot report: only a code comes back; a refusal is recorded out of line.
+#[inline(always)]
+fn report_hot<K: SharedPermits>(
+    g: &Shared<K>,
+    token: PermitToken,
     outcome: Outcome,
     now: u64,
-) -> Result<(), Failure> {
-    let token = PermitToken {
-        guard: p.guard,
-        slot: p.slot,
-        generation: p.generation,
-    };
-    g.report(token, outcome, Nanos(now))
-        .map(|_| ())
-        .map_err(Failure::code)
-}
-
-fn no_arg(a: u64) -> Result<(), Failure> {
-    if a == 0 {
-        Ok(())
-    } else {
-        Err(Failure::argument(
-            GuardsResult::InvalidArgument,
-            "key",
-            "0 for a circuit breaker or a bulkhead",
-        ))
+) -> GuardsResult {
+    match g.report(token, outcome, Nanos(now)) {
+        Ok(_) => GuardsResult::Ok,
+        Err(code) => fail_code(code),
     }
 }
 
-/// `key` as the priority of a limiter or admission (0..=7).
-fn priority_of(key: u64) -> Result<Priority, Failure> {
-    super::priority(u32::try_from(key).unwrap_or(u32::MAX))
+#[cold]
+fn no_key() -> Failure {
+    Failure::argument(
+        GuardsResult::InvalidArgument,
+        "key",
+        "0 for a circuit breaker or a bulkhead",
+    )
 }
 
+#[cold]
+fn wrong_kind(what: &'static str) -> Failure {
+    Failure::argument(GuardsResult::InvalidArgument, "guard", what)
+}
+
+#[cold]
 fn no_permits() -> Failure {
     Failure::argument(
         GuardsResult::InvalidArgument,
@@ -350,60 +386,6 @@ fn no_permits() -> Failure {
         "a guard that hands out permits (circuit breaker, keyed breakers, bulkhead, limiter, \
          admission)",
     )
-}
-
-/// Run `$body` on the guard as its core type, for every kind that hands out permits;
-/// `$arg` is bound to the acquire argument decoded from the C `key`.
-macro_rules! with_permits {
-    ($g:expr, $key:expr, |$x:ident, $arg:ident| $body:expr) => {
-        match $g {
-            AnyShared::Breaker128($x) => {
-                let $arg = no_arg($key)?;
-                $body
-            }
-            AnyShared::Breaker1024($x) => {
-                let $arg = no_arg($key)?;
-                $body
-            }
-            AnyShared::Breaker8192($x) => {
-                let $arg = no_arg($key)?;
-                $body
-            }
-            AnyShared::Breaker65536($x) => {
-                let $arg = no_arg($key)?;
-                $body
-            }
-            AnyShared::Keyed4($x) => {
-                let $arg = $key;
-                $body
-            }
-            AnyShared::Keyed16($x) => {
-                let $arg = $key;
-                $body
-            }
-            AnyShared::Keyed64($x) => {
-                let $arg = $key;
-                $body
-            }
-            AnyShared::Keyed256($x) => {
-                let $arg = $key;
-                $body
-            }
-            AnyShared::Bulkhead($x) => {
-                let $arg = no_arg($key)?;
-                $body
-            }
-            AnyShared::Limiter($x) => {
-                let $arg = priority_of($key)?;
-                $body
-            }
-            AnyShared::Admission($x) => {
-                let $arg = priority_of($key)?;
-                $body
-            }
-            _ => Err(no_permits()),
-        }
-    };
 }
 
 /// A handle's guard as one kind, or `INVALID_ARGUMENT` naming the kind wanted.
@@ -729,14 +711,41 @@ pub unsafe extern "C" fn guards_region_try_acquire(
     now_ns: u64,
     out: *mut guards_permit,
 ) -> GuardsResult {
-    boundary(|| {
+    hot(|| {
         // SAFETY: the caller's contract.
-        let g = unsafe { arg(g, "guard") }?;
-        let out = Out::new(out, "out")?;
-        let p = with_permits!(&g.guard, key, |x, a| acquire(x, a, now_ns))?;
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(p) };
-        Ok(())
+        let Some(h) = (unsafe { hot_ref(g) }) else {
+            return fail_arg(g.is_null(), "guard");
+        };
+        if !hot_out_ok(out) {
+            return fail_arg(out.is_null(), "out");
+        }
+        // SAFETY: in every arm, `out` is non-NULL, aligned and valid for writes (checked
+        // above; the caller's contract).
+        unsafe {
+            match &h.guard {
+                AnyShared::Breaker128(x) => acquire_no_key(x, key, now_ns, out),
+                AnyShared::Breaker1024(x) => acquire_no_key(x, key, now_ns, out),
+                AnyShared::Breaker8192(x) => acquire_no_key(x, key, now_ns, out),
+                AnyShared::Breaker65536(x) => acquire_no_key(x, key, now_ns, out),
+                AnyShared::Bulkhead(x) => acquire_no_key(x, key, now_ns, out),
+                AnyShared::Keyed4(x) => acquire_hot(x, key, now_ns, out),
+                AnyShared::Keyed16(x) => acquire_hot(x, key, now_ns, out),
+                AnyShared::Keyed64(x) => acquire_hot(x, key, now_ns, out),
+                AnyShared::Keyed256(x) => acquire_hot(x, key, now_ns, out),
+                AnyShared::Limiter(x) => match hot_priority(u32::try_from(key).unwrap_or(u32::MAX))
+                {
+                    Ok(p) => acquire_hot(x, p, now_ns, out),
+                    Err(code) => code,
+                },
+                AnyShared::Admission(x) => {
+                    match hot_priority(u32::try_from(key).unwrap_or(u32::MAX)) {
+                        Ok(p) => acquire_hot(x, p, now_ns, out),
+                        Err(code) => code,
+                    }
+                }
+                _ => fail_with(no_permits()),
+            }
+        }
     })
 }
 
@@ -755,23 +764,29 @@ pub unsafe extern "C" fn guards_region_report(
     outcome: u32,
     now_ns: u64,
 ) -> GuardsResult {
-    boundary(|| {
+    hot(|| {
         // SAFETY: the caller's contract.
-        let g = unsafe { arg(g, "guard") }?;
-        let outcome = super::outcome(outcome)?;
-        match &g.guard {
-            AnyShared::Breaker128(x) => report(x, &permit, outcome, now_ns),
-            AnyShared::Breaker1024(x) => report(x, &permit, outcome, now_ns),
-            AnyShared::Breaker8192(x) => report(x, &permit, outcome, now_ns),
-            AnyShared::Breaker65536(x) => report(x, &permit, outcome, now_ns),
-            AnyShared::Keyed4(x) => report(x, &permit, outcome, now_ns),
-            AnyShared::Keyed16(x) => report(x, &permit, outcome, now_ns),
-            AnyShared::Keyed64(x) => report(x, &permit, outcome, now_ns),
-            AnyShared::Keyed256(x) => report(x, &permit, outcome, now_ns),
-            AnyShared::Bulkhead(x) => report(x, &permit, outcome, now_ns),
-            AnyShared::Limiter(x) => report(x, &permit, outcome, now_ns),
-            AnyShared::Admission(x) => report(x, &permit, outcome, now_ns),
-            _ => Err(no_permits()),
+        let Some(h) = (unsafe { hot_ref(g) }) else {
+            return fail_arg(g.is_null(), "guard");
+        };
+        let outcome = match hot_outcome(outcome) {
+            Ok(o) => o,
+            Err(code) => return code,
+        };
+        let t = permit.token();
+        match &h.guard {
+            AnyShared::Breaker128(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Breaker1024(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Breaker8192(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Breaker65536(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Keyed4(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Keyed16(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Keyed64(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Keyed256(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Bulkhead(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Limiter(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Admission(x) => report_hot(x, t, outcome, now_ns),
+            _ => fail_with(no_permits()),
         }
     })
 }
@@ -1473,11 +1488,16 @@ pub unsafe extern "C" fn guards_region_retry_budget_deposit(
     g: *const guards_region_guard,
     now_ns: u64,
 ) -> GuardsResult {
-    boundary(|| {
+    hot(|| {
         // SAFETY: the caller's contract.
-        let g = unsafe { arg(g, "guard") }?;
-        only!(&g.guard, RetryBudget, "a retry budget")?.deposit(Nanos(now_ns));
-        Ok(())
+        match unsafe { hot_ref(g) }.map(|h| &h.guard) {
+            Some(AnyShared::RetryBudget(b)) => {
+                b.deposit(Nanos(now_ns));
+                GuardsResult::Ok
+            }
+            Some(_) => fail_with(wrong_kind("a retry budget")),
+            None => fail_arg(g.is_null(), "guard"),
+        }
     })
 }
 
@@ -1621,19 +1641,23 @@ pub unsafe extern "C" fn guards_region_adaptive_throttle_try_acquire(
     g: *const guards_region_guard,
     now_ns: u64,
 ) -> GuardsResult {
-    boundary(|| {
+    hot(|| {
         // SAFETY: the caller's contract.
-        let g = unsafe { arg(g, "guard") }?;
-        let t = only!(&g.guard, AdaptiveThrottle, "an adaptive throttle")?;
-        if t.should_reject(Nanos(now_ns)) {
-            return Err(Failure {
-                code: GuardsResult::Throttled,
-                detail: Detail::Throttled {
-                    probability: t.reject_probability(Nanos(now_ns)),
-                },
-            });
+        match unsafe { hot_ref(g) }.map(|h| &h.guard) {
+            Some(AnyShared::AdaptiveThrottle(t)) => {
+                if t.should_reject(Nanos(now_ns)) {
+                    return fail_with(Failure {
+                        code: GuardsResult::Throttled,
+                        detail: Detail::Throttled {
+                            probability: t.reject_probability(Nanos(now_ns)),
+                        },
+                    });
+                }
+                GuardsResult::Ok
+            }
+            Some(_) => fail_with(wrong_kind("an adaptive throttle")),
+            None => fail_arg(g.is_null(), "guard"),
         }
-        Ok(())
     })
 }
 
@@ -1647,12 +1671,20 @@ pub unsafe extern "C" fn guards_region_adaptive_throttle_report(
     now_ns: u64,
     outcome: u32,
 ) -> GuardsResult {
-    boundary(|| {
+    hot(|| {
+        let outcome = match hot_outcome(outcome) {
+            Ok(o) => o,
+            Err(code) => return code,
+        };
         // SAFETY: the caller's contract.
-        let g = unsafe { arg(g, "guard") }?;
-        let t = only!(&g.guard, AdaptiveThrottle, "an adaptive throttle")?;
-        t.report(Nanos(now_ns), super::outcome(outcome)?);
-        Ok(())
+        match unsafe { hot_ref(g) }.map(|h| &h.guard) {
+            Some(AnyShared::AdaptiveThrottle(t)) => {
+                t.report(Nanos(now_ns), outcome);
+                GuardsResult::Ok
+            }
+            Some(_) => fail_with(wrong_kind("an adaptive throttle")),
+            None => fail_arg(g.is_null(), "guard"),
+        }
     })
 }
 
@@ -1686,12 +1718,16 @@ pub unsafe extern "C" fn guards_region_latency_tracker_record(
     now_ns: u64,
     latency_ns: u64,
 ) -> GuardsResult {
-    boundary(|| {
+    hot(|| {
         // SAFETY: the caller's contract.
-        let g = unsafe { arg(g, "guard") }?;
-        only!(&g.guard, LatencyTracker, "a latency tracker")?
-            .record(Nanos(now_ns), Nanos(latency_ns));
-        Ok(())
+        match unsafe { hot_ref(g) }.map(|h| &h.guard) {
+            Some(AnyShared::LatencyTracker(t)) => {
+                t.record(Nanos(now_ns), Nanos(latency_ns));
+                GuardsResult::Ok
+            }
+            Some(_) => fail_with(wrong_kind("a latency tracker")),
+            None => fail_arg(g.is_null(), "guard"),
+        }
     })
 }
 
@@ -1752,12 +1788,16 @@ pub unsafe extern "C" fn guards_region_hedging_record_latency(
     now_ns: u64,
     latency_ns: u64,
 ) -> GuardsResult {
-    boundary(|| {
+    hot(|| {
         // SAFETY: the caller's contract.
-        let g = unsafe { arg(g, "guard") }?;
-        only!(&g.guard, Hedging, "a hedging policy")?
-            .record_latency(Nanos(now_ns), Nanos(latency_ns));
-        Ok(())
+        match unsafe { hot_ref(g) }.map(|h| &h.guard) {
+            Some(AnyShared::Hedging(t)) => {
+                t.record_latency(Nanos(now_ns), Nanos(latency_ns));
+                GuardsResult::Ok
+            }
+            Some(_) => fail_with(wrong_kind("a hedging policy")),
+            None => fail_arg(g.is_null(), "guard"),
+        }
     })
 }
 
