@@ -900,6 +900,24 @@ static void test_every_kind_mismatch_and_regions_apart(void) {
   CHECK_RC(guards_region_report(l2, p2, GUARDS_OUTCOME_SUCCESS, 1), GUARDS_RESULT_OK);
   CHECK_RC(guards_region_report(l, p, GUARDS_OUTCOME_SUCCESS, 1), GUARDS_RESULT_OK);
 
+  /* Bad handles and outputs; an invalid outcome leaves the permit held. */
+  const guards_region_guard *crooked = (const guards_region_guard *)((const char *)l + 1);
+  CHECK_RC(guards_region_try_acquire(crooked, 0, 0, &p), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(detail_has("aligned"));
+  CHECK_RC(guards_region_try_acquire(l, 0, 0, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_region_try_acquire(l, 0, 0, (guards_permit *)((char *)&p + 1)),
+           GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK_RC(guards_region_try_acquire(l, 0, 0, &p), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_report(l, p, 77, 1), GUARDS_RESULT_INVALID_ENUM);
+  CHECK_RC(guards_region_try_acquire(l, 0, 0, &p2), GUARDS_RESULT_LIMITER_LIMIT_REACHED);
+  CHECK_RC(guards_region_report(l, p, GUARDS_OUTCOME_SUCCESS, 1), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_retry_budget_deposit(NULL, 0), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_region_retry_budget_deposit(l, 0), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(detail_has("a retry budget"));
+  CHECK_RC(guards_region_latency_tracker_record(crooked, 0, 1), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK_RC(guards_region_adaptive_throttle_report(l, 0, GUARDS_OUTCOME_SUCCESS),
+           GUARDS_RESULT_INVALID_ARGUMENT);
+
   guards_limiter_config lc2 = fixed_limiter(2);
   CHECK_RC(guards_region_limiter(r, "db", &lc2, &x), GUARDS_RESULT_GUARD_MISMATCH);
   CHECK(detail_has("config"));
