@@ -9,7 +9,8 @@
  * the ratio region / private; one thread, then two threads on one guard. A benchmark, not
  * a test: it asserts nothing about speed.
  *
- * usage: shared_bench [operations per round] [rounds]
+ * usage: shared_bench [operations per round] [rounds] [kind]   (kind: one row's name, e.g.
+ * bulkhead; default every kind)
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -17,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -178,8 +180,9 @@ static int failed(const char *what) {
 int main(int argc, char **argv) {
   long ops = argc > 1 ? atol(argv[1]) : 1000000;
   int rounds = argc > 2 ? atoi(argv[2]) : 15;
+  const char *only = argc > 3 ? argv[3] : NULL;
   if (ops <= 0 || rounds <= 0) {
-    fprintf(stderr, "usage: %s [operations per round] [rounds]\n", argv[0]);
+    fprintf(stderr, "usage: %s [operations per round] [rounds] [kind]\n", argv[0]);
     return 2;
   }
   char name[64];
@@ -243,6 +246,12 @@ int main(int argc, char **argv) {
   if (guards_latency_tracker_new(&lt, &htr) || guards_region_latency_tracker(r, "lt", &lt, &g[7]))
     return failed("latency tracker");
   void *priv[N] = {hb, hc, hk, hl, ha, hr, ht, htr};
+  int chosen = 0;
+  for (int i = 0; i < N; i++) chosen += !only || strcmp(only, cases[i].name) == 0;
+  if (!chosen) {
+    fprintf(stderr, "no kind named \"%s\"\n", only);
+    return 2;
+  }
   for (int i = 0; i < N; i++) {
     cases[i].private_guard = priv[i];
     cases[i].region_guard = g[i];
@@ -254,6 +263,7 @@ int main(int argc, char **argv) {
   for (int k = 0; k < rounds; k++) {
     for (int i = 0; i < N; i++) {
       struct bench_case *c = &cases[i];
+      if (only && strcmp(only, c->name) != 0) continue;
       round_of(&c->best[0], ops, c->private_loop, c->private_guard, 1);
       round_of(&c->best[1], ops, c->region_loop, c->region_guard, 1);
       round_of(&c->best[2], ops, c->private_loop, c->private_guard, 2);
@@ -265,6 +275,7 @@ int main(int argc, char **argv) {
          "region2t", "ratio");
   for (int i = 0; i < N; i++) {
     double *b = cases[i].best;
+    if (only && strcmp(only, cases[i].name) != 0) continue;
     printf("  %-18s %9.1f %9.1f %6.2f | %9.1f %9.1f %6.2f\n", cases[i].name, b[0], b[1], b[1] / b[0],
            b[2], b[3], b[3] / b[2]);
   }
