@@ -5251,6 +5251,17 @@ guards_result guards_region_keyed_breakers_state(const struct guards_region_guar
                                                  guards_breaker_state *out);
 
 /**
+ * A shared keyed set: the counters of the breaker of `key` (all processes together) into
+ * `*out`; `NOT_FOUND` when the key was never inserted.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_keyed_breakers_get_stats(const struct guards_region_guard *g,
+                                                     uint64_t key,
+                                                     struct guards_circuit_breaker_stats *out);
+
+/**
  * A shared limiter's counters (all processes together) into `*out`.
  *
  * # Safety

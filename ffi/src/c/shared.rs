@@ -1438,6 +1438,41 @@ pub unsafe extern "C" fn guards_region_keyed_breakers_state(
     })
 }
 
+/// A shared keyed set: the counters of the breaker of `key` (all processes together) into
+/// `*out`; `NOT_FOUND` when the key was never inserted.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_keyed_breakers_get_stats(
+    g: *const guards_region_guard,
+    key: u64,
+    out: *mut guards_circuit_breaker_stats,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let stats = match &g.guard {
+            AnyShared::Keyed4(k) => k.get(key).map(|b| b.stats()),
+            AnyShared::Keyed16(k) => k.get(key).map(|b| b.stats()),
+            AnyShared::Keyed64(k) => k.get(key).map(|b| b.stats()),
+            AnyShared::Keyed256(k) => k.get(key).map(|b| b.stats()),
+            _ => return Err(wrong_kind("a keyed breaker set")),
+        };
+        let stats = stats.ok_or_else(|| {
+            Failure::argument(
+                GuardsResult::NotFound,
+                "key",
+                "a key inserted by try_acquire",
+            )
+        })?;
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(stats.into()) };
+        Ok(())
+    })
+}
+
 /// A shared limiter's counters (all processes together) into `*out`.
 ///
 /// # Safety

@@ -958,6 +958,11 @@ static void test_every_kind_mismatch_and_regions_apart(void) {
   }
   CHECK_RC(guards_region_keyed_breakers_state(k2, key, 5, &s), GUARDS_RESULT_OK);
   CHECK(s == GUARDS_BREAKER_STATE_OPEN);
+  guards_circuit_breaker_stats ks;
+  CHECK_RC(guards_region_keyed_breakers_get_stats(k, key, &ks), GUARDS_RESULT_OK);
+  CHECK(ks.failures == 4 && ks.closed_to_open == 1);
+  CHECK_RC(guards_region_keyed_breakers_get_stats(k, key ^ 1, &ks), GUARDS_RESULT_NOT_FOUND);
+  CHECK_RC(guards_region_keyed_breakers_get_stats(l, key, &ks), GUARDS_RESULT_INVALID_ARGUMENT);
   CHECK_RC(guards_region_try_acquire(k2, key, 5, &p), GUARDS_RESULT_BREAKER_OPEN);
   CHECK_RC(guards_region_try_acquire(k2, key + 1, 5, &p), GUARDS_RESULT_OK); /* another key */
   CHECK_RC(guards_region_report(k, p, GUARDS_OUTCOME_SUCCESS, 6), GUARDS_RESULT_OK);
