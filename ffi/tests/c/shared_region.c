@@ -966,6 +966,47 @@ static void test_every_kind_mismatch_and_regions_apart(void) {
   CHECK_RC(guards_region_try_acquire(k2, key, 5, &p), GUARDS_RESULT_BREAKER_OPEN);
   CHECK_RC(guards_region_try_acquire(k2, key + 1, 5, &p), GUARDS_RESULT_OK); /* another key */
   CHECK_RC(guards_region_report(k, p, GUARDS_OUTCOME_SUCCESS, 6), GUARDS_RESULT_OK);
+  /* Another process's failures on another key open that key's breaker here too. */
+  uint64_t other_key = key + 2;
+  pid_t kid = fork();
+  if (kid == 0) {
+    guards_region *cr = open_region(path, 10 * MS);
+    guards_region_guard *ck = NULL;
+    CHECK_RC(guards_region_attach(cr, "routes", &ck), GUARDS_RESULT_OK);
+    for (int i = 0; i < 4; i++) {
+      guards_permit cp;
+      CHECK_RC(guards_region_try_acquire(ck, other_key, 10, &cp), GUARDS_RESULT_OK);
+      CHECK_RC(guards_region_report(ck, cp, GUARDS_OUTCOME_CONNECTION_ERROR, 10), GUARDS_RESULT_OK);
+    }
+    guards_region_guard_free(ck);
+    guards_region_close(cr);
+    guards_region_guard *inherited[] = {l, l2, k, k2};
+    for (size_t i = 0; i < sizeof inherited / sizeof inherited[0]; i++) guards_region_guard_free(inherited[i]);
+    guards_region_close(r);
+    guards_region_close(r2);
+    exit(current_failed);
+  }
+  CHECK(wait_all(&kid, 1) == 0);
+  CHECK_RC(guards_region_keyed_breakers_state(k, other_key, 11, &s), GUARDS_RESULT_OK);
+  CHECK(s == GUARDS_BREAKER_STATE_OPEN);
+  CHECK_RC(guards_region_try_acquire(k, other_key, 11, &p), GUARDS_RESULT_BREAKER_OPEN);
+
+  /* A retry receipt goes back through the handle that withdrew it, once. */
+  guards_region_guard *b1 = budget_in(r, "retries", 10), *b2 = NULL;
+  CHECK_RC(guards_region_attach(r, "retries", &b2), GUARDS_RESULT_OK);
+  guards_retry_receipt rr;
+  CHECK_RC(guards_region_retry_budget_withdraw(b1, 0, GUARDS_RETRY_CAUSE_TIMEOUT, &rr), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_retry_budget_report(b2, 0, GUARDS_OUTCOME_SUCCESS, &rr),
+           GUARDS_RESULT_PERMIT_WRONG_GUARD);
+  CHECK_RC(guards_region_retry_budget_report(b1, 0, GUARDS_OUTCOME_SUCCESS, &rr), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_retry_budget_report(b1, 0, GUARDS_OUTCOME_SUCCESS, &rr),
+           GUARDS_RESULT_PERMIT_ALREADY_REPORTED);
+  int64_t left = 0;
+  CHECK_RC(guards_region_retry_budget_tokens_micros(b2, 0, &left), GUARDS_RESULT_OK);
+  CHECK(left == 9 * 1000000); /* one budget: the withdrawal through b1 shows through b2 */
+  guards_region_guard_free(b1);
+  guards_region_guard_free(b2);
+
   kc.slots = 0;
   CHECK_RC(guards_region_keyed_breakers(r, "none", &kc, &x), GUARDS_RESULT_CONFIG_ZERO);
   kc.slots = 16;
@@ -1036,7 +1077,7 @@ static void test_every_kind_mismatch_and_regions_apart(void) {
 
   guards_region_stats rs;
   CHECK_RC(guards_region_get_stats(r, &rs), GUARDS_RESULT_OK);
-  CHECK(rs.guards == 6 && rs.permits_held == 0);
+  CHECK(rs.guards == 7 && rs.permits_held == 0);
 
   guards_region_guard *all[] = {l, l2, k, k2, th, tr, h, bo};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) guards_region_guard_free(all[i]);
