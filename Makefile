@@ -199,7 +199,8 @@ test-c-install: ffi-lib
 	$(C_TESTS)/test_guards_pc_static
 
 # examples/c: the HTTP server built the way its README says (against the installed
-# library, with pkg-config), with ASan/LeakSanitizer, driven on loopback by test_server.py.
+# library, with pkg-config), with ASan/LeakSanitizer, driven on loopback by test_server.py:
+# threaded, then prefork (--workers 4 sharing one breaker and one bulkhead through a region).
 test-c-example: test-c-install
 	PKG_CONFIG_PATH=$(INSTALL_TEST)/lib/pkgconfig $(MAKE) -s -C examples/c SANITIZE=1 \
 	  OUT=$(C_TESTS)/guards-server-asan
@@ -273,7 +274,8 @@ test-c-region: header-check ffi-lib
 	@echo "C region suite: plain, valgrind, ASan/UBSan: all passed"
 
 # One operation on a shared guard beside the same on a private one, in one run: criterion
-# (ffi/benches/shared.rs) and the C program ffi/tests/c/shared_bench.c.
+# (ffi/benches/shared.rs) and the C program ffi/tests/c/shared_bench.c (every kind with C
+# verbs; `shared_bench OPS ROUNDS KIND` runs one kind).
 bench-region: ffi-lib
 	$(CARGO) bench -p guards-ffi --bench shared -- --warm-up-time 1 --measurement-time 3
 	@mkdir -p $(C_TESTS)

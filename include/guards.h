@@ -5334,8 +5334,8 @@ guards_result guards_region_bulkhead(const struct guards_region *r,
                                      struct guards_region_guard **out);
 
 /**
- * The existing guard named `name`, whatever its config (of any kind; from C, circuit
- * breakers and bulkheads can be driven). Errors: `GUARD_NOT_FOUND`.
+ * The existing guard named `name`, whatever its kind and config. Errors:
+ * `GUARD_NOT_FOUND`.
  *
  * # Safety
  * As `guards_region_circuit_breaker`.
@@ -5365,13 +5365,15 @@ guards_result guards_region_guard_get_info(const struct guards_region_guard *g,
                                            struct guards_region_guard_info *out);
 
 /**
- * Ask the guard for a permit at `now_ns` (`key`: the key of a keyed breaker set, or the
- * priority of a limiter or admission, when those kinds come to C; 0 for a circuit breaker
- * or a bulkhead).
+ * Ask the guard for a permit at `now_ns` (`key`: the key of a keyed breaker set
+ * (`guards_key_of`), the priority 0..=7 of a limiter or admission (0 most important), 0
+ * for a circuit breaker or a bulkhead). The other kinds hand out no permits:
+ * `INVALID_ARGUMENT`.
  * `GUARDS_RESULT_OK` with a permit in `*out`, recorded in the region with this process as
  * its owner (report it once with `guards_region_report`; a breaker probe has `is_probe`
  * set and must use `probe_timeout_ns`); or the guard's refusal
- * (`BREAKER_OPEN`, `BREAKER_HALF_OPEN_FULL`, `BULKHEAD_FULL`; `guards_last_rejection`
+ * (`BREAKER_OPEN`, `BREAKER_HALF_OPEN_FULL`, `BULKHEAD_FULL`, `LIMITER_*`, `ADMISSION_*`;
+ * `guards_last_rejection`
  * says more), or `PERMIT_SLOTS_EXHAUSTED` when the region's permit table is full. A guard
  * found full first gets the permits of dead processes back (at most once per
  * `reclaim_interval_ns`) and is asked again.
@@ -5505,6 +5507,619 @@ guards_result guards_bulkhead_init_in(void *mem,
  * As `guards_circuit_breaker_attach`.
  */
 guards_result guards_bulkhead_attach(void *mem, size_t len, struct guards_region_guard **out);
+
+/**
+ * The keyed breaker set named `name`, created from `config` if the region has none
+ * (`config->slots` rounded up to 4, 16, 64 or 256 decides its type, as for
+ * `guards_keyed_breakers_new`). Acquire with the key as `key`. Errors as
+ * `guards_region_circuit_breaker`.
+ *
+ * # Safety
+ * As `guards_region_circuit_breaker`.
+ */
+guards_result guards_region_keyed_breakers(const struct guards_region *r,
+                                           const char *name,
+                                           const struct guards_keyed_breakers_config *config,
+                                           struct guards_region_guard **out);
+
+/**
+ * The retry budget named `name` (any mode), created from `config` if the region has none:
+ * one budget for every process. Use it with `guards_region_retry_budget_deposit` /
+ * `_withdraw` / `_report`. Errors as `guards_region_circuit_breaker`, and
+ * `INVALID_ENUM` (mode).
+ *
+ * # Safety
+ * As `guards_region_circuit_breaker`.
+ */
+guards_result guards_region_retry_budget(const struct guards_region *r,
+                                         const char *name,
+                                         const struct guards_retry_budget_config *config,
+                                         struct guards_region_guard **out);
+
+/**
+ * The concurrency limiter named `name`, created from `config` if the region has none: its
+ * limit counts the calls of every process. Acquire with the priority (0..=7) as `key`.
+ * Errors as `guards_region_circuit_breaker`.
+ *
+ * # Safety
+ * As `guards_region_circuit_breaker`.
+ */
+guards_result guards_region_limiter(const struct guards_region *r,
+                                    const char *name,
+                                    const struct guards_limiter_config *config,
+                                    struct guards_region_guard **out);
+
+/**
+ * The admission door named `name`, created from `config` if the region has none. Acquire
+ * with the priority (0..=7) as `key`. Errors as `guards_region_circuit_breaker`.
+ *
+ * # Safety
+ * As `guards_region_circuit_breaker`.
+ */
+guards_result guards_region_admission(const struct guards_region *r,
+                                      const char *name,
+                                      const struct guards_admission_config *config,
+                                      struct guards_region_guard **out);
+
+/**
+ * The adaptive throttle named `name`, created from `config` if the region has none. Use
+ * it with `guards_region_adaptive_throttle_try_acquire` / `_report`. Errors as
+ * `guards_region_circuit_breaker`.
+ *
+ * # Safety
+ * As `guards_region_circuit_breaker`.
+ */
+guards_result guards_region_adaptive_throttle(const struct guards_region *r,
+                                              const char *name,
+                                              const struct guards_adaptive_throttle_config *config,
+                                              struct guards_region_guard **out);
+
+/**
+ * The latency tracker named `name`, created from `config` if the region has none. Use it
+ * with `guards_region_latency_tracker_record` / `_quantile`. Errors as
+ * `guards_region_circuit_breaker`.
+ *
+ * # Safety
+ * As `guards_region_circuit_breaker`.
+ */
+guards_result guards_region_latency_tracker(const struct guards_region *r,
+                                            const char *name,
+                                            const struct guards_latency_tracker_config *config,
+                                            struct guards_region_guard **out);
+
+/**
+ * The hedging policy named `name`, created from `config` if the region has none. Use it
+ * with `guards_region_hedging_record_latency` / `_hedge_delay`. Errors as
+ * `guards_region_circuit_breaker`.
+ *
+ * # Safety
+ * As `guards_region_circuit_breaker`.
+ */
+guards_result guards_region_hedging(const struct guards_region *r,
+                                    const char *name,
+                                    const struct guards_hedging_config *config,
+                                    struct guards_region_guard **out);
+
+/**
+ * The brownout policy of one operation named `name`, created from `config` if the region
+ * has none (one named guard per operation). Use it with `guards_region_brownout_on_refusal`
+ * / `_report` / `_on_full`. Errors as `guards_region_circuit_breaker`.
+ *
+ * # Safety
+ * As `guards_region_circuit_breaker`.
+ */
+guards_result guards_region_brownout(const struct guards_region *r,
+                                     const char *name,
+                                     const struct guards_brownout_config *config,
+                                     struct guards_region_guard **out);
+
+/**
+ * A shared keyed set: the state of the breaker of `key` at `now_ns` into `*out`;
+ * `NOT_FOUND` when the key was never inserted.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_keyed_breakers_state(const struct guards_region_guard *g,
+                                                 uint64_t key,
+                                                 uint64_t now_ns,
+                                                 guards_breaker_state *out);
+
+/**
+ * A shared keyed set: the counters of the breaker of `key` (all processes together) into
+ * `*out`; `NOT_FOUND` when the key was never inserted.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_keyed_breakers_get_stats(const struct guards_region_guard *g,
+                                                     uint64_t key,
+                                                     struct guards_circuit_breaker_stats *out);
+
+/**
+ * A shared limiter's counters (all processes together) into `*out`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_limiter_get_stats(const struct guards_region_guard *g,
+                                              struct guards_limiter_stats *out);
+
+/**
+ * A shared admission door's counters (all processes together) into `*out`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_admission_get_stats(const struct guards_region_guard *g,
+                                                struct guards_admission_stats *out);
+
+/**
+ * A first attempt goes out at `now_ns` (a shared retry budget; as
+ * `guards_retry_budget_deposit`).
+ *
+ * # Safety
+ * `g` must be NULL or a live handle.
+ */
+guards_result guards_region_retry_budget_deposit(const struct guards_region_guard *g,
+                                                 uint64_t now_ns);
+
+/**
+ * May a retry caused by `cause` (a `guards_retry_cause`) go at `now_ns`, on the budget of
+ * every process? As `guards_retry_budget_withdraw`: `OK` with the receipt in `*out`, or
+ * `RETRY_BUDGET_EXHAUSTED`. Report the receipt through this same handle (receipts hold
+ * nothing in the budget: they are kept per handle, and one outstanding when its process
+ * dies is simply gone).
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_retry_budget_withdraw(const struct guards_region_guard *g,
+                                                  uint64_t now_ns,
+                                                  uint32_t cause,
+                                                  struct guards_retry_receipt *out);
+
+/**
+ * How an attempt ended at `now_ns` (`outcome`: a `guards_outcome`), on a shared retry
+ * budget; `receipt` is the receipt of the retry it was (from this handle), or NULL for a
+ * first attempt. As `guards_retry_budget_report`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `receipt` NULL or valid for reads.
+ */
+guards_result guards_region_retry_budget_report(const struct guards_region_guard *g,
+                                                uint64_t now_ns,
+                                                uint32_t outcome,
+                                                const struct guards_retry_receipt *receipt);
+
+/**
+ * A shared retry budget's balance at `now_ns`, in micro-tokens, into `*out`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_retry_budget_tokens_micros(const struct guards_region_guard *g,
+                                                       uint64_t now_ns,
+                                                       int64_t *out);
+
+/**
+ * A shared retry budget's counters (all processes together) into `*out`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_retry_budget_get_stats(const struct guards_region_guard *g,
+                                                   struct guards_retry_budget_stats *out);
+
+/**
+ * Decide a request at `now_ns` on a shared adaptive throttle: `OK` (send it, then report)
+ * or `THROTTLED`. As `guards_adaptive_throttle_try_acquire`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle.
+ */
+guards_result guards_region_adaptive_throttle_try_acquire(const struct guards_region_guard *g,
+                                                          uint64_t now_ns);
+
+/**
+ * How a request the shared throttle let through ended (`outcome`: a `guards_outcome`).
+ *
+ * # Safety
+ * `g` must be NULL or a live handle.
+ */
+guards_result guards_region_adaptive_throttle_report(const struct guards_region_guard *g,
+                                                     uint64_t now_ns,
+                                                     uint32_t outcome);
+
+/**
+ * A shared adaptive throttle's counters into `*out`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_adaptive_throttle_get_stats(const struct guards_region_guard *g,
+                                                        struct guards_adaptive_throttle_stats *out);
+
+/**
+ * Record one latency at `now_ns` in a shared latency tracker.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle.
+ */
+guards_result guards_region_latency_tracker_record(const struct guards_region_guard *g,
+                                                   uint64_t now_ns,
+                                                   uint64_t latency_ns);
+
+/**
+ * The `q` quantile (0..=1) of a shared latency tracker at `now_ns` into `*out`;
+ * `NO_DATA` when it has no samples.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_latency_tracker_quantile(const struct guards_region_guard *g,
+                                                     uint64_t now_ns,
+                                                     double q,
+                                                     uint64_t *out);
+
+/**
+ * A shared latency tracker's counters into `*out`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_latency_tracker_get_stats(const struct guards_region_guard *g,
+                                                      struct guards_latency_tracker_stats *out);
+
+/**
+ * Record one latency at `now_ns` in a shared hedging policy.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle.
+ */
+guards_result guards_region_hedging_record_latency(const struct guards_region_guard *g,
+                                                   uint64_t now_ns,
+                                                   uint64_t latency_ns);
+
+/**
+ * A shared hedging policy's hedge delay at `now_ns` into `*out`; `NO_DATA` below
+ * `min_samples`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_hedging_hedge_delay(const struct guards_region_guard *g,
+                                                uint64_t now_ns,
+                                                uint64_t *out);
+
+/**
+ * A shared hedging policy's counters into `*out`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_hedging_get_stats(const struct guards_region_guard *g,
+                                              struct guards_hedging_stats *out);
+
+/**
+ * A guard refused the call with `kind` (a `guards_refusal_kind`): the shared brownout's
+ * decision (a `guards_brownout_decision`) into `*out`, counted. As
+ * `guards_brownout_on_refusal`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_brownout_on_refusal(const struct guards_region_guard *g,
+                                                uint32_t kind,
+                                                uint32_t *out);
+
+/**
+ * How the call ended (`outcome`: a `guards_outcome`): the shared brownout's decision
+ * into `*out`. As `guards_brownout_report`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_brownout_report(const struct guards_region_guard *g,
+                                            uint32_t outcome,
+                                            uint32_t *out);
+
+/**
+ * A full answer was served (a shared brownout).
+ *
+ * # Safety
+ * `g` must be NULL or a live handle.
+ */
+guards_result guards_region_brownout_on_full(const struct guards_region_guard *g);
+
+/**
+ * A shared brownout's counters into `*out`.
+ *
+ * # Safety
+ * `g` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_region_brownout_get_stats(const struct guards_region_guard *g,
+                                               struct guards_brownout_stats *out);
+
+/**
+ * The bytes a keyed breaker set of `config` needs in caller memory (`config->slots`
+ * decides its type), into `*out`.
+ *
+ * # Safety
+ * `config` must be NULL or a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_keyed_breakers_size(const struct guards_keyed_breakers_config *config,
+                                         size_t *out);
+
+/**
+ * The alignment caller memory for a keyed breaker set needs.
+ */
+size_t guards_keyed_breakers_align(void);
+
+/**
+ * Build a keyed breaker set from `config` in the `len` bytes at `mem`; as
+ * `guards_circuit_breaker_init_in`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_init_in`.
+ */
+guards_result guards_keyed_breakers_init_in(void *mem,
+                                            size_t len,
+                                            const struct guards_keyed_breakers_config *config);
+
+/**
+ * A handle on the keyed breaker set that `guards_keyed_breakers_init_in` built at `mem`;
+ * as `guards_circuit_breaker_attach`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_attach`.
+ */
+guards_result guards_keyed_breakers_attach(void *mem, size_t len, struct guards_region_guard **out);
+
+/**
+ * The bytes a retry budget needs in caller memory, into `*out` (`config` is checked; the size
+ * does not depend on it).
+ *
+ * # Safety
+ * `config` must be NULL or a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_retry_budget_size(const struct guards_retry_budget_config *config,
+                                       size_t *out);
+
+/**
+ * The alignment caller memory for a retry budget needs.
+ */
+size_t guards_retry_budget_align(void);
+
+/**
+ * Build a retry budget from `config` in the `len` bytes at `mem`; as
+ * `guards_circuit_breaker_init_in`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_init_in`.
+ */
+guards_result guards_retry_budget_init_in(void *mem,
+                                          size_t len,
+                                          const struct guards_retry_budget_config *config);
+
+/**
+ * A handle on a retry budget that `guards_retry_budget_init_in` built at `mem`; as
+ * `guards_circuit_breaker_attach`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_attach`.
+ */
+guards_result guards_retry_budget_attach(void *mem, size_t len, struct guards_region_guard **out);
+
+/**
+ * The bytes a limiter needs in caller memory, into `*out` (`config` is checked; the size
+ * does not depend on it).
+ *
+ * # Safety
+ * `config` must be NULL or a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_limiter_size(const struct guards_limiter_config *config, size_t *out);
+
+/**
+ * The alignment caller memory for a limiter needs.
+ */
+size_t guards_limiter_align(void);
+
+/**
+ * Build a limiter from `config` in the `len` bytes at `mem`; as
+ * `guards_circuit_breaker_init_in`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_init_in`.
+ */
+guards_result guards_limiter_init_in(void *mem,
+                                     size_t len,
+                                     const struct guards_limiter_config *config);
+
+/**
+ * A handle on a limiter that `guards_limiter_init_in` built at `mem`; as
+ * `guards_circuit_breaker_attach`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_attach`.
+ */
+guards_result guards_limiter_attach(void *mem, size_t len, struct guards_region_guard **out);
+
+/**
+ * The bytes an admission door needs in caller memory, into `*out` (`config` is checked; the size
+ * does not depend on it).
+ *
+ * # Safety
+ * `config` must be NULL or a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_admission_size(const struct guards_admission_config *config, size_t *out);
+
+/**
+ * The alignment caller memory for an admission door needs.
+ */
+size_t guards_admission_align(void);
+
+/**
+ * Build an admission door from `config` in the `len` bytes at `mem`; as
+ * `guards_circuit_breaker_init_in`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_init_in`.
+ */
+guards_result guards_admission_init_in(void *mem,
+                                       size_t len,
+                                       const struct guards_admission_config *config);
+
+/**
+ * A handle on an admission door that `guards_admission_init_in` built at `mem`; as
+ * `guards_circuit_breaker_attach`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_attach`.
+ */
+guards_result guards_admission_attach(void *mem, size_t len, struct guards_region_guard **out);
+
+/**
+ * The bytes an adaptive throttle needs in caller memory, into `*out` (`config` is checked; the size
+ * does not depend on it).
+ *
+ * # Safety
+ * `config` must be NULL or a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_adaptive_throttle_size(const struct guards_adaptive_throttle_config *config,
+                                            size_t *out);
+
+/**
+ * The alignment caller memory for an adaptive throttle needs.
+ */
+size_t guards_adaptive_throttle_align(void);
+
+/**
+ * Build an adaptive throttle from `config` in the `len` bytes at `mem`; as
+ * `guards_circuit_breaker_init_in`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_init_in`.
+ */
+guards_result guards_adaptive_throttle_init_in(void *mem,
+                                               size_t len,
+                                               const struct guards_adaptive_throttle_config *config);
+
+/**
+ * A handle on an adaptive throttle that `guards_adaptive_throttle_init_in` built at `mem`; as
+ * `guards_circuit_breaker_attach`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_attach`.
+ */
+guards_result guards_adaptive_throttle_attach(void *mem,
+                                              size_t len,
+                                              struct guards_region_guard **out);
+
+/**
+ * The bytes a latency tracker needs in caller memory, into `*out` (`config` is checked; the size
+ * does not depend on it).
+ *
+ * # Safety
+ * `config` must be NULL or a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_latency_tracker_size(const struct guards_latency_tracker_config *config,
+                                          size_t *out);
+
+/**
+ * The alignment caller memory for a latency tracker needs.
+ */
+size_t guards_latency_tracker_align(void);
+
+/**
+ * Build a latency tracker from `config` in the `len` bytes at `mem`; as
+ * `guards_circuit_breaker_init_in`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_init_in`.
+ */
+guards_result guards_latency_tracker_init_in(void *mem,
+                                             size_t len,
+                                             const struct guards_latency_tracker_config *config);
+
+/**
+ * A handle on a latency tracker that `guards_latency_tracker_init_in` built at `mem`; as
+ * `guards_circuit_breaker_attach`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_attach`.
+ */
+guards_result guards_latency_tracker_attach(void *mem,
+                                            size_t len,
+                                            struct guards_region_guard **out);
+
+/**
+ * The bytes a hedging policy needs in caller memory, into `*out` (`config` is checked; the size
+ * does not depend on it).
+ *
+ * # Safety
+ * `config` must be NULL or a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_hedging_size(const struct guards_hedging_config *config, size_t *out);
+
+/**
+ * The alignment caller memory for a hedging policy needs.
+ */
+size_t guards_hedging_align(void);
+
+/**
+ * Build a hedging policy from `config` in the `len` bytes at `mem`; as
+ * `guards_circuit_breaker_init_in`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_init_in`.
+ */
+guards_result guards_hedging_init_in(void *mem,
+                                     size_t len,
+                                     const struct guards_hedging_config *config);
+
+/**
+ * A handle on a hedging policy that `guards_hedging_init_in` built at `mem`; as
+ * `guards_circuit_breaker_attach`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_attach`.
+ */
+guards_result guards_hedging_attach(void *mem, size_t len, struct guards_region_guard **out);
+
+/**
+ * The bytes a brownout policy needs in caller memory, into `*out` (`config` is checked; the size
+ * does not depend on it).
+ *
+ * # Safety
+ * `config` must be NULL or a valid config; `out` NULL or valid for writes.
+ */
+guards_result guards_brownout_size(const struct guards_brownout_config *config, size_t *out);
+
+/**
+ * The alignment caller memory for a brownout policy needs.
+ */
+size_t guards_brownout_align(void);
+
+/**
+ * Build a brownout policy from `config` in the `len` bytes at `mem`; as
+ * `guards_circuit_breaker_init_in`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_init_in`.
+ */
+guards_result guards_brownout_init_in(void *mem,
+                                      size_t len,
+                                      const struct guards_brownout_config *config);
+
+/**
+ * A handle on a brownout policy that `guards_brownout_init_in` built at `mem`; as
+ * `guards_circuit_breaker_attach`.
+ *
+ * # Safety
+ * As `guards_circuit_breaker_attach`.
+ */
+guards_result guards_brownout_attach(void *mem, size_t len, struct guards_region_guard **out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -77,7 +77,8 @@ use crate::brownout::RefusalKind;
 use crate::error::{check_f64_above, check_u64, inconsistent, ConfigError};
 use crate::limit::LimitConfig;
 use crate::limiter::{
-    Limiter, LimiterConfig, LimiterPermit, LimiterRejectReason, LimiterRejected, PartitionConfig,
+    Limiter, LimiterConfig, LimiterPermit, LimiterPermitParts, LimiterRejectReason,
+    LimiterRejected, PartitionConfig,
 };
 use crate::outcome::{LimiterVerdict, Outcome};
 use crate::priority::{Priority, MAX_PRIORITIES};
@@ -317,6 +318,28 @@ impl AdmissionPermit {
     /// Its priority.
     pub fn priority(&self) -> Priority {
         self.inner.priority()
+    }
+
+    /// The threshold it was admitted under (`in_flight() <= threshold()` always).
+    pub fn threshold(&self) -> u64 {
+        self.inner.threshold()
+    }
+}
+
+impl AdmissionPermit {
+    /// Take the permit apart into plain data: the parts of the limiter permit inside (see
+    /// [`LimiterPermitParts`] for what that hands over to the caller; a permit the door did
+    /// not issue, given back, leaves its count at zero as the limiter's does).
+    pub const fn into_parts(self) -> LimiterPermitParts {
+        self.inner.into_parts()
+    }
+
+    /// Rebuild a permit from the parts [`AdmissionPermit::into_parts`] gave (once per
+    /// permit taken apart).
+    pub const fn from_parts(parts: LimiterPermitParts) -> AdmissionPermit {
+        AdmissionPermit {
+            inner: LimiterPermit::from_parts(parts),
+        }
     }
 }
 
@@ -662,5 +685,27 @@ mod tests {
         };
         assert_eq!(e(c).field(), "window");
         assert!(Admission::new(c).is_err());
+    }
+}
+
+#[cfg(test)]
+mod parts_tests {
+    use super::*;
+
+    #[test]
+    fn a_permit_goes_to_parts_and_back() {
+        let door = Admission::new(AdmissionConfig::default()).unwrap();
+        let p = door.try_acquire(Nanos(3), Priority::SHEDDABLE).unwrap();
+        let parts = p.into_parts();
+        assert_eq!(parts.start, Nanos(3));
+        assert_eq!(parts.in_flight, 1);
+        assert_eq!(parts.priority, Priority::SHEDDABLE);
+        let rebuilt = AdmissionPermit::from_parts(parts);
+        assert_eq!(rebuilt.in_flight(), 1);
+        assert_eq!(door.in_flight(), 1);
+        door.on_success(rebuilt, Nanos(4));
+        assert_eq!(door.in_flight(), 0);
+        door.on_ignore(AdmissionPermit::from_parts(parts));
+        assert_eq!(door.in_flight(), 0);
     }
 }

@@ -198,6 +198,33 @@ pub struct BulkheadPermit {
     _private: (),
 }
 
+/// A [`BulkheadPermit`] taken apart ([`BulkheadPermit::into_parts`]): a bulkhead permit
+/// carries no data, so its parts are this unit value, kept (as a record in shared memory,
+/// say) to stand for one slot held and rebuilt with [`BulkheadPermit::from_parts`].
+///
+/// Rebuilding is not minting: rebuild each permit once, from a permit this bulkhead
+/// issued and that was not released (a take-once permit table does exactly that).
+/// Memory safety never depends on it, and a wrong rebuild is bounded by the bulkhead:
+/// releasing a slot it did not hand out stops at zero ([`Bulkhead::release`] never goes
+/// below zero), so nobody is ever admitted past `max_concurrent` by it, though the one
+/// permit still out then releases nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct BulkheadPermitParts;
+
+impl BulkheadPermit {
+    /// Take the permit apart (see [`BulkheadPermitParts`]).
+    pub const fn into_parts(self) -> BulkheadPermitParts {
+        let BulkheadPermit { _private: () } = self;
+        BulkheadPermitParts
+    }
+
+    /// Rebuild a permit from [`BulkheadPermit::into_parts`] (once per permit taken apart).
+    pub const fn from_parts(parts: BulkheadPermitParts) -> BulkheadPermit {
+        let BulkheadPermitParts = parts;
+        BulkheadPermit { _private: () }
+    }
+}
+
 /// A permit that releases itself when dropped (Rust convenience over [`BulkheadPermit`]).
 #[must_use = "dropping the guard releases the slot at once"]
 #[derive(Debug)]
@@ -516,5 +543,25 @@ mod tests {
             core::str::from_utf8(&buf.bytes[..buf.len]).unwrap(),
             "bulkhead full: 12 of 12 calls in flight"
         );
+    }
+}
+
+#[cfg(test)]
+mod parts_tests {
+    use super::*;
+
+    #[test]
+    fn a_permit_goes_to_parts_and_back_and_never_below_zero() {
+        let b = Bulkhead::new(BulkheadConfig { max_concurrent: 1 }).unwrap();
+        let parts = b.try_acquire().unwrap().into_parts();
+        assert_eq!(parts, BulkheadPermitParts);
+        assert!(b.try_acquire().is_err());
+        b.release(BulkheadPermit::from_parts(parts));
+        assert_eq!(b.in_flight(), 0);
+        b.release(BulkheadPermit::from_parts(parts));
+        assert_eq!(b.in_flight(), 0);
+        let again = b.try_acquire().unwrap();
+        assert!(b.try_acquire().is_err());
+        b.release(again);
     }
 }

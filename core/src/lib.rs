@@ -38,6 +38,14 @@
 //! `name()`, `from_name()` and `TryFrom<u8>` (refusing an unknown number with
 //! [`UnknownDiscriminant`]); the names are what vectors, stats and bindings spell.
 //!
+//! Permits are move-only so that a call is reported once. Those a binding must keep where a
+//! value cannot go (a record in memory shared by processes) come apart into plain `Copy`
+//! parts and back: `into_parts` / `from_parts` on [`circuit_breaker::CircuitBreakerPermit`],
+//! [`circuit_breaker::KeyedBreakersPermit`], [`limiter::LimiterPermit`],
+//! [`admission::AdmissionPermit`] and [`bulkhead::BulkheadPermit`]. Whoever rebuilds a
+//! permit takes over the report-once duty; each parts type says what the guard does if
+//! that duty is broken (never memory unsafety, never a count below zero).
+//!
 //! ## Where it stays lock-free
 //! Core uses atomics of 64 bits and narrower only. On every target with a native 64-bit
 //! compare-and-swap (x86_64, aarch64, riscv64, 64-bit PowerPC, s390x, ...) every guard
@@ -134,7 +142,8 @@ pub use admission::{Admission, AdmissionConfig};
 pub use backoff::{Backoff, BackoffConfig, Jitter};
 pub use brownout::{Brownout, BrownoutConfig, BrownoutDecision, BrownoutTable, RefusalKind};
 pub use bulkhead::{
-    Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadRejected, BulkheadScope, BulkheadStats,
+    Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadPermitParts, BulkheadRejected, BulkheadScope,
+    BulkheadStats,
 };
 pub use cache::CachePadded;
 pub use circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};

@@ -440,6 +440,56 @@ impl LimiterPermit {
     }
 }
 
+/// A [`LimiterPermit`] (or an [`crate::admission::AdmissionPermit`]) taken apart into
+/// plain data ([`LimiterPermit::into_parts`]), to be kept where a permit cannot go (a
+/// record in shared memory, another process) and rebuilt with [`LimiterPermit::from_parts`].
+///
+/// # Rebuilding is not minting
+///
+/// Parts are `Copy`; a permit is move-only so that a call is given back once. Whoever
+/// rebuilds permits takes over that duty: rebuild each permit once, from the parts of a
+/// permit this limiter issued and that was not given back (a take-once permit table, as
+/// `guards-ffi`'s shared regions keep, does exactly that). Memory safety never depends on
+/// it (a permit is plain data), and a wrong rebuild is bounded by the limiter: giving back
+/// a permit it did not issue finds the in-flight count at zero and leaves it there (see
+/// `release_slot`: the count never wraps, so nobody is ever over-admitted), and the parts'
+/// `start` only feeds one latency sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LimiterPermitParts {
+    /// When the call was admitted ([`LimiterPermit::start`]).
+    pub start: Nanos,
+    /// Calls in flight right after it was admitted ([`LimiterPermit::in_flight`]).
+    pub in_flight: u64,
+    /// The threshold it was admitted under ([`LimiterPermit::threshold`]).
+    pub threshold: u64,
+    /// Its priority.
+    pub priority: Priority,
+}
+
+impl LimiterPermit {
+    /// Take the permit apart into plain data (see [`LimiterPermitParts`] for what that
+    /// hands over to the caller).
+    pub const fn into_parts(self) -> LimiterPermitParts {
+        LimiterPermitParts {
+            start: self.start,
+            in_flight: self.in_flight,
+            threshold: self.threshold,
+            priority: self.priority,
+        }
+    }
+
+    /// Rebuild a permit from the parts [`LimiterPermit::into_parts`] gave (once per permit
+    /// taken apart: see [`LimiterPermitParts`]).
+    pub const fn from_parts(parts: LimiterPermitParts) -> LimiterPermit {
+        LimiterPermit {
+            start: parts.start,
+            in_flight: parts.in_flight,
+            threshold: parts.threshold,
+            priority: parts.priority,
+        }
+    }
+}
+
 /// Counters and gauges of a [`Limiter`], read without stopping traffic.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -1185,5 +1235,51 @@ mod tests {
         };
         assert_eq!(e(c).field(), "smoothing");
         assert!(Limiter::new(c).is_err());
+    }
+}
+
+#[cfg(test)]
+mod parts_tests {
+    use super::*;
+
+    fn fixed(n: u64) -> Limiter {
+        Limiter::new(LimiterConfig {
+            limit: LimitConfig::Fixed(n),
+            ..LimiterConfig::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_permit_goes_to_parts_and_back() {
+        let l = fixed(4);
+        let p = l.try_acquire(Nanos(5), Priority::SHEDDABLE).unwrap();
+        let parts = p.into_parts();
+        assert_eq!(parts.start, Nanos(5));
+        assert_eq!(parts.in_flight, 1);
+        assert_eq!(parts.threshold, 4);
+        assert_eq!(parts.priority, Priority::SHEDDABLE);
+        let rebuilt = LimiterPermit::from_parts(parts);
+        assert_eq!(rebuilt.start(), Nanos(5));
+        assert_eq!(rebuilt.priority(), Priority::SHEDDABLE);
+        assert_eq!(l.in_flight(), 1);
+        l.on_success(rebuilt, Nanos(9));
+        assert_eq!(l.in_flight(), 0);
+    }
+
+    #[test]
+    fn a_rebuilt_permit_it_never_issued_cannot_wrap_the_count() {
+        let l = fixed(2);
+        let p = l.try_acquire(Nanos(0), Priority::CRITICAL).unwrap();
+        let parts = p.into_parts();
+        l.on_ignore(LimiterPermit::from_parts(parts));
+        // A second rebuild of the same parts: the count is already zero and stays there.
+        l.on_ignore(LimiterPermit::from_parts(parts));
+        assert_eq!(l.in_flight(), 0);
+        let a = l.try_acquire(Nanos(1), Priority::CRITICAL).unwrap();
+        let b = l.try_acquire(Nanos(1), Priority::CRITICAL).unwrap();
+        assert!(l.try_acquire(Nanos(1), Priority::CRITICAL).is_err());
+        l.on_ignore(a);
+        l.on_ignore(b);
     }
 }

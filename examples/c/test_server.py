@@ -13,6 +13,17 @@ Starts the server on a free port, then:
   4. the counters add up, no permit is left outstanding, and /admin/quit stops the
      server with exit status 0 (build it with SANITIZE=1: LeakSanitizer then fails the
      exit on any leak).
+Then again in prefork mode (--workers 4: four processes on one listening socket, one
+breaker and one bulkhead shared through a region file):
+  5. bursts of more concurrent clients than the shared bulkhead's cap against a slow
+     backend: the backend calls in flight at once, over every worker, never exceed the
+     cap (each 200 says when its call started and ended, and which worker pid served it),
+     though 200s come from more than one worker;
+  6. the backend fails: the shared breaker opens, and workers that saw too few failures
+     to open a breaker of their own refuse with the breaker's 503 too;
+  7. a worker killed with SIGKILL is replaced by the supervisor; /admin/quit stops every
+     worker, exit status 0 (LeakSanitizer in every worker), and the region file is
+     removed.
 Standard library only. Exits non-zero, naming the check, on the first failure.
 """
 
@@ -22,9 +33,18 @@ import subprocess
 import sys
 import threading
 
+import os
+import signal
+import time
+
 BURST = 40
 ADMISSION_LIMIT = 8
 BACKEND_MS = 300
+
+WORKERS = 4
+THREADS_PER_WORKER = 6
+SHARED_CAP = 3
+MINIMUM_CALLS = 10  # the breaker's (automatic) minimum of calls before it may open
 
 
 def fail(msg):
@@ -54,16 +74,16 @@ def stats(port):
     return json.loads(body)
 
 
-def burst(port):
-    """BURST clients at once (released together by a barrier): their answers."""
-    results = [None] * BURST
-    barrier = threading.Barrier(BURST)
+def burst(port, n=BURST):
+    """n clients at once (released together by a barrier): their answers."""
+    results = [None] * n
+    barrier = threading.Barrier(n)
 
     def client(i):
         barrier.wait()
         results[i] = get(port, "/work", {"x-priority": "3"})
 
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(BURST)]
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
@@ -92,7 +112,138 @@ def main():
     except BaseException:
         server.kill()
         raise
+    prefork = subprocess.Popen(
+        [
+            sys.argv[1],
+            "--port", "0",
+            "--workers", str(WORKERS),
+            "--threads", str(THREADS_PER_WORKER),
+            "--backend-ms", str(BACKEND_MS),
+            "--admission-limit", "64",
+            "--bulkhead", str(SHARED_CAP),
+            "--attempt-timeout-ms", "1000",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        run_prefork(prefork)
+    except BaseException:
+        prefork.kill()
+        raise
     print("test_server: all passed")
+
+
+def most_at_once(intervals):
+    """The most intervals (start, end) open at one instant (an end before a start at the
+    same instant)."""
+    events = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals],
+                    key=lambda e: (e[0], e[1]))
+    most = cur = 0
+    for _, d in events:
+        cur += d
+        most = max(most, cur)
+    return most
+
+
+def run_prefork(server):
+    line = server.stdout.readline().strip()
+    check(line.startswith("listening on 127.0.0.1:"), f"first line {line!r}")
+    port = int(line.rsplit(":", 1)[1])
+    line = server.stdout.readline().strip()
+    check(line.startswith(f"prefork: {WORKERS} workers sharing region "), f"second line {line!r}")
+    region = line.rsplit(" ", 1)[1]
+    region_file = region if "/" in region else os.path.join("/dev/shm", region)
+    check(os.path.exists(region_file), f"no region file {region_file}")
+
+    # 5. The shared bulkhead caps the backend calls of the whole host.
+    intervals, pids, refused = [], set(), 0
+    for attempt in range(6):
+        for status, headers, _ in burst(port, WORKERS * THREADS_PER_WORKER):
+            check(status in (200, 503), f"prefork burst answered {status}")
+            if status == 200:
+                intervals.append((int(headers["x-backend-start-ns"]), int(headers["x-backend-end-ns"])))
+                pids.add(headers["x-worker-pid"])
+            else:
+                check(headers.get("x-refused-by") == "bulkhead",
+                      f"503 from {headers.get('x-refused-by')}, expected bulkhead")
+                refused += 1
+        if len(pids) >= 2 and refused:
+            break
+    most = most_at_once(intervals)
+    check(most <= SHARED_CAP, f"{most} backend calls at once over the workers, cap {SHARED_CAP}")
+    check(most >= 2, f"never more than {most} call at once: the test did not load the bulkhead")
+    check(len(pids) >= 2, f"every 200 came from one worker ({pids})")
+    check(refused > 0, "no bulkhead refusal")
+    s = stats(port)
+    check(s["workers"] == WORKERS, f"stats workers {s['workers']}")
+    check(s["bulkhead_in_flight"] == 0 and s["outstanding_permits"] == 0, f"stats {s}")
+    print(f"test_server: prefork bulkhead: {len(intervals)} calls served by {len(pids)} workers, "
+          f"at most {most} at once (cap {SHARED_CAP} for the host), {refused} refused")
+
+    # 6. Failures seen by some workers open the breaker for every worker.
+    check(get(port, "/admin/fail")[0] == 200, "/admin/fail")
+    failures = {}
+    opened = False
+    for _ in range(40):
+        status, headers, _ = get(port, "/work")
+        pid = headers["x-worker-pid"]
+        if status == 503:
+            check(headers.get("x-refused-by") == "circuit_breaker", f"503 from {headers.get('x-refused-by')}")
+            opened = True
+            first_refusal = pid
+            break
+        check(status == 502, f"failing backend answered {status}")
+        failures[pid] = failures.get(pid, 0) + 1
+    check(opened, "the shared breaker did not open within 40 failing calls")
+    refusing = {first_refusal}
+    proof = None  # a refusing worker that saw too few failures to open a breaker itself
+    for _ in range(120):
+        if failures.get(first_refusal, 0) * 2 < MINIMUM_CALLS:
+            proof = first_refusal
+        if proof is not None and len(refusing) >= 2:
+            break
+        status, headers, _ = get(port, "/work")
+        check(status == 503 and headers.get("x-refused-by") == "circuit_breaker",
+              f"after the breaker opened: {status} {headers.get('x-refused-by')}")
+        first_refusal = headers["x-worker-pid"]
+        refusing.add(first_refusal)
+    check(len(refusing) >= 2, f"only worker(s) {refusing} refused")
+    check(proof is not None,
+          f"every refusing worker saw half of {MINIMUM_CALLS} failures itself ({failures})")
+    s = stats(port)
+    check(s["breaker"] == "open", f"shared breaker {s['breaker']}")
+    check(s["breaker_failures"] == sum(failures.values()),
+          f"shared breaker failures {s['breaker_failures']} != 502s {sum(failures.values())}")
+    print(f"test_server: prefork breaker: open after {sum(failures.values())} failures seen by "
+          f"{len(failures)} workers ({sorted(failures.values())}); refused by {len(refusing)} workers, "
+          f"worker {proof} with {failures.get(proof, 0)} failures of its own")
+    check(get(port, "/admin/heal")[0] == 200, "/admin/heal")
+
+    # 7. A worker killed with SIGKILL is replaced; a clean stop removes the region.
+    victim = int(get(port, "/stats")[1]["x-worker-pid"])
+    os.kill(victim, signal.SIGKILL)
+    seen = set()
+    for _ in range(60):
+        status, headers, _ = get(port, "/stats")
+        check(status == 200, f"/stats after the kill answered {status}")
+        seen.add(int(headers["x-worker-pid"]))
+        if len(seen - {victim}) >= WORKERS:
+            break
+        time.sleep(0.02)
+    check(victim not in seen, f"killed worker {victim} still answered")
+    check(len(seen) >= WORKERS, f"only {len(seen)} workers answered after the kill: not replaced")
+    s = stats(port)
+    check(s["outstanding_permits"] == 0, f"outstanding permits {s['outstanding_permits']}")
+    check(get(port, "/admin/quit")[0] == 200, "/admin/quit")
+    try:
+        out, _ = server.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        fail("the prefork server did not stop after /admin/quit")
+    check(server.returncode == 0, f"the prefork server exited with {server.returncode}")
+    check("stopped after" in out, f"last output {out!r}")
+    check(not os.path.exists(region_file), f"region file {region_file} left behind")
+    print(f"test_server: prefork: worker {victim} killed and replaced, clean stop, region removed")
 
 
 def run(server):

@@ -166,6 +166,16 @@ impl KeyedBreakersPermit {
     pub fn into_parts(self) -> (u64, CircuitBreakerPermit) {
         (self.key, self.permit)
     }
+
+    /// Put a permit back together from its key and the breaker's permit (the inverse of
+    /// [`KeyedBreakersPermit::into_parts`]; with [`CircuitBreakerPermit::into_parts`] a
+    /// keyed permit goes to plain data and back). The same duty as
+    /// [`super::CircuitBreakerPermitParts`]: rebuild each permit once. A permit rebuilt
+    /// with a key the set does not hold is [`OutcomeEffect::Discarded`]; with another
+    /// key's breaker, it is judged by that breaker's generation as said there.
+    pub const fn from_parts(key: u64, permit: CircuitBreakerPermit) -> KeyedBreakersPermit {
+        KeyedBreakersPermit { key, permit }
+    }
 }
 
 /// Counters of a [`KeyedBreakers`] set.

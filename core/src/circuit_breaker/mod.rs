@@ -234,8 +234,8 @@ pub use keyed::{
     KeyedStats, DEFAULT_KEYED_SLOTS,
 };
 pub use permit::{
-    CircuitBreakerPermit, CircuitBreakerRejectReason, CircuitBreakerRejected, CircuitBreakerScope,
-    OutcomeEffect, PermitKind,
+    CircuitBreakerPermit, CircuitBreakerPermitParts, CircuitBreakerRejectReason,
+    CircuitBreakerRejected, CircuitBreakerScope, OutcomeEffect, PermitKind,
 };
 
 use crate::cache::CachePadded;
@@ -1274,5 +1274,85 @@ mod tests {
         b.try_acquire_scoped(ms(3)).unwrap().ignore();
         let s = b.stats();
         assert_eq!((s.failures, s.successes, s.ignored), (1, 1, 1));
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod parts_tests {
+    use super::*;
+
+    fn ms(v: u64) -> Nanos {
+        Nanos::from_millis(v)
+    }
+
+    #[test]
+    fn a_permit_goes_to_parts_and_back() {
+        let b: CircuitBreaker = CircuitBreaker::new(CircuitBreakerConfig::fast_trip()).unwrap();
+        let p = b.try_acquire(ms(3)).unwrap();
+        let parts = p.into_parts();
+        assert_eq!(parts.acquired_at, ms(3));
+        assert_eq!(parts.kind, PermitKind::Call);
+        assert_eq!(parts.generation, 0);
+        let again = CircuitBreakerPermit::from_parts(parts);
+        assert_eq!(again.into_parts(), parts);
+        let rebuilt = CircuitBreakerPermit::from_parts(parts);
+        assert_eq!(b.on_failure(rebuilt, ms(4)), OutcomeEffect::Counted);
+        assert_eq!(b.stats().failures, 1);
+    }
+
+    #[test]
+    fn a_probe_keeps_its_timeout_and_a_call_drops_one() {
+        let b: CircuitBreaker = CircuitBreaker::new(CircuitBreakerConfig::fast_trip()).unwrap();
+        for i in 0..20 {
+            let p = b.try_acquire(ms(i)).unwrap();
+            b.on_failure(p, ms(i));
+        }
+        assert_eq!(b.state(ms(20)), BreakerState::Open);
+        let t = ms(20).saturating_add(Nanos::from_secs(5));
+        let probe = b.try_acquire(t).unwrap();
+        let parts = probe.into_parts();
+        assert_eq!(parts.kind, PermitKind::Probe);
+        assert_eq!(parts.probe_timeout, ms(100));
+        let rebuilt = CircuitBreakerPermit::from_parts(parts);
+        assert_eq!(rebuilt.probe_timeout(), Some(ms(100)));
+        assert_eq!(rebuilt.generation(), b.status().generation);
+        let call = CircuitBreakerPermit::from_parts(CircuitBreakerPermitParts {
+            kind: PermitKind::Call,
+            probe_timeout: ms(7),
+            ..parts
+        });
+        assert_eq!(call.probe_timeout(), None);
+        assert_eq!(call.into_parts().probe_timeout, Nanos::ZERO);
+        assert_eq!(b.on_success(rebuilt, t), OutcomeEffect::ProbePassed);
+    }
+
+    #[test]
+    fn parts_of_another_generation_are_discarded() {
+        let b: CircuitBreaker = CircuitBreaker::new(CircuitBreakerConfig::fast_trip()).unwrap();
+        let stale = b.try_acquire(ms(0)).unwrap().into_parts();
+        for i in 0..20 {
+            let p = b.try_acquire(ms(i)).unwrap();
+            b.on_failure(p, ms(i));
+        }
+        let before = b.stats();
+        let forged = CircuitBreakerPermit::from_parts(stale);
+        assert_eq!(b.on_failure(forged, ms(21)), OutcomeEffect::Discarded);
+        assert_eq!(b.stats().failures, before.failures);
+        assert_eq!(b.state(ms(21)), BreakerState::Open);
+    }
+
+    #[test]
+    fn a_keyed_permit_goes_to_parts_and_back() {
+        let set: KeyedBreakers<4, 32> =
+            KeyedBreakers::new(CircuitBreakerConfig::fast_trip()).unwrap();
+        let p = set.try_acquire(42, ms(1)).unwrap();
+        let (key, inner) = p.into_parts();
+        let parts = inner.into_parts();
+        let rebuilt = KeyedBreakersPermit::from_parts(key, CircuitBreakerPermit::from_parts(parts));
+        assert_eq!(rebuilt.key(), 42);
+        assert_eq!(rebuilt.permit().acquired_at(), ms(1));
+        assert_eq!(set.on_success(rebuilt, ms(2)), OutcomeEffect::Counted);
+        let unknown = KeyedBreakersPermit::from_parts(7, CircuitBreakerPermit::from_parts(parts));
+        assert_eq!(set.on_success(unknown, ms(3)), OutcomeEffect::Discarded);
     }
 }

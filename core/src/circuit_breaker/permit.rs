@@ -106,6 +106,60 @@ impl CircuitBreakerPermit {
     }
 }
 
+/// A [`CircuitBreakerPermit`] taken apart into plain data ([`CircuitBreakerPermit::into_parts`]),
+/// to be kept somewhere a permit cannot go (a record in shared memory, a file, another
+/// process) and rebuilt with [`CircuitBreakerPermit::from_parts`].
+///
+/// # Rebuilding is not minting
+///
+/// A permit is move-only so that Rust code cannot report one call twice. Parts are `Copy`:
+/// whoever rebuilds permits from parts takes over that duty, and must rebuild each permit
+/// once, from the parts of a permit that this breaker issued and that was not reported
+/// (a permit table with take-once records, as `guards-ffi`'s shared regions keep, does
+/// exactly that). Memory safety never depends on it: a permit is plain data, and every
+/// value of these fields is a permit the breaker can judge. What a wrong rebuild does is
+/// bounded by the breaker itself: parts of another generation (the breaker has moved on
+/// since, or they came from another breaker) are [`OutcomeEffect::Discarded`]; parts of
+/// the current generation count as one more outcome (skewing the window or the half-open
+/// vote by one call, as a caller reporting the wrong outcome would), and never panic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CircuitBreakerPermitParts {
+    /// The `now` passed to `try_acquire` ([`CircuitBreakerPermit::acquired_at`]).
+    pub acquired_at: Nanos,
+    /// The breaker generation it was issued in ([`CircuitBreakerPermit::generation`]).
+    pub generation: u32,
+    /// Ordinary call or probe.
+    pub kind: PermitKind,
+    /// The probe's timeout (ignored, and rebuilt as zero, for [`PermitKind::Call`]).
+    pub probe_timeout: Nanos,
+}
+
+impl CircuitBreakerPermit {
+    /// Take the permit apart into plain data (see [`CircuitBreakerPermitParts`] for what
+    /// that hands over to the caller).
+    pub const fn into_parts(self) -> CircuitBreakerPermitParts {
+        CircuitBreakerPermitParts {
+            acquired_at: self.acquired_at,
+            generation: self.generation,
+            kind: self.kind,
+            probe_timeout: self.probe_timeout,
+        }
+    }
+
+    /// Rebuild a permit from the parts [`CircuitBreakerPermit::into_parts`] gave (once per
+    /// permit taken apart: see [`CircuitBreakerPermitParts`]).
+    pub const fn from_parts(parts: CircuitBreakerPermitParts) -> CircuitBreakerPermit {
+        match parts.kind {
+            PermitKind::Call => CircuitBreakerPermit::call(parts.acquired_at, parts.generation),
+            PermitKind::Probe => CircuitBreakerPermit::probe(
+                parts.acquired_at,
+                parts.generation,
+                parts.probe_timeout,
+            ),
+        }
+    }
+}
+
 /// Why a call was refused.
 #[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -21,28 +21,52 @@
 //! guards_region_close(r);
 //! ```
 //!
-//! Guards of every kind can live in a region (see `docs/shared.md`); from C, this version
-//! creates and drives circuit breakers and bulkheads. The other kinds get their
-//! `guards_region_<guard>` and `_init_in` functions with their C configs (each a call of
-//! one generic function of this module: `get_or_create`, `init_in`, `attach`); until then
-//! C refuses them with `GUARDS_RESULT_INVALID_ARGUMENT`. cbindgen does not expand macros,
-//! so each exported function is written out, as a short call of the generic one.
+//! Every kind a region holds comes to C: `guards_region_<guard>` (circuit breaker, keyed
+//! breakers, bulkhead, retry budget, limiter, admission, adaptive throttle, latency
+//! tracker, hedging, brownout) with the guard's own C config, and
+//! `guards_<guard>_size` / `_align` / `_init_in` / `_attach` for caller memory. The kinds
+//! that hand out permits (breakers, keyed breakers, bulkhead, limiter, admission) are
+//! driven with `guards_region_try_acquire` / `guards_region_report` (owner-recorded); the
+//! others with `guards_region_<guard>_<verb>` (a retry budget's deposit / withdraw /
+//! report, a throttle's try_acquire / report, ...), and every kind's counters with
+//! `guards_region_<guard>_get_stats`. cbindgen does not expand macros, so each exported
+//! function is written out, as a short call of a generic one (`region_guard`,
+//! `size_for`, `init_in_for`, `attach_for`).
 
 use std::ffi::{c_char, c_void, CStr};
 
+use super::adaptive_throttle::{guards_adaptive_throttle_config, guards_adaptive_throttle_stats};
+use super::admission::{guards_admission_config, guards_admission_stats};
+use super::brownout::{guards_brownout_config, guards_brownout_decision, guards_brownout_stats};
 use super::bulkhead::{guards_bulkhead_config, guards_bulkhead_stats};
 use super::circuit_breaker::{
     guards_breaker_state, guards_circuit_breaker_config, guards_circuit_breaker_stats,
 };
-use super::{arg, boundary, guards_permit, Out};
+use super::hedging::{guards_hedging_config, guards_hedging_stats};
+use super::keyed_breakers::guards_keyed_breakers_config;
+use super::latency_tracker::{guards_latency_tracker_config, guards_latency_tracker_stats};
+use super::limiter::{guards_limiter_config, guards_limiter_stats};
+use super::retry_budget::{
+    guards_retry_budget_config, guards_retry_budget_stats, guards_retry_receipt,
+};
+use super::{
+    arg, boundary, fail_arg, fail_code, fail_with, guards_permit, hot, hot_out_ok, hot_outcome,
+    hot_priority, hot_ref, Out,
+};
 use crate::error::{Detail, Failure, GuardsResult};
-use crate::permit::PermitToken;
+use crate::permit::{PermitSlots, PermitToken};
 use crate::shared::{
     breaker_capacity, place, AnyShared, GuardKind, Refusal, Region, RegionOptions, Shared,
     SharedGuard, SharedPermits,
 };
-use guards_core::circuit_breaker::{BreakerState, CircuitBreaker, CircuitBreakerConfig};
-use guards_core::{Bulkhead, BulkheadConfig, Nanos, Outcome};
+use guards_core::circuit_breaker::{
+    BreakerState, CircuitBreaker, CircuitBreakerConfig, KeyedBreakers,
+};
+use guards_core::retry_budget::RetryReceipt;
+use guards_core::{
+    AdaptiveThrottle, Admission, Brownout, BrownoutDecision, Bulkhead, BulkheadConfig, ConfigError,
+    ConfigErrorKind, Hedging, LatencyTracker, Limiter, Nanos, Outcome, RetryBudget,
+};
 
 /// The kinds of guard a region holds (`guards_region_guard_info.kind`).
 #[repr(u32)]
@@ -188,6 +212,19 @@ pub struct guards_region {
 #[derive(Debug)]
 pub struct guards_region_guard {
     guard: AnyShared,
+    /// A retry budget's receipts issued through this handle (a receipt holds nothing in
+    /// the budget, so it is kept per handle, not in the region).
+    receipts: Option<Box<PermitSlots<RetryReceipt>>>,
+}
+
+impl guards_region_guard {
+    fn boxed(guard: AnyShared) -> Box<guards_region_guard> {
+        let receipts = match guard {
+            AnyShared::RetryBudget(_) => Some(Box::new(PermitSlots::new())),
+            _ => None,
+        };
+        Box::new(guards_region_guard { guard, receipts })
+    }
 }
 
 /// `name` as a guard name (UTF-8, 1..=64 bytes).
@@ -208,14 +245,6 @@ unsafe fn c_str<'a>(name: *const c_char, what: &'static str) -> Result<&'a str, 
         .map_err(|_| Failure::argument(GuardsResult::InvalidArgument, what, "a UTF-8 string"))
 }
 
-fn unsupported() -> Failure {
-    Failure::argument(
-        GuardsResult::InvalidArgument,
-        "guard",
-        "a circuit breaker or a bulkhead (the other kinds come to C with their C configs)",
-    )
-}
-
 /// The generic get-or-create: `K` from core config `config`, as a handle.
 pub(crate) fn get_or_create<K: SharedGuard>(
     region: &Region,
@@ -224,7 +253,7 @@ pub(crate) fn get_or_create<K: SharedGuard>(
     wrap: fn(Shared<K>) -> AnyShared,
 ) -> Result<Box<guards_region_guard>, Failure> {
     let g = region.get_or_create::<K>(name, config)?;
-    Ok(Box::new(guards_region_guard { guard: wrap(g) }))
+    Ok(guards_region_guard::boxed(wrap(g)))
 }
 
 /// The generic `_init_in`: build a `K` from `config` in caller memory.
@@ -262,65 +291,113 @@ pub(crate) unsafe fn attach(
             },
         });
     }
-    Ok(Box::new(guards_region_guard { guard: g }))
+    Ok(guards_region_guard::boxed(g))
 }
 
-fn acquire<K: SharedPermits>(g: &Shared<K>, arg: K::Arg, now: u64) -> Result<guards_permit, Failure>
+/// The hot acquire: core's permit recorded in the region, written to `out` with wide stores;
+/// a refusal recorded out of line. Only a code comes back.
+///
+/// # Safety
+/// `out` must be non-NULL, aligned and valid for writes.
+#[inline(always)]
+unsafe fn acquire_hot<K: SharedPermits>(
+    g: &Shared<K>,
+    arg: K::Arg,
+    now: u64,
+    out: *mut guards_permit,
+) -> GuardsResult
 where
     Failure: From<K::Rejected>,
 {
     match g.try_acquire(arg, Nanos(now)) {
-        Ok((t, v)) => Ok(guards_permit {
-            guard: t.guard,
-            slot: t.slot,
-            generation: t.generation,
-            acquired_at_ns: v.acquired_at.0,
-            probe_timeout_ns: v.probe_timeout.map_or(0, |t| t.0),
-            is_probe: u32::from(v.probe_timeout.is_some()),
-            reserved: 0,
-        }),
-        Err(Refusal::Rejected(r)) => Err(Failure::from(r)),
-        Err(Refusal::Failed(f)) => Err(f),
+        Ok((t, v)) => {
+            let p = guards_permit {
+                guard: t.guard,
+                slot: t.slot,
+                generation: t.generation,
+                acquired_at_ns: v.acquired_at.0,
+                probe_timeout_ns: v.probe_timeout.map_or(0, |t| t.0),
+                is_probe: u32::from(v.probe_timeout.is_some()),
+                reserved: 0,
+            };
+            // SAFETY: the caller's contract.
+            unsafe { p.write_to(out) };
+            GuardsResult::Ok
+        }
+        Err(Refusal::Rejected(r)) => fail_with(r),
+        Err(Refusal::Failed(f)) => fail_with(f),
     }
 }
 
-fn report<K: SharedPermits>(
+/// [`acquire_hot`] for a kind whose acquire takes no key (a breaker, a bulkhead).
+///
+/// # Safety
+/// As [`acquire_hot`].
+#[inline(always)]
+unsafe fn acquire_no_key<K: SharedPermits<Arg = ()>>(
     g: &Shared<K>,
-    p: &guards_permit,
+    key: u64,
+    now: u64,
+    out: *mut guards_permit,
+) -> GuardsResult
+where
+    Failure: From<K::Rejected>,
+{
+    if key != 0 {
+        return fail_with(no_key());
+    }
+    // SAFETY: the caller's contract.
+    unsafe { acquire_hot(g, (), now, out) }
+}
+
+/// The hot report: only a code comes back; a refusal is recorded out of line.
+#[inline(always)]
+fn report_hot<K: SharedPermits>(
+    g: &Shared<K>,
+    token: PermitToken,
     outcome: Outcome,
     now: u64,
-) -> Result<(), Failure> {
-    let token = PermitToken {
-        guard: p.guard,
-        slot: p.slot,
-        generation: p.generation,
-    };
-    g.report(token, outcome, Nanos(now))
-        .map(|_| ())
-        .map_err(Failure::code)
-}
-
-fn no_arg(a: u64) -> Result<(), Failure> {
-    if a == 0 {
-        Ok(())
-    } else {
-        Err(Failure::argument(
-            GuardsResult::InvalidArgument,
-            "key",
-            "0 for a circuit breaker or a bulkhead",
-        ))
+) -> GuardsResult {
+    match g.report(token, outcome, Nanos(now)) {
+        Ok(_) => GuardsResult::Ok,
+        Err(code) => fail_code(code),
     }
 }
 
-macro_rules! breaker_or_bulkhead {
-    ($g:expr, $b:ident => $breaker:expr, $h:ident => $bulkhead:expr) => {
+#[cold]
+fn no_key() -> Failure {
+    Failure::argument(
+        GuardsResult::InvalidArgument,
+        "key",
+        "0 for a circuit breaker or a bulkhead",
+    )
+}
+
+#[cold]
+fn wrong_kind(what: &'static str) -> Failure {
+    Failure::argument(GuardsResult::InvalidArgument, "guard", what)
+}
+
+#[cold]
+fn no_permits() -> Failure {
+    Failure::argument(
+        GuardsResult::InvalidArgument,
+        "guard",
+        "a guard that hands out permits (circuit breaker, keyed breakers, bulkhead, limiter, \
+         admission)",
+    )
+}
+
+/// A handle's guard as one kind, or `INVALID_ARGUMENT` naming the kind wanted.
+macro_rules! only {
+    ($g:expr, $variant:ident, $what:literal) => {
         match $g {
-            AnyShared::Breaker128($b) => $breaker,
-            AnyShared::Breaker1024($b) => $breaker,
-            AnyShared::Breaker8192($b) => $breaker,
-            AnyShared::Breaker65536($b) => $breaker,
-            AnyShared::Bulkhead($h) => $bulkhead,
-            _ => Err(unsupported()),
+            AnyShared::$variant(x) => Ok(x),
+            _ => Err(Failure::argument(
+                GuardsResult::InvalidArgument,
+                "guard",
+                $what,
+            )),
         }
     };
 }
@@ -490,9 +567,7 @@ pub unsafe extern "C" fn guards_region_circuit_breaker(
         // SAFETY: the caller's contract.
         let (config, capacity) = unsafe { arg(config, "config") }?.to_core()?;
         let out = Out::new(out, "out")?;
-        let g = Box::new(guards_region_guard {
-            guard: AnyShared::breaker(&r.region, name, config, capacity)?,
-        });
+        let g = guards_region_guard::boxed(AnyShared::breaker(&r.region, name, config, capacity)?);
         // SAFETY: valid for writes (caller's contract).
         unsafe { out.set(Box::into_raw(g)) };
         Ok(())
@@ -532,8 +607,8 @@ fn bulkhead_config(c: &guards_bulkhead_config) -> BulkheadConfig {
     }
 }
 
-/// The existing guard named `name`, whatever its config (of any kind; from C, circuit
-/// breakers and bulkheads can be driven). Errors: `GUARD_NOT_FOUND`.
+/// The existing guard named `name`, whatever its kind and config. Errors:
+/// `GUARD_NOT_FOUND`.
 ///
 /// # Safety
 /// As `guards_region_circuit_breaker`.
@@ -549,9 +624,7 @@ pub unsafe extern "C" fn guards_region_attach(
         // SAFETY: the caller's contract.
         let name = unsafe { c_str(name, "name") }?;
         let out = Out::new(out, "out")?;
-        let g = Box::new(guards_region_guard {
-            guard: AnyShared::attach(&r.region, name)?,
-        });
+        let g = guards_region_guard::boxed(AnyShared::attach(&r.region, name)?);
         // SAFETY: valid for writes (caller's contract).
         unsafe { out.set(Box::into_raw(g)) };
         Ok(())
@@ -616,13 +689,15 @@ pub unsafe extern "C" fn guards_region_guard_get_info(
     })
 }
 
-/// Ask the guard for a permit at `now_ns` (`key`: the key of a keyed breaker set, or the
-/// priority of a limiter or admission, when those kinds come to C; 0 for a circuit breaker
-/// or a bulkhead).
+/// Ask the guard for a permit at `now_ns` (`key`: the key of a keyed breaker set
+/// (`guards_key_of`), the priority 0..=7 of a limiter or admission (0 most important), 0
+/// for a circuit breaker or a bulkhead). The other kinds hand out no permits:
+/// `INVALID_ARGUMENT`.
 /// `GUARDS_RESULT_OK` with a permit in `*out`, recorded in the region with this process as
 /// its owner (report it once with `guards_region_report`; a breaker probe has `is_probe`
 /// set and must use `probe_timeout_ns`); or the guard's refusal
-/// (`BREAKER_OPEN`, `BREAKER_HALF_OPEN_FULL`, `BULKHEAD_FULL`; `guards_last_rejection`
+/// (`BREAKER_OPEN`, `BREAKER_HALF_OPEN_FULL`, `BULKHEAD_FULL`, `LIMITER_*`, `ADMISSION_*`;
+/// `guards_last_rejection`
 /// says more), or `PERMIT_SLOTS_EXHAUSTED` when the region's permit table is full. A guard
 /// found full first gets the permits of dead processes back (at most once per
 /// `reclaim_interval_ns`) and is asked again.
@@ -636,17 +711,41 @@ pub unsafe extern "C" fn guards_region_try_acquire(
     now_ns: u64,
     out: *mut guards_permit,
 ) -> GuardsResult {
-    boundary(|| {
+    hot(|| {
         // SAFETY: the caller's contract.
-        let g = unsafe { arg(g, "guard") }?;
-        let out = Out::new(out, "out")?;
-        no_arg(key)?;
-        let p = breaker_or_bulkhead!(&g.guard,
-            b => acquire(b, (), now_ns),
-            h => acquire(h, (), now_ns))?;
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(p) };
-        Ok(())
+        let Some(h) = (unsafe { hot_ref(g) }) else {
+            return fail_arg(g.is_null(), "guard");
+        };
+        if !hot_out_ok(out) {
+            return fail_arg(out.is_null(), "out");
+        }
+        // SAFETY: in every arm, `out` is non-NULL, aligned and valid for writes (checked
+        // above; the caller's contract).
+        unsafe {
+            match &h.guard {
+                AnyShared::Breaker128(x) => acquire_no_key(x, key, now_ns, out),
+                AnyShared::Breaker1024(x) => acquire_no_key(x, key, now_ns, out),
+                AnyShared::Breaker8192(x) => acquire_no_key(x, key, now_ns, out),
+                AnyShared::Breaker65536(x) => acquire_no_key(x, key, now_ns, out),
+                AnyShared::Bulkhead(x) => acquire_no_key(x, key, now_ns, out),
+                AnyShared::Keyed4(x) => acquire_hot(x, key, now_ns, out),
+                AnyShared::Keyed16(x) => acquire_hot(x, key, now_ns, out),
+                AnyShared::Keyed64(x) => acquire_hot(x, key, now_ns, out),
+                AnyShared::Keyed256(x) => acquire_hot(x, key, now_ns, out),
+                AnyShared::Limiter(x) => match hot_priority(u32::try_from(key).unwrap_or(u32::MAX))
+                {
+                    Ok(p) => acquire_hot(x, p, now_ns, out),
+                    Err(code) => code,
+                },
+                AnyShared::Admission(x) => {
+                    match hot_priority(u32::try_from(key).unwrap_or(u32::MAX)) {
+                        Ok(p) => acquire_hot(x, p, now_ns, out),
+                        Err(code) => code,
+                    }
+                }
+                _ => fail_with(no_permits()),
+            }
+        }
     })
 }
 
@@ -665,13 +764,30 @@ pub unsafe extern "C" fn guards_region_report(
     outcome: u32,
     now_ns: u64,
 ) -> GuardsResult {
-    boundary(|| {
+    hot(|| {
         // SAFETY: the caller's contract.
-        let g = unsafe { arg(g, "guard") }?;
-        let outcome = super::outcome(outcome)?;
-        breaker_or_bulkhead!(&g.guard,
-            b => report(b, &permit, outcome, now_ns),
-            h => report(h, &permit, outcome, now_ns))
+        let Some(h) = (unsafe { hot_ref(g) }) else {
+            return fail_arg(g.is_null(), "guard");
+        };
+        let outcome = match hot_outcome(outcome) {
+            Ok(o) => o,
+            Err(code) => return code,
+        };
+        let t = permit.token();
+        match &h.guard {
+            AnyShared::Breaker128(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Breaker1024(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Breaker8192(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Breaker65536(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Keyed4(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Keyed16(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Keyed64(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Keyed256(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Bulkhead(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Limiter(x) => report_hot(x, t, outcome, now_ns),
+            AnyShared::Admission(x) => report_hot(x, t, outcome, now_ns),
+            _ => fail_with(no_permits()),
+        }
     })
 }
 
@@ -941,4 +1057,1333 @@ pub unsafe extern "C" fn guards_bulkhead_attach(
         unsafe { out.set(Box::into_raw(g)) };
         Ok(())
     })
+}
+
+// ---- Every other kind: `guards_region_<guard>` and `guards_<guard>_size` / `_align` /
+// `_init_in` / `_attach`, each a call of one generic function below.
+
+/// The generic `guards_region_<guard>`: the guard named `name` in `r`, created from the
+/// C config (converted and checked by `conv`) if there is none.
+///
+/// # Safety
+/// As `guards_region_circuit_breaker`.
+unsafe fn region_guard<C, K: SharedGuard>(
+    r: *const guards_region,
+    name: *const c_char,
+    config: *const C,
+    out: *mut *mut guards_region_guard,
+    conv: impl FnOnce(&C) -> Result<K::Config, Failure>,
+    wrap: fn(Shared<K>) -> AnyShared,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let r = unsafe { arg(r, "region") }?;
+        // SAFETY: the caller's contract.
+        let name = unsafe { c_str(name, "name") }?;
+        // SAFETY: the caller's contract.
+        let config = conv(unsafe { arg(config, "config") }?)?;
+        let out = Out::new(out, "out")?;
+        let g = get_or_create::<K>(&r.region, name, config, wrap)?;
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(Box::into_raw(g)) };
+        Ok(())
+    })
+}
+
+/// The generic `_size`: check the C config, write `size_of::<K>()` (as placed).
+///
+/// # Safety
+/// `config` NULL or valid; `out` NULL or valid for writes.
+unsafe fn size_for<C, K: SharedGuard>(
+    config: *const C,
+    out: *mut usize,
+    conv: impl FnOnce(&C) -> Result<K::Config, Failure>,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let config = conv(unsafe { arg(config, "config") }?)?;
+        K::check(&config)?;
+        let out = Out::new(out, "out")?;
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(place::size_of::<K>()) };
+        Ok(())
+    })
+}
+
+/// The generic `_init_in` from a C config.
+///
+/// # Safety
+/// As `guards_circuit_breaker_init_in`.
+unsafe fn init_in_for<C, K: SharedGuard>(
+    mem: *mut c_void,
+    len: usize,
+    config: *const C,
+    conv: impl FnOnce(&C) -> Result<K::Config, Failure>,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let config = conv(unsafe { arg(config, "config") }?)?;
+        // SAFETY: the caller's contract.
+        unsafe { init_in::<K>(mem, len, config) }
+    })
+}
+
+/// The generic `_attach` for `kind`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_attach`.
+unsafe fn attach_for(
+    mem: *mut c_void,
+    len: usize,
+    out: *mut *mut guards_region_guard,
+    kind: GuardKind,
+) -> GuardsResult {
+    boundary(|| {
+        let out = Out::new(out, "out")?;
+        // SAFETY: the caller's contract.
+        let g = unsafe { attach(mem, len, kind) }?;
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(Box::into_raw(g)) };
+        Ok(())
+    })
+}
+
+/// A keyed set's core config and slots, checked as `guards_keyed_breakers_new` checks them
+/// (every key's breaker has 128 cells).
+fn keyed_of(c: &guards_keyed_breakers_config) -> Result<(CircuitBreakerConfig, u64), Failure> {
+    let (config, capacity) = c.breaker.to_core()?;
+    if capacity > 128 {
+        return Err(Failure::from(ConfigError::new(
+            "breaker.capacity",
+            ConfigErrorKind::OutOfRange,
+            "0 or at most 128 cells (every breaker of a keyed set has 128)",
+        )));
+    }
+    let slots = match c.slots {
+        0 => {
+            return Err(Failure::from(ConfigError::new(
+                "slots",
+                ConfigErrorKind::Zero,
+                "1..=256 keys",
+            )))
+        }
+        1..=4 => 4,
+        5..=16 => 16,
+        17..=64 => 64,
+        65..=256 => 256,
+        _ => {
+            return Err(Failure::from(ConfigError::new(
+                "slots",
+                ConfigErrorKind::OutOfRange,
+                "1..=256 keys",
+            )))
+        }
+    };
+    Ok((config, slots))
+}
+
+macro_rules! by_keyed_slots {
+    ($slots:expr, $K:ident => $body:expr) => {
+        match $slots {
+            4 => {
+                type $K = KeyedBreakers<4, 128>;
+                $body
+            }
+            16 => {
+                type $K = KeyedBreakers<16, 128>;
+                $body
+            }
+            64 => {
+                type $K = KeyedBreakers<64, 128>;
+                $body
+            }
+            _ => {
+                type $K = KeyedBreakers<256, 128>;
+                $body
+            }
+        }
+    };
+}
+
+/// The keyed breaker set named `name`, created from `config` if the region has none
+/// (`config->slots` rounded up to 4, 16, 64 or 256 decides its type, as for
+/// `guards_keyed_breakers_new`). Acquire with the key as `key`. Errors as
+/// `guards_region_circuit_breaker`.
+///
+/// # Safety
+/// As `guards_region_circuit_breaker`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_keyed_breakers(
+    r: *const guards_region,
+    name: *const c_char,
+    config: *const guards_keyed_breakers_config,
+    out: *mut *mut guards_region_guard,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let r = unsafe { arg(r, "region") }?;
+        // SAFETY: the caller's contract.
+        let name = unsafe { c_str(name, "name") }?;
+        // SAFETY: the caller's contract.
+        let (config, slots) = keyed_of(unsafe { arg(config, "config") }?)?;
+        let out = Out::new(out, "out")?;
+        let g =
+            guards_region_guard::boxed(AnyShared::keyed_breakers(&r.region, name, config, slots)?);
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(Box::into_raw(g)) };
+        Ok(())
+    })
+}
+
+/// The retry budget named `name` (any mode), created from `config` if the region has none:
+/// one budget for every process. Use it with `guards_region_retry_budget_deposit` /
+/// `_withdraw` / `_report`. Errors as `guards_region_circuit_breaker`, and
+/// `INVALID_ENUM` (mode).
+///
+/// # Safety
+/// As `guards_region_circuit_breaker`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_retry_budget(
+    r: *const guards_region,
+    name: *const c_char,
+    config: *const guards_retry_budget_config,
+    out: *mut *mut guards_region_guard,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        region_guard::<_, RetryBudget>(
+            r,
+            name,
+            config,
+            out,
+            |c| c.to_core(),
+            AnyShared::RetryBudget,
+        )
+    }
+}
+
+/// The concurrency limiter named `name`, created from `config` if the region has none: its
+/// limit counts the calls of every process. Acquire with the priority (0..=7) as `key`.
+/// Errors as `guards_region_circuit_breaker`.
+///
+/// # Safety
+/// As `guards_region_circuit_breaker`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_limiter(
+    r: *const guards_region,
+    name: *const c_char,
+    config: *const guards_limiter_config,
+    out: *mut *mut guards_region_guard,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { region_guard::<_, Limiter>(r, name, config, out, |c| c.to_core(), AnyShared::Limiter) }
+}
+
+/// The admission door named `name`, created from `config` if the region has none. Acquire
+/// with the priority (0..=7) as `key`. Errors as `guards_region_circuit_breaker`.
+///
+/// # Safety
+/// As `guards_region_circuit_breaker`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_admission(
+    r: *const guards_region,
+    name: *const c_char,
+    config: *const guards_admission_config,
+    out: *mut *mut guards_region_guard,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        region_guard::<_, Admission>(r, name, config, out, |c| c.to_core(), AnyShared::Admission)
+    }
+}
+
+/// The adaptive throttle named `name`, created from `config` if the region has none. Use
+/// it with `guards_region_adaptive_throttle_try_acquire` / `_report`. Errors as
+/// `guards_region_circuit_breaker`.
+///
+/// # Safety
+/// As `guards_region_circuit_breaker`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_adaptive_throttle(
+    r: *const guards_region,
+    name: *const c_char,
+    config: *const guards_adaptive_throttle_config,
+    out: *mut *mut guards_region_guard,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        region_guard::<_, AdaptiveThrottle>(
+            r,
+            name,
+            config,
+            out,
+            |c| Ok(c.to_core()),
+            AnyShared::AdaptiveThrottle,
+        )
+    }
+}
+
+/// The latency tracker named `name`, created from `config` if the region has none. Use it
+/// with `guards_region_latency_tracker_record` / `_quantile`. Errors as
+/// `guards_region_circuit_breaker`.
+///
+/// # Safety
+/// As `guards_region_circuit_breaker`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_latency_tracker(
+    r: *const guards_region,
+    name: *const c_char,
+    config: *const guards_latency_tracker_config,
+    out: *mut *mut guards_region_guard,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        region_guard::<_, LatencyTracker>(
+            r,
+            name,
+            config,
+            out,
+            |c| Ok(c.to_core()),
+            AnyShared::LatencyTracker,
+        )
+    }
+}
+
+/// The hedging policy named `name`, created from `config` if the region has none. Use it
+/// with `guards_region_hedging_record_latency` / `_hedge_delay`. Errors as
+/// `guards_region_circuit_breaker`.
+///
+/// # Safety
+/// As `guards_region_circuit_breaker`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_hedging(
+    r: *const guards_region,
+    name: *const c_char,
+    config: *const guards_hedging_config,
+    out: *mut *mut guards_region_guard,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        region_guard::<_, Hedging>(
+            r,
+            name,
+            config,
+            out,
+            |c| Ok(c.to_core()),
+            AnyShared::Hedging,
+        )
+    }
+}
+
+/// The brownout policy of one operation named `name`, created from `config` if the region
+/// has none (one named guard per operation). Use it with `guards_region_brownout_on_refusal`
+/// / `_report` / `_on_full`. Errors as `guards_region_circuit_breaker`.
+///
+/// # Safety
+/// As `guards_region_circuit_breaker`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_brownout(
+    r: *const guards_region,
+    name: *const c_char,
+    config: *const guards_brownout_config,
+    out: *mut *mut guards_region_guard,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        region_guard::<_, Brownout>(r, name, config, out, |c| c.to_core(), AnyShared::Brownout)
+    }
+}
+
+// ---- Kind-specific verbs of region (or placed) guards.
+
+/// A shared keyed set: the state of the breaker of `key` at `now_ns` into `*out`;
+/// `NOT_FOUND` when the key was never inserted.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_keyed_breakers_state(
+    g: *const guards_region_guard,
+    key: u64,
+    now_ns: u64,
+    out: *mut guards_breaker_state,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let state = match &g.guard {
+            AnyShared::Keyed4(k) => k.get(key).map(|b| b.state(Nanos(now_ns))),
+            AnyShared::Keyed16(k) => k.get(key).map(|b| b.state(Nanos(now_ns))),
+            AnyShared::Keyed64(k) => k.get(key).map(|b| b.state(Nanos(now_ns))),
+            AnyShared::Keyed256(k) => k.get(key).map(|b| b.state(Nanos(now_ns))),
+            _ => {
+                return Err(Failure::argument(
+                    GuardsResult::InvalidArgument,
+                    "guard",
+                    "a keyed breaker set",
+                ))
+            }
+        };
+        let state = state.ok_or_else(|| {
+            Failure::argument(
+                GuardsResult::NotFound,
+                "key",
+                "a key inserted by try_acquire",
+            )
+        })?;
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(breaker_state(state)) };
+        Ok(())
+    })
+}
+
+/// A shared keyed set: the counters of the breaker of `key` (all processes together) into
+/// `*out`; `NOT_FOUND` when the key was never inserted.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_keyed_breakers_get_stats(
+    g: *const guards_region_guard,
+    key: u64,
+    out: *mut guards_circuit_breaker_stats,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let stats = match &g.guard {
+            AnyShared::Keyed4(k) => k.get(key).map(|b| b.stats()),
+            AnyShared::Keyed16(k) => k.get(key).map(|b| b.stats()),
+            AnyShared::Keyed64(k) => k.get(key).map(|b| b.stats()),
+            AnyShared::Keyed256(k) => k.get(key).map(|b| b.stats()),
+            _ => return Err(wrong_kind("a keyed breaker set")),
+        };
+        let stats = stats.ok_or_else(|| {
+            Failure::argument(
+                GuardsResult::NotFound,
+                "key",
+                "a key inserted by try_acquire",
+            )
+        })?;
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(stats.into()) };
+        Ok(())
+    })
+}
+
+/// A shared limiter's counters (all processes together) into `*out`.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_limiter_get_stats(
+    g: *const guards_region_guard,
+    out: *mut guards_limiter_stats,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let s = only!(&g.guard, Limiter, "a limiter")?.stats();
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(s.into()) };
+        Ok(())
+    })
+}
+
+/// A shared admission door's counters (all processes together) into `*out`.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_admission_get_stats(
+    g: *const guards_region_guard,
+    out: *mut guards_admission_stats,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let s = only!(&g.guard, Admission, "an admission door")?.stats();
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(s.into()) };
+        Ok(())
+    })
+}
+
+/// A first attempt goes out at `now_ns` (a shared retry budget; as
+/// `guards_retry_budget_deposit`).
+///
+/// # Safety
+/// `g` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_retry_budget_deposit(
+    g: *const guards_region_guard,
+    now_ns: u64,
+) -> GuardsResult {
+    hot(|| {
+        // SAFETY: the caller's contract.
+        match unsafe { hot_ref(g) }.map(|h| &h.guard) {
+            Some(AnyShared::RetryBudget(b)) => {
+                b.deposit(Nanos(now_ns));
+                GuardsResult::Ok
+            }
+            Some(_) => fail_with(wrong_kind("a retry budget")),
+            None => fail_arg(g.is_null(), "guard"),
+        }
+    })
+}
+
+/// May a retry caused by `cause` (a `guards_retry_cause`) go at `now_ns`, on the budget of
+/// every process? As `guards_retry_budget_withdraw`: `OK` with the receipt in `*out`, or
+/// `RETRY_BUDGET_EXHAUSTED`. Report the receipt through this same handle (receipts hold
+/// nothing in the budget: they are kept per handle, and one outstanding when its process
+/// dies is simply gone).
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_retry_budget_withdraw(
+    g: *const guards_region_guard,
+    now_ns: u64,
+    cause: u32,
+    out: *mut guards_retry_receipt,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let budget = only!(&g.guard, RetryBudget, "a retry budget")?;
+        let cause = super::retry_cause(cause)?;
+        let slots = g.receipts.as_deref().ok_or_else(|| {
+            Failure::argument(GuardsResult::InvalidArgument, "guard", "a retry budget")
+        })?;
+        let Some(r) = budget.withdraw(Nanos(now_ns), cause) else {
+            return Err(Failure {
+                code: GuardsResult::RetryBudgetExhausted,
+                detail: Detail::BudgetExhausted {
+                    mode: budget.mode(),
+                    cause,
+                },
+            });
+        };
+        let cost_micros = r.cost_micros();
+        let t = slots.insert(r).map_err(|(_, code)| Failure::code(code))?;
+        // SAFETY: valid for writes (caller's contract).
+        unsafe {
+            out.set(guards_retry_receipt {
+                guard: t.guard,
+                slot: t.slot,
+                generation: t.generation,
+                cost_micros,
+            })
+        };
+        Ok(())
+    })
+}
+
+/// How an attempt ended at `now_ns` (`outcome`: a `guards_outcome`), on a shared retry
+/// budget; `receipt` is the receipt of the retry it was (from this handle), or NULL for a
+/// first attempt. As `guards_retry_budget_report`.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `receipt` NULL or valid for reads.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_retry_budget_report(
+    g: *const guards_region_guard,
+    now_ns: u64,
+    outcome: u32,
+    receipt: *const guards_retry_receipt,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let budget = only!(&g.guard, RetryBudget, "a retry budget")?;
+        let outcome = super::outcome(outcome)?;
+        let r = if receipt.is_null() {
+            None
+        } else {
+            // SAFETY: non-NULL, valid for reads (caller's contract).
+            let c = unsafe { arg(receipt, "receipt") }?;
+            let slots = g.receipts.as_deref().ok_or_else(|| {
+                Failure::argument(GuardsResult::InvalidArgument, "guard", "a retry budget")
+            })?;
+            Some(
+                slots
+                    .take(PermitToken {
+                        guard: c.guard,
+                        slot: c.slot,
+                        generation: c.generation,
+                    })
+                    .map_err(Failure::code)?,
+            )
+        };
+        budget.report(Nanos(now_ns), outcome, r);
+        Ok(())
+    })
+}
+
+/// A shared retry budget's balance at `now_ns`, in micro-tokens, into `*out`.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_retry_budget_tokens_micros(
+    g: *const guards_region_guard,
+    now_ns: u64,
+    out: *mut i64,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let t = only!(&g.guard, RetryBudget, "a retry budget")?.tokens_micros(Nanos(now_ns));
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(t) };
+        Ok(())
+    })
+}
+
+/// A shared retry budget's counters (all processes together) into `*out`.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_retry_budget_get_stats(
+    g: *const guards_region_guard,
+    out: *mut guards_retry_budget_stats,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let s = only!(&g.guard, RetryBudget, "a retry budget")?.stats();
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(s.into()) };
+        Ok(())
+    })
+}
+
+/// Decide a request at `now_ns` on a shared adaptive throttle: `OK` (send it, then report)
+/// or `THROTTLED`. As `guards_adaptive_throttle_try_acquire`.
+///
+/// # Safety
+/// `g` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_adaptive_throttle_try_acquire(
+    g: *const guards_region_guard,
+    now_ns: u64,
+) -> GuardsResult {
+    hot(|| {
+        // SAFETY: the caller's contract.
+        match unsafe { hot_ref(g) }.map(|h| &h.guard) {
+            Some(AnyShared::AdaptiveThrottle(t)) => {
+                if t.should_reject(Nanos(now_ns)) {
+                    return fail_with(Failure {
+                        code: GuardsResult::Throttled,
+                        detail: Detail::Throttled {
+                            probability: t.reject_probability(Nanos(now_ns)),
+                        },
+                    });
+                }
+                GuardsResult::Ok
+            }
+            Some(_) => fail_with(wrong_kind("an adaptive throttle")),
+            None => fail_arg(g.is_null(), "guard"),
+        }
+    })
+}
+
+/// How a request the shared throttle let through ended (`outcome`: a `guards_outcome`).
+///
+/// # Safety
+/// `g` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_adaptive_throttle_report(
+    g: *const guards_region_guard,
+    now_ns: u64,
+    outcome: u32,
+) -> GuardsResult {
+    hot(|| {
+        let outcome = match hot_outcome(outcome) {
+            Ok(o) => o,
+            Err(code) => return code,
+        };
+        // SAFETY: the caller's contract.
+        match unsafe { hot_ref(g) }.map(|h| &h.guard) {
+            Some(AnyShared::AdaptiveThrottle(t)) => {
+                t.report(Nanos(now_ns), outcome);
+                GuardsResult::Ok
+            }
+            Some(_) => fail_with(wrong_kind("an adaptive throttle")),
+            None => fail_arg(g.is_null(), "guard"),
+        }
+    })
+}
+
+/// A shared adaptive throttle's counters into `*out`.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_adaptive_throttle_get_stats(
+    g: *const guards_region_guard,
+    out: *mut guards_adaptive_throttle_stats,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let s = only!(&g.guard, AdaptiveThrottle, "an adaptive throttle")?.stats();
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(s.into()) };
+        Ok(())
+    })
+}
+
+/// Record one latency at `now_ns` in a shared latency tracker.
+///
+/// # Safety
+/// `g` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_latency_tracker_record(
+    g: *const guards_region_guard,
+    now_ns: u64,
+    latency_ns: u64,
+) -> GuardsResult {
+    hot(|| {
+        // SAFETY: the caller's contract.
+        match unsafe { hot_ref(g) }.map(|h| &h.guard) {
+            Some(AnyShared::LatencyTracker(t)) => {
+                t.record(Nanos(now_ns), Nanos(latency_ns));
+                GuardsResult::Ok
+            }
+            Some(_) => fail_with(wrong_kind("a latency tracker")),
+            None => fail_arg(g.is_null(), "guard"),
+        }
+    })
+}
+
+/// The `q` quantile (0..=1) of a shared latency tracker at `now_ns` into `*out`;
+/// `NO_DATA` when it has no samples.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_latency_tracker_quantile(
+    g: *const guards_region_guard,
+    now_ns: u64,
+    q: f64,
+    out: *mut u64,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let t = only!(&g.guard, LatencyTracker, "a latency tracker")?;
+        let q = super::latency_tracker::check_quantile(q)?;
+        let v = t
+            .quantile(Nanos(now_ns), q)
+            .ok_or_else(super::latency_tracker::no_data)?;
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(v.0) };
+        Ok(())
+    })
+}
+
+/// A shared latency tracker's counters into `*out`.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_latency_tracker_get_stats(
+    g: *const guards_region_guard,
+    out: *mut guards_latency_tracker_stats,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let s = only!(&g.guard, LatencyTracker, "a latency tracker")?.stats();
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(s.into()) };
+        Ok(())
+    })
+}
+
+/// Record one latency at `now_ns` in a shared hedging policy.
+///
+/// # Safety
+/// `g` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_hedging_record_latency(
+    g: *const guards_region_guard,
+    now_ns: u64,
+    latency_ns: u64,
+) -> GuardsResult {
+    hot(|| {
+        // SAFETY: the caller's contract.
+        match unsafe { hot_ref(g) }.map(|h| &h.guard) {
+            Some(AnyShared::Hedging(t)) => {
+                t.record_latency(Nanos(now_ns), Nanos(latency_ns));
+                GuardsResult::Ok
+            }
+            Some(_) => fail_with(wrong_kind("a hedging policy")),
+            None => fail_arg(g.is_null(), "guard"),
+        }
+    })
+}
+
+/// A shared hedging policy's hedge delay at `now_ns` into `*out`; `NO_DATA` below
+/// `min_samples`.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_hedging_hedge_delay(
+    g: *const guards_region_guard,
+    now_ns: u64,
+    out: *mut u64,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let d = only!(&g.guard, Hedging, "a hedging policy")?
+            .hedge_delay(Nanos(now_ns))
+            .ok_or_else(super::latency_tracker::no_data)?;
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(d.0) };
+        Ok(())
+    })
+}
+
+/// A shared hedging policy's counters into `*out`.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_hedging_get_stats(
+    g: *const guards_region_guard,
+    out: *mut guards_hedging_stats,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let s = only!(&g.guard, Hedging, "a hedging policy")?.stats();
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(s.into()) };
+        Ok(())
+    })
+}
+
+fn brownout_decision(d: Option<BrownoutDecision>) -> u32 {
+    match d {
+        Some(BrownoutDecision::ServeFallback) => guards_brownout_decision::ServeFallback as u32,
+        Some(BrownoutDecision::FailFast) => guards_brownout_decision::FailFast as u32,
+        Some(BrownoutDecision::Proceed) => guards_brownout_decision::Proceed as u32,
+        None => guards_brownout_decision::None as u32,
+    }
+}
+
+/// A guard refused the call with `kind` (a `guards_refusal_kind`): the shared brownout's
+/// decision (a `guards_brownout_decision`) into `*out`, counted. As
+/// `guards_brownout_on_refusal`.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_brownout_on_refusal(
+    g: *const guards_region_guard,
+    kind: u32,
+    out: *mut u32,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let b = only!(&g.guard, Brownout, "a brownout policy")?;
+        let d = b.on_refusal(super::refusal_kind(kind)?);
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(brownout_decision(Some(d))) };
+        Ok(())
+    })
+}
+
+/// How the call ended (`outcome`: a `guards_outcome`): the shared brownout's decision
+/// into `*out`. As `guards_brownout_report`.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_brownout_report(
+    g: *const guards_region_guard,
+    outcome: u32,
+    out: *mut u32,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let b = only!(&g.guard, Brownout, "a brownout policy")?;
+        let d = b.report(super::outcome(outcome)?);
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(brownout_decision(d)) };
+        Ok(())
+    })
+}
+
+/// A full answer was served (a shared brownout).
+///
+/// # Safety
+/// `g` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_brownout_on_full(
+    g: *const guards_region_guard,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        only!(&g.guard, Brownout, "a brownout policy")?.on_full();
+        Ok(())
+    })
+}
+
+/// A shared brownout's counters into `*out`.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_region_brownout_get_stats(
+    g: *const guards_region_guard,
+    out: *mut guards_brownout_stats,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let s = only!(&g.guard, Brownout, "a brownout policy")?.stats();
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(s.into()) };
+        Ok(())
+    })
+}
+
+// ---- Every other kind in caller memory (all plain atomics): as the breaker's.
+
+/// The bytes a keyed breaker set of `config` needs in caller memory (`config->slots`
+/// decides its type), into `*out`.
+///
+/// # Safety
+/// `config` must be NULL or a valid config; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_keyed_breakers_size(
+    config: *const guards_keyed_breakers_config,
+    out: *mut usize,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let (config, slots) = keyed_of(unsafe { arg(config, "config") }?)?;
+        let out = Out::new(out, "out")?;
+        let n = by_keyed_slots!(slots, K => {
+            K::check(&config)?;
+            place::size_of::<K>()
+        });
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(n) };
+        Ok(())
+    })
+}
+
+/// The alignment caller memory for a keyed breaker set needs.
+#[no_mangle]
+pub extern "C" fn guards_keyed_breakers_align() -> usize {
+    place::align_of::<KeyedBreakers<4, 128>>()
+}
+
+/// Build a keyed breaker set from `config` in the `len` bytes at `mem`; as
+/// `guards_circuit_breaker_init_in`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_init_in`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_keyed_breakers_init_in(
+    mem: *mut c_void,
+    len: usize,
+    config: *const guards_keyed_breakers_config,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let (config, slots) = keyed_of(unsafe { arg(config, "config") }?)?;
+        // SAFETY: the caller's contract.
+        by_keyed_slots!(slots, K => unsafe { init_in::<K>(mem, len, config) })
+    })
+}
+
+/// A handle on the keyed breaker set that `guards_keyed_breakers_init_in` built at `mem`;
+/// as `guards_circuit_breaker_attach`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_attach`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_keyed_breakers_attach(
+    mem: *mut c_void,
+    len: usize,
+    out: *mut *mut guards_region_guard,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { attach_for(mem, len, out, GuardKind::KeyedBreakers) }
+}
+
+/// The bytes a retry budget needs in caller memory, into `*out` (`config` is checked; the size
+/// does not depend on it).
+///
+/// # Safety
+/// `config` must be NULL or a valid config; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_retry_budget_size(
+    config: *const guards_retry_budget_config,
+    out: *mut usize,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { size_for::<_, RetryBudget>(config, out, |c| c.to_core()) }
+}
+
+/// The alignment caller memory for a retry budget needs.
+#[no_mangle]
+pub extern "C" fn guards_retry_budget_align() -> usize {
+    place::align_of::<RetryBudget>()
+}
+
+/// Build a retry budget from `config` in the `len` bytes at `mem`; as
+/// `guards_circuit_breaker_init_in`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_init_in`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_retry_budget_init_in(
+    mem: *mut c_void,
+    len: usize,
+    config: *const guards_retry_budget_config,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { init_in_for::<_, RetryBudget>(mem, len, config, |c| c.to_core()) }
+}
+
+/// A handle on a retry budget that `guards_retry_budget_init_in` built at `mem`; as
+/// `guards_circuit_breaker_attach`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_attach`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_retry_budget_attach(
+    mem: *mut c_void,
+    len: usize,
+    out: *mut *mut guards_region_guard,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { attach_for(mem, len, out, GuardKind::RetryBudget) }
+}
+
+/// The bytes a limiter needs in caller memory, into `*out` (`config` is checked; the size
+/// does not depend on it).
+///
+/// # Safety
+/// `config` must be NULL or a valid config; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_limiter_size(
+    config: *const guards_limiter_config,
+    out: *mut usize,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { size_for::<_, Limiter>(config, out, |c| c.to_core()) }
+}
+
+/// The alignment caller memory for a limiter needs.
+#[no_mangle]
+pub extern "C" fn guards_limiter_align() -> usize {
+    place::align_of::<Limiter>()
+}
+
+/// Build a limiter from `config` in the `len` bytes at `mem`; as
+/// `guards_circuit_breaker_init_in`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_init_in`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_limiter_init_in(
+    mem: *mut c_void,
+    len: usize,
+    config: *const guards_limiter_config,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { init_in_for::<_, Limiter>(mem, len, config, |c| c.to_core()) }
+}
+
+/// A handle on a limiter that `guards_limiter_init_in` built at `mem`; as
+/// `guards_circuit_breaker_attach`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_attach`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_limiter_attach(
+    mem: *mut c_void,
+    len: usize,
+    out: *mut *mut guards_region_guard,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { attach_for(mem, len, out, GuardKind::Limiter) }
+}
+
+/// The bytes an admission door needs in caller memory, into `*out` (`config` is checked; the size
+/// does not depend on it).
+///
+/// # Safety
+/// `config` must be NULL or a valid config; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_admission_size(
+    config: *const guards_admission_config,
+    out: *mut usize,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { size_for::<_, Admission>(config, out, |c| c.to_core()) }
+}
+
+/// The alignment caller memory for an admission door needs.
+#[no_mangle]
+pub extern "C" fn guards_admission_align() -> usize {
+    place::align_of::<Admission>()
+}
+
+/// Build an admission door from `config` in the `len` bytes at `mem`; as
+/// `guards_circuit_breaker_init_in`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_init_in`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_admission_init_in(
+    mem: *mut c_void,
+    len: usize,
+    config: *const guards_admission_config,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { init_in_for::<_, Admission>(mem, len, config, |c| c.to_core()) }
+}
+
+/// A handle on an admission door that `guards_admission_init_in` built at `mem`; as
+/// `guards_circuit_breaker_attach`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_attach`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_admission_attach(
+    mem: *mut c_void,
+    len: usize,
+    out: *mut *mut guards_region_guard,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { attach_for(mem, len, out, GuardKind::Admission) }
+}
+
+/// The bytes an adaptive throttle needs in caller memory, into `*out` (`config` is checked; the size
+/// does not depend on it).
+///
+/// # Safety
+/// `config` must be NULL or a valid config; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_adaptive_throttle_size(
+    config: *const guards_adaptive_throttle_config,
+    out: *mut usize,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { size_for::<_, AdaptiveThrottle>(config, out, |c| Ok(c.to_core())) }
+}
+
+/// The alignment caller memory for an adaptive throttle needs.
+#[no_mangle]
+pub extern "C" fn guards_adaptive_throttle_align() -> usize {
+    place::align_of::<AdaptiveThrottle>()
+}
+
+/// Build an adaptive throttle from `config` in the `len` bytes at `mem`; as
+/// `guards_circuit_breaker_init_in`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_init_in`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_adaptive_throttle_init_in(
+    mem: *mut c_void,
+    len: usize,
+    config: *const guards_adaptive_throttle_config,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { init_in_for::<_, AdaptiveThrottle>(mem, len, config, |c| Ok(c.to_core())) }
+}
+
+/// A handle on an adaptive throttle that `guards_adaptive_throttle_init_in` built at `mem`; as
+/// `guards_circuit_breaker_attach`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_attach`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_adaptive_throttle_attach(
+    mem: *mut c_void,
+    len: usize,
+    out: *mut *mut guards_region_guard,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { attach_for(mem, len, out, GuardKind::AdaptiveThrottle) }
+}
+
+/// The bytes a latency tracker needs in caller memory, into `*out` (`config` is checked; the size
+/// does not depend on it).
+///
+/// # Safety
+/// `config` must be NULL or a valid config; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_latency_tracker_size(
+    config: *const guards_latency_tracker_config,
+    out: *mut usize,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { size_for::<_, LatencyTracker>(config, out, |c| Ok(c.to_core())) }
+}
+
+/// The alignment caller memory for a latency tracker needs.
+#[no_mangle]
+pub extern "C" fn guards_latency_tracker_align() -> usize {
+    place::align_of::<LatencyTracker>()
+}
+
+/// Build a latency tracker from `config` in the `len` bytes at `mem`; as
+/// `guards_circuit_breaker_init_in`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_init_in`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_latency_tracker_init_in(
+    mem: *mut c_void,
+    len: usize,
+    config: *const guards_latency_tracker_config,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { init_in_for::<_, LatencyTracker>(mem, len, config, |c| Ok(c.to_core())) }
+}
+
+/// A handle on a latency tracker that `guards_latency_tracker_init_in` built at `mem`; as
+/// `guards_circuit_breaker_attach`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_attach`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_latency_tracker_attach(
+    mem: *mut c_void,
+    len: usize,
+    out: *mut *mut guards_region_guard,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { attach_for(mem, len, out, GuardKind::LatencyTracker) }
+}
+
+/// The bytes a hedging policy needs in caller memory, into `*out` (`config` is checked; the size
+/// does not depend on it).
+///
+/// # Safety
+/// `config` must be NULL or a valid config; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_hedging_size(
+    config: *const guards_hedging_config,
+    out: *mut usize,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { size_for::<_, Hedging>(config, out, |c| Ok(c.to_core())) }
+}
+
+/// The alignment caller memory for a hedging policy needs.
+#[no_mangle]
+pub extern "C" fn guards_hedging_align() -> usize {
+    place::align_of::<Hedging>()
+}
+
+/// Build a hedging policy from `config` in the `len` bytes at `mem`; as
+/// `guards_circuit_breaker_init_in`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_init_in`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_hedging_init_in(
+    mem: *mut c_void,
+    len: usize,
+    config: *const guards_hedging_config,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { init_in_for::<_, Hedging>(mem, len, config, |c| Ok(c.to_core())) }
+}
+
+/// A handle on a hedging policy that `guards_hedging_init_in` built at `mem`; as
+/// `guards_circuit_breaker_attach`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_attach`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_hedging_attach(
+    mem: *mut c_void,
+    len: usize,
+    out: *mut *mut guards_region_guard,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { attach_for(mem, len, out, GuardKind::Hedging) }
+}
+
+/// The bytes a brownout policy needs in caller memory, into `*out` (`config` is checked; the size
+/// does not depend on it).
+///
+/// # Safety
+/// `config` must be NULL or a valid config; `out` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_brownout_size(
+    config: *const guards_brownout_config,
+    out: *mut usize,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { size_for::<_, Brownout>(config, out, |c| c.to_core()) }
+}
+
+/// The alignment caller memory for a brownout policy needs.
+#[no_mangle]
+pub extern "C" fn guards_brownout_align() -> usize {
+    place::align_of::<Brownout>()
+}
+
+/// Build a brownout policy from `config` in the `len` bytes at `mem`; as
+/// `guards_circuit_breaker_init_in`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_init_in`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_brownout_init_in(
+    mem: *mut c_void,
+    len: usize,
+    config: *const guards_brownout_config,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { init_in_for::<_, Brownout>(mem, len, config, |c| c.to_core()) }
+}
+
+/// A handle on a brownout policy that `guards_brownout_init_in` built at `mem`; as
+/// `guards_circuit_breaker_attach`.
+///
+/// # Safety
+/// As `guards_circuit_breaker_attach`.
+#[no_mangle]
+pub unsafe extern "C" fn guards_brownout_attach(
+    mem: *mut c_void,
+    len: usize,
+    out: *mut *mut guards_region_guard,
+) -> GuardsResult {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { attach_for(mem, len, out, GuardKind::Brownout) }
 }

@@ -31,14 +31,13 @@
 //! # The permit codec
 //!
 //! Core's permits are move-only values with private fields, so that Rust code cannot
-//! report one twice. A region keeps a permit in a record as four plain words, written
-//! from the permit's public getters ([`SharedPermits::encode`]); [`SharedPermits::decode`]
-//! rebuilds the permit from them, checking every field (an enum number, a priority level)
-//! first, through a `#[repr(C)]` mirror of core's struct with the same fields in the same
-//! order. That order is core's private layout: the mirrors' sizes are checked at compile
-//! time, and `tests/shared_kinds.rs` round-trips a real permit of every kind (distinct
-//! values in every field) and compares the rebuilt permit with the original, so a change
-//! in core fails a test instead of misreading a permit.
+//! report one twice. A region keeps a permit in a record as four plain words: core takes a
+//! permit apart into plain parts (`into_parts`, e.g. [`CircuitBreakerPermitParts`]) that
+//! [`SharedPermits::encode`] packs, and [`SharedPermits::decode`] checks every word (an
+//! enum number, a priority level) and rebuilds the permit with core's `from_parts`. No
+//! layout of core's is assumed. Rebuilding a permit is the duty core's parts docs spell
+//! out (rebuild each permit once, to the guard that issued it): the permit table's
+//! take-once records (owner, guard index, generation) are what keeps it.
 
 use std::fmt;
 use std::mem::{align_of, size_of};
@@ -46,15 +45,19 @@ use std::mem::{align_of, size_of};
 use guards_core::adaptive_throttle::{AdaptiveThrottle, AdaptiveThrottleConfig};
 use guards_core::admission::{Admission, AdmissionConfig, AdmissionPermit, AdmissionRejected};
 use guards_core::brownout::{Brownout, BrownoutConfig};
-use guards_core::bulkhead::{Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadRejected};
+use guards_core::bulkhead::{
+    Bulkhead, BulkheadConfig, BulkheadPermit, BulkheadPermitParts, BulkheadRejected,
+};
 use guards_core::circuit_breaker::{
-    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerPermit, CircuitBreakerRejectReason,
-    CircuitBreakerRejected, KeyedBreakers, KeyedBreakersPermit, KeyedBreakersRejectReason,
-    KeyedBreakersRejected, OutcomeEffect, PermitKind, WindowKind,
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerPermit, CircuitBreakerPermitParts,
+    CircuitBreakerRejectReason, CircuitBreakerRejected, KeyedBreakers, KeyedBreakersPermit,
+    KeyedBreakersRejectReason, KeyedBreakersRejected, OutcomeEffect, PermitKind, WindowKind,
 };
 use guards_core::hedging::{Hedging, HedgingConfig};
 use guards_core::latency_tracker::{LatencyTracker, LatencyTrackerConfig};
-use guards_core::limiter::{Limiter, LimiterConfig, LimiterPermit, LimiterRejected};
+use guards_core::limiter::{
+    Limiter, LimiterConfig, LimiterPermit, LimiterPermitParts, LimiterRejected,
+};
 use guards_core::outcome::{BulkheadVerdict, LimiterVerdict};
 use guards_core::retry_budget::{RetryBudget, RetryBudgetConfig};
 use guards_core::{ConfigError, ConfigErrorKind, Nanos, Outcome, Priority};
@@ -234,43 +237,7 @@ fn check_breaker(config: &CircuitBreakerConfig, cap: u64) -> Result<(), ConfigEr
     }
 }
 
-// ---- The permit mirrors: core's permit structs, field for field (see the module docs).
-
-/// `CircuitBreakerPermit`'s fields, in core's order.
-#[repr(C)]
-struct BreakerPermitParts {
-    acquired_at: Nanos,
-    probe_timeout: Nanos,
-    generation: u32,
-    kind: PermitKind,
-}
-
-/// `KeyedBreakersPermit`'s fields, in core's order.
-#[repr(C)]
-struct KeyedPermitParts {
-    key: u64,
-    permit: CircuitBreakerPermit,
-}
-
-/// `LimiterPermit`'s fields, in core's order.
-#[repr(C)]
-struct LimiterPermitParts {
-    start: Nanos,
-    in_flight: u64,
-    threshold: u64,
-    priority: Priority,
-}
-
-const _: () = {
-    assert!(size_of::<BreakerPermitParts>() == size_of::<CircuitBreakerPermit>());
-    assert!(align_of::<BreakerPermitParts>() == align_of::<CircuitBreakerPermit>());
-    assert!(size_of::<KeyedPermitParts>() == size_of::<KeyedBreakersPermit>());
-    assert!(align_of::<KeyedPermitParts>() == align_of::<KeyedBreakersPermit>());
-    assert!(size_of::<LimiterPermitParts>() == size_of::<LimiterPermit>());
-    assert!(align_of::<LimiterPermitParts>() == align_of::<LimiterPermit>());
-    assert!(size_of::<AdmissionPermit>() == size_of::<LimiterPermit>());
-    assert!(size_of::<BulkheadPermit>() == 0);
-};
+// ---- The permit codec: core's plain parts, packed into words.
 
 fn encode_breaker(p: &CircuitBreakerPermit) -> [u64; 4] {
     [
@@ -283,21 +250,18 @@ fn encode_breaker(p: &CircuitBreakerPermit) -> [u64; 4] {
 
 fn decode_breaker(w: [u64; 4]) -> Option<CircuitBreakerPermit> {
     let kind = PermitKind::try_from(u8::try_from(w[3]).ok()?).ok()?;
-    let parts = BreakerPermitParts {
-        acquired_at: Nanos(w[0]),
-        probe_timeout: if kind == PermitKind::Probe {
-            Nanos(w[1])
-        } else {
-            Nanos::ZERO
+    Some(CircuitBreakerPermit::from_parts(
+        CircuitBreakerPermitParts {
+            acquired_at: Nanos(w[0]),
+            generation: u32::try_from(w[2]).ok()?,
+            kind,
+            probe_timeout: if kind == PermitKind::Probe {
+                Nanos(w[1])
+            } else {
+                Nanos::ZERO
+            },
         },
-        generation: u32::try_from(w[2]).ok()?,
-        kind,
-    };
-    // SAFETY: `BreakerPermitParts` has the fields of `CircuitBreakerPermit`, with the same
-    // types in the same order under `#[repr(C)]` (sizes checked above, order by the
-    // round-trip tests), so it has the same layout; every field holds a valid value (the
-    // kind was checked). Core's permit is plain data with no invariant beyond its fields.
-    Some(unsafe { std::mem::transmute::<BreakerPermitParts, CircuitBreakerPermit>(parts) })
+    ))
 }
 
 fn view_breaker(p: &CircuitBreakerPermit) -> PermitView {
@@ -316,16 +280,17 @@ fn encode_limiter(p: &LimiterPermit) -> PermitWords {
     ]
 }
 
-fn decode_limiter(w: PermitWords) -> Option<LimiterPermit> {
-    let parts = LimiterPermitParts {
+fn limiter_parts(w: PermitWords) -> Option<LimiterPermitParts> {
+    Some(LimiterPermitParts {
         start: Nanos(w[0]),
         in_flight: w[1],
         threshold: w[2],
         priority: Priority::new(u8::try_from(w[3]).ok()?)?,
-    };
-    // SAFETY: as in `decode_breaker`: the same fields, types and order as core's
-    // `LimiterPermit` under `#[repr(C)]`; the priority was checked.
-    Some(unsafe { std::mem::transmute::<LimiterPermitParts, LimiterPermit>(parts) })
+    })
+}
+
+fn decode_limiter(w: PermitWords) -> Option<LimiterPermit> {
+    limiter_parts(w).map(LimiterPermit::from_parts)
 }
 
 // ---- The kinds.
@@ -425,10 +390,7 @@ macro_rules! keyed_kinds {
             }
             fn decode(w: PermitWords) -> Option<KeyedBreakersPermit> {
                 let permit = decode_breaker([w[1], w[2], w[3] >> 8, w[3] & 0xff])?;
-                let parts = KeyedPermitParts { key: w[0], permit };
-                // SAFETY: the same fields, types and order as core's `KeyedBreakersPermit`
-                // under `#[repr(C)]`; the inner permit was rebuilt and checked above.
-                Some(unsafe { std::mem::transmute::<KeyedPermitParts, KeyedBreakersPermit>(parts) })
+                Some(KeyedBreakersPermit::from_parts(w[0], permit))
             }
             fn view(p: &KeyedBreakersPermit) -> PermitView {
                 view_breaker(p.permit())
@@ -482,9 +444,7 @@ impl SharedPermits for Bulkhead {
         if w != [0; 4] {
             return None;
         }
-        // SAFETY: `BulkheadPermit` is a zero-sized struct of one `()` field: the unit value
-        // is its only value.
-        Some(unsafe { std::mem::transmute::<(), BulkheadPermit>(()) })
+        Some(BulkheadPermit::from_parts(BulkheadPermitParts))
     }
     fn view(_: &BulkheadPermit) -> PermitView {
         PermitView::default()
@@ -580,16 +540,15 @@ impl SharedPermits for Admission {
         true
     }
     fn encode(p: &AdmissionPermit) -> PermitWords {
-        // SAFETY: `AdmissionPermit` is a `#[repr(C)]` struct whose one field is a
-        // `LimiterPermit` (sizes checked above), so a pointer to it is a valid pointer to
-        // that field.
-        let inner = unsafe { &*(p as *const AdmissionPermit).cast::<LimiterPermit>() };
-        encode_limiter(inner)
+        [
+            p.start().0,
+            p.in_flight(),
+            p.threshold(),
+            u64::from(p.priority().level()),
+        ]
     }
     fn decode(w: PermitWords) -> Option<AdmissionPermit> {
-        let inner = decode_limiter(w)?;
-        // SAFETY: as in `encode`: a `#[repr(C)]` struct of one `LimiterPermit`.
-        Some(unsafe { std::mem::transmute::<LimiterPermit, AdmissionPermit>(inner) })
+        limiter_parts(w).map(AdmissionPermit::from_parts)
     }
     fn view(p: &AdmissionPermit) -> PermitView {
         PermitView {

@@ -1,7 +1,7 @@
 /*
- * Host-wide guards from C: processes made with fork() share a region's bulkhead and
- * breaker (invariants checked in every child and by the parent), kill -9 of a holder then
- * reclaim, mismatches, a second independent region, guards in caller memory shared across
+ * Host-wide guards from C: processes made with fork() share a region's bulkhead,
+ * breaker, retry budget, limiter and admission door (invariants checked in every child
+ * and by the parent), kill -9 of a holder then reclaim, mismatches, a second independent region, guards in caller memory shared across
  * fork, and bad input. Built with -std=c11 -Wall -Wextra -Werror -pedantic and run plain,
  * under valgrind (children too) and under ASan/UBSan (make test-c-region).
  * Prints "N passed, N failed" and exits non-zero on a failure.
@@ -627,6 +627,576 @@ static void test_guards_in_caller_memory_across_fork(void) {
   munmap(mem, len + 256);
 }
 
+/* ---- Every other kind: a retry budget, a limiter, admission, keyed breakers, and the
+ * kinds without permits, in a region and in caller memory. */
+
+static guards_region_guard *budget_in(guards_region *r, const char *name, double capacity) {
+  guards_retry_budget_config cfg;
+  guards_region_guard *g = NULL;
+  CHECK_RC(guards_retry_budget_config_default(&cfg), GUARDS_RESULT_OK);
+  cfg.mode = GUARDS_RETRY_BUDGET_MODE_TOKEN_BUCKET;
+  cfg.token_bucket.capacity = capacity;
+  cfg.token_bucket.ratio = 0.1;
+  CHECK_RC(guards_region_retry_budget(r, name, &cfg, &g), GUARDS_RESULT_OK);
+  return g;
+}
+
+static guards_limiter_config fixed_limiter(uint64_t limit) {
+  guards_limiter_config cfg;
+  guards_limiter_config_default(&cfg);
+  cfg.limit.algorithm = GUARDS_LIMIT_ALGORITHM_FIXED;
+  cfg.limit.fixed = limit;
+  return cfg;
+}
+
+static guards_admission_config fixed_door(uint64_t limit) {
+  guards_admission_config cfg;
+  guards_admission_config_default(&cfg);
+  for (int i = 0; i < 8; i++) cfg.limits[i] = limit;
+  return cfg;
+}
+
+enum { BUDGET_CAP = 10 };
+
+/* N processes × M attempts on one retry budget: every process sees the balance within
+ * [0, capacity], and the host total of retries granted is what the capacity and the
+ * deposits of every process paid for. */
+static int budget_child(const char *path, struct tally *t) {
+  guards_region *r = open_region(path, 10 * MS);
+  guards_region_guard *g = budget_in(r, "retries", BUDGET_CAP);
+  while (!atomic_load(&t->go)) {
+  }
+  for (int i = 0; i < OPS; i++) {
+    CHECK_RC(guards_region_retry_budget_deposit(g, 0), GUARDS_RESULT_OK);
+    guards_retry_receipt rc;
+    guards_result res = guards_region_retry_budget_withdraw(g, 0, GUARDS_RETRY_CAUSE_TRANSIENT, &rc);
+    if (res == GUARDS_RESULT_OK) {
+      atomic_fetch_add(&t->acquired, 1);
+      CHECK(rc.cost_micros == 1000000);
+      CHECK_RC(guards_region_retry_budget_report(g, 0, GUARDS_OUTCOME_SUCCESS, &rc), GUARDS_RESULT_OK);
+      CHECK_RC(guards_region_retry_budget_report(g, 0, GUARDS_OUTCOME_SUCCESS, &rc),
+               GUARDS_RESULT_PERMIT_ALREADY_REPORTED);
+    } else {
+      CHECK(res == GUARDS_RESULT_RETRY_BUDGET_EXHAUSTED);
+      atomic_fetch_add(&t->refused, 1);
+    }
+    int64_t micros = -1;
+    CHECK_RC(guards_region_retry_budget_tokens_micros(g, 0, &micros), GUARDS_RESULT_OK);
+    CHECK(micros >= 0 && micros <= (int64_t)BUDGET_CAP * 1000000);
+  }
+  guards_region_guard_free(g);
+  guards_region_close(r);
+  return current_failed;
+}
+
+static void test_processes_share_a_retry_budget(void) {
+  char path[128];
+  region_path(path, sizeof path, "budget");
+  guards_region *r = open_region(path, 10 * MS);
+  guards_region_guard *g = budget_in(r, "retries", BUDGET_CAP);
+  struct tally *t = shared_memory(sizeof *t);
+  CHECK(t != NULL);
+  if (!t) return;
+  pid_t kids[WORKERS];
+  for (int i = 0; i < WORKERS; i++) {
+    kids[i] = fork();
+    if (kids[i] == 0) {
+      int bad = budget_child(path, t);
+      guards_region_guard_free(g);
+      guards_region_close(r);
+      exit(bad ? 1 : 0);
+    }
+  }
+  atomic_store(&t->go, 1);
+  CHECK(wait_all(kids, WORKERS) == 0);
+  guards_retry_budget_stats st;
+  CHECK_RC(guards_region_retry_budget_get_stats(g, &st), GUARDS_RESULT_OK);
+  CHECK(st.deposits == (uint64_t)WORKERS * OPS);
+  CHECK(st.withdrawals == (uint64_t)atomic_load(&t->acquired));
+  CHECK(st.refusals == (uint64_t)atomic_load(&t->refused));
+  /* 10 tokens to start, 0.1 per first attempt, 1 per retry: at most 10 + 800 retries. */
+  CHECK(st.withdrawals <= BUDGET_CAP + (uint64_t)WORKERS * OPS / 10);
+  CHECK(st.withdrawals >= (uint64_t)WORKERS * OPS / 10 - 1);
+  int64_t micros = -1;
+  CHECK_RC(guards_region_retry_budget_tokens_micros(g, 0, &micros), GUARDS_RESULT_OK);
+  CHECK(micros >= 0 && micros <= (int64_t)BUDGET_CAP * 1000000);
+  /* A receipt is reported through the handle that withdrew it; misuse is refused. */
+  guards_retry_receipt rc;
+  CHECK_RC(guards_region_retry_budget_withdraw(g, 0, 99, &rc), GUARDS_RESULT_INVALID_ENUM);
+  CHECK_RC(guards_region_retry_budget_withdraw(g, 0, GUARDS_RETRY_CAUSE_TIMEOUT, NULL),
+           GUARDS_RESULT_NULL_ARGUMENT);
+  guards_permit p;
+  CHECK_RC(guards_region_try_acquire(g, 0, 0, &p), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(detail_has("permits"));
+  munmap(t, sizeof *t);
+  guards_region_guard_free(g);
+  guards_region_close(r);
+  CHECK_RC(guards_region_remove(path), GUARDS_RESULT_OK);
+}
+
+enum { LIMIT = 3 };
+
+/* A child hammering the shared limiter and the shared admission door: the host's calls
+ * inside each never exceed its limit (t[0] limiter, t[1] admission). */
+static int limit_child(const char *path, struct tally *t) {
+  guards_region *r = open_region(path, 10 * MS);
+  guards_limiter_config lc = fixed_limiter(LIMIT);
+  guards_admission_config ac = fixed_door(LIMIT);
+  guards_region_guard *g[2] = {NULL, NULL};
+  CHECK_RC(guards_region_limiter(r, "db", &lc, &g[0]), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_admission(r, "door", &ac, &g[1]), GUARDS_RESULT_OK);
+  while (!atomic_load(&t[0].go)) {
+  }
+  for (int i = 0; i < OPS; i++) {
+    int k = i & 1;
+    guards_permit p;
+    guards_result rc = guards_region_try_acquire(g[k], (uint64_t)(i % 8), (uint64_t)i * MS, &p);
+    if (rc == GUARDS_RESULT_OK) {
+      int now_inside = atomic_fetch_add(&t[k].inside, 1) + 1;
+      int w = atomic_load(&t[k].worst);
+      while (now_inside > w && !atomic_compare_exchange_weak(&t[k].worst, &w, now_inside)) {
+      }
+      atomic_fetch_add(&t[k].acquired, 1);
+      atomic_fetch_sub(&t[k].inside, 1);
+      CHECK_RC(guards_region_report(g[k], p, GUARDS_OUTCOME_SUCCESS, (uint64_t)i * MS + 1),
+               GUARDS_RESULT_OK);
+    } else {
+      CHECK(rc == (k == 0 ? GUARDS_RESULT_LIMITER_LIMIT_REACHED : GUARDS_RESULT_ADMISSION_LIMIT_REACHED));
+      atomic_fetch_add(&t[k].refused, 1);
+    }
+  }
+  guards_region_guard_free(g[0]);
+  guards_region_guard_free(g[1]);
+  guards_region_close(r);
+  return current_failed;
+}
+
+static void test_processes_share_a_limiter_and_admission(void) {
+  char path[128];
+  region_path(path, sizeof path, "limit");
+  guards_region *r = open_region(path, 10 * MS);
+  guards_limiter_config lc = fixed_limiter(LIMIT);
+  guards_admission_config ac = fixed_door(LIMIT);
+  guards_region_guard *l = NULL, *a = NULL;
+  CHECK_RC(guards_region_limiter(r, "db", &lc, &l), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_admission(r, "door", &ac, &a), GUARDS_RESULT_OK);
+  struct tally *t = shared_memory(2 * sizeof *t);
+  CHECK(t != NULL);
+  if (!t) return;
+  pid_t kids[WORKERS];
+  for (int i = 0; i < WORKERS; i++) {
+    kids[i] = fork();
+    if (kids[i] == 0) {
+      int bad = limit_child(path, t);
+      guards_region_guard_free(l);
+      guards_region_guard_free(a);
+      guards_region_close(r);
+      exit(bad ? 1 : 0);
+    }
+  }
+  atomic_store(&t[0].go, 1);
+  CHECK(wait_all(kids, WORKERS) == 0);
+  CHECK(atomic_load(&t[0].worst) <= LIMIT && atomic_load(&t[1].worst) <= LIMIT);
+  CHECK(atomic_load(&t[0].worst) >= 1 && atomic_load(&t[1].worst) >= 1);
+  guards_limiter_stats ls;
+  CHECK_RC(guards_region_limiter_get_stats(l, &ls), GUARDS_RESULT_OK);
+  CHECK(ls.acquired == (uint64_t)atomic_load(&t[0].acquired));
+  CHECK(ls.rejected_limit_reached == (uint64_t)atomic_load(&t[0].refused));
+  CHECK(ls.in_flight == 0 && ls.succeeded == ls.acquired);
+  guards_admission_stats as;
+  CHECK_RC(guards_region_admission_get_stats(a, &as), GUARDS_RESULT_OK);
+  CHECK(as.admitted == (uint64_t)atomic_load(&t[1].acquired));
+  CHECK(as.refused_limit_reached + as.refused_overloaded == (uint64_t)atomic_load(&t[1].refused));
+  CHECK(as.in_flight == 0 && as.succeeded == as.admitted);
+  CHECK(as.admitted + ls.acquired + as.refused_limit_reached + ls.rejected_limit_reached ==
+        (uint64_t)WORKERS * OPS);
+  /* A priority beyond 7 is refused, nothing taken. */
+  guards_permit p;
+  CHECK_RC(guards_region_try_acquire(l, 8, 0, &p), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(detail_has("priority"));
+  CHECK_RC(guards_region_try_acquire(a, UINT64_MAX, 0, &p), GUARDS_RESULT_INVALID_ARGUMENT);
+  guards_region_guard_info info;
+  CHECK_RC(guards_region_guard_get_info(l, &info), GUARDS_RESULT_OK);
+  CHECK(info.kind == GUARDS_KIND_LIMITER && info.permits_held == 0);
+  munmap(t, 2 * sizeof *t);
+  guards_region_guard_free(l);
+  guards_region_guard_free(a);
+  guards_region_close(r);
+  CHECK_RC(guards_region_remove(path), GUARDS_RESULT_OK);
+}
+
+/* kill -9 of a process holding every place of a shared limiter and admission door: the
+ * places come back by reclaim, and the next acquire succeeds. */
+static void test_kill_9_of_a_limiter_holder_then_reclaim(void) {
+  char path[128];
+  region_path(path, sizeof path, "killlim");
+  guards_region *r = open_region(path, 0);
+  guards_limiter_config lc = fixed_limiter(LIMIT);
+  guards_admission_config ac = fixed_door(LIMIT);
+  guards_region_guard *l = NULL, *a = NULL;
+  CHECK_RC(guards_region_limiter(r, "db", &lc, &l), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_admission(r, "door", &ac, &a), GUARDS_RESULT_OK);
+  atomic_int *ready = shared_memory(sizeof *ready);
+  CHECK(ready != NULL);
+  if (!ready) return;
+  atomic_store(ready, 0);
+  pid_t holder = fork();
+  if (holder == 0) {
+    for (int i = 0; i < LIMIT; i++) {
+      guards_permit p;
+      CHECK_RC(guards_region_try_acquire(l, 2, 0, &p), GUARDS_RESULT_OK);
+      CHECK_RC(guards_region_try_acquire(a, 5, 0, &p), GUARDS_RESULT_OK);
+    }
+    atomic_store(ready, current_failed ? -1 : 1);
+    for (;;) pause();
+  }
+  while (atomic_load(ready) == 0) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  CHECK(atomic_load(ready) == 1);
+  guards_permit p;
+  CHECK_RC(guards_region_try_acquire(l, 0, 0, &p), GUARDS_RESULT_LIMITER_LIMIT_REACHED);
+  guards_region_guard_info info;
+  CHECK_RC(guards_region_guard_get_info(a, &info), GUARDS_RESULT_OK);
+  CHECK(info.permits_held == LIMIT);
+  kill(holder, SIGKILL);
+  waitpid(holder, NULL, 0);
+  /* The next acquire finds the limiter full and reclaims the dead holder's permits. */
+  CHECK_RC(guards_region_try_acquire(l, 0, 1, &p), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_report(l, p, GUARDS_OUTCOME_SUCCESS, 2), GUARDS_RESULT_OK);
+  guards_limiter_stats ls;
+  CHECK_RC(guards_region_limiter_get_stats(l, &ls), GUARDS_RESULT_OK);
+  CHECK(ls.in_flight == 0 && ls.ignored == LIMIT);
+  guards_admission_stats as;
+  CHECK_RC(guards_region_admission_get_stats(a, &as), GUARDS_RESULT_OK);
+  CHECK(as.in_flight == 0 && as.ignored == LIMIT);
+  guards_region_stats rs;
+  CHECK_RC(guards_region_get_stats(r, &rs), GUARDS_RESULT_OK);
+  CHECK(rs.reclaimed_permits == 2 * LIMIT && rs.permits_held == 0);
+  munmap(ready, sizeof *ready);
+  guards_region_guard_free(l);
+  guards_region_guard_free(a);
+  guards_region_close(r);
+  CHECK_RC(guards_region_remove(path), GUARDS_RESULT_OK);
+}
+
+/* Another config, another kind, bad configs; a second region of the same names. */
+static void test_every_kind_mismatch_and_regions_apart(void) {
+  char path[128], other[128];
+  region_path(path, sizeof path, "kinds");
+  region_path(other, sizeof other, "kinds2");
+  guards_region *r = open_region(path, 10 * MS);
+  guards_region *r2 = open_region(other, 10 * MS);
+  guards_limiter_config lc = fixed_limiter(1);
+  guards_region_guard *l = NULL, *l2 = NULL, *x = NULL;
+  CHECK_RC(guards_region_limiter(r, "db", &lc, &l), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_limiter(r2, "db", &lc, &l2), GUARDS_RESULT_OK);
+  guards_permit p, p2;
+  CHECK_RC(guards_region_try_acquire(l, 0, 0, &p), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_try_acquire(l, 0, 0, &p2), GUARDS_RESULT_LIMITER_LIMIT_REACHED);
+  CHECK_RC(guards_region_try_acquire(l2, 0, 0, &p2), GUARDS_RESULT_OK); /* its own limit */
+  CHECK_RC(guards_region_report(l, p2, GUARDS_OUTCOME_SUCCESS, 1), GUARDS_RESULT_PERMIT_WRONG_GUARD);
+  CHECK_RC(guards_region_report(l2, p2, GUARDS_OUTCOME_SUCCESS, 1), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_report(l, p, GUARDS_OUTCOME_SUCCESS, 1), GUARDS_RESULT_OK);
+
+  /* Bad handles and outputs; an invalid outcome leaves the permit held. */
+  const guards_region_guard *crooked = (const guards_region_guard *)((const char *)l + 1);
+  CHECK_RC(guards_region_try_acquire(crooked, 0, 0, &p), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(detail_has("aligned"));
+  CHECK_RC(guards_region_try_acquire(l, 0, 0, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_region_try_acquire(l, 0, 0, (guards_permit *)((char *)&p + 1)),
+           GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK_RC(guards_region_try_acquire(l, 0, 0, &p), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_report(l, p, 77, 1), GUARDS_RESULT_INVALID_ENUM);
+  CHECK_RC(guards_region_try_acquire(l, 0, 0, &p2), GUARDS_RESULT_LIMITER_LIMIT_REACHED);
+  CHECK_RC(guards_region_report(l, p, GUARDS_OUTCOME_SUCCESS, 1), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_retry_budget_deposit(NULL, 0), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_region_retry_budget_deposit(l, 0), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(detail_has("a retry budget"));
+  CHECK_RC(guards_region_latency_tracker_record(crooked, 0, 1), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK_RC(guards_region_adaptive_throttle_report(l, 0, GUARDS_OUTCOME_SUCCESS),
+           GUARDS_RESULT_INVALID_ARGUMENT);
+
+  guards_limiter_config lc2 = fixed_limiter(2);
+  CHECK_RC(guards_region_limiter(r, "db", &lc2, &x), GUARDS_RESULT_GUARD_MISMATCH);
+  CHECK(detail_has("config"));
+  guards_admission_config ac = fixed_door(2);
+  CHECK_RC(guards_region_admission(r, "db", &ac, &x), GUARDS_RESULT_GUARD_MISMATCH);
+  CHECK(detail_has("kind"));
+  guards_retry_budget_config bc;
+  guards_retry_budget_config_default(&bc);
+  bc.mode = 9;
+  CHECK_RC(guards_region_retry_budget(r, "b", &bc, &x), GUARDS_RESULT_INVALID_ENUM);
+  lc.limit.fixed = 0;
+  CHECK_RC(guards_region_limiter(r, "zero", &lc, &x), GUARDS_RESULT_CONFIG_ZERO);
+  CHECK_RC(guards_region_limiter(r, "db", NULL, &x), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_region_limiter(r, NULL, &lc2, &x), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_region_limiter(NULL, "db", &lc2, &x), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_region_limiter(r, "db", &lc2, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK(x == NULL);
+
+  /* Keyed breakers: one breaker per key, shared. */
+  guards_keyed_breakers_config kc;
+  guards_keyed_breakers_config_default(&kc);
+  kc.breaker.window_size = 4;
+  kc.breaker.minimum_calls = 4;
+  kc.slots = 10;
+  guards_region_guard *k = NULL, *k2 = NULL;
+  CHECK_RC(guards_region_keyed_breakers(r, "routes", &kc, &k), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_attach(r, "routes", &k2), GUARDS_RESULT_OK);
+  guards_region_guard_info info;
+  CHECK_RC(guards_region_guard_get_info(k2, &info), GUARDS_RESULT_OK);
+  CHECK(info.kind == GUARDS_KIND_KEYED_BREAKERS && info.capacity == 16);
+  uint64_t key = 0;
+  CHECK_RC(guards_key_of("stock.view", 10, &key), GUARDS_RESULT_OK);
+  guards_breaker_state s;
+  CHECK_RC(guards_region_keyed_breakers_state(k, key, 0, &s), GUARDS_RESULT_NOT_FOUND);
+  for (int i = 0; i < 4; i++) {
+    CHECK_RC(guards_region_try_acquire(k, key, (uint64_t)i, &p), GUARDS_RESULT_OK);
+    CHECK_RC(guards_region_report(k2, p, GUARDS_OUTCOME_TIMEOUT, (uint64_t)i), GUARDS_RESULT_OK);
+  }
+  CHECK_RC(guards_region_keyed_breakers_state(k2, key, 5, &s), GUARDS_RESULT_OK);
+  CHECK(s == GUARDS_BREAKER_STATE_OPEN);
+  guards_circuit_breaker_stats ks;
+  CHECK_RC(guards_region_keyed_breakers_get_stats(k, key, &ks), GUARDS_RESULT_OK);
+  CHECK(ks.failures == 4 && ks.closed_to_open == 1);
+  CHECK_RC(guards_region_keyed_breakers_get_stats(k, key ^ 1, &ks), GUARDS_RESULT_NOT_FOUND);
+  CHECK_RC(guards_region_keyed_breakers_get_stats(l, key, &ks), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK_RC(guards_region_try_acquire(k2, key, 5, &p), GUARDS_RESULT_BREAKER_OPEN);
+  CHECK_RC(guards_region_try_acquire(k2, key + 1, 5, &p), GUARDS_RESULT_OK); /* another key */
+  CHECK_RC(guards_region_report(k, p, GUARDS_OUTCOME_SUCCESS, 6), GUARDS_RESULT_OK);
+  /* Another process's failures on another key open that key's breaker here too. */
+  uint64_t other_key = key + 2;
+  pid_t kid = fork();
+  if (kid == 0) {
+    guards_region *cr = open_region(path, 10 * MS);
+    guards_region_guard *ck = NULL;
+    CHECK_RC(guards_region_attach(cr, "routes", &ck), GUARDS_RESULT_OK);
+    for (int i = 0; i < 4; i++) {
+      guards_permit cp;
+      CHECK_RC(guards_region_try_acquire(ck, other_key, 10, &cp), GUARDS_RESULT_OK);
+      CHECK_RC(guards_region_report(ck, cp, GUARDS_OUTCOME_CONNECTION_ERROR, 10), GUARDS_RESULT_OK);
+    }
+    guards_region_guard_free(ck);
+    guards_region_close(cr);
+    guards_region_guard *inherited[] = {l, l2, k, k2};
+    for (size_t i = 0; i < sizeof inherited / sizeof inherited[0]; i++) guards_region_guard_free(inherited[i]);
+    guards_region_close(r);
+    guards_region_close(r2);
+    exit(current_failed);
+  }
+  CHECK(wait_all(&kid, 1) == 0);
+  CHECK_RC(guards_region_keyed_breakers_state(k, other_key, 11, &s), GUARDS_RESULT_OK);
+  CHECK(s == GUARDS_BREAKER_STATE_OPEN);
+  CHECK_RC(guards_region_try_acquire(k, other_key, 11, &p), GUARDS_RESULT_BREAKER_OPEN);
+
+  /* A retry receipt goes back through the handle that withdrew it, once. */
+  guards_region_guard *b1 = budget_in(r, "retries", 10), *b2 = NULL;
+  CHECK_RC(guards_region_attach(r, "retries", &b2), GUARDS_RESULT_OK);
+  guards_retry_receipt rr;
+  CHECK_RC(guards_region_retry_budget_withdraw(b1, 0, GUARDS_RETRY_CAUSE_TIMEOUT, &rr), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_retry_budget_report(b2, 0, GUARDS_OUTCOME_SUCCESS, &rr),
+           GUARDS_RESULT_PERMIT_WRONG_GUARD);
+  CHECK_RC(guards_region_retry_budget_report(b1, 0, GUARDS_OUTCOME_SUCCESS, &rr), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_retry_budget_report(b1, 0, GUARDS_OUTCOME_SUCCESS, &rr),
+           GUARDS_RESULT_PERMIT_ALREADY_REPORTED);
+  int64_t left = 0;
+  CHECK_RC(guards_region_retry_budget_tokens_micros(b2, 0, &left), GUARDS_RESULT_OK);
+  CHECK(left == 9 * 1000000); /* one budget: the withdrawal through b1 shows through b2 */
+  guards_region_guard_free(b1);
+  guards_region_guard_free(b2);
+
+  kc.slots = 0;
+  CHECK_RC(guards_region_keyed_breakers(r, "none", &kc, &x), GUARDS_RESULT_CONFIG_ZERO);
+  kc.slots = 16;
+  kc.breaker.capacity = 1024;
+  CHECK_RC(guards_region_keyed_breakers(r, "big", &kc, &x), GUARDS_RESULT_CONFIG_OUT_OF_RANGE);
+  CHECK(detail_has("breaker.capacity"));
+  CHECK_RC(guards_region_limiter_get_stats(k, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  guards_limiter_stats ls;
+  CHECK_RC(guards_region_limiter_get_stats(k, &ls), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(detail_has("a limiter"));
+
+  /* The kinds without permits: shared counters, through every handle. */
+  guards_adaptive_throttle_config tc;
+  guards_adaptive_throttle_config_default(&tc);
+  guards_region_guard *th = NULL;
+  CHECK_RC(guards_region_adaptive_throttle(r, "throttle", &tc, &th), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_adaptive_throttle_try_acquire(th, 1), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_adaptive_throttle_report(th, 2, GUARDS_OUTCOME_SUCCESS), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_adaptive_throttle_report(th, 2, 999), GUARDS_RESULT_INVALID_ENUM);
+  guards_adaptive_throttle_stats ts;
+  CHECK_RC(guards_region_adaptive_throttle_get_stats(th, &ts), GUARDS_RESULT_OK);
+  CHECK(ts.admitted == 1 && ts.accepted == 1);
+
+  guards_latency_tracker_config lt;
+  guards_latency_tracker_config_default(&lt);
+  guards_region_guard *tr = NULL;
+  CHECK_RC(guards_region_latency_tracker(r, "lat", &lt, &tr), GUARDS_RESULT_OK);
+  uint64_t q = 0;
+  CHECK_RC(guards_region_latency_tracker_quantile(tr, 1, 0.5, &q), GUARDS_RESULT_NO_DATA);
+  for (uint64_t i = 1; i <= 100; i++) {
+    CHECK_RC(guards_region_latency_tracker_record(tr, 1, i * MS), GUARDS_RESULT_OK);
+  }
+  CHECK_RC(guards_region_latency_tracker_quantile(tr, 1, 0.5, &q), GUARDS_RESULT_OK);
+  CHECK(q >= 45 * MS && q <= 55 * MS);
+  CHECK_RC(guards_region_latency_tracker_quantile(tr, 1, 1.5, &q), GUARDS_RESULT_INVALID_ARGUMENT);
+  guards_latency_tracker_stats lts;
+  CHECK_RC(guards_region_latency_tracker_get_stats(tr, &lts), GUARDS_RESULT_OK);
+  CHECK(lts.recorded == 100);
+
+  guards_hedging_config hc;
+  guards_hedging_config_default(&hc);
+  hc.min_samples = 10;
+  guards_region_guard *h = NULL;
+  CHECK_RC(guards_region_hedging(r, "hedge", &hc, &h), GUARDS_RESULT_OK);
+  uint64_t d = 0;
+  for (uint64_t i = 1; i <= 100; i++) {
+    CHECK_RC(guards_region_hedging_record_latency(h, 1, i * MS), GUARDS_RESULT_OK);
+  }
+  CHECK_RC(guards_region_hedging_hedge_delay(h, 1, &d), GUARDS_RESULT_OK);
+  CHECK(d > 0);
+  guards_hedging_stats hs;
+  CHECK_RC(guards_region_hedging_get_stats(h, &hs), GUARDS_RESULT_OK);
+
+  guards_brownout_config boc;
+  guards_brownout_config_default(&boc);
+  boc.optional = true;
+  guards_region_guard *bo = NULL;
+  CHECK_RC(guards_region_brownout(r, "recs", &boc, &bo), GUARDS_RESULT_OK);
+  uint32_t dec = 99;
+  CHECK_RC(guards_region_brownout_on_refusal(bo, GUARDS_REFUSAL_KIND_BREAKER_OPEN, &dec), GUARDS_RESULT_OK);
+  CHECK(dec == GUARDS_BROWNOUT_DECISION_SERVE_FALLBACK);
+  CHECK_RC(guards_region_brownout_on_full(bo), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_brownout_report(bo, GUARDS_OUTCOME_SUCCESS, &dec), GUARDS_RESULT_OK);
+  guards_brownout_stats bs;
+  CHECK_RC(guards_region_brownout_get_stats(bo, &bs), GUARDS_RESULT_OK);
+  CHECK(bs.degraded == 1 && bs.full >= 1);
+  CHECK_RC(guards_region_brownout_on_refusal(bo, 999, &dec), GUARDS_RESULT_INVALID_ENUM);
+
+  guards_region_stats rs;
+  CHECK_RC(guards_region_get_stats(r, &rs), GUARDS_RESULT_OK);
+  CHECK(rs.guards == 7 && rs.permits_held == 0);
+
+  guards_region_guard *all[] = {l, l2, k, k2, th, tr, h, bo};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) guards_region_guard_free(all[i]);
+  guards_region_close(r);
+  guards_region_close(r2);
+  CHECK_RC(guards_region_remove(path), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_remove(other), GUARDS_RESULT_OK);
+}
+
+/* Every kind in caller memory: size, alignment, bad memory, build, attach, use. */
+static void test_every_kind_in_caller_memory(void) {
+  unsigned char *mem = shared_memory(1u << 20);
+  CHECK(mem != NULL);
+  if (!mem) return;
+  size_t n = 0;
+  guards_region_guard *g = NULL;
+  guards_permit p;
+
+  guards_limiter_config lc = fixed_limiter(2);
+  CHECK_RC(guards_limiter_size(&lc, &n), GUARDS_RESULT_OK);
+  CHECK(n > 0 && n < (1u << 20) && guards_limiter_align() >= 8);
+  CHECK_RC(guards_limiter_init_in(mem + 8, n, &lc), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK_RC(guards_limiter_init_in(mem, n - 1, &lc), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK_RC(guards_limiter_init_in(mem, n, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_limiter_size(NULL, &n), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_limiter_init_in(mem, n, &lc), GUARDS_RESULT_OK);
+  CHECK_RC(guards_admission_attach(mem, n, &g), GUARDS_RESULT_GUARD_MISMATCH);
+  CHECK_RC(guards_limiter_attach(mem, n, &g), GUARDS_RESULT_OK);
+  pid_t kid = fork();
+  if (kid == 0) {
+    guards_region_guard *mine = NULL;
+    CHECK_RC(guards_limiter_attach(mem, n, &mine), GUARDS_RESULT_OK);
+    guards_permit held;
+    CHECK_RC(guards_region_try_acquire(mine, 0, 0, &held), GUARDS_RESULT_OK);
+    CHECK_RC(guards_region_try_acquire(mine, 0, 0, &held), GUARDS_RESULT_OK);
+    guards_region_guard_free(mine);
+    guards_region_guard_free(g);
+    exit(current_failed); /* leaves both places held: no reclaim in caller memory */
+  }
+  CHECK(wait_all(&kid, 1) == 0);
+  CHECK_RC(guards_region_try_acquire(g, 0, 0, &p), GUARDS_RESULT_LIMITER_LIMIT_REACHED);
+  guards_limiter_stats ls;
+  CHECK_RC(guards_region_limiter_get_stats(g, &ls), GUARDS_RESULT_OK);
+  CHECK(ls.in_flight == 2);
+  guards_region_guard_free(g);
+
+  guards_retry_budget_config bc;
+  guards_retry_budget_config_default(&bc);
+  CHECK_RC(guards_retry_budget_size(&bc, &n), GUARDS_RESULT_OK);
+  CHECK_RC(guards_retry_budget_init_in(mem, n, &bc), GUARDS_RESULT_OK);
+  CHECK_RC(guards_retry_budget_attach(mem, n, &g), GUARDS_RESULT_OK);
+  guards_retry_receipt rc;
+  CHECK_RC(guards_region_retry_budget_withdraw(g, 0, GUARDS_RETRY_CAUSE_TIMEOUT, &rc), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_retry_budget_report(g, 0, GUARDS_OUTCOME_SUCCESS, &rc), GUARDS_RESULT_OK);
+  guards_region_guard_free(g);
+
+  guards_admission_config ac = fixed_door(1);
+  CHECK_RC(guards_admission_size(&ac, &n), GUARDS_RESULT_OK);
+  CHECK_RC(guards_admission_init_in(mem, n, &ac), GUARDS_RESULT_OK);
+  CHECK_RC(guards_admission_attach(mem, n, &g), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_try_acquire(g, 3, 0, &p), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_report(g, p, GUARDS_OUTCOME_SUCCESS, 1), GUARDS_RESULT_OK);
+  guards_region_guard_free(g);
+
+  guards_keyed_breakers_config kc;
+  guards_keyed_breakers_config_default(&kc);
+  size_t small = 0;
+  kc.slots = 4;
+  CHECK_RC(guards_keyed_breakers_size(&kc, &small), GUARDS_RESULT_OK);
+  kc.slots = 64;
+  CHECK_RC(guards_keyed_breakers_size(&kc, &n), GUARDS_RESULT_OK);
+  CHECK(n > small && n <= (1u << 20));
+  CHECK_RC(guards_keyed_breakers_init_in(mem, n, &kc), GUARDS_RESULT_OK);
+  CHECK_RC(guards_keyed_breakers_attach(mem, n, &g), GUARDS_RESULT_OK);
+  guards_region_guard_info info;
+  CHECK_RC(guards_region_guard_get_info(g, &info), GUARDS_RESULT_OK);
+  CHECK(info.kind == GUARDS_KIND_KEYED_BREAKERS && info.capacity == 64);
+  CHECK_RC(guards_region_try_acquire(g, 7, 0, &p), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_report(g, p, GUARDS_OUTCOME_SUCCESS, 1), GUARDS_RESULT_OK);
+  guards_region_guard_free(g);
+
+  guards_adaptive_throttle_config tc;
+  guards_adaptive_throttle_config_default(&tc);
+  CHECK_RC(guards_adaptive_throttle_size(&tc, &n), GUARDS_RESULT_OK);
+  CHECK_RC(guards_adaptive_throttle_init_in(mem, n, &tc), GUARDS_RESULT_OK);
+  CHECK_RC(guards_adaptive_throttle_attach(mem, n, &g), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_adaptive_throttle_try_acquire(g, 1), GUARDS_RESULT_OK);
+  guards_region_guard_free(g);
+
+  guards_latency_tracker_config lt;
+  guards_latency_tracker_config_default(&lt);
+  CHECK_RC(guards_latency_tracker_size(&lt, &n), GUARDS_RESULT_OK);
+  CHECK_RC(guards_latency_tracker_init_in(mem, n, &lt), GUARDS_RESULT_OK);
+  CHECK_RC(guards_latency_tracker_attach(mem, n, &g), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_latency_tracker_record(g, 1, MS), GUARDS_RESULT_OK);
+  guards_region_guard_free(g);
+
+  guards_hedging_config hc;
+  guards_hedging_config_default(&hc);
+  CHECK_RC(guards_hedging_size(&hc, &n), GUARDS_RESULT_OK);
+  CHECK_RC(guards_hedging_init_in(mem, n, &hc), GUARDS_RESULT_OK);
+  CHECK_RC(guards_hedging_attach(mem, n, &g), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_hedging_record_latency(g, 1, MS), GUARDS_RESULT_OK);
+  guards_region_guard_free(g);
+
+  guards_brownout_config boc;
+  guards_brownout_config_default(&boc);
+  CHECK_RC(guards_brownout_size(&boc, &n), GUARDS_RESULT_OK);
+  CHECK_RC(guards_brownout_init_in(mem, n, &boc), GUARDS_RESULT_OK);
+  CHECK_RC(guards_brownout_attach(mem, n, &g), GUARDS_RESULT_OK);
+  CHECK_RC(guards_region_brownout_on_full(g), GUARDS_RESULT_OK);
+  guards_region_guard_free(g);
+  g = NULL;
+  CHECK_RC(guards_limiter_attach(mem, n, &g), GUARDS_RESULT_GUARD_MISMATCH);
+  CHECK(g == NULL);
+  CHECK(detail_has("brownout"));
+  munmap(mem, 1u << 20);
+}
+
 int main(void) {
   /* Unbuffered: a child made by fork() must not print its parent's pending output. */
   setvbuf(stdout, NULL, _IONBF, 0);
@@ -640,6 +1210,11 @@ int main(void) {
   run("kill_9_of_a_holder_then_reclaim", test_kill_9_of_a_holder_then_reclaim);
   run("processes_racing_to_create_a_region", test_processes_racing_to_create_a_region);
   run("guards_in_caller_memory_across_fork", test_guards_in_caller_memory_across_fork);
+  run("processes_share_a_retry_budget", test_processes_share_a_retry_budget);
+  run("processes_share_a_limiter_and_admission", test_processes_share_a_limiter_and_admission);
+  run("kill_9_of_a_limiter_holder_then_reclaim", test_kill_9_of_a_limiter_holder_then_reclaim);
+  run("every_kind_mismatch_and_regions_apart", test_every_kind_mismatch_and_regions_apart);
+  run("every_kind_in_caller_memory", test_every_kind_in_caller_memory);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
