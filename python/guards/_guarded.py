@@ -310,6 +310,22 @@ class _ThrottleAdapter(_Adapter):
         self.guard.report(outcome)
 
 
+class _SharedAdapter(_Adapter):
+    """A host-wide guard of :mod:`guards.shared`: taken with ``acquire``, given back through
+    its permit's ``report``, like the package's own guards."""
+
+    __slots__ = ("priority",)
+
+    def __init__(self, guard: Any, kind: str, priority: Optional[int]) -> None:
+        super().__init__(guard, kind)
+        self.priority = priority
+
+    def acquire(self) -> Any:
+        if self.kind in ("limiter", "admission"):
+            return self.guard.acquire(self.priority, operation=self.operation)  # raises
+        return self.guard.acquire(operation=self.operation)  # raises
+
+
 def _adapter(guard: Any, priority: Optional[int], key: Any = None) -> _Adapter:
     if isinstance(guard, _n.KeyedBreakers):
         if key is None:
@@ -329,6 +345,9 @@ def _adapter(guard: Any, priority: Optional[int], key: Any = None) -> _Adapter:
         return _LimiterAdapter(guard, "admission", priority)
     if isinstance(guard, _n.AdaptiveThrottle):
         return _ThrottleAdapter(guard, "adaptive_throttle")
+    shared_kind = getattr(type(guard), "_guards_shared_kind", None)
+    if isinstance(shared_kind, str):  # a host-wide guard (guards.shared)
+        return _SharedAdapter(guard, shared_kind, priority)
     fail_type(
         "guards",
         "guards.CircuitBreaker, KeyedBreakers, Bulkhead, Limiter, Admission or "

@@ -1,0 +1,1267 @@
+//! `guards.shared`: host-wide guards from Python, over ffi's region layer
+//! (`guards::shared`, see `docs/shared.md`).
+//!
+//! A `Region` is a file (under `/dev/shm`, or any path) mapped by every process that opens
+//! it: the workers of gunicorn, uvicorn `--workers`, `multiprocessing` (fork or spawn).
+//! `region.circuit_breaker(name, ...)`, `.bulkhead(...)`, `.limiter(...)`, `.admission(...)`
+//! return host-wide guards with the method names of the package's own classes; their
+//! permits are recorded in the region with this process as owner, so a process killed while
+//! holding one gives it back on the next reclaim (`docs/shared.md`, "Dead holders").
+//! `region.retry_budget(...)` returns a real `guards.RetryBudget` whose state lives in the
+//! region (a budget hands out no permits: nothing to reclaim).
+//!
+//! Settings are parsed by the package's own constructors (a private guard is built from the
+//! arguments and its config taken), so every setting, default and error is the same as for
+//! `guards.CircuitBreaker(...)` and the others. Outcomes go through the call contract:
+//! `permit.report(outcome)`, or `with permit:` classifying the exception leaving the block
+//! with `guards.classify_exception`.
+//!
+//! The read-only methods (`state`, `status`, `stats`, `config`, `in_flight`, ...) are the
+//! package's own: each shared guard keeps a private view of its state (a guard of the
+//! package's class over the region's memory) and hands them over to it.
+
+use std::ptr::NonNull;
+
+use guards::error::{Detail, Failure, GuardsResult};
+use guards::handle::{AnyBreaker, InPlace};
+use guards::permit::{Granted, PermitToken};
+use guards::shared::{AnyShared, GuardKind, PermitView, Refusal, Region, RegionOptions, Shared};
+use guards_core::admission::Admission;
+use guards_core::bulkhead::Bulkhead;
+use guards_core::circuit_breaker::CircuitBreaker;
+use guards_core::limiter::Limiter;
+use guards_core::retry_budget::RetryBudget;
+use guards_core::{Nanos, Outcome, Priority};
+use pyo3::exceptions::{PyAttributeError, PyOSError, PyRuntimeError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+
+use crate::admission::PyAdmission;
+use crate::bulkhead::PyBulkhead;
+use crate::circuit_breaker::PyCircuitBreaker;
+use crate::clock;
+use crate::errors;
+use crate::events::{self, Op};
+use crate::limiter::{priority_arg, PyLimiter};
+use crate::outcome;
+use crate::permit;
+use crate::retry_budget::PyRetryBudget;
+use crate::util::{self, given, Ctx};
+
+pyo3::create_exception!(
+    guards.shared,
+    RegionError,
+    PyRuntimeError,
+    "A shared region could not do what was asked (not a guard's refusal)."
+);
+pyo3::create_exception!(
+    guards.shared,
+    RegionInvalid,
+    RegionError,
+    "The file is not a region, or it is damaged or truncated."
+);
+pyo3::create_exception!(
+    guards.shared,
+    RegionIncompatible,
+    RegionError,
+    "The region was made by another build of guards, another boot, or another pid namespace."
+);
+pyo3::create_exception!(
+    guards.shared,
+    RegionFull,
+    RegionError,
+    "The region has no directory entry or no data bytes left for a new guard."
+);
+pyo3::create_exception!(
+    guards.shared,
+    RegionTimeout,
+    RegionError,
+    "Another live process creating the same guard did not finish within `wait_timeout`."
+);
+pyo3::create_exception!(
+    guards.shared,
+    GuardMismatch,
+    RegionError,
+    "A guard of this name exists with another kind, capacity or config. `name` is the \
+     guard's name, `field` what differs (`kind`, `capacity`, `layout`, `config`), `existing` \
+     and `requested` the two values (kind names, capacities, or config hashes)."
+);
+pyo3::create_exception!(
+    guards.shared,
+    GuardNotFound,
+    RegionError,
+    "No region at this path (with `create=False`), or no guard of this name."
+);
+pyo3::create_exception!(
+    guards.shared,
+    PermitSlotsExhausted,
+    RegionError,
+    "The region's permit table is full (`permit_slots` permits in flight, all guards and \
+     processes together); the guard was left as if it had not been asked."
+);
+
+fn kind_name(n: u64) -> String {
+    u32::try_from(n)
+        .ok()
+        .and_then(GuardKind::from_u32)
+        .map_or_else(|| format!("kind {n}"), |k| k.name().to_owned())
+}
+
+/// The Python exception for a failure of the region layer: the typed region errors, an
+/// `OSError` (with its errno) for a failed system call, and the package's own mapping for
+/// settings and arguments (`ConfigError`, `TypeError`, `ValueError`).
+pub(crate) fn region_error(py: Python<'_>, f: Failure, name: Option<&str>) -> PyErr {
+    let message = f.to_string();
+    match (f.code, f.detail) {
+        (
+            GuardsResult::GuardMismatch,
+            Detail::GuardMismatch {
+                field,
+                existing,
+                requested,
+            },
+        ) => {
+            let who = name.map_or_else(|| "the guard".to_owned(), |n| format!("guard '{n}'"));
+            let (msg, existing, requested): (String, Py<PyAny>, Py<PyAny>) = match field {
+                "kind" => {
+                    let (e, r) = (kind_name(existing), kind_name(requested));
+                    (
+                        format!("{who} exists as a {e}, not a {r}"),
+                        PyString::new(py, &e).into_any().unbind(),
+                        PyString::new(py, &r).into_any().unbind(),
+                    )
+                }
+                "capacity" => (
+                    format!(
+                        "{who} exists with capacity {existing}, not {requested} (a breaker's \
+                         window cells, a keyed set's slots)"
+                    ),
+                    existing
+                        .into_pyobject(py)
+                        .map_or_else(|_| py.None(), |v| v.into_any().unbind()),
+                    requested
+                        .into_pyobject(py)
+                        .map_or_else(|_| py.None(), |v| v.into_any().unbind()),
+                ),
+                "config" => (
+                    format!(
+                        "{who} exists with other settings (config hash {existing:#018x}, these \
+                         settings {requested:#018x}): pass the same settings in every \
+                         process, or use another name"
+                    ),
+                    existing
+                        .into_pyobject(py)
+                        .map_or_else(|_| py.None(), |v| v.into_any().unbind()),
+                    requested
+                        .into_pyobject(py)
+                        .map_or_else(|_| py.None(), |v| v.into_any().unbind()),
+                ),
+                other => (
+                    format!("{who} differs in its {other} ({message})"),
+                    existing
+                        .into_pyobject(py)
+                        .map_or_else(|_| py.None(), |v| v.into_any().unbind()),
+                    requested
+                        .into_pyobject(py)
+                        .map_or_else(|_| py.None(), |v| v.into_any().unbind()),
+                ),
+            };
+            let build = || -> PyResult<PyErr> {
+                let inst = py.get_type::<GuardMismatch>().call1((msg,))?;
+                inst.setattr("name", name)?;
+                inst.setattr("field", field)?;
+                inst.setattr("existing", existing)?;
+                inst.setattr("requested", requested)?;
+                Ok(PyErr::from_value(inst))
+            };
+            build().unwrap_or_else(|e| e)
+        }
+        (GuardsResult::RegionIo, Detail::Region { errno, .. }) if errno != 0 => {
+            PyOSError::new_err((errno, message))
+        }
+        (GuardsResult::RegionIo, _) => PyOSError::new_err(message),
+        (GuardsResult::RegionInvalid, _) => RegionInvalid::new_err(message),
+        (GuardsResult::RegionIncompatible, _) => RegionIncompatible::new_err(message),
+        (GuardsResult::RegionFull, _) => RegionFull::new_err(message),
+        (GuardsResult::RegionTimeout, _) => RegionTimeout::new_err(message),
+        (GuardsResult::GuardNotFound, _) => GuardNotFound::new_err(message),
+        (GuardsResult::PermitSlotsExhausted, _) => PermitSlotsExhausted::new_err(message),
+        _ => errors::failure(py, f),
+    }
+}
+
+/// A path argument: a `str` or an `os.PathLike` giving one.
+fn path_arg(v: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(s) = v.cast::<PyString>() {
+        return Ok(s.to_cow()?.into_owned());
+    }
+    if let Ok(p) = v.call_method0(intern!(v.py(), "__fspath__")) {
+        if let Ok(s) = p.cast::<PyString>() {
+            return Ok(s.to_cow()?.into_owned());
+        }
+    }
+    Err(util::type_error(
+        "path",
+        "a str (a path, or a bare name for /dev/shm/<name>) or an os.PathLike",
+        v,
+    ))
+}
+
+fn name_arg(v: &Bound<'_, PyAny>) -> PyResult<String> {
+    match v.cast::<PyString>() {
+        Ok(s) => Ok(s.to_cow()?.into_owned()),
+        Err(_) => Err(util::type_error(
+            "name",
+            "a str (1 to 64 bytes of UTF-8)",
+            v,
+        )),
+    }
+}
+
+/// The default region: `/dev/shm/guards`.
+const DEFAULT_PATH: &str = "guards";
+
+/// A region: named host-wide guards in a file every process maps.
+#[pyclass(module = "guards.shared", name = "Region", frozen)]
+#[derive(Debug)]
+pub struct PyRegion {
+    r: Region,
+    path: String,
+}
+
+fn stats_of_region<'py>(py: Python<'py>, r: &Region) -> PyResult<Bound<'py, PyDict>> {
+    let s = r.stats();
+    util::stats_dict(
+        py,
+        &[
+            ("guards", s.guards),
+            ("max_guards", s.max_guards),
+            ("data_used", s.data_used),
+            ("data_bytes", s.data_bytes),
+            ("permit_slots", s.permit_slots),
+            ("permits_held", s.permits_held),
+            ("reclaimed_permits", s.reclaimed_permits),
+            ("reclaimed_claims", s.reclaimed_claims),
+            ("scans", s.scans),
+            ("takeovers", s.takeovers),
+        ],
+    )
+}
+
+impl PyRegion {
+    fn get<K: guards::shared::SharedGuard>(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        config: K::Config,
+    ) -> PyResult<Shared<K>> {
+        let r = &self.r;
+        py.detach(|| r.get_or_create::<K>(name, config))
+            .map_err(|f| region_error(py, f, Some(name)))
+    }
+}
+
+#[pymethods]
+impl PyRegion {
+    /// `Region(path="guards", *, max_guards=64, permit_slots=4096, data_bytes=16 MiB,
+    /// wait_timeout=5.0, reclaim_interval=0.01, mode=0o600, create=True)`: open the region
+    /// at `path` (a bare name is `/dev/shm/<name>`), creating it if there is none. The
+    /// capacities apply when this call creates it. Opening reclaims the permits of dead
+    /// processes.
+    #[new]
+    #[pyo3(signature = (path = None, *, max_guards = None, permit_slots = None, data_bytes = None, wait_timeout = None, reclaim_interval = None, mode = None, create = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        path: Option<&Bound<'_, PyAny>>,
+        max_guards: Option<&Bound<'_, PyAny>>,
+        permit_slots: Option<&Bound<'_, PyAny>>,
+        data_bytes: Option<&Bound<'_, PyAny>>,
+        wait_timeout: Option<&Bound<'_, PyAny>>,
+        reclaim_interval: Option<&Bound<'_, PyAny>>,
+        mode: Option<&Bound<'_, PyAny>>,
+        create: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let path = match given(path) {
+            Some(p) => path_arg(p)?,
+            None => DEFAULT_PATH.to_owned(),
+        };
+        let mut o = RegionOptions::default();
+        if let Some(v) = given(max_guards) {
+            o.max_guards = util::get_u64("max_guards", v, Ctx::Config)?;
+        }
+        if let Some(v) = given(permit_slots) {
+            o.permit_slots = util::get_u64("permit_slots", v, Ctx::Config)?;
+        }
+        if let Some(v) = given(data_bytes) {
+            o.data_bytes = util::get_u64("data_bytes", v, Ctx::Config)?;
+        }
+        if let Some(v) = given(wait_timeout) {
+            o.wait_timeout = util::get_duration("wait_timeout", v, Ctx::Config)?;
+        }
+        if let Some(v) = given(reclaim_interval) {
+            o.reclaim_interval = util::get_duration("reclaim_interval", v, Ctx::Config)?;
+        }
+        if let Some(v) = given(mode) {
+            o.mode = util::get_u32("mode", v, Ctx::Config, "permission bits, 0 to 0o777")?;
+        }
+        if let Some(v) = given(create) {
+            o.create = util::get_bool("create", v)?;
+        }
+        o.validate().map_err(|f| region_error(py, f, None))?;
+        let resolved = guards::shared::file::resolve(&path)
+            .map_err(|f| region_error(py, f, None))?
+            .to_string_lossy()
+            .into_owned();
+        let r = py
+            .detach(|| Region::open(&path, &o))
+            .map_err(|f| region_error(py, f, None))?;
+        Ok(PyRegion { r, path: resolved })
+    }
+
+    /// Remove the region file at `path` (processes that have it open keep their mapping;
+    /// the next `Region(path)` creates a new one). `GuardNotFound` if there is none.
+    #[staticmethod]
+    fn remove(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<()> {
+        let p = path_arg(path)?;
+        Region::remove(&p).map_err(|f| region_error(py, f, None))
+    }
+
+    /// The region file's path.
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// `region.circuit_breaker(name, **settings)`: the host-wide breaker `name`, created
+    /// with `guards.CircuitBreaker(**settings)`'s settings if there is none.
+    #[pyo3(signature = (name, /, *args, **kwargs))]
+    fn circuit_breaker(
+        slf: &Bound<'_, Self>,
+        name: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PySharedBreaker> {
+        let py = slf.py();
+        let name = name_arg(name)?;
+        let private = py.get_type::<PyCircuitBreaker>().call(args, kwargs)?;
+        let private = private.cast::<PyCircuitBreaker>()?.get();
+        let (config, capacity) = (private.b.config(), private.b.capacity() as u64);
+        let r = &slf.get().r;
+        let g = py
+            .detach(|| AnyShared::breaker(r, &name, config, capacity))
+            .map_err(|f| region_error(py, f, Some(&name)))?;
+        let (g, view) = match g {
+            AnyShared::Breaker128(s) => {
+                let v = AnyBreaker::C128(attach(&s));
+                (AnyBreakerShared::C128(s), v)
+            }
+            AnyShared::Breaker1024(s) => {
+                let v = AnyBreaker::C1024(attach(&s));
+                (AnyBreakerShared::C1024(s), v)
+            }
+            AnyShared::Breaker8192(s) => {
+                let v = AnyBreaker::C8192(attach(&s));
+                (AnyBreakerShared::C8192(s), v)
+            }
+            AnyShared::Breaker65536(s) => {
+                let v = AnyBreaker::C65536(attach(&s));
+                (AnyBreakerShared::C65536(s), v)
+            }
+            _ => return Err(PyRuntimeError::new_err("the region returned another kind")),
+        };
+        let view = Py::new(
+            py,
+            PyCircuitBreaker {
+                b: view,
+                announced: Default::default(),
+            },
+        )?;
+        Ok(PySharedBreaker {
+            g,
+            view: view.into_any(),
+            name,
+            region: slf.clone().unbind(),
+        })
+    }
+
+    /// `region.bulkhead(name, max_concurrent=12)`: the host-wide bulkhead `name`.
+    #[pyo3(signature = (name, /, *args, **kwargs))]
+    fn bulkhead(
+        slf: &Bound<'_, Self>,
+        name: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PySharedBulkhead> {
+        let py = slf.py();
+        let name = name_arg(name)?;
+        let private = py.get_type::<PyBulkhead>().call(args, kwargs)?;
+        let config = *private.cast::<PyBulkhead>()?.get().b.config();
+        let g = slf.get().get::<Bulkhead>(py, &name, config)?;
+        let view = Py::new(py, PyBulkhead { b: attach(&g) })?;
+        Ok(PySharedBulkhead {
+            g,
+            view: view.into_any(),
+            name,
+            region: slf.clone().unbind(),
+        })
+    }
+
+    /// `region.limiter(name, limit=None, **settings)`: the host-wide limiter `name`
+    /// (`guards.Limiter`'s settings).
+    #[pyo3(signature = (name, /, *args, **kwargs))]
+    fn limiter(
+        slf: &Bound<'_, Self>,
+        name: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PySharedLimiter> {
+        let py = slf.py();
+        let name = name_arg(name)?;
+        let private = py.get_type::<PyLimiter>().call(args, kwargs)?;
+        let config = *private.cast::<PyLimiter>()?.get().l.config();
+        let g = slf.get().get::<Limiter>(py, &name, config)?;
+        let view = Py::new(py, PyLimiter { l: attach(&g) })?;
+        Ok(PySharedLimiter {
+            g,
+            view: view.into_any(),
+            name,
+            region: slf.clone().unbind(),
+        })
+    }
+
+    /// `region.admission(name, limits=None, **settings)`: the host-wide admission door
+    /// `name` (`guards.Admission`'s settings).
+    #[pyo3(signature = (name, /, *args, **kwargs))]
+    fn admission(
+        slf: &Bound<'_, Self>,
+        name: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PySharedAdmission> {
+        let py = slf.py();
+        let name = name_arg(name)?;
+        let private = py.get_type::<PyAdmission>().call(args, kwargs)?;
+        let config = *private.cast::<PyAdmission>()?.get().a.config();
+        let g = slf.get().get::<Admission>(py, &name, config)?;
+        let view = Py::new(py, PyAdmission { a: attach(&g) })?;
+        Ok(PySharedAdmission {
+            g,
+            view: view.into_any(),
+            name,
+            region: slf.clone().unbind(),
+        })
+    }
+
+    /// `region.retry_budget(name, mode="token_bucket", **settings)`: a `guards.RetryBudget`
+    /// (usable wherever one is: `@guards.retry(budget=...)`, `gate=`) whose balance is the
+    /// host's. A region that handed out a retry budget stays mapped until the process exits.
+    #[pyo3(signature = (name, /, *args, **kwargs))]
+    fn retry_budget(
+        slf: &Bound<'_, Self>,
+        name: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyRetryBudget> {
+        let py = slf.py();
+        let name = name_arg(name)?;
+        let private = py.get_type::<PyRetryBudget>().call(args, kwargs)?;
+        let config = private.cast::<PyRetryBudget>()?.get().b.config();
+        let g = slf.get().get::<RetryBudget>(py, &name, config)?;
+        let b = attach(&g);
+        // The budget object has no room for the mapping's owner: the mapping is kept for
+        // the rest of the process (one reference count, no memory of its own).
+        std::mem::forget(g);
+        Ok(PyRetryBudget { b })
+    }
+
+    /// Give every permit of a dead process back to its guard (reported `cancelled` at
+    /// `now`): `{"permits", "claims"}` this scan freed. Safe from any number of processes.
+    #[pyo3(signature = (now = None))]
+    fn reclaim<'py>(
+        &self,
+        py: Python<'py>,
+        now: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let now = util::get_now(now)?;
+        let r = &self.r;
+        let done = py.detach(|| r.reclaim(now));
+        util::stats_dict(py, &[("permits", done.permits), ("claims", done.claims)])
+    }
+
+    /// Counters and sizes: `guards`, `max_guards`, `data_used`, `data_bytes`,
+    /// `permit_slots`, `permits_held` (all guards and processes, now), `reclaimed_permits`,
+    /// `reclaimed_claims`, `scans`, `takeovers`.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        stats_of_region(py, &self.r)
+    }
+
+    /// The guards created so far, in directory order: dicts with `name`, `kind`,
+    /// `capacity`, `size` (bytes) and `config_hash`.
+    fn guards<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for g in self.r.guards() {
+            let d = PyDict::new(py);
+            d.set_item("name", g.name)?;
+            d.set_item("kind", g.kind.name())?;
+            d.set_item("capacity", g.capacity)?;
+            d.set_item("size", g.size)?;
+            d.set_item("config_hash", g.config_hash)?;
+            out.append(d)?;
+        }
+        Ok(out)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Region('{}', guards={})", self.path, self.r.stats().guards)
+    }
+}
+
+/// A non-owning view of a shared guard as the package's own class sees it.
+fn attach<K>(s: &Shared<K>) -> InPlace<K> {
+    // SAFETY: the guard is an initialised `K` in the region's mapping, which lives as long
+    // as `s` (its `Region`), and every view is kept beside its `Shared` (or the `Shared` is
+    // forgotten, keeping the mapping for good). Views only reach it through `&K`.
+    unsafe { InPlace::attach(NonNull::from(&**s)) }
+}
+
+/// Attribute names a view must not answer for a shared guard (they would hand out
+/// permits no region records).
+fn delegate<'py>(
+    view: &Bound<'py, PyAny>,
+    name: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let n = name.to_cow()?;
+    if n.starts_with('_') || matches!(n.as_ref(), "acquire" | "try_acquire" | "call" | "acall") {
+        return Err(PyAttributeError::new_err(format!(
+            "host-wide guard has no attribute '{n}'"
+        )));
+    }
+    view.getattr(name)
+}
+
+/// Run `fn(*args, **kwargs)` under `permit`, reporting how it ended (the call contract).
+fn run_under<'py>(
+    py: Python<'py>,
+    permit: PySharedPermit,
+    f: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    match f.call(args, kwargs) {
+        Ok(v) => {
+            permit.finish(Outcome::Success, clock::now());
+            Ok(v)
+        }
+        Err(e) => {
+            let o = outcome::classify(e.value(py))?.0;
+            permit.finish(o, clock::now());
+            Err(e)
+        }
+    }
+}
+
+/// `await guard.acall(fn, ...)`: the Python helper `guards.shared._acall`.
+fn acall_of<'py>(
+    guard: &Bound<'py, PyAny>,
+    f: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = guard.py();
+    let helper = py
+        .import(intern!(py, "guards.shared"))?
+        .getattr(intern!(py, "_acall"))?;
+    let kw = match kwargs {
+        Some(k) => k.clone(),
+        None => PyDict::new(py),
+    };
+    helper.call1((guard, f, args, kw))
+}
+
+fn op_arg<'py>(v: Option<&Bound<'py, PyAny>>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match given(v) {
+        None => Ok(None),
+        Some(v) if v.is_instance_of::<PyString>() => Ok(Some(v.clone())),
+        Some(v) => Err(util::type_error("operation", "a str or None", v)),
+    }
+}
+
+/// A shared breaker of any of the four window capacities.
+#[derive(Debug)]
+enum AnyBreakerShared {
+    C128(Shared<CircuitBreaker<128>>),
+    C1024(Shared<CircuitBreaker<1024>>),
+    C8192(Shared<CircuitBreaker<8192>>),
+    C65536(Shared<CircuitBreaker<65536>>),
+}
+
+macro_rules! breaker_do {
+    ($any:expr, $g:ident => $e:expr) => {
+        match $any {
+            AnyBreakerShared::C128($g) => $e,
+            AnyBreakerShared::C1024($g) => $e,
+            AnyBreakerShared::C8192($g) => $e,
+            AnyBreakerShared::C65536($g) => $e,
+        }
+    };
+}
+
+/// A host-wide circuit breaker: `guards.CircuitBreaker`'s methods, its state in a region.
+#[pyclass(module = "guards.shared", name = "CircuitBreaker", frozen)]
+#[derive(Debug)]
+pub struct PySharedBreaker {
+    g: AnyBreakerShared,
+    view: Py<PyAny>,
+    name: String,
+    region: Py<PyRegion>,
+}
+
+impl PySharedBreaker {
+    fn take(
+        slf: &Bound<'_, Self>,
+        now: Nanos,
+        op: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PySharedPermit> {
+        let py = slf.py();
+        let got: Result<(PermitToken, PermitView), Refusal<_>> =
+            breaker_do!(&slf.get().g, g => g.try_acquire((), now));
+        match got {
+            Ok((t, v)) => Ok(PySharedPermit::new(
+                SharedOwner::Breaker(slf.clone().unbind()),
+                t,
+                v,
+                op,
+            )),
+            Err(Refusal::Rejected(r)) => {
+                let err = crate::circuit_breaker::rejected_error(py, r, now);
+                events::refusal(py, slf.as_any(), Op::given(op), &err);
+                Err(err)
+            }
+            Err(Refusal::Failed(f)) => Err(region_error(py, f, Some(&slf.get().name))),
+        }
+    }
+}
+
+#[pymethods]
+impl PySharedBreaker {
+    /// For `guards.guarded`: what kind of host-wide guard this is.
+    #[classattr]
+    fn _guards_shared_kind() -> &'static str {
+        "circuit_breaker"
+    }
+
+    /// Its name in the region.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The region it lives in.
+    #[getter]
+    fn region(&self, py: Python<'_>) -> Py<PyRegion> {
+        self.region.clone_ref(py)
+    }
+
+    /// Ask to make a call at `now`: a permit, or `BreakerOpen`.
+    #[pyo3(signature = (now = None, *, operation = None))]
+    fn acquire(
+        slf: &Bound<'_, Self>,
+        now: Option<&Bound<'_, PyAny>>,
+        operation: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PySharedPermit> {
+        let now = util::get_now(now)?;
+        let op = op_arg(operation)?;
+        Self::take(slf, now, op.as_ref())
+    }
+
+    /// Like `acquire`, but `None` instead of raising `BreakerOpen`.
+    #[pyo3(signature = (now = None, *, operation = None))]
+    fn try_acquire(
+        slf: &Bound<'_, Self>,
+        now: Option<&Bound<'_, PyAny>>,
+        operation: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<PySharedPermit>> {
+        let now = util::get_now(now)?;
+        let op = op_arg(operation)?;
+        let got: Result<(PermitToken, PermitView), Refusal<_>> =
+            breaker_do!(&slf.get().g, g => g.try_acquire((), now));
+        match got {
+            Ok((t, v)) => Ok(Some(PySharedPermit::new(
+                SharedOwner::Breaker(slf.clone().unbind()),
+                t,
+                v,
+                op.as_ref(),
+            ))),
+            Err(Refusal::Rejected(_)) => Ok(None),
+            Err(Refusal::Failed(f)) => Err(region_error(slf.py(), f, Some(&slf.get().name))),
+        }
+    }
+
+    /// `fn(*args, **kwargs)` under the breaker, judged by `guards.classify_exception`.
+    #[pyo3(signature = (r#fn, /, *args, **kwargs))]
+    fn call<'py>(
+        slf: &Bound<'py, Self>,
+        r#fn: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let p = Self::take(slf, clock::now(), None)?;
+        run_under(slf.py(), p, r#fn, args, kwargs)
+    }
+
+    /// `await breaker.acall(fn, *args, **kwargs)`.
+    #[pyo3(signature = (r#fn, /, *args, **kwargs))]
+    fn acall<'py>(
+        slf: &Bound<'py, Self>,
+        r#fn: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        acall_of(slf.as_any(), r#fn, args, kwargs)
+    }
+
+    /// Permits of this breaker held now, by every process.
+    fn outstanding(&self) -> u64 {
+        breaker_do!(&self.g, g => g.outstanding())
+    }
+
+    fn __getattr__<'py>(
+        &self,
+        py: Python<'py>,
+        name: &Bound<'py, PyString>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        delegate(self.view.bind(py), name)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let state = self
+            .view
+            .bind(py)
+            .getattr("state")
+            .and_then(|s| s.str().map(|s| s.to_string()))
+            .unwrap_or_default();
+        format!("shared.CircuitBreaker('{}', state='{state}')", self.name)
+    }
+}
+
+/// A host-wide bulkhead: `guards.Bulkhead`'s methods, its slots counted in a region.
+#[pyclass(module = "guards.shared", name = "Bulkhead", frozen)]
+#[derive(Debug)]
+pub struct PySharedBulkhead {
+    g: Shared<Bulkhead>,
+    view: Py<PyAny>,
+    name: String,
+    region: Py<PyRegion>,
+}
+
+impl PySharedBulkhead {
+    fn take(slf: &Bound<'_, Self>, op: Option<&Bound<'_, PyAny>>) -> PyResult<PySharedPermit> {
+        let py = slf.py();
+        match slf.get().g.try_acquire((), clock::now()) {
+            Ok((t, v)) => Ok(PySharedPermit::new(
+                SharedOwner::Bulkhead(slf.clone().unbind()),
+                t,
+                v,
+                op,
+            )),
+            Err(Refusal::Rejected(r)) => {
+                let err = crate::bulkhead::full_error(py, r);
+                events::refusal(py, slf.as_any(), Op::given(op), &err);
+                Err(err)
+            }
+            Err(Refusal::Failed(f)) => Err(region_error(py, f, Some(&slf.get().name))),
+        }
+    }
+}
+
+#[pymethods]
+impl PySharedBulkhead {
+    /// For `guards.guarded`: what kind of host-wide guard this is.
+    #[classattr]
+    fn _guards_shared_kind() -> &'static str {
+        "bulkhead"
+    }
+
+    /// Its name in the region.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The region it lives in.
+    #[getter]
+    fn region(&self, py: Python<'_>) -> Py<PyRegion> {
+        self.region.clone_ref(py)
+    }
+
+    /// Take a slot: a permit, or `BulkheadFull`.
+    #[pyo3(signature = (*, operation = None))]
+    fn acquire(
+        slf: &Bound<'_, Self>,
+        operation: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PySharedPermit> {
+        let op = op_arg(operation)?;
+        Self::take(slf, op.as_ref())
+    }
+
+    /// Take a slot if one is free: a permit, or `None`.
+    #[pyo3(signature = (*, operation = None))]
+    fn try_acquire(
+        slf: &Bound<'_, Self>,
+        operation: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<PySharedPermit>> {
+        let op = op_arg(operation)?;
+        match slf.get().g.try_acquire((), clock::now()) {
+            Ok((t, v)) => Ok(Some(PySharedPermit::new(
+                SharedOwner::Bulkhead(slf.clone().unbind()),
+                t,
+                v,
+                op.as_ref(),
+            ))),
+            Err(Refusal::Rejected(_)) => Ok(None),
+            Err(Refusal::Failed(f)) => Err(region_error(slf.py(), f, Some(&slf.get().name))),
+        }
+    }
+
+    /// `fn(*args, **kwargs)` in a slot.
+    #[pyo3(signature = (r#fn, /, *args, **kwargs))]
+    fn call<'py>(
+        slf: &Bound<'py, Self>,
+        r#fn: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let p = Self::take(slf, None)?;
+        run_under(slf.py(), p, r#fn, args, kwargs)
+    }
+
+    /// `await bulkhead.acall(fn, *args, **kwargs)`.
+    #[pyo3(signature = (r#fn, /, *args, **kwargs))]
+    fn acall<'py>(
+        slf: &Bound<'py, Self>,
+        r#fn: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        acall_of(slf.as_any(), r#fn, args, kwargs)
+    }
+
+    /// Calls in flight now, all processes (core's counter).
+    #[getter]
+    fn in_flight(&self) -> u64 {
+        self.g.in_flight()
+    }
+
+    /// Permits of this bulkhead recorded in the region now (a scan of the permit table).
+    fn outstanding(&self) -> u64 {
+        self.g.outstanding()
+    }
+
+    fn __getattr__<'py>(
+        &self,
+        py: Python<'py>,
+        name: &Bound<'py, PyString>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        delegate(self.view.bind(py), name)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "shared.Bulkhead('{}', max_concurrent={}, in_flight={})",
+            self.name,
+            self.g.config().max_concurrent,
+            self.g.in_flight()
+        )
+    }
+}
+
+macro_rules! priority_guard {
+    ($ty:ident, $pyname:literal, $kind:literal, $core:ty, $owner:ident, $reject:path, $doc:literal) => {
+        #[doc = $doc]
+        #[pyclass(module = "guards.shared", name = $pyname, frozen)]
+        #[derive(Debug)]
+        pub struct $ty {
+            g: Shared<$core>,
+            view: Py<PyAny>,
+            name: String,
+            region: Py<PyRegion>,
+        }
+
+        impl $ty {
+            fn take(
+                slf: &Bound<'_, Self>,
+                p: Priority,
+                now: Nanos,
+                op: Option<&Bound<'_, PyAny>>,
+                raise: bool,
+            ) -> PyResult<Option<PySharedPermit>> {
+                let py = slf.py();
+                match slf.get().g.try_acquire(p, now) {
+                    Ok((t, v)) => Ok(Some(PySharedPermit::new(
+                        SharedOwner::$owner(slf.clone().unbind()),
+                        t,
+                        v,
+                        op,
+                    ))),
+                    Err(Refusal::Rejected(_)) if !raise => Ok(None),
+                    Err(Refusal::Rejected(r)) => {
+                        let err = $reject(py, r, now);
+                        events::refusal(py, slf.as_any(), Op::given(op), &err);
+                        Err(err)
+                    }
+                    Err(Refusal::Failed(f)) => Err(region_error(py, f, Some(&slf.get().name))),
+                }
+            }
+        }
+
+        #[pymethods]
+        impl $ty {
+            /// For `guards.guarded`: what kind of host-wide guard this is.
+            #[classattr]
+            fn _guards_shared_kind() -> &'static str {
+                $kind
+            }
+
+            /// Its name in the region.
+            #[getter]
+            fn name(&self) -> &str {
+                &self.name
+            }
+
+            /// The region it lives in.
+            #[getter]
+            fn region(&self, py: Python<'_>) -> Py<PyRegion> {
+                self.region.clone_ref(py)
+            }
+
+            /// A permit for a call of `priority` at `now`, or the refusal.
+            #[pyo3(signature = (priority = None, now = None, *, operation = None))]
+            fn acquire(
+                slf: &Bound<'_, Self>,
+                priority: Option<&Bound<'_, PyAny>>,
+                now: Option<&Bound<'_, PyAny>>,
+                operation: Option<&Bound<'_, PyAny>>,
+            ) -> PyResult<PySharedPermit> {
+                let p = priority_arg(priority)?;
+                let now = util::get_now(now)?;
+                let op = op_arg(operation)?;
+                Self::take(slf, p, now, op.as_ref(), true)?
+                    .ok_or_else(|| PyRuntimeError::new_err("refused"))
+            }
+
+            /// Like `acquire`, but `None` instead of raising.
+            #[pyo3(signature = (priority = None, now = None, *, operation = None))]
+            fn try_acquire(
+                slf: &Bound<'_, Self>,
+                priority: Option<&Bound<'_, PyAny>>,
+                now: Option<&Bound<'_, PyAny>>,
+                operation: Option<&Bound<'_, PyAny>>,
+            ) -> PyResult<Option<PySharedPermit>> {
+                let p = priority_arg(priority)?;
+                let now = util::get_now(now)?;
+                let op = op_arg(operation)?;
+                Self::take(slf, p, now, op.as_ref(), false)
+            }
+
+            /// `fn(*args, **kwargs)` under the guard (default priority).
+            #[pyo3(signature = (r#fn, /, *args, **kwargs))]
+            fn call<'py>(
+                slf: &Bound<'py, Self>,
+                r#fn: &Bound<'py, PyAny>,
+                args: &Bound<'py, PyTuple>,
+                kwargs: Option<&Bound<'py, PyDict>>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let p = Self::take(slf, Priority::default(), clock::now(), None, true)?
+                    .ok_or_else(|| PyRuntimeError::new_err("refused"))?;
+                run_under(slf.py(), p, r#fn, args, kwargs)
+            }
+
+            /// `await guard.acall(fn, *args, **kwargs)`.
+            #[pyo3(signature = (r#fn, /, *args, **kwargs))]
+            fn acall<'py>(
+                slf: &Bound<'py, Self>,
+                r#fn: &Bound<'py, PyAny>,
+                args: &Bound<'py, PyTuple>,
+                kwargs: Option<&Bound<'py, PyDict>>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                acall_of(slf.as_any(), r#fn, args, kwargs)
+            }
+
+            /// Permits of this guard recorded in the region now, all processes.
+            fn outstanding(&self) -> u64 {
+                self.g.outstanding()
+            }
+
+            fn __getattr__<'py>(
+                &self,
+                py: Python<'py>,
+                name: &Bound<'py, PyString>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                delegate(self.view.bind(py), name)
+            }
+
+            fn __repr__(&self) -> String {
+                format!(
+                    "shared.{}('{}', in_flight={})",
+                    $pyname,
+                    self.name,
+                    self.g.in_flight()
+                )
+            }
+        }
+    };
+}
+
+priority_guard!(
+    PySharedLimiter,
+    "Limiter",
+    "limiter",
+    Limiter,
+    Limiter,
+    crate::limiter::rejected_error,
+    "A host-wide adaptive limiter: `guards.Limiter`'s methods, its state in a region."
+);
+priority_guard!(
+    PySharedAdmission,
+    "Admission",
+    "admission",
+    Admission,
+    Admission,
+    crate::admission::refused_error,
+    "A host-wide admission door: `guards.Admission`'s methods, its state in a region."
+);
+
+/// The shared guard a permit goes back to.
+#[derive(Debug)]
+pub(crate) enum SharedOwner {
+    Breaker(Py<PySharedBreaker>),
+    Bulkhead(Py<PySharedBulkhead>),
+    Limiter(Py<PySharedLimiter>),
+    Admission(Py<PySharedAdmission>),
+}
+
+impl SharedOwner {
+    /// Report `t`: the breaker's effect name, or `"done"` for the others; `None` when the
+    /// region refused the token (already handed back, or reclaimed).
+    fn report(&self, t: PermitToken, o: Outcome, now: Nanos) -> Option<&'static str> {
+        match self {
+            SharedOwner::Breaker(b) => {
+                breaker_do!(&b.get().g, g => g.report(t, o, now).ok().map(|e| e.name()))
+            }
+            SharedOwner::Bulkhead(b) => b.get().g.report(t, o, now).ok().map(|_| "done"),
+            SharedOwner::Limiter(b) => b.get().g.report(t, o, now).ok().map(|_| "done"),
+            SharedOwner::Admission(b) => b.get().g.report(t, o, now).ok().map(|_| "done"),
+        }
+    }
+
+    fn is_breaker(&self) -> bool {
+        matches!(self, SharedOwner::Breaker(_))
+    }
+}
+
+impl guards::permit::Owner for SharedOwner {
+    type Permit = PermitToken;
+
+    /// Hand the permit back unjudged (`ignored`: a bulkhead slot released, a probe given
+    /// back, a limiter place freed without a sample).
+    fn give_back(&self, t: PermitToken) {
+        let _ = self.report(t, Outcome::Ignored, guards::clock::now());
+    }
+}
+
+/// A permit of a host-wide guard, recorded in the region with this process as its owner.
+/// Report one outcome: `report(outcome)`, the primitives, `release()`, or `with permit:`;
+/// collected without one, it is handed back unjudged.
+#[pyclass(module = "guards.shared", name = "Permit", frozen)]
+#[derive(Debug)]
+pub struct PySharedPermit {
+    permit: Granted<SharedOwner>,
+    view: PermitView,
+    operation: Option<Py<PyAny>>,
+}
+
+impl PySharedPermit {
+    fn new(
+        owner: SharedOwner,
+        t: PermitToken,
+        view: PermitView,
+        op: Option<&Bound<'_, PyAny>>,
+    ) -> Self {
+        PySharedPermit {
+            permit: Granted::new(owner, t),
+            view,
+            operation: op.map(|o| o.clone().unbind()),
+        }
+    }
+
+    /// Report `o` at `now`: the breaker's effect (or `"done"`), `None` if already reported.
+    fn finish(&self, o: Outcome, now: Nanos) -> Option<&'static str> {
+        let t = self.permit.take()?;
+        self.permit.owner().report(t, o, now)
+    }
+
+    fn answer(&self, py: Python<'_>, effect: Option<&'static str>) -> Py<PyAny> {
+        if self.permit.owner().is_breaker() {
+            match effect {
+                Some(e) => PyString::intern(py, e).into_any().unbind(),
+                None => py.None(),
+            }
+        } else {
+            let b = effect.is_some();
+            pyo3::types::PyBool::new(py, b)
+                .to_owned()
+                .into_any()
+                .unbind()
+        }
+    }
+}
+
+#[pymethods]
+impl PySharedPermit {
+    /// Hand the permit back with how the call ended (an outcome of the call contract) at
+    /// `now`. A breaker's permit returns the effect (`"counted"`, `"opened"`, ...) or
+    /// `None` if already reported; the others `True`, or `False` if already reported.
+    #[pyo3(signature = (outcome, now = None))]
+    fn report(
+        &self,
+        py: Python<'_>,
+        outcome: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let o = outcome::outcome_arg(outcome)?;
+        let now = util::get_now(now)?;
+        Ok(self.answer(py, self.finish(o, now)))
+    }
+
+    /// The call succeeded at `now`.
+    #[pyo3(signature = (now = None))]
+    fn on_success(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let now = util::get_now(now)?;
+        Ok(self.answer(py, self.finish(Outcome::Success, now)))
+    }
+
+    /// The call failed at `now` (`other_transient`).
+    #[pyo3(signature = (now = None))]
+    fn on_failure(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let now = util::get_now(now)?;
+        Ok(self.answer(py, self.finish(Outcome::OtherTransient, now)))
+    }
+
+    /// The call was dropped by overload at `now` (`overloaded`).
+    #[pyo3(signature = (now = None))]
+    fn on_dropped(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let now = util::get_now(now)?;
+        Ok(self.answer(py, self.finish(Outcome::Overloaded, now)))
+    }
+
+    /// Hand it back reporting nothing. `True` the first time, `False` after.
+    fn on_ignore(&self) -> bool {
+        self.permit.give_back()
+    }
+
+    /// Hand it back reporting nothing (a bulkhead's `release`). `True` the first time.
+    fn release(&self) -> bool {
+        self.permit.give_back()
+    }
+
+    /// Whether it has been handed back.
+    #[getter]
+    fn done(&self) -> bool {
+        self.permit.done()
+    }
+
+    /// Whether it has been handed back (a bulkhead permit's name for `done`).
+    #[getter]
+    fn released(&self) -> bool {
+        self.permit.done()
+    }
+
+    /// Whether this is a half-open breaker probe.
+    #[getter]
+    fn is_probe(&self) -> bool {
+        self.view.probe_timeout.is_some()
+    }
+
+    /// For a breaker: `"call"` or `"probe"`; `None` for the other guards.
+    #[getter]
+    fn kind(&self) -> Option<&'static str> {
+        if !self.permit.owner().is_breaker() {
+            return None;
+        }
+        Some(if self.is_probe() { "probe" } else { "call" })
+    }
+
+    /// When it was granted (integer nanoseconds; 0 for a bulkhead).
+    #[getter]
+    fn acquired_at(&self) -> u64 {
+        self.view.acquired_at.as_u64()
+    }
+
+    /// For a probe: how long it may take, in seconds; else `None`.
+    #[getter]
+    fn probe_timeout(&self) -> Option<f64> {
+        self.view.probe_timeout.map(util::secs)
+    }
+
+    /// `probe_timeout` in integer nanoseconds.
+    #[getter]
+    fn probe_timeout_ns(&self) -> Option<u64> {
+        self.view.probe_timeout.map(Nanos::as_u64)
+    }
+
+    /// The `operation` it was taken for, if any.
+    #[getter]
+    fn operation(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.operation.as_ref().map(|o| o.clone_ref(py))
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    /// Report how the block ended: success, or the exception leaving it classified by
+    /// `guards.classify_exception`. The exception is never suppressed.
+    #[pyo3(signature = (_exc_type = None, exc = None, _tb = None))]
+    fn __exit__(
+        &self,
+        _exc_type: Option<&Bound<'_, PyAny>>,
+        exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let o = permit::exit_outcome(exc)?;
+        self.finish(o, clock::now());
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("shared.Permit(done={})", util::py_bool(self.permit.done()))
+    }
+}
+
+/// The native part of `guards.shared`: a module `_guards._shared` (kept out of the
+/// package's top-level names; `guards/shared.py` re-exports it).
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    let s = PyModule::new(py, "guards._guards._shared")?;
+    s.add_class::<PyRegion>()?;
+    s.add_class::<PySharedBreaker>()?;
+    s.add_class::<PySharedBulkhead>()?;
+    s.add_class::<PySharedLimiter>()?;
+    s.add_class::<PySharedAdmission>()?;
+    s.add_class::<PySharedPermit>()?;
+    s.add("RegionError", py.get_type::<RegionError>())?;
+    s.add("RegionInvalid", py.get_type::<RegionInvalid>())?;
+    s.add("RegionIncompatible", py.get_type::<RegionIncompatible>())?;
+    s.add("RegionFull", py.get_type::<RegionFull>())?;
+    s.add("RegionTimeout", py.get_type::<RegionTimeout>())?;
+    s.add("GuardMismatch", py.get_type::<GuardMismatch>())?;
+    s.add("GuardNotFound", py.get_type::<GuardNotFound>())?;
+    s.add(
+        "PermitSlotsExhausted",
+        py.get_type::<PermitSlotsExhausted>(),
+    )?;
+    m.setattr("_shared", s)?;
+    Ok(())
+}
