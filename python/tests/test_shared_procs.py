@@ -1,0 +1,233 @@
+"""guards.shared across processes: multiprocessing with "fork" and "spawn" (each process
+opens the region by path), a bulkhead's cap held host-wide, a breaker opened by one
+process's failures refusing in the others, a retry budget's balance in bounds, and the
+permits of a process killed with SIGKILL given back by reclaim."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import guards
+from guards import shared
+
+PROCS = 4
+OPS = 3000
+CAP = 2
+
+
+# ------------------------------------------------------------------ workers (module level:
+# "spawn" imports this module in the child)
+
+
+def _bulkhead_worker(path: str, ops: int, start: Any, out: Any) -> None:
+    b = shared.Region(path).bulkhead("bh", max_concurrent=CAP)
+    start.wait()
+    acquired = rejected = 0
+    peak = 0
+    for i in range(ops):
+        p = b.try_acquire()
+        if p is None:
+            rejected += 1
+            peak = max(peak, b.in_flight)
+            continue
+        acquired += 1
+        # Sample the host-wide count while holding a slot (and let others in meanwhile).
+        peak = max(peak, b.in_flight)
+        if i % 7 == 0:
+            os.sched_yield()
+        peak = max(peak, b.in_flight)
+        p.release()
+    out.put((os.getpid(), acquired, rejected, peak))
+
+
+def _breaker_failures(path: str, done: Any) -> None:
+    cb = shared.Region(path).circuit_breaker(
+        "dep", window_size=10, minimum_calls=10, failure_rate_threshold=0.5, open_duration=120
+    )
+    for _ in range(10):
+        with pytest.raises(ConnectionError):
+            with cb.acquire():
+                raise ConnectionError("the dependency is down")
+    done.put((os.getpid(), cb.state))
+
+
+def _breaker_probe(path: str, out: Any) -> None:
+    cb = shared.Region(path).circuit_breaker(
+        "dep", window_size=10, minimum_calls=10, failure_rate_threshold=0.5, open_duration=120
+    )
+    try:
+        cb.acquire()
+        out.put((os.getpid(), "admitted", cb.state))
+    except guards.BreakerOpen as e:
+        out.put((os.getpid(), e.reason, cb.state))
+
+
+def _budget_worker(path: str, ops: int, start: Any, out: Any) -> None:
+    rb = shared.Region(path).retry_budget("rb", capacity=5, ratio=0.25)
+    start.wait()
+    granted = deposits = 0
+    lo, hi = float("inf"), float("-inf")
+    for i in range(ops):
+        if i % 2 == 0:
+            rb.deposit()
+            deposits += 1
+        if rb.withdraw() is not None:
+            granted += 1
+        t = rb.tokens()
+        lo, hi = min(lo, t), max(hi, t)
+    out.put((granted, deposits, lo, hi))
+
+
+def _holder(path: str, ready: Any) -> None:
+    r = shared.Region(path)
+    b = r.bulkhead("bh", max_concurrent=2)
+    lim = r.limiter("lim", 3)
+    held = [b.acquire(), b.acquire(), lim.acquire()]
+    ready.put(os.getpid())
+    time.sleep(600)  # killed long before
+    del held
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _run(ctx: Any, target: Any, args: tuple[Any, ...], n: int) -> list[Any]:
+    procs = [ctx.Process(target=target, args=args) for _ in range(n)]
+    for p in procs:
+        p.start()
+    return procs
+
+
+def _join(procs: list[Any]) -> None:
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0, p.exitcode
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> str:
+    return str(tmp_path / "region")
+
+
+# ------------------------------------------------------------------ tests
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_bulkhead_cap_is_host_wide(path: str, method: str) -> None:
+    ctx = mp.get_context(method)
+    region = shared.Region(path)  # before the fork: inherited; spawn children open it
+    b = region.bulkhead("bh", max_concurrent=CAP)
+    start, out = ctx.Event(), ctx.Queue()
+    procs = _run(ctx, _bulkhead_worker, (path, OPS, start, out), PROCS)
+    start.set()
+    results = [out.get(timeout=60) for _ in procs]
+    _join(procs)
+    assert len({pid for pid, *_ in results}) == PROCS
+    acquired = sum(r[1] for r in results)
+    rejected = sum(r[2] for r in results)
+    assert acquired + rejected == PROCS * OPS
+    for _, _, _, peak in results:
+        assert peak <= CAP  # sampled in each process: never above the cap
+    s = b.stats()
+    assert (s["acquired"], s["rejected"], s["released"]) == (acquired, rejected, acquired)
+    assert b.in_flight == 0 and b.outstanding() == 0
+    assert region.stats()["permits_held"] == 0
+
+
+def test_a_breaker_opened_by_one_process_is_open_in_the_others(path: str) -> None:
+    fork, spawn = mp.get_context("fork"), mp.get_context("spawn")
+    q = fork.Queue()
+    p = fork.Process(target=_breaker_failures, args=(path, q))
+    p.start()
+    _, state = q.get(timeout=60)
+    _join([p])
+    assert state == "open"
+    # Other processes, forked and spawned, and this one: refused.
+    out = spawn.Queue()
+    others = [spawn.Process(target=_breaker_probe, args=(path, out))]
+    others.append(fork.Process(target=_breaker_probe, args=(path, out)))
+    for o in others:
+        o.start()
+    answers = [out.get(timeout=60) for _ in others]
+    _join(others)
+    assert sorted(a[1:] for a in answers) == [("open", "open"), ("open", "open")]
+    cb = shared.Region(path).circuit_breaker(
+        "dep", window_size=10, minimum_calls=10, failure_rate_threshold=0.5, open_duration=120
+    )
+    with pytest.raises(guards.BreakerOpen):
+        cb.acquire()
+    s = cb.stats()
+    assert s["failures"] == 10 and s["closed_to_open"] == 1 and s["rejected_open"] == 3
+
+
+def test_retry_budget_tokens_stay_in_bounds(path: str) -> None:
+    ctx = mp.get_context("fork")
+    rb = shared.Region(path).retry_budget("rb", capacity=5, ratio=0.25)
+    initial = rb.tokens()
+    assert 0 <= initial <= 5
+    start, out = ctx.Event(), ctx.Queue()
+    procs = _run(ctx, _budget_worker, (path, 2000, start, out), PROCS)
+    start.set()
+    results = [out.get(timeout=60) for _ in procs]
+    _join(procs)
+    granted = sum(r[0] for r in results)
+    deposits = sum(r[1] for r in results)
+    for _, _, lo, hi in results:
+        assert 0.0 <= lo and hi <= 5.0
+    s = rb.stats()
+    assert s["withdrawals"] == granted and s["deposits"] == deposits
+    assert s["withdrawals"] + s["refusals"] == PROCS * 2000
+    # Every token granted was in the bucket at the start or deposited since.
+    assert granted <= initial + 0.25 * deposits + 1e-9
+    assert 0.0 <= rb.tokens() <= 5.0
+
+
+@pytest.mark.parametrize("explicit", [True, False])
+def test_a_killed_holders_permits_come_back(path: str, explicit: bool) -> None:
+    ctx = mp.get_context("fork")
+    region = shared.Region(path, reclaim_interval=0)
+    b = region.bulkhead("bh", max_concurrent=2)
+    lim = region.limiter("lim", 3)
+    ready = ctx.Queue()
+    child = ctx.Process(target=_holder, args=(path, ready))
+    child.start()
+    assert ready.get(timeout=60) == child.pid
+    assert b.in_flight == 2 and lim.in_flight == 1 and region.stats()["permits_held"] == 3
+    assert b.try_acquire() is None  # the holder is alive: nothing to reclaim
+    os.kill(child.pid, signal.SIGKILL)
+    child.join(60)
+    assert child.exitcode == -signal.SIGKILL
+    if explicit:
+        assert region.reclaim() == {"permits": 3, "claims": 0}
+        assert b.in_flight == 0 and lim.in_flight == 0
+        assert region.reclaim() == {"permits": 0, "claims": 0}
+    else:
+        # An acquire that finds the bulkhead full reclaims (reclaim_interval=0) and retries.
+        p = b.acquire()
+        assert b.in_flight == 1 and lim.in_flight == 0
+        p.release()
+    s = region.stats()
+    assert s["reclaimed_permits"] == 3 and s["permits_held"] == 0
+    with b.acquire(), b.acquire():
+        assert b.in_flight == 2
+
+
+def test_a_reopened_region_reclaims_on_open(path: str) -> None:
+    ctx = mp.get_context("fork")
+    shared.Region(path)
+    ready = ctx.Queue()
+    child = ctx.Process(target=_holder, args=(path, ready))
+    child.start()
+    ready.get(timeout=60)
+    os.kill(child.pid, signal.SIGKILL)
+    child.join(60)
+    r = shared.Region(path)  # a restarted worker opening the region
+    assert r.stats()["reclaimed_permits"] == 3
+    assert r.bulkhead("bh", max_concurrent=2).in_flight == 0
