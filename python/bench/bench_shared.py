@@ -24,6 +24,7 @@ import sys
 import tempfile
 import timeit
 from collections.abc import Callable
+from typing import Any
 
 import guards
 from guards import shared
@@ -32,7 +33,7 @@ from guards import shared
 def variants(region: shared.Region) -> dict[str, Callable[[], object]]:
     pb = guards.Bulkhead(max_concurrent=64)
     sb = region.bulkhead("bench-bulkhead", max_concurrent=64)
-    settings = dict(window_size=100, minimum_calls=100)
+    settings: dict[str, Any] = {"window_size": 100, "minimum_calls": 100}
     pc = guards.CircuitBreaker(**settings)
     sc = region.circuit_breaker("bench-breaker", **settings)
 

@@ -191,6 +191,109 @@ pub(crate) fn region_error(py: Python<'_>, f: Failure, name: Option<&str>) -> Py
     }
 }
 
+/// `region_error` for a failed get-or-create of `name`; a config mismatch also says which
+/// settings differ (`differences`: setting -> (existing, requested)), read from the
+/// existing guard and from `requested` (the private guard built from this call's settings).
+fn get_error(
+    py: Python<'_>,
+    region: &Region,
+    name: &str,
+    f: Failure,
+    requested: &Bound<'_, PyAny>,
+) -> PyErr {
+    let is_config = matches!(
+        f.detail,
+        Detail::GuardMismatch {
+            field: "config",
+            ..
+        }
+    );
+    let err = region_error(py, f, Some(name));
+    if !is_config {
+        return err;
+    }
+    match config_differences(py, region, name, requested, &err) {
+        Ok(Some(better)) => better,
+        _ => err,
+    }
+}
+
+fn config_differences(
+    py: Python<'_>,
+    region: &Region,
+    name: &str,
+    requested: &Bound<'_, PyAny>,
+    err: &PyErr,
+) -> PyResult<Option<PyErr>> {
+    let Ok(any) = AnyShared::attach(region, name) else {
+        return Ok(None);
+    };
+    let view = match &any {
+        AnyShared::Bulkhead(s) => Py::new(py, PyBulkhead { b: attach(s) })?.into_any(),
+        AnyShared::Limiter(s) => Py::new(py, PyLimiter { l: attach(s) })?.into_any(),
+        AnyShared::Admission(s) => Py::new(py, PyAdmission { a: attach(s) })?.into_any(),
+        AnyShared::RetryBudget(s) => Py::new(py, PyRetryBudget { b: attach(s) })?.into_any(),
+        AnyShared::Breaker128(s) => breaker_view(py, AnyBreaker::C128(attach(s)))?,
+        AnyShared::Breaker1024(s) => breaker_view(py, AnyBreaker::C1024(attach(s)))?,
+        AnyShared::Breaker8192(s) => breaker_view(py, AnyBreaker::C8192(attach(s)))?,
+        AnyShared::Breaker65536(s) => breaker_view(py, AnyBreaker::C65536(attach(s)))?,
+        _ => return Ok(None),
+    };
+    // `view` is dropped below, while `any` (the mapping) is alive.
+    let existing = view
+        .bind(py)
+        .call_method0("config")?
+        .cast_into::<PyDict>()?;
+    drop(view);
+    drop(any);
+    let wanted = requested.call_method0("config")?.cast_into::<PyDict>()?;
+    let differences = PyDict::new(py);
+    let mut words = Vec::new();
+    for (k, v) in wanted.iter() {
+        let old = existing.get_item(&k)?;
+        let same = match &old {
+            Some(o) => o.eq(&v)?,
+            None => false,
+        };
+        if !same {
+            let old = old.unwrap_or_else(|| py.None().into_bound(py));
+            words.push(format!(
+                "{} is {} there, {} here",
+                k.str()?,
+                old.repr()?,
+                v.repr()?
+            ));
+            differences.set_item(&k, (old, v))?;
+        }
+    }
+    if words.is_empty() {
+        return Ok(None);
+    }
+    let msg = format!(
+        "guard '{name}' exists with other settings ({}): pass the same settings in every \
+         process, or use another name",
+        words.join("; ")
+    );
+    let old = err.value(py);
+    let inst = py.get_type::<GuardMismatch>().call1((msg,))?;
+    for a in ["name", "field", "existing", "requested"] {
+        inst.setattr(a, old.getattr(a)?)?;
+    }
+    inst.setattr("differences", differences)?;
+    Ok(Some(PyErr::from_value(inst)))
+}
+
+fn breaker_view(py: Python<'_>, b: AnyBreaker) -> PyResult<Py<PyAny>> {
+    Ok(Py::new(
+        py,
+        PyCircuitBreaker {
+            b,
+            announced: Default::default(),
+        },
+    )?
+    .into_any())
+}
+
 /// A path argument: a `str` or an `os.PathLike` giving one.
 fn path_arg(v: &Bound<'_, PyAny>) -> PyResult<String> {
     if let Ok(s) = v.cast::<PyString>() {
@@ -255,10 +358,11 @@ impl PyRegion {
         py: Python<'_>,
         name: &str,
         config: K::Config,
+        requested: &Bound<'_, PyAny>,
     ) -> PyResult<Shared<K>> {
         let r = &self.r;
         py.detach(|| r.get_or_create::<K>(name, config))
-            .map_err(|f| region_error(py, f, Some(name)))
+            .map_err(|f| get_error(py, r, name, f, requested))
     }
 }
 
@@ -346,12 +450,12 @@ impl PyRegion {
         let py = slf.py();
         let name = name_arg(name)?;
         let private = py.get_type::<PyCircuitBreaker>().call(args, kwargs)?;
-        let private = private.cast::<PyCircuitBreaker>()?.get();
-        let (config, capacity) = (private.b.config(), private.b.capacity() as u64);
+        let pb = private.cast::<PyCircuitBreaker>()?.get();
+        let (config, capacity) = (pb.b.config(), pb.b.capacity() as u64);
         let r = &slf.get().r;
         let g = py
             .detach(|| AnyShared::breaker(r, &name, config, capacity))
-            .map_err(|f| region_error(py, f, Some(&name)))?;
+            .map_err(|f| get_error(py, r, &name, f, &private))?;
         let (g, view) = match g {
             AnyShared::Breaker128(s) => {
                 let v = AnyBreaker::C128(attach(&s));
@@ -398,7 +502,7 @@ impl PyRegion {
         let name = name_arg(name)?;
         let private = py.get_type::<PyBulkhead>().call(args, kwargs)?;
         let config = *private.cast::<PyBulkhead>()?.get().b.config();
-        let g = slf.get().get::<Bulkhead>(py, &name, config)?;
+        let g = slf.get().get::<Bulkhead>(py, &name, config, &private)?;
         let view = Py::new(py, PyBulkhead { b: attach(&g) })?;
         Ok(PySharedBulkhead {
             g,
@@ -421,7 +525,7 @@ impl PyRegion {
         let name = name_arg(name)?;
         let private = py.get_type::<PyLimiter>().call(args, kwargs)?;
         let config = *private.cast::<PyLimiter>()?.get().l.config();
-        let g = slf.get().get::<Limiter>(py, &name, config)?;
+        let g = slf.get().get::<Limiter>(py, &name, config, &private)?;
         let view = Py::new(py, PyLimiter { l: attach(&g) })?;
         Ok(PySharedLimiter {
             g,
@@ -444,7 +548,7 @@ impl PyRegion {
         let name = name_arg(name)?;
         let private = py.get_type::<PyAdmission>().call(args, kwargs)?;
         let config = *private.cast::<PyAdmission>()?.get().a.config();
-        let g = slf.get().get::<Admission>(py, &name, config)?;
+        let g = slf.get().get::<Admission>(py, &name, config, &private)?;
         let view = Py::new(py, PyAdmission { a: attach(&g) })?;
         Ok(PySharedAdmission {
             g,
@@ -468,7 +572,7 @@ impl PyRegion {
         let name = name_arg(name)?;
         let private = py.get_type::<PyRetryBudget>().call(args, kwargs)?;
         let config = private.cast::<PyRetryBudget>()?.get().b.config();
-        let g = slf.get().get::<RetryBudget>(py, &name, config)?;
+        let g = slf.get().get::<RetryBudget>(py, &name, config, &private)?;
         let b = attach(&g);
         // The budget object has no room for the mapping's owner: the mapping is kept for
         // the rest of the process (one reference count, no memory of its own).
@@ -539,6 +643,21 @@ fn delegate<'py>(
         )));
     }
     view.getattr(name)
+}
+
+/// The capacity of a shared guard's type.
+fn cap_of<K: guards::shared::SharedGuard>(_: &Shared<K>) -> u64 {
+    K::CAPACITY
+}
+
+/// `view.name(*args)`: a method of the package's own class, on the shared state.
+fn on_view<'py>(
+    view: &Py<PyAny>,
+    py: Python<'py>,
+    name: &str,
+    args: impl pyo3::call::PyCallArgs<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
+    view.bind(py).call_method1(name, args)
 }
 
 /// Run `fn(*args, **kwargs)` under `permit`, reporting how it ended (the call contract).
@@ -722,6 +841,49 @@ impl PySharedBreaker {
         acall_of(slf.as_any(), r#fn, args, kwargs)
     }
 
+    /// `"closed"`, `"open"` or `"half_open"` now.
+    #[getter]
+    fn state(&self) -> &'static str {
+        breaker_do!(&self.g, g => g.state(clock::now()).name())
+    }
+
+    /// The state at the instant `now` (integer nanoseconds).
+    fn state_at(&self, now: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+        let now = util::get_instant("now", now)?;
+        Ok(breaker_do!(&self.g, g => g.state(now).name()))
+    }
+
+    /// The window cells the breaker was built with.
+    #[getter]
+    fn capacity(&self) -> u64 {
+        breaker_do!(&self.g, g => cap_of(g))
+    }
+
+    /// As `guards.CircuitBreaker.status`.
+    fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        on_view(&self.view, py, "status", ())
+    }
+
+    /// As `guards.CircuitBreaker.window_counts`.
+    #[pyo3(signature = (now = None))]
+    fn window_counts<'py>(
+        &self,
+        py: Python<'py>,
+        now: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        on_view(&self.view, py, "window_counts", (now,))
+    }
+
+    /// The settings (as `guards.CircuitBreaker.config`).
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        on_view(&self.view, py, "config", ())
+    }
+
+    /// The counters, all processes (as `guards.CircuitBreaker.stats`).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        on_view(&self.view, py, "stats", ())
+    }
+
     /// Permits of this breaker held now, by every process.
     fn outstanding(&self) -> u64 {
         breaker_do!(&self.g, g => g.outstanding())
@@ -852,6 +1014,28 @@ impl PySharedBulkhead {
     #[getter]
     fn in_flight(&self) -> u64 {
         self.g.in_flight()
+    }
+
+    /// Free slots now, all processes.
+    #[getter]
+    fn available(&self) -> u64 {
+        self.g.available()
+    }
+
+    /// Most calls in flight at once, all processes together.
+    #[getter]
+    fn max_concurrent(&self) -> u64 {
+        self.g.config().max_concurrent
+    }
+
+    /// The settings.
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        on_view(&self.view, py, "config", ())
+    }
+
+    /// Counters, all processes: `acquired`, `rejected`, `released`, `in_flight`.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        on_view(&self.view, py, "stats", ())
     }
 
     /// Permits of this bulkhead recorded in the region now (a scan of the permit table).
@@ -987,6 +1171,28 @@ macro_rules! priority_guard {
                 kwargs: Option<&Bound<'py, PyDict>>,
             ) -> PyResult<Bound<'py, PyAny>> {
                 acall_of(slf.as_any(), r#fn, args, kwargs)
+            }
+
+            /// The current limit, all processes.
+            #[getter]
+            fn limit(&self) -> u64 {
+                self.g.limit()
+            }
+
+            /// Calls inside now, all processes.
+            #[getter]
+            fn in_flight(&self) -> u64 {
+                self.g.in_flight()
+            }
+
+            /// The settings.
+            fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                on_view(&self.view, py, "config", ())
+            }
+
+            /// The counters, all processes.
+            fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                on_view(&self.view, py, "stats", ())
             }
 
             /// Permits of this guard recorded in the region now, all processes.
@@ -1261,7 +1467,11 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     s.add("RegionIncompatible", py.get_type::<RegionIncompatible>())?;
     s.add("RegionFull", py.get_type::<RegionFull>())?;
     s.add("RegionTimeout", py.get_type::<RegionTimeout>())?;
-    s.add("GuardMismatch", py.get_type::<GuardMismatch>())?;
+    let mismatch = py.get_type::<GuardMismatch>();
+    for a in ["name", "field", "existing", "requested", "differences"] {
+        mismatch.setattr(a, py.None())?;
+    }
+    s.add("GuardMismatch", mismatch)?;
     s.add("GuardNotFound", py.get_type::<GuardNotFound>())?;
     s.add(
         "PermitSlotsExhausted",

@@ -246,9 +246,20 @@ def test_mismatch_names_what_differs(region: shared.Region) -> None:
         "bulkhead",
     )
     assert e.value.name == "stock" and "circuit_breaker" in str(e.value)
+    assert e.value.differences is None
     with pytest.raises(shared.GuardMismatch) as e:
         region.circuit_breaker("stock", window_size=20, failure_rate_threshold=0.25)
     assert e.value.field == "config" and "settings" in str(e.value)
+    assert e.value.differences == {"failure_rate_threshold": (0.5, 0.25)}
+    assert "failure_rate_threshold is 0.5 there, 0.25 here" in str(e.value)
+    region.bulkhead("db", max_concurrent=4)
+    with pytest.raises(shared.GuardMismatch) as e:
+        region.bulkhead("db", max_concurrent=5)
+    assert e.value.differences == {"max_concurrent": (4, 5)}
+    region.retry_budget("rb", mode="grpc")
+    with pytest.raises(shared.GuardMismatch) as e:
+        region.retry_budget("rb", mode="token_bucket")
+    assert e.value.field == "config" and "mode" in e.value.differences
     with pytest.raises(shared.GuardMismatch) as e:
         region.circuit_breaker("stock", window_size=20, capacity=1024)
     assert (e.value.field, e.value.existing, e.value.requested) == ("capacity", 128, 1024)
