@@ -26,9 +26,13 @@ use guards::error::{Detail, Failure, GuardsResult};
 use guards::handle::{AnyBreaker, InPlace};
 use guards::permit::{Granted, PermitToken};
 use guards::shared::{AnyShared, GuardKind, PermitView, Refusal, Region, RegionOptions, Shared};
+use guards_core::adaptive_throttle::AdaptiveThrottle;
 use guards_core::admission::Admission;
+use guards_core::brownout::Brownout;
 use guards_core::bulkhead::Bulkhead;
 use guards_core::circuit_breaker::CircuitBreaker;
+use guards_core::hedging::Hedging;
+use guards_core::latency_tracker::LatencyTracker;
 use guards_core::limiter::Limiter;
 use guards_core::retry_budget::RetryBudget;
 use guards_core::{Nanos, Outcome, Priority};
@@ -37,12 +41,16 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
+use crate::adaptive_throttle::PyAdaptiveThrottle;
 use crate::admission::PyAdmission;
+use crate::brownout::PyBrownout;
 use crate::bulkhead::PyBulkhead;
 use crate::circuit_breaker::PyCircuitBreaker;
 use crate::clock;
 use crate::errors;
 use crate::events::{self, Op};
+use crate::hedging::PyHedging;
+use crate::latency_tracker::PyLatencyTracker;
 use crate::limiter::{priority_arg, PyLimiter};
 use crate::outcome;
 use crate::permit;
@@ -233,6 +241,12 @@ fn config_differences(
         AnyShared::Limiter(s) => Py::new(py, PyLimiter { l: attach(s) })?.into_any(),
         AnyShared::Admission(s) => Py::new(py, PyAdmission { a: attach(s) })?.into_any(),
         AnyShared::RetryBudget(s) => Py::new(py, PyRetryBudget { b: attach(s) })?.into_any(),
+        AnyShared::AdaptiveThrottle(s) => {
+            Py::new(py, PyAdaptiveThrottle { t: attach(s) })?.into_any()
+        }
+        AnyShared::LatencyTracker(s) => Py::new(py, PyLatencyTracker { t: attach(s) })?.into_any(),
+        AnyShared::Hedging(s) => Py::new(py, PyHedging { h: attach(s) })?.into_any(),
+        AnyShared::Brownout(s) => Py::new(py, PyBrownout { b: attach(s) })?.into_any(),
         AnyShared::Breaker128(s) => breaker_view(py, AnyBreaker::C128(attach(s)))?,
         AnyShared::Breaker1024(s) => breaker_view(py, AnyBreaker::C1024(attach(s)))?,
         AnyShared::Breaker8192(s) => breaker_view(py, AnyBreaker::C8192(attach(s)))?,
@@ -364,6 +378,23 @@ impl PyRegion {
         py.detach(|| r.get_or_create::<K>(name, config))
             .map_err(|f| get_error(py, r, name, f, requested))
     }
+}
+
+/// A guard without permits (nothing to reclaim), returned as the package's own class over
+/// the region's memory; the mapping is kept for the rest of the process (the package's
+/// object has no room for its owner).
+macro_rules! plain_guard {
+    ($slf:expr, $name:expr, $args:expr, $kwargs:expr, $py_ty:ident, $core:ty, $field:ident) => {{
+        let slf = $slf;
+        let py = slf.py();
+        let name = name_arg($name)?;
+        let private = py.get_type::<$py_ty>().call($args, $kwargs)?;
+        let config = *private.cast::<$py_ty>()?.get().$field.config();
+        let g = slf.get().get::<$core>(py, &name, config, &private)?;
+        let $field = attach(&g);
+        std::mem::forget(g);
+        Ok($py_ty { $field })
+    }};
 }
 
 #[pymethods]
@@ -578,6 +609,62 @@ impl PyRegion {
         // the rest of the process (one reference count, no memory of its own).
         std::mem::forget(g);
         Ok(PyRetryBudget { b })
+    }
+
+    /// `region.adaptive_throttle(name, **settings)`: a `guards.AdaptiveThrottle` whose
+    /// accept and request counts are the host's (usable with `guards.guarded`).
+    #[pyo3(signature = (name, /, *args, **kwargs))]
+    fn adaptive_throttle(
+        slf: &Bound<'_, Self>,
+        name: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyAdaptiveThrottle> {
+        plain_guard!(
+            slf,
+            name,
+            args,
+            kwargs,
+            PyAdaptiveThrottle,
+            AdaptiveThrottle,
+            t
+        )
+    }
+
+    /// `region.latency_tracker(name, **settings)`: a `guards.LatencyTracker` fed by every
+    /// process (the same percentiles for all).
+    #[pyo3(signature = (name, /, *args, **kwargs))]
+    fn latency_tracker(
+        slf: &Bound<'_, Self>,
+        name: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyLatencyTracker> {
+        plain_guard!(slf, name, args, kwargs, PyLatencyTracker, LatencyTracker, t)
+    }
+
+    /// `region.hedging(name, **settings)`: a `guards.Hedging` policy whose latency samples
+    /// and hedge budget are the host's.
+    #[pyo3(signature = (name, /, *args, **kwargs))]
+    fn hedging(
+        slf: &Bound<'_, Self>,
+        name: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyHedging> {
+        plain_guard!(slf, name, args, kwargs, PyHedging, Hedging, h)
+    }
+
+    /// `region.brownout(name, **settings)`: a `guards.Brownout` (one operation) whose
+    /// level and counters are the host's.
+    #[pyo3(signature = (name, /, *args, **kwargs))]
+    fn brownout(
+        slf: &Bound<'_, Self>,
+        name: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyBrownout> {
+        plain_guard!(slf, name, args, kwargs, PyBrownout, Brownout, b)
     }
 
     /// Give every permit of a dead process back to its guard (reported `cancelled` at

@@ -362,3 +362,40 @@ def test_bad_input(path: str, tmp_path: Path) -> None:
     assert p.release()
     with pytest.raises(TypeError):
         r.reclaim(now="soon")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ kinds without permits
+
+
+def test_kinds_without_permits_are_the_package_classes(path: str) -> None:
+    a, b = shared.Region(path), shared.Region(path)
+    t1, t2 = a.adaptive_throttle("t", k=2.0), b.adaptive_throttle("t", k=2.0)
+    assert isinstance(t1, guards.AdaptiveThrottle)
+    t1.on_accepted()
+    assert t2.stats()["accepted"] == 1
+    with guards.guarded(t2):  # the package's own throttle: the native adapter
+        pass
+    assert t1.stats()["admitted"] == 1 and t1.stats()["accepted"] == 2
+
+    l1, l2 = a.latency_tracker("lt"), b.latency_tracker("lt")
+    assert isinstance(l1, guards.LatencyTracker)
+    for ms in range(1, 101):
+        l1.record(ms / 1000)
+    assert l2.count() == 100 and l2.quantile(0.5) == l1.quantile(0.5)
+
+    h1, h2 = a.hedging("h", max_hedges=2), b.hedging("h", max_hedges=2)
+    assert isinstance(h1, guards.Hedging) and h2.config()["max_hedges"] == 2
+    assert h1.stats() == h2.stats()
+
+    br = a.brownout("search", optional=True)
+    assert isinstance(br, guards.Brownout) and b.brownout("search", optional=True).config()["optional"]
+    with pytest.raises(shared.GuardMismatch) as e:
+        b.brownout("search", optional=False)
+    assert e.value.differences == {"optional": (True, False)}
+    kinds = {g["name"]: g["kind"] for g in a.guards()}
+    assert kinds == {
+        "t": "adaptive_throttle",
+        "lt": "latency_tracker",
+        "h": "hedging",
+        "search": "brownout",
+    }
