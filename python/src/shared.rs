@@ -1005,10 +1005,34 @@ pub struct PySharedBulkhead {
     region: Py<PyRegion>,
 }
 
+/// The `now` of a bulkhead's acquire. The bulkhead itself does not read it: it only stamps
+/// the permits that a reclaim caused by this acquire (the bulkhead full) gives back, e.g. a
+/// dead holder's breaker probe failing at that instant. The coarse monotonic clock (the
+/// same timeline as `CLOCK_MONOTONIC`, at most one kernel tick, a few ms, behind) costs a
+/// fraction of a precise read; an installed `FakeClock` is read as everywhere else.
+#[inline]
+fn bulkhead_stamp() -> Nanos {
+    if clock::fake_installed() {
+        return clock::now();
+    }
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    if rc != 0 {
+        return clock::now();
+    }
+    let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
+    let nanos = u64::try_from(ts.tv_nsec).unwrap_or(0);
+    Nanos(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
+}
+
 impl PySharedBulkhead {
     fn take(slf: &Bound<'_, Self>, op: Option<&Bound<'_, PyAny>>) -> PyResult<PySharedPermit> {
         let py = slf.py();
-        match slf.get().g.try_acquire((), clock::now()) {
+        match slf.get().g.try_acquire((), bulkhead_stamp()) {
             Ok((t, v)) => Ok(PySharedPermit::new(
                 SharedOwner::Bulkhead(slf.clone().unbind()),
                 t,
@@ -1062,7 +1086,7 @@ impl PySharedBulkhead {
         operation: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<PySharedPermit>> {
         let op = op_arg(operation)?;
-        match slf.get().g.try_acquire((), clock::now()) {
+        match slf.get().g.try_acquire((), bulkhead_stamp()) {
             Ok((t, v)) => Ok(Some(PySharedPermit::new(
                 SharedOwner::Bulkhead(slf.clone().unbind()),
                 t,
