@@ -44,6 +44,7 @@ from ._guards import _shared as _n
 Region = _n.Region
 CircuitBreaker = _n.CircuitBreaker
 Bulkhead = _n.Bulkhead
+KeyedBreakers = _n.KeyedBreakers
 Limiter = _n.Limiter
 Admission = _n.Admission
 Permit = _n.Permit
@@ -55,6 +56,14 @@ RegionTimeout = _n.RegionTimeout
 GuardMismatch = _n.GuardMismatch
 GuardNotFound = _n.GuardNotFound
 PermitSlotsExhausted = _n.PermitSlotsExhausted
+
+
+async def _acall_keyed(
+    guard: Any, key: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """``await breakers.acall(key, fn, *args, **kwargs)``, as :func:`_acall`."""
+    with guard.acquire(key):
+        return await fn(*args, **kwargs)
 
 
 async def _acall(guard: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -69,6 +78,7 @@ __all__ = [
     "Region",
     "CircuitBreaker",
     "Bulkhead",
+    "KeyedBreakers",
     "Limiter",
     "Admission",
     "Permit",

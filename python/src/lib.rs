@@ -112,6 +112,7 @@ check_pyclass_alignment!(
     shared::PySharedBulkhead,
     shared::PySharedLimiter,
     shared::PySharedAdmission,
+    shared::PySharedKeyedBreakers,
     shared::PySharedPermit,
     sim::PySimRun,
     sim::PySimResult,

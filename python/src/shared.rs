@@ -25,12 +25,16 @@ use std::ptr::NonNull;
 use guards::error::{Detail, Failure, GuardsResult};
 use guards::handle::{AnyBreaker, InPlace};
 use guards::permit::{Granted, PermitToken};
+use guards::schema::CIRCUIT_BREAKER;
 use guards::shared::{AnyShared, GuardKind, PermitView, Refusal, Region, RegionOptions, Shared};
 use guards_core::adaptive_throttle::AdaptiveThrottle;
 use guards_core::admission::Admission;
 use guards_core::brownout::Brownout;
 use guards_core::bulkhead::Bulkhead;
-use guards_core::circuit_breaker::CircuitBreaker;
+use guards_core::circuit_breaker::{
+    CircuitBreaker, CircuitBreakerRejectReason, CircuitBreakerRejected, KeyedBreakers,
+    KeyedBreakersRejectReason, KeyedBreakersRejected,
+};
 use guards_core::hedging::Hedging;
 use guards_core::latency_tracker::LatencyTracker;
 use guards_core::limiter::Limiter;
@@ -47,6 +51,7 @@ use crate::brownout::PyBrownout;
 use crate::bulkhead::PyBulkhead;
 use crate::circuit_breaker::PyCircuitBreaker;
 use crate::clock;
+use crate::config::Args;
 use crate::errors;
 use crate::events::{self, Op};
 use crate::hedging::PyHedging;
@@ -516,6 +521,41 @@ impl PyRegion {
         Ok(PySharedBreaker {
             g,
             view: view.into_any(),
+            name,
+            region: slf.clone().unbind(),
+        })
+    }
+
+    /// `region.keyed_breakers(name, slots=16, **settings)`: the host-wide set of breakers
+    /// `name`, one per key (`guards.KeyedBreakers`'s settings).
+    #[pyo3(signature = (name, /, *args, **kwargs))]
+    fn keyed_breakers(
+        slf: &Bound<'_, Self>,
+        name: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PySharedKeyedBreakers> {
+        let py = slf.py();
+        let name = name_arg(name)?;
+        let mut a = Args::collect("KeyedBreakers", &[], args, kwargs)?;
+        let slots = match a.take("slots") {
+            None => 16,
+            Some(v) => util::get_u64("slots", &v, Ctx::Config)?,
+        };
+        let config = a.build(&CIRCUIT_BREAKER)?;
+        let r = &slf.get().r;
+        let g = py
+            .detach(|| AnyShared::keyed_breakers(r, &name, config, slots))
+            .map_err(|f| region_error(py, f, Some(&name)))?;
+        let g = match g {
+            AnyShared::Keyed4(s) => AnyKeyedShared::K4(s),
+            AnyShared::Keyed16(s) => AnyKeyedShared::K16(s),
+            AnyShared::Keyed64(s) => AnyKeyedShared::K64(s),
+            AnyShared::Keyed256(s) => AnyKeyedShared::K256(s),
+            _ => return Err(PyRuntimeError::new_err("the region returned another kind")),
+        };
+        Ok(PySharedKeyedBreakers {
+            g,
             name,
             region: slf.clone().unbind(),
         })
@@ -1350,6 +1390,283 @@ priority_guard!(
     "A host-wide admission door: `guards.Admission`'s methods, its state in a region."
 );
 
+/// A shared keyed breaker set of any of the four sizes.
+#[derive(Debug)]
+enum AnyKeyedShared {
+    K4(Shared<KeyedBreakers<4, 128>>),
+    K16(Shared<KeyedBreakers<16, 128>>),
+    K64(Shared<KeyedBreakers<64, 128>>),
+    K256(Shared<KeyedBreakers<256, 128>>),
+}
+
+macro_rules! keyed_do {
+    ($any:expr, $g:ident => $e:expr) => {
+        match $any {
+            AnyKeyedShared::K4($g) => $e,
+            AnyKeyedShared::K16($g) => $e,
+            AnyKeyedShared::K64($g) => $e,
+            AnyKeyedShared::K256($g) => $e,
+        }
+    };
+}
+
+/// The exception for a keyed set's refusal at `now`: `BreakerOpen` as for one breaker, or
+/// `RuntimeError` when the set has no room for the key (as `guards.KeyedBreakers`).
+fn keyed_error(py: Python<'_>, r: KeyedBreakersRejected, now: Nanos, slots: u64) -> PyErr {
+    let reason = match r.reason {
+        KeyedBreakersRejectReason::Open => CircuitBreakerRejectReason::Open,
+        KeyedBreakersRejectReason::HalfOpenFull => CircuitBreakerRejectReason::HalfOpenFull,
+        _ => {
+            return PyRuntimeError::new_err(format!(
+                "the keyed breaker set is full ({slots} keys): no breaker for key {:#018x}",
+                r.key
+            ))
+        }
+    };
+    crate::circuit_breaker::rejected_error(
+        py,
+        CircuitBreakerRejected {
+            reason,
+            retry_at: r.retry_at,
+        },
+        now,
+    )
+}
+
+/// A host-wide set of circuit breakers, one per key: `guards.KeyedBreakers`'s methods.
+#[pyclass(module = "guards.shared", name = "KeyedBreakers", frozen)]
+#[derive(Debug)]
+pub struct PySharedKeyedBreakers {
+    g: AnyKeyedShared,
+    name: String,
+    region: Py<PyRegion>,
+}
+
+impl PySharedKeyedBreakers {
+    fn take(
+        slf: &Bound<'_, Self>,
+        key: &Bound<'_, PyAny>,
+        now: Nanos,
+        op: Option<&Bound<'_, PyAny>>,
+        raise: bool,
+    ) -> PyResult<Option<PySharedPermit>> {
+        let py = slf.py();
+        let k = crate::circuit_breaker::key_arg(key)?;
+        let op = match op {
+            Some(o) => o.clone(),
+            None => crate::circuit_breaker::key_operation(key)?,
+        };
+        let me = slf.get();
+        let got: Result<(PermitToken, PermitView), Refusal<KeyedBreakersRejected>> =
+            keyed_do!(&me.g, g => g.try_acquire(k, now));
+        match got {
+            Ok((t, v)) => Ok(Some(PySharedPermit::new(
+                SharedOwner::Keyed(slf.clone().unbind()),
+                t,
+                v,
+                Some(&op),
+            ))),
+            Err(Refusal::Rejected(r))
+                if !raise && r.reason != KeyedBreakersRejectReason::SetFull =>
+            {
+                Ok(None)
+            }
+            Err(Refusal::Rejected(r)) => {
+                let err = keyed_error(py, r, now, me.slots());
+                if r.reason != KeyedBreakersRejectReason::SetFull {
+                    events::refusal(py, slf.as_any(), Op::Given(&op), &err);
+                }
+                Err(err)
+            }
+            Err(Refusal::Failed(f)) => Err(region_error(py, f, Some(&me.name))),
+        }
+    }
+
+    fn get_breaker(&self, key: u64) -> Option<CircuitBreakerRef<'_>> {
+        keyed_do!(&self.g, g => g.get(key).map(CircuitBreakerRef))
+    }
+
+    fn slots(&self) -> u64 {
+        keyed_do!(&self.g, g => cap_of(g))
+    }
+}
+
+/// One breaker of a shared keyed set.
+struct CircuitBreakerRef<'a>(&'a CircuitBreaker<128>);
+
+#[pymethods]
+impl PySharedKeyedBreakers {
+    /// For `guards.guarded`: what kind of host-wide guard this is.
+    #[classattr]
+    fn _guards_shared_kind() -> &'static str {
+        "keyed_breakers"
+    }
+
+    /// Its name in the region.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The region it lives in.
+    #[getter]
+    fn region(&self, py: Python<'_>) -> Py<PyRegion> {
+        self.region.clone_ref(py)
+    }
+
+    /// How many keys the set holds at most.
+    #[getter(slots)]
+    fn slots_py(&self) -> u64 {
+        self.slots()
+    }
+
+    /// Ask to make a call to `key` at `now`: a permit, `BreakerOpen`, or `RuntimeError`
+    /// when the set is full.
+    #[pyo3(signature = (key, now = None, *, operation = None))]
+    fn acquire(
+        slf: &Bound<'_, Self>,
+        key: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+        operation: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PySharedPermit> {
+        let now = util::get_now(now)?;
+        let op = op_arg(operation)?;
+        Self::take(slf, key, now, op.as_ref(), true)?
+            .ok_or_else(|| PyRuntimeError::new_err("refused"))
+    }
+
+    /// Like `acquire`, but `None` instead of raising `BreakerOpen`.
+    #[pyo3(signature = (key, now = None, *, operation = None))]
+    fn try_acquire(
+        slf: &Bound<'_, Self>,
+        key: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+        operation: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<PySharedPermit>> {
+        let now = util::get_now(now)?;
+        let op = op_arg(operation)?;
+        Self::take(slf, key, now, op.as_ref(), false)
+    }
+
+    /// `fn(*args, **kwargs)` under `key`'s breaker.
+    #[pyo3(signature = (key, r#fn, /, *args, **kwargs))]
+    fn call<'py>(
+        slf: &Bound<'py, Self>,
+        key: &Bound<'py, PyAny>,
+        r#fn: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let p = Self::take(slf, key, clock::now(), None, true)?
+            .ok_or_else(|| PyRuntimeError::new_err("refused"))?;
+        run_under(slf.py(), p, r#fn, args, kwargs)
+    }
+
+    /// `await breakers.acall(key, fn, *args, **kwargs)`.
+    #[pyo3(signature = (key, r#fn, /, *args, **kwargs))]
+    fn acall<'py>(
+        slf: &Bound<'py, Self>,
+        key: &Bound<'py, PyAny>,
+        r#fn: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let helper = py
+            .import(intern!(py, "guards.shared"))?
+            .getattr(intern!(py, "_acall_keyed"))?;
+        let kw = match kwargs {
+            Some(k) => k.clone(),
+            None => PyDict::new(py),
+        };
+        helper.call1((slf, key, r#fn, args, kw))
+    }
+
+    /// The state of `key`'s breaker at `now` (`"closed"` for a key never seen).
+    #[pyo3(signature = (key, now = None))]
+    fn state(
+        &self,
+        key: &Bound<'_, PyAny>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<&'static str> {
+        let k = crate::circuit_breaker::key_arg(key)?;
+        let now = util::get_now(now)?;
+        Ok(self
+            .get_breaker(k)
+            .map_or("closed", |b| b.0.state(now).name()))
+    }
+
+    /// The settings every breaker uses (durations in seconds) and `slots`.
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let c = keyed_do!(&self.g, g => *g.config());
+        let d = crate::config::to_dict(py, &CIRCUIT_BREAKER, &c)?;
+        d.set_item("slots", self.slots())?;
+        Ok(d)
+    }
+
+    /// Without `key`: `{"entries", "full"}`. With `key`: that breaker's `successes`,
+    /// `failures`, `rejected_open`, `closed_to_open` (or `None` for a key never seen).
+    #[pyo3(signature = (key = None))]
+    fn stats<'py>(
+        &self,
+        py: Python<'py>,
+        key: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        match given(key) {
+            None => {
+                let s = keyed_do!(&self.g, g => g.stats());
+                Ok(Some(util::stats_dict(
+                    py,
+                    &[("entries", s.entries), ("full", s.full)],
+                )?))
+            }
+            Some(key) => {
+                let k = crate::circuit_breaker::key_arg(key)?;
+                self.get_breaker(k)
+                    .map(|b| {
+                        let s = b.0.stats();
+                        util::stats_dict(
+                            py,
+                            &[
+                                ("successes", s.successes),
+                                ("failures", s.failures),
+                                ("ignored", s.ignored),
+                                ("rejected_open", s.rejected_open),
+                                ("rejected_half_open", s.rejected_half_open),
+                                ("closed_to_open", s.closed_to_open),
+                                ("half_open_to_closed", s.half_open_to_closed),
+                            ],
+                        )
+                    })
+                    .transpose()
+            }
+        }
+    }
+
+    /// Permits of this set held now, by every process.
+    fn outstanding(&self) -> u64 {
+        keyed_do!(&self.g, g => g.outstanding())
+    }
+
+    fn __len__(&self) -> usize {
+        keyed_do!(&self.g, g => g.len())
+    }
+
+    fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let k = crate::circuit_breaker::key_arg(key)?;
+        Ok(self.get_breaker(k).is_some())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "shared.KeyedBreakers('{}', slots={}, len={})",
+            self.name,
+            self.slots(),
+            self.__len__()
+        )
+    }
+}
+
 /// The shared guard a permit goes back to.
 #[derive(Debug)]
 pub(crate) enum SharedOwner {
@@ -1357,6 +1674,7 @@ pub(crate) enum SharedOwner {
     Bulkhead(Py<PySharedBulkhead>),
     Limiter(Py<PySharedLimiter>),
     Admission(Py<PySharedAdmission>),
+    Keyed(Py<PySharedKeyedBreakers>),
 }
 
 impl SharedOwner {
@@ -1370,11 +1688,14 @@ impl SharedOwner {
             SharedOwner::Bulkhead(b) => b.get().g.report(t, o, now).ok().map(|_| "done"),
             SharedOwner::Limiter(b) => b.get().g.report(t, o, now).ok().map(|_| "done"),
             SharedOwner::Admission(b) => b.get().g.report(t, o, now).ok().map(|_| "done"),
+            SharedOwner::Keyed(b) => {
+                keyed_do!(&b.get().g, g => g.report(t, o, now).ok().map(|e| e.name()))
+            }
         }
     }
 
     fn is_breaker(&self) -> bool {
-        matches!(self, SharedOwner::Breaker(_))
+        matches!(self, SharedOwner::Breaker(_) | SharedOwner::Keyed(_))
     }
 }
 
@@ -1572,6 +1893,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     s.add_class::<PySharedBulkhead>()?;
     s.add_class::<PySharedLimiter>()?;
     s.add_class::<PySharedAdmission>()?;
+    s.add_class::<PySharedKeyedBreakers>()?;
     s.add_class::<PySharedPermit>()?;
     s.add("RegionError", py.get_type::<RegionError>())?;
     s.add("RegionInvalid", py.get_type::<RegionInvalid>())?;

@@ -399,3 +399,42 @@ def test_kinds_without_permits_are_the_package_classes(path: str) -> None:
         "h": "hedging",
         "search": "brownout",
     }
+
+
+# ------------------------------------------------------------------ keyed breakers
+
+
+def test_keyed_breakers(path: str) -> None:
+    a = shared.Region(path).keyed_breakers("hosts", slots=4, window_size=2, minimum_calls=2)
+    b = shared.Region(path).keyed_breakers("hosts", slots=4, window_size=2, minimum_calls=2)
+    assert a.slots == 4 and a.config()["slots"] == 4 and len(a) == 0
+    for _ in range(2):
+        with pytest.raises(ConnectionError):
+            with a.acquire("db-1"):
+                raise ConnectionError()
+    assert b.state("db-1") == "open" and b.state("db-2") == "closed" and "db-1" in b
+    with pytest.raises(guards.BreakerOpen) as e:
+        b.acquire("db-1")
+    assert e.value.reason == "open"
+    assert b.try_acquire("db-1") is None
+    p = b.acquire("db-2")
+    assert p.kind == "call" and p.report("success") == "counted"
+    assert b.stats() == {"entries": 2, "full": 0}
+    assert b.stats("db-1")["failures"] == 2 and b.stats("nope") is None
+    for k in ("c", "d"):
+        b.acquire(k).on_ignore()
+    with pytest.raises(RuntimeError):
+        b.acquire("e")  # 4 keys: the set is full
+    assert b.call("db-2", lambda: 5) == 5
+    with guards.guarded(a, key="db-2"):
+        pass
+    assert a.stats("db-2")["successes"] == 3
+    with pytest.raises(TypeError):
+        guards.guarded(a)  # no key
+    with pytest.raises(shared.GuardMismatch) as m:
+        shared.Region(path).keyed_breakers("hosts", slots=16, window_size=2, minimum_calls=2)
+    assert m.value.field == "capacity"
+    with pytest.raises(guards.ConfigError):
+        shared.Region(path).keyed_breakers("k2", slots=0)
+    with pytest.raises(TypeError):
+        a.acquire(1.5)
