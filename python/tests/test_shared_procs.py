@@ -95,6 +95,22 @@ def _holder(path: str, ready: Any) -> None:
     del held
 
 
+PROBE_SETTINGS: dict[str, Any] = {
+    "window_size": 2,
+    "minimum_calls": 2,
+    "open_duration": 10,
+    "half_open_probes": 1,
+}
+
+
+def _probe_holder(path: str, at: int, ready: Any) -> None:
+    cb = shared.Region(path).circuit_breaker("dep", **PROBE_SETTINGS)
+    probe = cb.acquire(now=at)  # the only half-open probe
+    ready.put(probe.is_probe)
+    time.sleep(600)  # killed long before
+    del probe
+
+
 # ------------------------------------------------------------------ helpers
 
 
@@ -231,3 +247,29 @@ def test_a_reopened_region_reclaims_on_open(path: str) -> None:
     r = shared.Region(path)  # a restarted worker opening the region
     assert r.stats()["reclaimed_permits"] == 3
     assert r.bulkhead("bh", max_concurrent=2).in_flight == 0
+
+
+def test_a_killed_probe_holder_fails_its_probe(path: str) -> None:
+    """Instants are given explicitly (`now=`), so the test reads no clock."""
+    ctx = mp.get_context("fork")
+    region = shared.Region(path)
+    cb = region.circuit_breaker("dep", **PROBE_SETTINGS)
+    t0 = 10**12
+    for _ in range(2):
+        cb.acquire(now=t0).report("timeout", now=t0)
+    assert cb.state_at(t0) == "open"
+    at = t0 + 11 * 10**9  # past the open duration: the next call is the probe
+    ready = ctx.Queue()
+    child = ctx.Process(target=_probe_holder, args=(path, at, ready))
+    child.start()
+    assert ready.get(timeout=60) is True
+    with pytest.raises(guards.BreakerOpen) as e:
+        cb.acquire(now=at)
+    assert e.value.reason == "half_open_full"
+    os.kill(child.pid or 0, signal.SIGKILL)
+    child.join(60)
+    assert region.reclaim(now=at + 1) == {"permits": 1, "claims": 0}
+    # The abandoned probe counts as failed: open again, from the reclaim's instant.
+    assert cb.state_at(at + 2) == "open"
+    assert cb.stats()["probe_failures"] == 1 and cb.stats()["half_open_to_open"] == 1
+    assert cb.state_at(at + 1 + 21 * 10**9) == "half_open"
