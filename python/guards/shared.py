@@ -10,6 +10,7 @@ for every process of a machine (the workers of gunicorn, ``uvicorn --workers``,
     region = shared.Region("myapp")              # /dev/shm/myapp, created on first use
     stock = region.circuit_breaker("stock", failure_rate_threshold=0.5, window_size=20)
     pool = region.bulkhead("db", max_concurrent=12)   # 12 in flight across all workers
+    budget = region.retry_budget("retries", capacity=10)   # a guards.RetryBudget
 
     with stock.acquire():                         # the package's call contract
         reply = client.get("/stock")
@@ -24,6 +25,11 @@ settings, defaults and errors as the package's own classes: ``region.bulkhead(na
 max_concurrent=12)`` takes what ``guards.Bulkhead(max_concurrent=12)`` takes). Asking for an
 existing name with another kind or other settings raises :class:`GuardMismatch` naming what
 differs.
+
+Kinds: ``circuit_breaker``, ``keyed_breakers``, ``bulkhead``, ``limiter`` and ``admission``
+(host-wide classes of this module, with the methods of the package's own); ``retry_budget``,
+``adaptive_throttle``, ``latency_tracker``, ``hedging`` and ``brownout`` return the package's
+own classes over the region's memory (they hand out no permits).
 
 Permits are recorded in the region with the process that holds them: when a worker is
 killed while holding a bulkhead slot, a limiter place or a half-open probe,

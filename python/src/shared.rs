@@ -801,7 +801,8 @@ fn run_under<'py>(
             Ok(v)
         }
         Err(e) => {
-            let o = outcome::classify(e.value(py))?.0;
+            // The call's exception is what the caller sees, even if classifying it failed.
+            let o = outcome::classify(e.value(py)).map_or(Outcome::OtherTransient, |c| c.0);
             permit.finish(o, clock::now());
             Err(e)
         }
