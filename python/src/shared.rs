@@ -16,11 +16,16 @@
 //! `permit.report(outcome)`, or `with permit:` classifying the exception leaving the block
 //! with `guards.classify_exception`.
 //!
+//! `keyed_breakers`, `adaptive_throttle`, `latency_tracker`, `hedging` and `brownout` too
+//! (the last four, like the retry budget, as the package's own classes).
+//!
 //! The read-only methods (`state`, `status`, `stats`, `config`, `in_flight`, ...) are the
 //! package's own: each shared guard keeps a private view of its state (a guard of the
-//! package's class over the region's memory) and hands them over to it.
+//! package's class over the region's memory) and hands them over to it. A region that
+//! handed out a guard stays mapped until the process exits (`PyRegion::pin`).
 
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use guards::error::{Detail, Failure, GuardsResult};
 use guards::handle::{AnyBreaker, InPlace};
@@ -238,6 +243,7 @@ fn config_differences(
     requested: &Bound<'_, PyAny>,
     err: &PyErr,
 ) -> PyResult<Option<PyErr>> {
+    // The views below live only in this function, while `any` holds the mapping.
     let Ok(any) = AnyShared::attach(region, name) else {
         return Ok(None);
     };
@@ -350,6 +356,8 @@ const DEFAULT_PATH: &str = "guards";
 pub struct PyRegion {
     r: Region,
     path: String,
+    /// Whether the mapping has been kept for the rest of the process (see [`PyRegion::pin`]).
+    pinned: AtomicBool,
 }
 
 fn stats_of_region<'py>(py: Python<'py>, r: &Region) -> PyResult<Bound<'py, PyDict>> {
@@ -372,6 +380,16 @@ fn stats_of_region<'py>(py: Python<'py>, r: &Region) -> PyResult<Bound<'py, PyDi
 }
 
 impl PyRegion {
+    /// Keep the mapping for the rest of the process, once a guard of it has been handed
+    /// out: the package's own guard objects over its memory (the plain kinds, and the
+    /// views behind the host-wide classes, whose bound methods a caller may keep) have no
+    /// room for the mapping's owner. One reference count; the file may still be removed.
+    fn pin(&self) {
+        if !self.pinned.swap(true, Ordering::Relaxed) {
+            std::mem::forget(self.r.clone());
+        }
+    }
+
     fn get<K: guards::shared::SharedGuard>(
         &self,
         py: Python<'_>,
@@ -380,8 +398,11 @@ impl PyRegion {
         requested: &Bound<'_, PyAny>,
     ) -> PyResult<Shared<K>> {
         let r = &self.r;
-        py.detach(|| r.get_or_create::<K>(name, config))
-            .map_err(|f| get_error(py, r, name, f, requested))
+        let g = py
+            .detach(|| r.get_or_create::<K>(name, config))
+            .map_err(|f| get_error(py, r, name, f, requested))?;
+        self.pin();
+        Ok(g)
     }
 }
 
@@ -396,8 +417,8 @@ macro_rules! plain_guard {
         let private = py.get_type::<$py_ty>().call($args, $kwargs)?;
         let config = *private.cast::<$py_ty>()?.get().$field.config();
         let g = slf.get().get::<$core>(py, &name, config, &private)?;
+        // The region is pinned (`get`): the mapping outlives the package's object.
         let $field = attach(&g);
-        std::mem::forget(g);
         Ok($py_ty { $field })
     }};
 }
@@ -457,7 +478,11 @@ impl PyRegion {
         let r = py
             .detach(|| Region::open(&path, &o))
             .map_err(|f| region_error(py, f, None))?;
-        Ok(PyRegion { r, path: resolved })
+        Ok(PyRegion {
+            r,
+            path: resolved,
+            pinned: AtomicBool::new(false),
+        })
     }
 
     /// Remove the region file at `path` (processes that have it open keep their mapping;
@@ -492,6 +517,7 @@ impl PyRegion {
         let g = py
             .detach(|| AnyShared::breaker(r, &name, config, capacity))
             .map_err(|f| get_error(py, r, &name, f, &private))?;
+        slf.get().pin();
         let (g, view) = match g {
             AnyShared::Breaker128(s) => {
                 let v = AnyBreaker::C128(attach(&s));
@@ -631,7 +657,7 @@ impl PyRegion {
 
     /// `region.retry_budget(name, mode="token_bucket", **settings)`: a `guards.RetryBudget`
     /// (usable wherever one is: `@guards.retry(budget=...)`, `gate=`) whose balance is the
-    /// host's. A region that handed out a retry budget stays mapped until the process exits.
+    /// host's.
     #[pyo3(signature = (name, /, *args, **kwargs))]
     fn retry_budget(
         slf: &Bound<'_, Self>,
@@ -644,10 +670,8 @@ impl PyRegion {
         let private = py.get_type::<PyRetryBudget>().call(args, kwargs)?;
         let config = private.cast::<PyRetryBudget>()?.get().b.config();
         let g = slf.get().get::<RetryBudget>(py, &name, config, &private)?;
+        // The region is pinned (`get`): the mapping outlives the package's object.
         let b = attach(&g);
-        // The budget object has no room for the mapping's owner: the mapping is kept for
-        // the rest of the process (one reference count, no memory of its own).
-        std::mem::forget(g);
         Ok(PyRetryBudget { b })
     }
 
@@ -751,9 +775,11 @@ impl PyRegion {
 
 /// A non-owning view of a shared guard as the package's own class sees it.
 fn attach<K>(s: &Shared<K>) -> InPlace<K> {
-    // SAFETY: the guard is an initialised `K` in the region's mapping, which lives as long
-    // as `s` (its `Region`), and every view is kept beside its `Shared` (or the `Shared` is
-    // forgotten, keeping the mapping for good). Views only reach it through `&K`.
+    // SAFETY: the guard is an initialised `K` in the region's mapping. The mapping lives as
+    // long as `s` (its `Region`), and a region that handed out a guard is pinned for the
+    // rest of the process (`PyRegion::pin`), so views handed to Python, and bound methods
+    // taken from them, never outlive it; `config_differences` keeps its `AnyShared` alive
+    // while its views are used. Views only reach the guard through `&K`.
     unsafe { InPlace::attach(NonNull::from(&**s)) }
 }
 
