@@ -438,3 +438,15 @@ def test_keyed_breakers(path: str) -> None:
         shared.Region(path).keyed_breakers("k2", slots=0)
     with pytest.raises(TypeError):
         a.acquire(1.5)
+
+
+def test_methods_kept_after_the_region_objects_are_gone(path: str) -> None:
+    def take() -> tuple[object, object]:
+        r = shared.Region(path)
+        lim = r.limiter("lim", 3)
+        return lim.stats, r.retry_budget("rb").tokens  # a view's and a budget's methods
+
+    stats, tokens = take()
+    gc.collect()
+    assert stats()["limit"] == 3  # type: ignore[operator]
+    assert tokens() >= 0  # type: ignore[operator]
