@@ -768,6 +768,14 @@ impl PyRegion {
         Ok(out)
     }
 
+    /// Pickled as its path: a process that unpickles it (a `multiprocessing` "spawn"
+    /// child) opens the same region file.
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, pyo3::types::PyType>, (String,))> {
+        Ok((slf.get_type(), (slf.get().path.clone(),)))
+    }
+
     fn __repr__(&self) -> String {
         format!("Region('{}', guards={})", self.path, self.r.stats().guards)
     }

@@ -58,6 +58,11 @@ def _breaker_failures(path: str, done: Any) -> None:
     done.put((os.getpid(), cb.state))
 
 
+def _region_arg(region: shared.Region, out: Any) -> None:
+    with region.bulkhead("bh", max_concurrent=CAP).acquire():
+        out.put((region.path, region.stats()["permits_held"]))
+
+
 def _breaker_probe(path: str, out: Any) -> None:
     cb = shared.Region(path).circuit_breaker(
         "dep", window_size=10, minimum_calls=10, failure_rate_threshold=0.5, open_duration=120
@@ -273,3 +278,16 @@ def test_a_killed_probe_holder_fails_its_probe(path: str) -> None:
     assert cb.state_at(at + 2) == "open"
     assert cb.stats()["probe_failures"] == 1 and cb.stats()["half_open_to_open"] == 1
     assert cb.state_at(at + 1 + 21 * 10**9) == "half_open"
+
+
+def test_a_region_passed_to_a_spawned_process_opens_the_same_file(path: str) -> None:
+    ctx = mp.get_context("spawn")
+    region = shared.Region(path)
+    b = region.bulkhead("bh", max_concurrent=CAP)
+    out = ctx.Queue()
+    with b.acquire():
+        p = ctx.Process(target=_region_arg, args=(region, out))  # pickled as its path
+        p.start()
+        assert out.get(timeout=60) == (path, 2)
+        _join([p])
+    assert b.in_flight == 0 and b.stats()["acquired"] == 2
