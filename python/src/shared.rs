@@ -58,7 +58,7 @@ use crate::circuit_breaker::PyCircuitBreaker;
 use crate::clock;
 use crate::config::Args;
 use crate::errors;
-use crate::events::{self, Op};
+use crate::events::{self, Announced, AnnouncedByKey, Op};
 use crate::hedging::PyHedging;
 use crate::latency_tracker::PyLatencyTracker;
 use crate::limiter::{priority_arg, PyLimiter};
@@ -549,6 +549,7 @@ impl PyRegion {
             view: view.into_any(),
             name,
             region: slf.clone().unbind(),
+            announced: Announced::default(),
         })
     }
 
@@ -584,6 +585,7 @@ impl PyRegion {
             g,
             name,
             region: slf.clone().unbind(),
+            announced: AnnouncedByKey::default(),
         })
     }
 
@@ -831,13 +833,13 @@ fn run_under<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     match f.call(args, kwargs) {
         Ok(v) => {
-            permit.finish(Outcome::Success, clock::now());
+            permit.finish_py(py, Outcome::Success, clock::now());
             Ok(v)
         }
         Err(e) => {
             // The call's exception is what the caller sees, even if classifying it failed.
             let o = outcome::classify(e.value(py)).map_or(Outcome::OtherTransient, |c| c.0);
-            permit.finish(o, clock::now());
+            permit.finish_py(py, o, clock::now());
             Err(e)
         }
     }
@@ -897,9 +899,18 @@ pub struct PySharedBreaker {
     view: Py<PyAny>,
     name: String,
     region: Py<PyRegion>,
+    /// The last state this process announced (`state_change` events: each process emits
+    /// the transitions it sees, whichever process caused them).
+    announced: Announced,
 }
 
 impl PySharedBreaker {
+    /// Emit the state change this process sees, if any (`state_change` events).
+    fn announce<'py>(&self, slf: &Bound<'py, Self>, op: Op<'_, 'py>) {
+        let status = breaker_do!(&self.g, g => g.status());
+        self.announced.observe(slf.py(), status, slf.as_any(), op);
+    }
+
     fn take(
         slf: &Bound<'_, Self>,
         now: Nanos,
@@ -909,13 +920,19 @@ impl PySharedBreaker {
         let got: Result<(PermitToken, PermitView), Refusal<_>> =
             breaker_do!(&slf.get().g, g => g.try_acquire((), now));
         match got {
-            Ok((t, v)) => Ok(PySharedPermit::new(
-                SharedOwner::Breaker(slf.clone().unbind()),
-                t,
-                v,
-                op,
-            )),
+            Ok((t, v)) => {
+                if v.probe_timeout.is_some() {
+                    slf.get().announce(slf, Op::given(op));
+                }
+                Ok(PySharedPermit::new(
+                    SharedOwner::Breaker(slf.clone().unbind()),
+                    t,
+                    v,
+                    op,
+                ))
+            }
             Err(Refusal::Rejected(r)) => {
+                slf.get().announce(slf, Op::given(op));
                 let err = crate::circuit_breaker::rejected_error(py, r, now);
                 events::refusal(py, slf.as_any(), Op::given(op), &err);
                 Err(err)
@@ -969,13 +986,21 @@ impl PySharedBreaker {
         let got: Result<(PermitToken, PermitView), Refusal<_>> =
             breaker_do!(&slf.get().g, g => g.try_acquire((), now));
         match got {
-            Ok((t, v)) => Ok(Some(PySharedPermit::new(
-                SharedOwner::Breaker(slf.clone().unbind()),
-                t,
-                v,
-                op.as_ref(),
-            ))),
-            Err(Refusal::Rejected(_)) => Ok(None),
+            Ok((t, v)) => {
+                if v.probe_timeout.is_some() {
+                    slf.get().announce(slf, Op::given(op.as_ref()));
+                }
+                Ok(Some(PySharedPermit::new(
+                    SharedOwner::Breaker(slf.clone().unbind()),
+                    t,
+                    v,
+                    op.as_ref(),
+                )))
+            }
+            Err(Refusal::Rejected(_)) => {
+                slf.get().announce(slf, Op::given(op.as_ref()));
+                Ok(None)
+            }
             Err(Refusal::Failed(f)) => Err(region_error(slf.py(), f, Some(&slf.get().name))),
         }
     }
@@ -1475,6 +1500,8 @@ pub struct PySharedKeyedBreakers {
     g: AnyKeyedShared,
     name: String,
     region: Py<PyRegion>,
+    /// The last state this process announced, per key.
+    announced: AnnouncedByKey,
 }
 
 impl PySharedKeyedBreakers {
@@ -1495,18 +1522,27 @@ impl PySharedKeyedBreakers {
         let got: Result<(PermitToken, PermitView), Refusal<KeyedBreakersRejected>> =
             keyed_do!(&me.g, g => g.try_acquire(k, now));
         match got {
-            Ok((t, v)) => Ok(Some(PySharedPermit::new(
-                SharedOwner::Keyed(slf.clone().unbind()),
-                t,
-                v,
-                Some(&op),
-            ))),
+            Ok((t, v)) => {
+                if v.probe_timeout.is_some() {
+                    me.announce(slf, k, Op::Given(&op));
+                }
+                Ok(Some(PySharedPermit::new(
+                    SharedOwner::Keyed(slf.clone().unbind(), k),
+                    t,
+                    v,
+                    Some(&op),
+                )))
+            }
             Err(Refusal::Rejected(r))
                 if !raise && r.reason != KeyedBreakersRejectReason::SetFull =>
             {
+                me.announce(slf, k, Op::Given(&op));
                 Ok(None)
             }
             Err(Refusal::Rejected(r)) => {
+                if r.reason != KeyedBreakersRejectReason::SetFull {
+                    me.announce(slf, k, Op::Given(&op));
+                }
                 let err = keyed_error(py, r, now, me.slots());
                 if r.reason != KeyedBreakersRejectReason::SetFull {
                     events::refusal(py, slf.as_any(), Op::Given(&op), &err);
@@ -1514,6 +1550,14 @@ impl PySharedKeyedBreakers {
                 Err(err)
             }
             Err(Refusal::Failed(f)) => Err(region_error(py, f, Some(&me.name))),
+        }
+    }
+
+    /// Emit the state change of `key`'s breaker this process sees, if any.
+    fn announce<'py>(&self, slf: &Bound<'py, Self>, key: u64, op: Op<'_, 'py>) {
+        if let Some(b) = self.get_breaker(key) {
+            self.announced
+                .observe(slf.py(), key, b.0.status(), slf.as_any(), op);
         }
     }
 
@@ -1709,7 +1753,7 @@ pub(crate) enum SharedOwner {
     Bulkhead(Py<PySharedBulkhead>),
     Limiter(Py<PySharedLimiter>),
     Admission(Py<PySharedAdmission>),
-    Keyed(Py<PySharedKeyedBreakers>),
+    Keyed(Py<PySharedKeyedBreakers>, u64),
 }
 
 impl SharedOwner {
@@ -1723,14 +1767,14 @@ impl SharedOwner {
             SharedOwner::Bulkhead(b) => b.get().g.report(t, o, now).ok().map(|_| "done"),
             SharedOwner::Limiter(b) => b.get().g.report(t, o, now).ok().map(|_| "done"),
             SharedOwner::Admission(b) => b.get().g.report(t, o, now).ok().map(|_| "done"),
-            SharedOwner::Keyed(b) => {
+            SharedOwner::Keyed(b, _) => {
                 keyed_do!(&b.get().g, g => g.report(t, o, now).ok().map(|e| e.name()))
             }
         }
     }
 
     fn is_breaker(&self) -> bool {
-        matches!(self, SharedOwner::Breaker(_) | SharedOwner::Keyed(_))
+        matches!(self, SharedOwner::Breaker(_) | SharedOwner::Keyed(..))
     }
 }
 
@@ -1780,6 +1824,21 @@ impl PySharedPermit {
         self.permit.owner().report(t, o, now)
     }
 
+    /// [`finish`](Self::finish), emitting the breaker's state change if the outcome moved
+    /// it.
+    fn finish_py(&self, py: Python<'_>, o: Outcome, now: Nanos) -> Option<&'static str> {
+        let effect = self.finish(o, now);
+        if matches!(effect, Some("opened" | "reopened" | "closed")) {
+            let op = Op::given(self.operation.as_ref().map(|o| o.bind(py)));
+            match self.permit.owner() {
+                SharedOwner::Breaker(b) => b.get().announce(b.bind(py), op),
+                SharedOwner::Keyed(b, key) => b.get().announce(b.bind(py), *key, op),
+                _ => {}
+            }
+        }
+        effect
+    }
+
     fn answer(&self, py: Python<'_>, effect: Option<&'static str>) -> Py<PyAny> {
         if self.permit.owner().is_breaker() {
             match effect {
@@ -1810,28 +1869,28 @@ impl PySharedPermit {
     ) -> PyResult<Py<PyAny>> {
         let o = outcome::outcome_arg(outcome)?;
         let now = util::get_now(now)?;
-        Ok(self.answer(py, self.finish(o, now)))
+        Ok(self.answer(py, self.finish_py(py, o, now)))
     }
 
     /// The call succeeded at `now`.
     #[pyo3(signature = (now = None))]
     fn on_success(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let now = util::get_now(now)?;
-        Ok(self.answer(py, self.finish(Outcome::Success, now)))
+        Ok(self.answer(py, self.finish_py(py, Outcome::Success, now)))
     }
 
     /// The call failed at `now` (`other_transient`).
     #[pyo3(signature = (now = None))]
     fn on_failure(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let now = util::get_now(now)?;
-        Ok(self.answer(py, self.finish(Outcome::OtherTransient, now)))
+        Ok(self.answer(py, self.finish_py(py, Outcome::OtherTransient, now)))
     }
 
     /// The call was dropped by overload at `now` (`overloaded`).
     #[pyo3(signature = (now = None))]
     fn on_dropped(&self, py: Python<'_>, now: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let now = util::get_now(now)?;
-        Ok(self.answer(py, self.finish(Outcome::Overloaded, now)))
+        Ok(self.answer(py, self.finish_py(py, Outcome::Overloaded, now)))
     }
 
     /// Hand it back reporting nothing. `True` the first time, `False` after.
@@ -1904,12 +1963,13 @@ impl PySharedPermit {
     #[pyo3(signature = (_exc_type = None, exc = None, _tb = None))]
     fn __exit__(
         &self,
+        py: Python<'_>,
         _exc_type: Option<&Bound<'_, PyAny>>,
         exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let o = permit::exit_outcome(exc)?;
-        self.finish(o, clock::now());
+        self.finish_py(py, o, clock::now());
         Ok(false)
     }
 

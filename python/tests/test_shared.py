@@ -450,3 +450,39 @@ def test_methods_kept_after_the_region_objects_are_gone(path: str) -> None:
     gc.collect()
     assert stats()["limit"] == 3  # type: ignore[operator]
     assert tokens() >= 0  # type: ignore[operator]
+
+
+# ------------------------------------------------------------------ events
+
+
+def test_state_changes_and_refusals_are_emitted(path: str, clock: guards.FakeClock) -> None:
+    got: list[guards.events.Event] = []
+    with guards.events.on(guards.events.KINDS, got.append):
+        region = shared.Region(path)
+        settings = {"window_size": 2, "minimum_calls": 2, "open_duration": 1.0, "half_open_probes": 1}
+        cb = region.circuit_breaker("dep", **settings)
+        for _ in range(2):
+            with pytest.raises(TimeoutError):
+                with cb.acquire(operation="fetch"):
+                    raise TimeoutError
+        with pytest.raises(guards.BreakerOpen):
+            cb.acquire(operation="fetch")
+        # Another object of the same breaker (another worker's view) announces what it sees.
+        other = shared.Region(path).circuit_breaker("dep", **settings)
+        assert other.try_acquire() is None
+        clock.advance(1.5)
+        other.acquire(operation="probe").report("success")
+        keyed = region.keyed_breakers("hosts", slots=4, window_size=1, minimum_calls=1)
+        with pytest.raises(ConnectionError):
+            with keyed.acquire("db-1"):
+                raise ConnectionError
+    changes = [(e.old, e.new, e.operation) for e in got if e.kind == "state_change"]
+    assert changes == [
+        ("closed", "open", "fetch"),  # the first object saw it open
+        ("closed", "open", None),  # the other object's first look
+        ("open", "half_open", "probe"),
+        ("half_open", "closed", "probe"),
+        ("closed", "open", "db-1"),
+    ]
+    refusals = [e for e in got if e.kind == "refusal"]
+    assert len(refusals) == 1 and isinstance(refusals[0].exception, guards.BreakerOpen)
