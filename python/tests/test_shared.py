@@ -459,7 +459,12 @@ def test_state_changes_and_refusals_are_emitted(path: str, clock: guards.FakeClo
     got: list[guards.events.Event] = []
     with guards.events.on(guards.events.KINDS, got.append):
         region = shared.Region(path)
-        settings = {"window_size": 2, "minimum_calls": 2, "open_duration": 1.0, "half_open_probes": 1}
+        settings = {
+            "window_size": 2,
+            "minimum_calls": 2,
+            "open_duration": 1.0,
+            "half_open_probes": 1,
+        }
         cb = region.circuit_breaker("dep", **settings)
         for _ in range(2):
             with pytest.raises(TimeoutError):

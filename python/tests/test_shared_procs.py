@@ -291,3 +291,29 @@ def test_a_region_passed_to_a_spawned_process_opens_the_same_file(path: str) -> 
         assert out.get(timeout=60) == (path, 2)
         _join([p])
     assert b.in_flight == 0 and b.stats()["acquired"] == 2
+
+
+def test_guards_made_before_fork_record_the_child_as_owner(path: str) -> None:
+    """The child uses the parent's objects (inherited by fork): its permits are its own,
+    so killing it gives them back and leaves the parent's alone."""
+    ctx = mp.get_context("fork")
+    region = shared.Region(path)
+    b = region.bulkhead("bh", max_concurrent=3)
+    mine = b.acquire()
+    ready = ctx.Queue()
+
+    def hold() -> None:
+        held = [b.acquire(), b.acquire()]
+        ready.put(len(held))
+        time.sleep(600)
+
+    child = ctx.Process(target=hold)
+    child.start()
+    assert ready.get(timeout=60) == 2
+    assert b.in_flight == 3
+    os.kill(child.pid or 0, signal.SIGKILL)
+    child.join(60)
+    assert region.reclaim() == {"permits": 2, "claims": 0}
+    assert b.in_flight == 1 and not mine.released
+    mine.release()
+    assert b.in_flight == 0
