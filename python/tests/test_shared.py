@@ -4,6 +4,7 @@ independence of regions, guarded() with host-wide guards, and bad input."""
 from __future__ import annotations
 
 import gc
+import time
 import os
 from pathlib import Path
 
@@ -491,3 +492,38 @@ def test_state_changes_and_refusals_are_emitted(path: str, clock: guards.FakeClo
     ]
     refusals = [e for e in got if e.kind == "refusal"]
     assert len(refusals) == 1 and isinstance(refusals[0].exception, guards.BreakerOpen)
+
+
+def test_threads_share_the_cap_and_the_counters(region: shared.Region) -> None:
+    import threading
+
+    b = region.bulkhead("t", max_concurrent=2)
+    peaks: list[int] = []
+    counts: list[tuple[int, int]] = []
+
+    def work() -> None:
+        got = refused = peak = 0
+        for i in range(2000):
+            p = b.try_acquire()
+            if p is None:
+                refused += 1
+                continue
+            got += 1
+            peak = max(peak, b.in_flight)
+            if i % 5 == 0:
+                time.sleep(0)
+            p.release()
+        peaks.append(peak)
+        counts.append((got, refused))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert max(peaks) <= 2
+    got = sum(c[0] for c in counts)
+    refused = sum(c[1] for c in counts)
+    assert got + refused == 8000
+    assert b.stats() == {"acquired": got, "rejected": refused, "released": got, "in_flight": 0}
+    assert region.stats()["permits_held"] == 0
