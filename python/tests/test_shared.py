@@ -527,3 +527,32 @@ def test_threads_share_the_cap_and_the_counters(region: shared.Region) -> None:
     assert got + refused == 8000
     assert b.stats() == {"acquired": got, "rejected": refused, "released": got, "in_flight": 0}
     assert region.stats()["permits_held"] == 0
+
+
+def test_async_paths(region: shared.Region) -> None:
+    import asyncio
+
+    cb = region.circuit_breaker("a", window_size=2, minimum_calls=2, open_duration=60)
+    bh = region.bulkhead("ab", max_concurrent=1)
+
+    @guards.guarded(cb, bh)
+    async def fetch(fail: bool) -> str:
+        assert bh.in_flight == 1
+        await asyncio.sleep(0)
+        if fail:
+            raise ConnectionError("down")
+        return "ok"
+
+    async def main() -> None:
+        assert await fetch(False) == "ok"
+        async with guards.guarded(bh):
+            assert bh.in_flight == 1
+        with pytest.raises(ConnectionError):
+            await cb.acall(fetch, True)  # two failures: acall's permit and fetch's own
+        assert cb.stats()["failures"] == 2
+        with pytest.raises(guards.BreakerOpen):
+            await fetch(False)
+
+    asyncio.run(main())
+    assert bh.in_flight == 0 and cb.state == "open"
+    assert cb.outstanding() == 0 and region.stats()["permits_held"] == 0
