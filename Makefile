@@ -90,6 +90,7 @@ python: $(VENV)/.tools
 test-python: python
 	$(VPY) -m pytest python/tests -q
 	$(VPY) -m mypy.stubtest guards._guards
+	$(VPY) -m mypy.stubtest guards.shared
 
 bench:
 	$(CARGO) bench -p guards-core --benches -- --warm-up-time 1 --measurement-time 3

@@ -28,6 +28,7 @@ from . import events as events
 from . import middleware as _middleware
 from . import prometheus as _prometheus
 from . import retry as _retry
+from . import shared as shared  # host-wide guards: guards.shared.Region
 from .context import *  # noqa: F401,F403
 from .middleware import *  # noqa: F401,F403
 from .prometheus import *  # noqa: F401,F403

@@ -310,6 +310,29 @@ class _ThrottleAdapter(_Adapter):
         self.guard.report(outcome)
 
 
+class _SharedAdapter(_Adapter):
+    """A host-wide guard of :mod:`guards.shared`: taken with ``acquire``, given back through
+    its permit's ``report``, like the package's own guards."""
+
+    __slots__ = ("priority", "key")
+
+    def __init__(self, guard: Any, kind: str, priority: Optional[int], key: Any = None) -> None:
+        super().__init__(guard, kind)
+        self.priority = priority
+        self.key = key
+        if kind == "keyed_breakers":
+            if key is None:
+                raise TypeError("a keyed breaker set needs `key` (the operation's name or number)")
+            self.operation = key if isinstance(key, str) else str(key)
+
+    def acquire(self) -> Any:
+        if self.kind == "keyed_breakers":
+            return self.guard.acquire(self.key, operation=self.operation)  # raises
+        if self.kind in ("limiter", "admission"):
+            return self.guard.acquire(self.priority, operation=self.operation)  # raises
+        return self.guard.acquire(operation=self.operation)  # raises
+
+
 def _adapter(guard: Any, priority: Optional[int], key: Any = None) -> _Adapter:
     if isinstance(guard, _n.KeyedBreakers):
         if key is None:
@@ -329,6 +352,9 @@ def _adapter(guard: Any, priority: Optional[int], key: Any = None) -> _Adapter:
         return _LimiterAdapter(guard, "admission", priority)
     if isinstance(guard, _n.AdaptiveThrottle):
         return _ThrottleAdapter(guard, "adaptive_throttle")
+    shared_kind = getattr(type(guard), "_guards_shared_kind", None)
+    if isinstance(shared_kind, str):  # a host-wide guard (guards.shared)
+        return _SharedAdapter(guard, shared_kind, priority, key)
     fail_type(
         "guards",
         "guards.CircuitBreaker, KeyedBreakers, Bulkhead, Limiter, Admission or "
@@ -484,7 +510,9 @@ class Guarded(_n.GuardedBase):
             raise TypeError("guarded() needs at least one guard (`guards`) or a `fallback`")
         self._adapters = tuple(_adapter(g, priority, key) for g in guards)
         if key is not None and not any(
-            isinstance(a, _KeyedBreakerAdapter) for a in self._adapters
+            isinstance(a, _KeyedBreakerAdapter)
+            or (isinstance(a, _SharedAdapter) and a.kind == "keyed_breakers")
+            for a in self._adapters
         ):
             raise TypeError(
                 "`key` picks a breaker of a guards.KeyedBreakers set, and none of the "

@@ -23,7 +23,7 @@ use crate::util::{self, given, Ctx};
 #[derive(Debug)]
 pub struct PyAdaptiveThrottle {
     /// Built in place by ffi: core's state is cache-line aligned.
-    t: InPlace<AdaptiveThrottle>,
+    pub(crate) t: InPlace<AdaptiveThrottle>,
 }
 
 impl PyAdaptiveThrottle {

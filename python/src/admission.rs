@@ -29,7 +29,7 @@ use crate::outcome;
 use crate::permit::{self, Granted, Issuer};
 use crate::util::{self, given};
 
-fn refused_error(py: Python<'_>, r: CoreRejected, now: Nanos) -> PyErr {
+pub(crate) fn refused_error(py: Python<'_>, r: CoreRejected, now: Nanos) -> PyErr {
     let wait = r.retry_after(now);
     refusal_with(
         py,
@@ -69,7 +69,7 @@ fn per_priority_list<'py>(
 #[pyclass(module = "guards", name = "Admission", frozen)]
 #[derive(Debug)]
 pub struct PyAdmission {
-    a: InPlace<Admission>,
+    pub(crate) a: InPlace<Admission>,
 }
 
 impl PyAdmission {

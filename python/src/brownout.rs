@@ -130,7 +130,7 @@ fn stats_of<'py>(py: Python<'py>, s: BrownoutStats) -> PyResult<Bound<'py, PyDic
 #[derive(Debug)]
 pub struct PyBrownout {
     /// Built in place by ffi: core's state may be cache-line aligned.
-    b: InPlace<Brownout>,
+    pub(crate) b: InPlace<Brownout>,
 }
 
 #[pymethods]

@@ -145,7 +145,7 @@ fn operation_arg<'py>(v: Option<&Bound<'py, PyAny>>) -> PyResult<Option<Bound<'p
 #[derive(Debug)]
 pub struct PyCircuitBreaker {
     pub(crate) b: AnyBreaker,
-    announced: Announced,
+    pub(crate) announced: Announced,
 }
 
 impl PyCircuitBreaker {

@@ -40,6 +40,12 @@ pub(crate) fn now() -> Nanos {
     guards::clock::now()
 }
 
+/// Whether a `FakeClock` is installed (then [`now`] reads it).
+#[inline]
+pub(crate) fn fake_installed() -> bool {
+    INSTALLED.load(Ordering::Acquire) != 0
+}
+
 /// `monotonic_ns()`: the monotonic clock (`CLOCK_MONOTONIC`) in integer nanoseconds,
 /// ignoring any installed `FakeClock`.
 #[pyfunction]

@@ -80,7 +80,7 @@ impl PyHedgeDecision {
 #[pyclass(module = "guards", name = "Hedging", frozen)]
 pub struct PyHedging {
     /// Built in place by ffi: it holds a 55 KB latency tracker.
-    h: InPlace<Hedging>,
+    pub(crate) h: InPlace<Hedging>,
 }
 
 impl std::fmt::Debug for PyHedging {

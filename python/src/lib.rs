@@ -46,6 +46,7 @@ mod retry_budget;
 mod retry_driver;
 mod retry_policy;
 mod rng;
+mod shared;
 mod sim;
 mod time;
 mod util;
@@ -106,6 +107,13 @@ check_pyclass_alignment!(
     queue_discipline::Waiter,
     queue_discipline::Dequeued,
     queue_discipline::Dropped,
+    shared::PyRegion,
+    shared::PySharedBreaker,
+    shared::PySharedBulkhead,
+    shared::PySharedLimiter,
+    shared::PySharedAdmission,
+    shared::PySharedKeyedBreakers,
+    shared::PySharedPermit,
     sim::PySimRun,
     sim::PySimResult,
 );
@@ -144,5 +152,6 @@ fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     guarded_block::register(m)?;
     queue_discipline::register(m)?;
     sim::register(m)?;
+    shared::register(m)?;
     Ok(())
 }

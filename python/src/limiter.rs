@@ -87,7 +87,7 @@ pub(crate) fn refusal_with(
     err
 }
 
-fn rejected_error(py: Python<'_>, r: LimiterRejected, now: Nanos) -> PyErr {
+pub(crate) fn rejected_error(py: Python<'_>, r: LimiterRejected, now: Nanos) -> PyErr {
     let wait = r.retry_after(now);
     refusal_with(
         py,
