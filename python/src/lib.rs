@@ -49,6 +49,7 @@ mod rng;
 mod sim;
 mod time;
 mod util;
+mod vectors;
 
 /// Python allocates the objects that hold a pyclass's fields with 16-byte alignment, so
 /// a field that needs more (core's cache-line-aligned counters) would be misaligned. Every
@@ -144,5 +145,6 @@ fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     guarded_block::register(m)?;
     queue_discipline::register(m)?;
     sim::register(m)?;
+    vectors::register(m)?;
     Ok(())
 }
