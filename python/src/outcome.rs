@@ -303,12 +303,6 @@ pub(crate) fn classify(exc: &Bound<'_, PyAny>) -> PyResult<(Outcome, Option<Nano
     Ok((Outcome::OtherTransient, None))
 }
 
-/// Seconds, for a Retry-After handed back to Python (`Nanos::MAX`, a value too large to
-/// hold, stays huge: about 584 years).
-fn secs(n: Nanos) -> f64 {
-    n.as_secs_f64()
-}
-
 /// `classify_exception(exc)`: the default classification of an exception a call raised,
 /// `(outcome, retry_after)` with `retry_after` in seconds or `None` (see `guards` docs:
 /// the outcome table). The one rule every guarded path, retry and middleware uses.
@@ -320,7 +314,7 @@ pub(crate) fn classify_exception<'py>(
         return Err(util::type_error("exc", "an exception", exc));
     }
     let (o, after) = classify(exc)?;
-    Ok((name_of(exc.py(), o), after.map(secs)))
+    Ok((name_of(exc.py(), o), after.map(util::secs)))
 }
 
 /// `http_outcome(status, retry_after=None)`: the outcome of an HTTP answer, by core's
@@ -351,7 +345,7 @@ pub(crate) fn http_outcome<'py>(
     let after = retry_after_of(retry_after)?;
     let outcome = http::outcome_of_status(code, after.is_some());
     let after = after.filter(|_| outcome == Outcome::Throttled);
-    Ok((name_of(py, outcome), after.map(secs)))
+    Ok((name_of(py, outcome), after.map(util::secs)))
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
