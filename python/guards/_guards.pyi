@@ -455,7 +455,10 @@ def classify_exception(exc: BaseException) -> tuple[_Outcome, float | None]:
     """The outcome of an exception a call raised, and the server's Retry-After (seconds)."""
 
 def http_outcome(
-    status: int, retry_after: float | int | str | bytes | None = None
+    status: int,
+    retry_after: float | int | str | bytes | None = None,
+    *,
+    now_unix: int | None = None,
 ) -> tuple[_Outcome, float | None]:
     """The outcome of an HTTP answer (core's http classification)."""
 

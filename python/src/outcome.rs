@@ -139,6 +139,13 @@ fn unix_now() -> u64 {
 /// seconds (`int`/`float`; negative, NaN or infinite ones are garbage). `None` for no value
 /// or garbage; never raises for a value a server could send.
 fn retry_after_of(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Nanos>> {
+    retry_after_at(v, None)
+}
+
+/// [`retry_after_of`] with an HTTP date read against `now_unix` (unix seconds; `None`: the
+/// system's wall clock).
+fn retry_after_at(v: Option<&Bound<'_, PyAny>>, now_unix: Option<u64>) -> PyResult<Option<Nanos>> {
+    let unix_now = || now_unix.unwrap_or_else(unix_now);
     let Some(v) = v.filter(|v| !v.is_none()) else {
         return Ok(None);
     };
@@ -322,14 +329,20 @@ pub(crate) fn classify_exception<'py>(
 /// with a readable Retry-After, else `other_transient`; other 5xx (and a status outside
 /// 100..=599) `other_transient`; other 4xx `permanent`. `retry_after` is the header's value
 /// (`str`/`bytes`: delay-seconds or an HTTP date) or seconds; a garbage value is no
-/// Retry-After, a huge one saturates; it is handed back only with `throttled`.
+/// Retry-After, a huge one saturates; it is handed back only with `throttled`. `now_unix`
+/// (whole unix seconds) is the wall-clock time an HTTP date is read against; `None`: the
+/// system's clock.
 #[pyfunction]
-#[pyo3(signature = (status, retry_after = None))]
+#[pyo3(signature = (status, retry_after = None, *, now_unix = None))]
 pub(crate) fn http_outcome<'py>(
     status: &Bound<'py, PyAny>,
     retry_after: Option<&Bound<'py, PyAny>>,
+    now_unix: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyString>, Option<f64>)> {
     let py = status.py();
+    let now_unix = util::given(now_unix)
+        .map(|v| util::get_u64("now_unix", v, util::Ctx::Arg))
+        .transpose()?;
     if !status.is_instance_of::<PyInt>() || status.is_instance_of::<PyBool>() {
         return Err(PyTypeError::new_err(format!(
             "`status` must be an int, not {}",
@@ -342,7 +355,7 @@ pub(crate) fn http_outcome<'py>(
         .ok()
         .and_then(|c| u16::try_from(c).ok())
         .unwrap_or(0);
-    let after = retry_after_of(retry_after)?;
+    let after = retry_after_at(retry_after, now_unix)?;
     let outcome = http::outcome_of_status(code, after.is_some());
     let after = after.filter(|_| outcome == Outcome::Throttled);
     Ok((name_of(py, outcome), after.map(util::secs)))

@@ -294,6 +294,17 @@ def test_http_outcome_table() -> None:
     assert guards.http_outcome(10**30) == ("other_transient", None)
 
 
+def test_http_outcome_reads_an_http_date_at_a_given_wall_clock() -> None:
+    date = "Wed, 21 Oct 2015 07:28:00 GMT"  # 1445412480 in unix seconds
+    assert guards.http_outcome(503, date, now_unix=1445412480 - 30) == ("throttled", 30.0)
+    assert guards.http_outcome(503, date, now_unix=1445412480 + 30) == ("throttled", 0.0)
+    assert guards.http_outcome(503, "5", now_unix=0) == ("throttled", 5.0)  # seconds: no clock
+    with type_error("now_unix"):
+        guards.http_outcome(503, date, now_unix="now")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="now_unix"):
+        guards.http_outcome(503, date, now_unix=-1)
+
+
 def test_retry_on_result_returns_the_last_result_when_giving_up(clock: guards.FakeClock) -> None:
     responses = [_Response(503, {"Retry-After": "1"}), _Response(502), _Response(500)]
     calls = iter(responses)
