@@ -41,7 +41,10 @@ def test_every_vector_file_replays_through_the_python_api_with_the_results_of_ru
     assert summary["file_errors"] == 0, report
     assert summary["ok"] is True
     assert summary["files"] == len(list(VECTORS.glob("*.json"))) == 17, report
-    assert summary["compared"] > 2000, f"{summary['compared']} expected values compared"
+    assert summary["compared"] > 3000, f"{summary['compared']} expected values compared"
+    # 363 of 369 cases ran in full when this was written: two breaker capacity cases, two
+    # HTTP-date cases and the outcome table's two are not covered (GAPS).
+    assert summary["not_covered"] <= 6, report
     cases = s.cases()
     assert len(cases) == summary["cases"]
     for c in cases:
