@@ -46,6 +46,8 @@ __all__ = [
     "RetryRun",
     "classify_exception",
     "http_outcome",
+    "outcome_verdicts",
+    "OUTCOMES",
     "PROGRAMMING_ERRORS",
     "RetryBudget",
     "RetryReceipt",
@@ -462,6 +464,10 @@ def http_outcome(
 ) -> tuple[_Outcome, float | None]:
     """The outcome of an HTTP answer (core's http classification)."""
 
+def outcome_verdicts(outcome: _Outcome) -> dict[str, Any]:
+    """What every guard does with ``outcome`` (the call contract's table, core's)."""
+
+OUTCOMES: tuple[_Outcome, ...]
 PROGRAMMING_ERRORS: tuple[type[BaseException], ...]
 
 # ---------------------------------------------------------------- circuit breaker

@@ -27,12 +27,13 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use guards_core::http;
+use guards_core::outcome::RetryVerdict;
 use guards_core::{ConfigErrorKind, Nanos, Outcome};
 use pyo3::exceptions::{PyException, PyTimeoutError, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString, PyTuple, PyType};
 
 use crate::errors::{self, GuardError, RetriesExhausted};
 use crate::util::{self, Ctx};
@@ -361,9 +362,39 @@ pub(crate) fn http_outcome<'py>(
     Ok((name_of(py, outcome), after.map(util::secs)))
 }
 
+/// `outcome_verdicts(outcome)`: what every guard does with `outcome`, the call contract's
+/// table (`docs/outcomes.md`), as core decides it: `{"number", "breaker_call",
+/// "breaker_probe", "bulkhead", "limiter", "retry_budget", "adaptive_throttle", "latency",
+/// "retry": {"retry": cause} | {"give_up": reason}, "brownout": refusal kind or None}`.
+#[pyfunction]
+pub(crate) fn outcome_verdicts<'py>(outcome: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    let py = outcome.py();
+    let o = outcome_arg(outcome)?;
+    let d = PyDict::new(py);
+    d.set_item("number", o as u8)?;
+    d.set_item("breaker_call", o.breaker(false).name())?;
+    d.set_item("breaker_probe", o.breaker(true).name())?;
+    d.set_item("bulkhead", o.bulkhead().name())?;
+    d.set_item("limiter", o.limiter().name())?;
+    d.set_item("retry_budget", o.retry_budget().name())?;
+    d.set_item("adaptive_throttle", o.adaptive_throttle().name())?;
+    d.set_item("latency", o.latency().name())?;
+    let retry = PyDict::new(py);
+    match o.retry() {
+        RetryVerdict::Retry(cause) => retry.set_item("retry", cause.name())?,
+        RetryVerdict::GiveUp(reason) => retry.set_item("give_up", reason.name())?,
+    }
+    d.set_item("retry", retry)?;
+    d.set_item("brownout", o.brownout().map(|k| k.name()))?;
+    Ok(d)
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(classify_exception, m)?)?;
     m.add_function(wrap_pyfunction!(http_outcome, m)?)?;
+    m.add_function(wrap_pyfunction!(outcome_verdicts, m)?)?;
+    let names: Vec<&str> = Outcome::ALL.iter().map(|o| o.name()).collect();
+    m.add("OUTCOMES", PyTuple::new(m.py(), names)?)?;
     m.add("PROGRAMMING_ERRORS", programming_errors(m.py())?)?;
     Ok(())
 }

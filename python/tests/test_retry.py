@@ -305,6 +305,20 @@ def test_http_outcome_reads_an_http_date_at_a_given_wall_clock() -> None:
         guards.http_outcome(503, date, now_unix=-1)
 
 
+def test_the_outcome_table_is_cores() -> None:
+    assert guards.OUTCOMES[0] == "success" and len(guards.OUTCOMES) == 10
+    assert len(set(guards.OUTCOMES)) == 10
+    v = guards.outcome_verdicts("timeout")
+    assert v["number"] == guards.OUTCOMES.index("timeout")
+    assert (v["breaker_call"], v["bulkhead"], v["retry"]) == ("failure", "release", {"retry": "timeout"})
+    assert guards.outcome_verdicts("permanent")["retry"] == {"give_up": "permanent"}
+    assert guards.outcome_verdicts("success")["brownout"] is None
+    with pytest.raises(ValueError, match="outcome"):
+        guards.outcome_verdicts("nope")  # type: ignore[arg-type]
+    with type_error("outcome"):
+        guards.outcome_verdicts(3)  # type: ignore[arg-type]
+
+
 def test_retry_on_result_returns_the_last_result_when_giving_up(clock: guards.FakeClock) -> None:
     responses = [_Response(503, {"Retry-After": "1"}), _Response(502), _Response(500)]
     calls = iter(responses)

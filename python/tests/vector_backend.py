@@ -911,11 +911,18 @@ class RetryDriverCase(Case):
 
 
 class OutcomeCase(Case):
-    """``outcome.json``: the outcome table's numbers and per-guard verdicts are core's and
-    ffi's; the Python API applies them (``report(outcome)``) but does not list them."""
+    """``outcome.json``: ``guards.OUTCOMES`` (names in number order) and
+    ``guards.outcome_verdicts`` (what every guard does with an outcome)."""
 
-    def run(self, op: str, a: dict[str, Any]) -> Any:
-        raise Unsupported(f"`{op}`: the outcome table (numbers, verdicts) is not in the Python API")
+    def op_verdicts(self, a: dict[str, Any]) -> Any:
+        return guards.outcome_verdicts(a["outcome"])
+
+    def op_from_number(self, a: dict[str, Any]) -> Any:
+        n = a["number"]
+        return guards.OUTCOMES[n] if 0 <= n < len(guards.OUTCOMES) else None
+
+    def op_from_name(self, a: dict[str, Any]) -> Any:
+        return guards.OUTCOMES.index(a["name"]) if a["name"] in guards.OUTCOMES else None
 
 
 class HttpCase(Case):
