@@ -48,6 +48,8 @@ __all__ = [
     "http_outcome",
     "outcome_verdicts",
     "OUTCOMES",
+    "parse_http_date",
+    "format_http_date",
     "PROGRAMMING_ERRORS",
     "RetryBudget",
     "RetryReceipt",
@@ -468,6 +470,13 @@ def outcome_verdicts(outcome: _Outcome) -> dict[str, Any]:
     """What every guard does with ``outcome`` (the call contract's table, core's)."""
 
 OUTCOMES: tuple[_Outcome, ...]
+
+def parse_http_date(value: str | bytes, *, now_unix: int | None = None) -> int | None:
+    """An HTTP date as unix seconds, or None when the value is not one."""
+
+def format_http_date(unix: int) -> str | None:
+    """Unix seconds as an IMF-fixdate, or None after the year 9999."""
+
 PROGRAMMING_ERRORS: tuple[type[BaseException], ...]
 
 # ---------------------------------------------------------------- circuit breaker

@@ -389,7 +389,34 @@ pub(crate) fn outcome_verdicts<'py>(outcome: &Bound<'py, PyAny>) -> PyResult<Bou
     Ok(d)
 }
 
+/// `parse_http_date(value, *, now_unix=None)`: an IMF-fixdate (or the two obsolete forms
+/// HTTP still allows) as unix seconds (negative before 1970), or `None` when it is not
+/// one. `now_unix` is the wall clock a two-digit year is read against (`None`: the system's).
+#[pyfunction]
+#[pyo3(signature = (value, *, now_unix = None))]
+pub(crate) fn parse_http_date(
+    value: &Bound<'_, PyAny>,
+    now_unix: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<i64>> {
+    let bytes = util::str_or_bytes("value", value)?;
+    let now = util::given(now_unix)
+        .map(|v| util::get_u64("now_unix", v, Ctx::Arg))
+        .transpose()?
+        .unwrap_or_else(unix_now);
+    Ok(http::parse_http_date(&bytes, now))
+}
+
+/// `format_http_date(unix)`: unix seconds as an IMF-fixdate (`"Sun, 06 Nov 1994 08:49:37
+/// GMT"`, what a `Retry-After` or `Date` header carries), or `None` after the year 9999.
+#[pyfunction]
+pub(crate) fn format_http_date(unix: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    let secs = util::get_u64("unix", unix, Ctx::Arg)?;
+    Ok(http::format_http_date(secs).map(|d| d.as_str().to_owned()))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(parse_http_date, m)?)?;
+    m.add_function(wrap_pyfunction!(format_http_date, m)?)?;
     m.add_function(wrap_pyfunction!(classify_exception, m)?)?;
     m.add_function(wrap_pyfunction!(http_outcome, m)?)?;
     m.add_function(wrap_pyfunction!(outcome_verdicts, m)?)?;

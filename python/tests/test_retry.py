@@ -305,6 +305,20 @@ def test_http_outcome_reads_an_http_date_at_a_given_wall_clock() -> None:
         guards.http_outcome(503, date, now_unix=-1)
 
 
+def test_http_dates_both_ways() -> None:
+    assert guards.format_http_date(784111777) == "Sun, 06 Nov 1994 08:49:37 GMT"
+    assert guards.parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT") == 784111777
+    assert guards.parse_http_date(b"Sunday, 06-Nov-94 08:49:37 GMT", now_unix=10**9) == 784111777
+    assert guards.parse_http_date("soon") is None
+    assert guards.format_http_date(2**63) is None  # after the year 9999
+    with type_error("unix"):
+        guards.format_http_date("0")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unix"):
+        guards.format_http_date(-1)
+    with type_error("value"):
+        guards.parse_http_date(5)  # type: ignore[arg-type]
+
+
 def test_the_outcome_table_is_cores() -> None:
     assert guards.OUTCOMES[0] == "success" and len(guards.OUTCOMES) == 10
     assert len(set(guards.OUTCOMES)) == 10

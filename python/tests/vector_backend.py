@@ -926,9 +926,9 @@ class OutcomeCase(Case):
 
 
 class HttpCase(Case):
-    """``http.json`` through ``guards.http_outcome``: the status's outcome and the
-    Retry-After it hands back (read at the case's ``now_unix``). Parsing and formatting an
-    HTTP date on their own are not in the Python API."""
+    """``http.json`` through ``guards.http_outcome`` (the status's outcome and the
+    Retry-After it hands back, read at the case's ``now_unix``), ``guards.parse_http_date``
+    and ``guards.format_http_date``."""
 
     def op_outcome_of_status(self, a: dict[str, Any]) -> Any:
         outcome, _ = guards.http_outcome(a["status"], "0" if a["has_retry_after"] else None)
@@ -946,10 +946,10 @@ class HttpCase(Case):
         return ns_of_seconds(secs)
 
     def op_parse_http_date(self, a: dict[str, Any]) -> Any:
-        raise Unsupported("HTTP-date parsing is not in the Python API")
+        return guards.parse_http_date(a["value"], now_unix=a["now_unix"])
 
     def op_format_http_date(self, a: dict[str, Any]) -> Any:
-        raise Unsupported("HTTP-date formatting is not in the Python API")
+        return guards.format_http_date(a["unix"])
 
 
 # ----------------------------------------------------------------- the loop
