@@ -46,6 +46,10 @@ __all__ = [
     "RetryRun",
     "classify_exception",
     "http_outcome",
+    "outcome_verdicts",
+    "OUTCOMES",
+    "parse_http_date",
+    "format_http_date",
     "PROGRAMMING_ERRORS",
     "RetryBudget",
     "RetryReceipt",
@@ -455,9 +459,23 @@ def classify_exception(exc: BaseException) -> tuple[_Outcome, float | None]:
     """The outcome of an exception a call raised, and the server's Retry-After (seconds)."""
 
 def http_outcome(
-    status: int, retry_after: float | int | str | bytes | None = None
+    status: int,
+    retry_after: float | int | str | bytes | None = None,
+    *,
+    now_unix: int | None = None,
 ) -> tuple[_Outcome, float | None]:
     """The outcome of an HTTP answer (core's http classification)."""
+
+def outcome_verdicts(outcome: _Outcome) -> dict[str, Any]:
+    """What every guard does with ``outcome`` (the call contract's table, core's)."""
+
+OUTCOMES: tuple[_Outcome, ...]
+
+def parse_http_date(value: str | bytes, *, now_unix: int | None = None) -> int | None:
+    """An HTTP date as unix seconds, or None when the value is not one."""
+
+def format_http_date(unix: int) -> str | None:
+    """Unix seconds as an IMF-fixdate, or None after the year 9999."""
 
 PROGRAMMING_ERRORS: tuple[type[BaseException], ...]
 
@@ -1352,3 +1370,23 @@ class _SimResult:
     ) -> float | str | None: ...
     def latency_edges(self) -> list[str]: ...
     def latencies_ns(self, edge: str, attempts: bool = False) -> list[int] | None: ...
+
+# ---------------------------------------------------------------- conformance vectors
+# Test-only (not in ``__all__``): ffi's shared vector interpreter, see tests/vectors/README.md.
+
+@final
+class _VectorSession:
+    @staticmethod
+    def open(path: str) -> _VectorSession: ...
+    @staticmethod
+    def from_text(file_name: str, text: str) -> _VectorSession: ...
+    def next(self) -> dict[str, Any] | None: ...
+    def submit_result(self, result: object) -> None: ...
+    def submit_config_error(self, field: str, kind: str) -> None: ...
+    def submit_failed(self, message: str) -> None: ...
+    def submit_unsupported(self, reason: str) -> None: ...
+    @property
+    def done(self) -> bool: ...
+    def report(self) -> str: ...
+    def summary(self) -> dict[str, Any]: ...
+    def cases(self) -> list[dict[str, Any]]: ...

@@ -65,7 +65,7 @@ pub(crate) fn what(unit: Unit) -> String {
     }
 }
 
-fn type_name(v: &Bound<'_, PyAny>) -> String {
+pub(crate) fn type_name(v: &Bound<'_, PyAny>) -> String {
     v.get_type()
         .name()
         .map_or_else(|_| "?".to_owned(), |n| n.to_string())
@@ -83,7 +83,7 @@ pub(crate) fn wrong_type(field: &str, what: &str, v: &Bound<'_, PyAny>) -> PyErr
 
 static TIMEDELTA: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
-fn is_timedelta(v: &Bound<'_, PyAny>) -> PyResult<bool> {
+pub(crate) fn is_timedelta(v: &Bound<'_, PyAny>) -> PyResult<bool> {
     let t = TIMEDELTA.import(v.py(), "datetime", "timedelta")?;
     v.is_instance(t)
 }

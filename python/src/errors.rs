@@ -137,9 +137,13 @@ fn describe(kind: guards_core::ConfigErrorKind) -> &'static str {
     }
 }
 
-/// A range or bound as a Python user reads it: `1..=65536` is `1 to 65536`.
+/// A range or bound as a Python user reads it: `1..=65536` is `1 to 65536`, Rust's
+/// `u64::MAX` is `2**64 - 1`.
 pub(crate) fn pythonic(text: &str) -> String {
     text.replace("..=", " to ")
+        .replace("u64::MAX", "2**64 - 1")
+        .replace("u32::MAX", "2**32 - 1")
+        .replace("usize::MAX", "2**64 - 1")
 }
 
 /// The Python exception for a failure of ffi's shared layer: a refused setting is a

@@ -50,6 +50,7 @@ mod shared;
 mod sim;
 mod time;
 mod util;
+mod vectors;
 
 /// Python allocates the objects that hold a pyclass's fields with 16-byte alignment, so
 /// a field that needs more (core's cache-line-aligned counters) would be misaligned. Every
@@ -153,5 +154,6 @@ fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     queue_discipline::register(m)?;
     sim::register(m)?;
     shared::register(m)?;
+    vectors::register(m)?;
     Ok(())
 }

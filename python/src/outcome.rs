@@ -27,12 +27,13 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use guards_core::http;
+use guards_core::outcome::RetryVerdict;
 use guards_core::{ConfigErrorKind, Nanos, Outcome};
 use pyo3::exceptions::{PyException, PyTimeoutError, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString, PyTuple, PyType};
 
 use crate::errors::{self, GuardError, RetriesExhausted};
 use crate::util::{self, Ctx};
@@ -139,6 +140,13 @@ fn unix_now() -> u64 {
 /// seconds (`int`/`float`; negative, NaN or infinite ones are garbage). `None` for no value
 /// or garbage; never raises for a value a server could send.
 fn retry_after_of(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Nanos>> {
+    retry_after_at(v, None)
+}
+
+/// [`retry_after_of`] with an HTTP date read against `now_unix` (unix seconds; `None`: the
+/// system's wall clock).
+fn retry_after_at(v: Option<&Bound<'_, PyAny>>, now_unix: Option<u64>) -> PyResult<Option<Nanos>> {
+    let unix_now = || now_unix.unwrap_or_else(unix_now);
     let Some(v) = v.filter(|v| !v.is_none()) else {
         return Ok(None);
     };
@@ -303,12 +311,6 @@ pub(crate) fn classify(exc: &Bound<'_, PyAny>) -> PyResult<(Outcome, Option<Nano
     Ok((Outcome::OtherTransient, None))
 }
 
-/// Seconds, for a Retry-After handed back to Python (`Nanos::MAX`, a value too large to
-/// hold, stays huge: about 584 years).
-fn secs(n: Nanos) -> f64 {
-    n.as_secs_f64()
-}
-
 /// `classify_exception(exc)`: the default classification of an exception a call raised,
 /// `(outcome, retry_after)` with `retry_after` in seconds or `None` (see `guards` docs:
 /// the outcome table). The one rule every guarded path, retry and middleware uses.
@@ -320,7 +322,7 @@ pub(crate) fn classify_exception<'py>(
         return Err(util::type_error("exc", "an exception", exc));
     }
     let (o, after) = classify(exc)?;
-    Ok((name_of(exc.py(), o), after.map(secs)))
+    Ok((name_of(exc.py(), o), after.map(util::secs)))
 }
 
 /// `http_outcome(status, retry_after=None)`: the outcome of an HTTP answer, by core's
@@ -328,14 +330,20 @@ pub(crate) fn classify_exception<'py>(
 /// with a readable Retry-After, else `other_transient`; other 5xx (and a status outside
 /// 100..=599) `other_transient`; other 4xx `permanent`. `retry_after` is the header's value
 /// (`str`/`bytes`: delay-seconds or an HTTP date) or seconds; a garbage value is no
-/// Retry-After, a huge one saturates; it is handed back only with `throttled`.
+/// Retry-After, a huge one saturates; it is handed back only with `throttled`. `now_unix`
+/// (whole unix seconds) is the wall-clock time an HTTP date is read against; `None`: the
+/// system's clock.
 #[pyfunction]
-#[pyo3(signature = (status, retry_after = None))]
+#[pyo3(signature = (status, retry_after = None, *, now_unix = None))]
 pub(crate) fn http_outcome<'py>(
     status: &Bound<'py, PyAny>,
     retry_after: Option<&Bound<'py, PyAny>>,
+    now_unix: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyString>, Option<f64>)> {
     let py = status.py();
+    let now_unix = util::given(now_unix)
+        .map(|v| util::get_u64("now_unix", v, util::Ctx::Arg))
+        .transpose()?;
     if !status.is_instance_of::<PyInt>() || status.is_instance_of::<PyBool>() {
         return Err(PyTypeError::new_err(format!(
             "`status` must be an int, not {}",
@@ -348,15 +356,72 @@ pub(crate) fn http_outcome<'py>(
         .ok()
         .and_then(|c| u16::try_from(c).ok())
         .unwrap_or(0);
-    let after = retry_after_of(retry_after)?;
+    let after = retry_after_at(retry_after, now_unix)?;
     let outcome = http::outcome_of_status(code, after.is_some());
     let after = after.filter(|_| outcome == Outcome::Throttled);
-    Ok((name_of(py, outcome), after.map(secs)))
+    Ok((name_of(py, outcome), after.map(util::secs)))
+}
+
+/// `outcome_verdicts(outcome)`: what every guard does with `outcome`, the call contract's
+/// table (`docs/outcomes.md`), as core decides it: `{"number", "breaker_call",
+/// "breaker_probe", "bulkhead", "limiter", "retry_budget", "adaptive_throttle", "latency",
+/// "retry": {"retry": cause} | {"give_up": reason}, "brownout": refusal kind or None}`.
+#[pyfunction]
+pub(crate) fn outcome_verdicts<'py>(outcome: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    let py = outcome.py();
+    let o = outcome_arg(outcome)?;
+    let d = PyDict::new(py);
+    d.set_item("number", o as u8)?;
+    d.set_item("breaker_call", o.breaker(false).name())?;
+    d.set_item("breaker_probe", o.breaker(true).name())?;
+    d.set_item("bulkhead", o.bulkhead().name())?;
+    d.set_item("limiter", o.limiter().name())?;
+    d.set_item("retry_budget", o.retry_budget().name())?;
+    d.set_item("adaptive_throttle", o.adaptive_throttle().name())?;
+    d.set_item("latency", o.latency().name())?;
+    let retry = PyDict::new(py);
+    match o.retry() {
+        RetryVerdict::Retry(cause) => retry.set_item("retry", cause.name())?,
+        RetryVerdict::GiveUp(reason) => retry.set_item("give_up", reason.name())?,
+    }
+    d.set_item("retry", retry)?;
+    d.set_item("brownout", o.brownout().map(|k| k.name()))?;
+    Ok(d)
+}
+
+/// `parse_http_date(value, *, now_unix=None)`: an IMF-fixdate (or the two obsolete forms
+/// HTTP still allows) as unix seconds (negative before 1970), or `None` when it is not
+/// one. `now_unix` is the wall clock a two-digit year is read against (`None`: the system's).
+#[pyfunction]
+#[pyo3(signature = (value, *, now_unix = None))]
+pub(crate) fn parse_http_date(
+    value: &Bound<'_, PyAny>,
+    now_unix: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<i64>> {
+    let bytes = util::str_or_bytes("value", value)?;
+    let now = util::given(now_unix)
+        .map(|v| util::get_u64("now_unix", v, Ctx::Arg))
+        .transpose()?
+        .unwrap_or_else(unix_now);
+    Ok(http::parse_http_date(&bytes, now))
+}
+
+/// `format_http_date(unix)`: unix seconds as an IMF-fixdate (`"Sun, 06 Nov 1994 08:49:37
+/// GMT"`, what a `Retry-After` or `Date` header carries), or `None` after the year 9999.
+#[pyfunction]
+pub(crate) fn format_http_date(unix: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    let secs = util::get_u64("unix", unix, Ctx::Arg)?;
+    Ok(http::format_http_date(secs).map(|d| d.as_str().to_owned()))
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(parse_http_date, m)?)?;
+    m.add_function(wrap_pyfunction!(format_http_date, m)?)?;
     m.add_function(wrap_pyfunction!(classify_exception, m)?)?;
     m.add_function(wrap_pyfunction!(http_outcome, m)?)?;
+    m.add_function(wrap_pyfunction!(outcome_verdicts, m)?)?;
+    let names: Vec<&str> = Outcome::ALL.iter().map(|o| o.name()).collect();
+    m.add("OUTCOMES", PyTuple::new(m.py(), names)?)?;
     m.add("PROGRAMMING_ERRORS", programming_errors(m.py())?)?;
     Ok(())
 }

@@ -10,9 +10,9 @@
 use guards_core::{ConfigError as CoreConfigError, ConfigErrorKind, Nanos, Priority};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyMapping, PyString, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyMapping, PyString};
 
+use crate::config;
 use crate::errors;
 use crate::time::PyNanos;
 
@@ -48,12 +48,10 @@ pub(crate) fn bad_value(
 
 /// The error for a value of the wrong type.
 pub(crate) fn type_error(field: &str, what: &str, v: &Bound<'_, PyAny>) -> PyErr {
-    let tn = v
-        .get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".to_owned());
-    PyTypeError::new_err(format!("`{field}` must be {what}, not {tn}"))
+    PyTypeError::new_err(format!(
+        "`{field}` must be {what}, not {}",
+        config::type_name(v)
+    ))
 }
 
 /// An integer as i128, `None` when it does not fit (caller reports out of range);
@@ -188,19 +186,6 @@ pub(crate) fn str_or_bytes(field: &'static str, v: &Bound<'_, PyAny>) -> PyResul
     }
 }
 
-static TIMEDELTA: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-
-fn timedelta_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
-    let t = TIMEDELTA.get_or_try_init(py, || -> PyResult<Py<PyType>> {
-        Ok(py
-            .import("datetime")?
-            .getattr("timedelta")?
-            .cast_into::<PyType>()?
-            .unbind())
-    })?;
-    Ok(t.bind(py))
-}
-
 const DURATION_WHAT: &str =
     "a duration: seconds (float or int), datetime.timedelta or guards.Nanos";
 const DURATION_EXPECTED: &str = "a duration of 0 s up to about 584 years";
@@ -225,7 +210,7 @@ pub(crate) fn get_duration(field: &'static str, v: &Bound<'_, PyAny>, ctx: Ctx) 
         }
         return Nanos::from_secs_f64(s).ok_or_else(|| bad(ConfigErrorKind::OutOfRange));
     }
-    if v.is_instance(timedelta_type(py)?)? {
+    if config::is_timedelta(v)? {
         let days: i128 = v.getattr("days")?.extract()?;
         let secs: i128 = v.getattr("seconds")?.extract()?;
         let micros: i128 = v.getattr("microseconds")?.extract()?;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import pytest
 
@@ -65,6 +66,26 @@ def test_config_error_is_a_value_error_naming_the_field() -> None:
     assert err.expected == "1 to 65536"  # Python words, not Rust's `1..=65536`
     assert "..=" not in str(err)
     assert "capacity" in str(err)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: guards.Limiter(limit=0),
+        lambda: guards.CircuitBreaker(probe_timeout=0),
+        lambda: guards.CircuitBreaker(window_size=10**9),
+        lambda: guards.AdaptiveThrottle(seed=2**64),
+        lambda: guards.Admission(limits=[10, 50]),
+        lambda: guards.RetryBudget(capacity=-1.0),
+        lambda: guards.KeyedBreakers(slots=0),
+    ],
+)
+def test_config_errors_use_no_rust_wording(make: Any) -> None:
+    with pytest.raises(guards.ConfigError) as info:
+        make()
+    text = f"{info.value} {info.value.expected}"
+    for rust in ("..=", "::MAX", "CircuitBreaker<", "CAP", "u64", "usize", "Some(", "None)"):
+        assert rust not in text, text
 
 
 def test_refusals_raised_natively_carry_reason() -> None:

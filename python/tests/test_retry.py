@@ -294,6 +294,45 @@ def test_http_outcome_table() -> None:
     assert guards.http_outcome(10**30) == ("other_transient", None)
 
 
+def test_http_outcome_reads_an_http_date_at_a_given_wall_clock() -> None:
+    date = "Wed, 21 Oct 2015 07:28:00 GMT"  # 1445412480 in unix seconds
+    assert guards.http_outcome(503, date, now_unix=1445412480 - 30) == ("throttled", 30.0)
+    assert guards.http_outcome(503, date, now_unix=1445412480 + 30) == ("throttled", 0.0)
+    assert guards.http_outcome(503, "5", now_unix=0) == ("throttled", 5.0)  # seconds: no clock
+    with type_error("now_unix"):
+        guards.http_outcome(503, date, now_unix="now")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="now_unix"):
+        guards.http_outcome(503, date, now_unix=-1)
+
+
+def test_http_dates_both_ways() -> None:
+    assert guards.format_http_date(784111777) == "Sun, 06 Nov 1994 08:49:37 GMT"
+    assert guards.parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT") == 784111777
+    assert guards.parse_http_date(b"Sunday, 06-Nov-94 08:49:37 GMT", now_unix=10**9) == 784111777
+    assert guards.parse_http_date("soon") is None
+    assert guards.format_http_date(2**63) is None  # after the year 9999
+    with type_error("unix"):
+        guards.format_http_date("0")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unix"):
+        guards.format_http_date(-1)
+    with type_error("value"):
+        guards.parse_http_date(5)  # type: ignore[arg-type]
+
+
+def test_the_outcome_table_is_cores() -> None:
+    assert guards.OUTCOMES[0] == "success" and len(guards.OUTCOMES) == 10
+    assert len(set(guards.OUTCOMES)) == 10
+    v = guards.outcome_verdicts("timeout")
+    assert v["number"] == guards.OUTCOMES.index("timeout")
+    assert (v["breaker_call"], v["bulkhead"], v["retry"]) == ("failure", "release", {"retry": "timeout"})
+    assert guards.outcome_verdicts("permanent")["retry"] == {"give_up": "permanent"}
+    assert guards.outcome_verdicts("success")["brownout"] is None
+    with pytest.raises(ValueError, match="outcome"):
+        guards.outcome_verdicts("nope")  # type: ignore[arg-type]
+    with type_error("outcome"):
+        guards.outcome_verdicts(3)  # type: ignore[arg-type]
+
+
 def test_retry_on_result_returns_the_last_result_when_giving_up(clock: guards.FakeClock) -> None:
     responses = [_Response(503, {"Retry-After": "1"}), _Response(502), _Response(500)]
     calls = iter(responses)
