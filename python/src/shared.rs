@@ -423,6 +423,27 @@ macro_rules! plain_guard {
     }};
 }
 
+/// A guard with owner-recorded permits, as its `Shared*` class: the region's guard `name`
+/// of the config the package's own class builds from the same arguments, and a view of it
+/// as that class (for its read-only methods).
+macro_rules! permit_guard {
+    ($slf:expr, $name:expr, $args:expr, $kwargs:expr, $py_ty:ident, $core:ty, $field:ident, $shared:ident) => {{
+        let slf = $slf;
+        let py = slf.py();
+        let name = name_arg($name)?;
+        let private = py.get_type::<$py_ty>().call($args, $kwargs)?;
+        let config = *private.cast::<$py_ty>()?.get().$field.config();
+        let g = slf.get().get::<$core>(py, &name, config, &private)?;
+        let view = Py::new(py, $py_ty { $field: attach(&g) })?;
+        Ok($shared {
+            g,
+            view: view.into_any(),
+            name,
+            region: slf.clone().unbind(),
+        })
+    }};
+}
+
 #[pymethods]
 impl PyRegion {
     /// `Region(path="guards", *, max_guards=64, permit_slots=4096, data_bytes=16 MiB,
@@ -597,18 +618,16 @@ impl PyRegion {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PySharedBulkhead> {
-        let py = slf.py();
-        let name = name_arg(name)?;
-        let private = py.get_type::<PyBulkhead>().call(args, kwargs)?;
-        let config = *private.cast::<PyBulkhead>()?.get().b.config();
-        let g = slf.get().get::<Bulkhead>(py, &name, config, &private)?;
-        let view = Py::new(py, PyBulkhead { b: attach(&g) })?;
-        Ok(PySharedBulkhead {
-            g,
-            view: view.into_any(),
+        permit_guard!(
+            slf,
             name,
-            region: slf.clone().unbind(),
-        })
+            args,
+            kwargs,
+            PyBulkhead,
+            Bulkhead,
+            b,
+            PySharedBulkhead
+        )
     }
 
     /// `region.limiter(name, limit=None, **settings)`: the host-wide limiter `name`
@@ -620,18 +639,16 @@ impl PyRegion {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PySharedLimiter> {
-        let py = slf.py();
-        let name = name_arg(name)?;
-        let private = py.get_type::<PyLimiter>().call(args, kwargs)?;
-        let config = *private.cast::<PyLimiter>()?.get().l.config();
-        let g = slf.get().get::<Limiter>(py, &name, config, &private)?;
-        let view = Py::new(py, PyLimiter { l: attach(&g) })?;
-        Ok(PySharedLimiter {
-            g,
-            view: view.into_any(),
+        permit_guard!(
+            slf,
             name,
-            region: slf.clone().unbind(),
-        })
+            args,
+            kwargs,
+            PyLimiter,
+            Limiter,
+            l,
+            PySharedLimiter
+        )
     }
 
     /// `region.admission(name, limits=None, **settings)`: the host-wide admission door
@@ -643,18 +660,16 @@ impl PyRegion {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PySharedAdmission> {
-        let py = slf.py();
-        let name = name_arg(name)?;
-        let private = py.get_type::<PyAdmission>().call(args, kwargs)?;
-        let config = *private.cast::<PyAdmission>()?.get().a.config();
-        let g = slf.get().get::<Admission>(py, &name, config, &private)?;
-        let view = Py::new(py, PyAdmission { a: attach(&g) })?;
-        Ok(PySharedAdmission {
-            g,
-            view: view.into_any(),
+        permit_guard!(
+            slf,
             name,
-            region: slf.clone().unbind(),
-        })
+            args,
+            kwargs,
+            PyAdmission,
+            Admission,
+            a,
+            PySharedAdmission
+        )
     }
 
     /// `region.retry_budget(name, mode="token_bucket", **settings)`: a `guards.RetryBudget`
