@@ -548,6 +548,17 @@ export declare class Backoff {
    * (the previous wait, ms or exact ns as a bigint) is used by decorrelated jitter.
    */
   delayMs(retry: number, prevDelay?: number | bigint): number
+  /**
+   * The next word of the jitter generator (the word `delayMs` would draw next), as a
+   * bigint: record it, and `delayFromBitsMs` gives (and later replays) the wait it
+   * makes. The same seed gives the same words in every language.
+   */
+  nextU64(): bigint
+  /**
+   * The wait before retry `retry` when the jitter draws `bits` (a word of the generator,
+   * see `nextU64`), in ms; `prevDelay` as for `delayMs`.
+   */
+  delayFromBitsMs(retry: number, bits: bigint, prevDelay?: number | bigint): number
   /** The ceiling before jitter for retry `retry`, in ms. */
   ceilingMs(retry: number): number
   /** The longest wait retry `retry` can get with this jitter, in ms. */
@@ -1539,6 +1550,11 @@ export declare class RetryPolicy {
    * `RetryBudget`, or a function `(now, cause) => boolean`) is asked last.
    */
   decide(attempt: number, outcome: Outcome, options?: DecideOptions): { retry: true; delayMs: number } | { retry: false; reason: GiveUpReason }
+  /**
+   * The next word of the policy's jitter generator (the word its next backoff draws), as
+   * a bigint. The same seed gives the same words in every language.
+   */
+  nextU64(): bigint
   /**
    * The longest a request can take with attempts of `attemptTimeout` (ms, or exact ns
    * as a bigint): every attempt timing out and every wait at its ceiling, in ms.

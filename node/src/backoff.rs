@@ -115,6 +115,34 @@ impl Backoff {
         Ok(ms(self.s.b.delay(r, prev, &self.s.rng)))
     }
 
+    /// The next word of the jitter generator (the word `delayMs` would draw next), as a
+    /// bigint: record it, and `delayFromBitsMs` gives (and later replays) the wait it
+    /// makes. The same seed gives the same words in every language.
+    #[napi(catch_unwind)]
+    pub fn next_u64(&self) -> BigInt {
+        BigInt::from(self.s.rng.next_u64())
+    }
+
+    /// The wait before retry `retry` when the jitter draws `bits` (a word of the generator,
+    /// see `nextU64`), in ms; `prevDelay` as for `delayMs`.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "retry: number, bits: bigint, prevDelay?: number | bigint"
+    )]
+    pub fn delay_from_bits_ms(
+        &self,
+        env: Env,
+        retry: Unknown<'_>,
+        bits: Unknown<'_>,
+        prev_delay: Option<Unknown<'_>>,
+    ) -> Result<f64> {
+        let r = retry_arg(&env, &retry)?;
+        let bits = args::whole(&env, "bits", &bits, u64::MAX)?;
+        let prev =
+            args::opt_duration(&env, "prevDelay", prev_delay)?.unwrap_or(guards::names::Nanos(0));
+        Ok(ms(self.s.b.delay_from_bits(r, prev, bits)))
+    }
+
     /// The ceiling before jitter for retry `retry`, in ms.
     #[napi(catch_unwind, ts_args_type = "retry: number")]
     pub fn ceiling_ms(&self, env: Env, retry: Unknown<'_>) -> Result<f64> {

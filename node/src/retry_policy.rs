@@ -228,6 +228,13 @@ impl RetryPolicy {
         Ok(out)
     }
 
+    /// The next word of the policy's jitter generator (the word its next backoff draws), as
+    /// a bigint. The same seed gives the same words in every language.
+    #[napi(catch_unwind)]
+    pub fn next_u64(&self) -> BigInt {
+        BigInt::from(self.core.rng().next_u64())
+    }
+
     /// The longest a request can take with attempts of `attemptTimeout` (ms, or exact ns
     /// as a bigint): every attempt timing out and every wait at its ceiling, in ms.
     #[napi(catch_unwind, ts_args_type = "attemptTimeout: number | bigint")]
