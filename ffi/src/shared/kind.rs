@@ -441,7 +441,10 @@ impl SharedPermits for Bulkhead {
     }
     #[inline]
     fn decode(w: PermitWords) -> Option<BulkheadPermit> {
-        if w != [0; 4] {
+        // Word by word: the words were just stored one by one, and a wide compare would
+        // wait for those stores to drain.
+        let [a, b, c, d] = w;
+        if a | b | c | d != 0 {
             return None;
         }
         Some(BulkheadPermit::from_parts(BulkheadPermitParts))
