@@ -402,6 +402,27 @@ macro_rules! only {
     };
 }
 
+/// Write what `read` takes from the region guard `g` (its stats, ...) to `*out`, inside the
+/// panic boundary: `g` and `out` checked, `*out` untouched on error.
+///
+/// # Safety
+/// `g` must be NULL or a live handle; `out` NULL or valid for writes.
+unsafe fn read_into<T, S: Into<T>>(
+    g: *const guards_region_guard,
+    out: *mut T,
+    read: impl FnOnce(&AnyShared) -> Result<S, Failure>,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let g = unsafe { arg(g, "guard") }?;
+        let out = Out::new(out, "out")?;
+        let v = read(&g.guard)?;
+        // SAFETY: valid for writes (caller's contract).
+        unsafe { out.set(v.into()) };
+        Ok(())
+    })
+}
+
 /// Write the default options to `out`.
 ///
 /// # Safety
@@ -1482,15 +1503,8 @@ pub unsafe extern "C" fn guards_region_limiter_get_stats(
     g: *const guards_region_guard,
     out: *mut guards_limiter_stats,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let g = unsafe { arg(g, "guard") }?;
-        let out = Out::new(out, "out")?;
-        let s = only!(&g.guard, Limiter, "a limiter")?.stats();
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(s.into()) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract.
+    unsafe { read_into(g, out, |a| Ok(only!(a, Limiter, "a limiter")?.stats())) }
 }
 
 /// A shared admission door's counters (all processes together) into `*out`.
@@ -1502,15 +1516,12 @@ pub unsafe extern "C" fn guards_region_admission_get_stats(
     g: *const guards_region_guard,
     out: *mut guards_admission_stats,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let g = unsafe { arg(g, "guard") }?;
-        let out = Out::new(out, "out")?;
-        let s = only!(&g.guard, Admission, "an admission door")?.stats();
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(s.into()) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract.
+    unsafe {
+        read_into(g, out, |a| {
+            Ok(only!(a, Admission, "an admission door")?.stats())
+        })
+    }
 }
 
 /// A first attempt goes out at `now_ns` (a shared retry budget; as
@@ -1655,15 +1666,12 @@ pub unsafe extern "C" fn guards_region_retry_budget_get_stats(
     g: *const guards_region_guard,
     out: *mut guards_retry_budget_stats,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let g = unsafe { arg(g, "guard") }?;
-        let out = Out::new(out, "out")?;
-        let s = only!(&g.guard, RetryBudget, "a retry budget")?.stats();
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(s.into()) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract.
+    unsafe {
+        read_into(g, out, |a| {
+            Ok(only!(a, RetryBudget, "a retry budget")?.stats())
+        })
+    }
 }
 
 /// Decide a request at `now_ns` on a shared adaptive throttle: `OK` (send it, then report)
@@ -1732,15 +1740,12 @@ pub unsafe extern "C" fn guards_region_adaptive_throttle_get_stats(
     g: *const guards_region_guard,
     out: *mut guards_adaptive_throttle_stats,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let g = unsafe { arg(g, "guard") }?;
-        let out = Out::new(out, "out")?;
-        let s = only!(&g.guard, AdaptiveThrottle, "an adaptive throttle")?.stats();
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(s.into()) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract.
+    unsafe {
+        read_into(g, out, |a| {
+            Ok(only!(a, AdaptiveThrottle, "an adaptive throttle")?.stats())
+        })
+    }
 }
 
 /// Record one latency at `now_ns` in a shared latency tracker.
@@ -1802,15 +1807,12 @@ pub unsafe extern "C" fn guards_region_latency_tracker_get_stats(
     g: *const guards_region_guard,
     out: *mut guards_latency_tracker_stats,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let g = unsafe { arg(g, "guard") }?;
-        let out = Out::new(out, "out")?;
-        let s = only!(&g.guard, LatencyTracker, "a latency tracker")?.stats();
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(s.into()) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract.
+    unsafe {
+        read_into(g, out, |a| {
+            Ok(only!(a, LatencyTracker, "a latency tracker")?.stats())
+        })
+    }
 }
 
 /// Record one latency at `now_ns` in a shared hedging policy.
@@ -1869,15 +1871,12 @@ pub unsafe extern "C" fn guards_region_hedging_get_stats(
     g: *const guards_region_guard,
     out: *mut guards_hedging_stats,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let g = unsafe { arg(g, "guard") }?;
-        let out = Out::new(out, "out")?;
-        let s = only!(&g.guard, Hedging, "a hedging policy")?.stats();
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(s.into()) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract.
+    unsafe {
+        read_into(g, out, |a| {
+            Ok(only!(a, Hedging, "a hedging policy")?.stats())
+        })
+    }
 }
 
 fn brownout_decision(d: Option<BrownoutDecision>) -> u32 {
@@ -1961,15 +1960,12 @@ pub unsafe extern "C" fn guards_region_brownout_get_stats(
     g: *const guards_region_guard,
     out: *mut guards_brownout_stats,
 ) -> GuardsResult {
-    boundary(|| {
-        // SAFETY: the caller's contract.
-        let g = unsafe { arg(g, "guard") }?;
-        let out = Out::new(out, "out")?;
-        let s = only!(&g.guard, Brownout, "a brownout policy")?.stats();
-        // SAFETY: valid for writes (caller's contract).
-        unsafe { out.set(s.into()) };
-        Ok(())
-    })
+    // SAFETY: the caller's contract.
+    unsafe {
+        read_into(g, out, |a| {
+            Ok(only!(a, Brownout, "a brownout policy")?.stats())
+        })
+    }
 }
 
 // ---- Every other kind in caller memory (all plain atomics): as the breaker's.
