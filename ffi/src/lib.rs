@@ -9,6 +9,8 @@
 //! - [`clock`]: the default clock, monotonic nanoseconds on CLOCK_MONOTONIC's timeline;
 //! - [`error`]: result codes with fixed numbers, the mapping from core's errors, a message
 //!   per code and the last failure's detail per thread;
+//! - [`gate`]: the limiter and the admission door as one priority gate, so a binding
+//!   holds their permits once;
 //! - [`handle`]: guards built in place on the heap with their own alignment, and the one
 //!   dispatch from a runtime capacity to core's const generics;
 //! - [`permit`]: take-once permits: a lock-free slot table for C's plain-data permits and
@@ -42,6 +44,7 @@
 
 pub mod clock;
 pub mod error;
+pub mod gate;
 #[macro_use]
 pub mod handle;
 pub mod names;

@@ -18,15 +18,14 @@
 //! }
 //! ```
 
+use super::gate::GateHandle;
 use super::limiter::guards_limit_config;
 use super::{
-    call_out, config_default, fail_arg, fail_code, fail_with, free_handle, guards_permit, hot,
-    hot_out_ok, hot_outcome, hot_priority, hot_ref, new_handle, priority, read,
+    call_out, config_default, fail_arg, free_handle, guards_permit, hot, hot_out_ok, hot_ref,
+    new_handle, priority, read,
 };
 use crate::error::{Failure, GuardsResult};
-use crate::handle::InPlace;
-use crate::names::{Admission, AdmissionConfig, AdmissionPermit, AdmissionStats, Nanos};
-use crate::permit::PermitSlots;
+use crate::names::{Admission, AdmissionConfig, AdmissionStats, Nanos};
 
 /// An admission door's settings. Start from `guards_admission_config_default`.
 #[repr(C)]
@@ -127,59 +126,12 @@ impl From<AdmissionStats> for guards_admission_stats {
 
 /// An admission door (opaque). Thread-safe and lock-free: share one handle.
 #[derive(Debug)]
-pub struct guards_admission {
-    door: InPlace<Admission>,
-    permits: PermitSlots<AdmissionPermit>,
-}
+pub struct guards_admission(GateHandle<Admission>);
 
 impl guards_admission {
     /// Build from a C config.
     pub fn new(cfg: &guards_admission_config) -> Result<Self, Failure> {
-        Ok(guards_admission {
-            door: InPlace::new(cfg.to_core()?)?,
-            permits: PermitSlots::new(),
-        })
-    }
-
-    #[inline(always)]
-    fn acquire_into(&self, now: u64, prio: u32, out: *mut guards_permit) -> GuardsResult {
-        let prio = match hot_priority(prio) {
-            Ok(p) => p,
-            Err(code) => return code,
-        };
-        let p = match self.door.try_acquire(Nanos(now), prio) {
-            Ok(p) => p,
-            Err(r) => return fail_with(r),
-        };
-        match self.permits.insert_or(p, |p| self.door.on_ignore(p)) {
-            Ok(t) => {
-                // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
-                unsafe {
-                    guards_permit {
-                        acquired_at_ns: now,
-                        ..guards_permit::of_token(t)
-                    }
-                    .write_to(out)
-                };
-                GuardsResult::Ok
-            }
-            Err(code) => fail_code(code),
-        }
-    }
-
-    #[inline(always)]
-    fn report_code(&self, permit: &guards_permit, outcome: u32, now: u64) -> GuardsResult {
-        let outcome = match hot_outcome(outcome) {
-            Ok(o) => o,
-            Err(code) => return code,
-        };
-        match self.permits.take(permit.token()) {
-            Ok(p) => {
-                self.door.report(p, outcome, Nanos(now));
-                GuardsResult::Ok
-            }
-            Err(code) => fail_code(code),
-        }
+        GateHandle::new(cfg.to_core()?).map(guards_admission)
     }
 }
 
@@ -245,7 +197,7 @@ pub unsafe extern "C" fn guards_admission_try_acquire(
         if !hot_out_ok(out) {
             return fail_arg(out.is_null(), "out");
         }
-        h.acquire_into(now_ns, priority, out)
+        h.0.acquire_into(now_ns, priority, out)
     })
 }
 
@@ -266,7 +218,7 @@ pub unsafe extern "C" fn guards_admission_report(
         let Some(h) = (unsafe { hot_ref(a.cast_const()) }) else {
             return fail_arg(a.is_null(), "admission");
         };
-        h.report_code(&permit, outcome, now_ns)
+        h.0.report_code(&permit, outcome, now_ns)
     })
 }
 
@@ -280,7 +232,7 @@ pub unsafe extern "C" fn guards_admission_get_stats(
     out: *mut guards_admission_stats,
 ) -> GuardsResult {
     // SAFETY: the caller's contract, passed on.
-    unsafe { read(a, "admission", out, |a| a.door.stats().into()) }
+    unsafe { read(a, "admission", out, |a| a.0.gate.stats().into()) }
 }
 
 /// The config the door was built with.
@@ -295,7 +247,7 @@ pub unsafe extern "C" fn guards_admission_get_config(
     // SAFETY: the caller's contract, passed on.
     unsafe {
         read(a, "admission", out, |a| {
-            guards_admission_config::of_core(a.door.config())
+            guards_admission_config::of_core(a.0.gate.config())
         })
     }
 }
@@ -310,7 +262,7 @@ pub unsafe extern "C" fn guards_admission_outstanding(
     out: *mut u64,
 ) -> GuardsResult {
     // SAFETY: the caller's contract, passed on.
-    unsafe { read(a, "admission", out, |a| a.permits.outstanding()) }
+    unsafe { read(a, "admission", out, |a| a.0.permits.outstanding()) }
 }
 
 /// The threshold priority `priority` (0..=7) is held to now (its limit, capped by the
@@ -327,7 +279,7 @@ pub unsafe extern "C" fn guards_admission_threshold(
     // SAFETY: the caller's contract, passed on.
     unsafe {
         call_out(a, "admission", out, |a| {
-            Ok(a.door.threshold(self::priority(priority)?))
+            Ok(a.0.gate.threshold(self::priority(priority)?))
         })
     }
 }

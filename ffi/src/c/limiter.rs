@@ -15,17 +15,16 @@
 //! guards_limiter_free(l);
 //! ```
 
+use super::gate::GateHandle;
 use super::{
-    call_mut_out, call_out, config_default, fail_arg, fail_code, fail_with, free_handle,
-    guards_permit, hot, hot_out_ok, hot_outcome, hot_priority, hot_ref, new_handle, priority, read,
+    call_mut_out, call_out, config_default, fail_arg, free_handle, guards_permit, hot, hot_out_ok,
+    hot_ref, new_handle, priority, read,
 };
 use crate::error::{Failure, GuardsResult};
-use crate::handle::InPlace;
 use crate::names::{
-    AimdConfig, GradientConfig, LimitConfig, Limiter, LimiterConfig, LimiterPermit, LimiterStats,
-    Nanos, PartitionConfig, VegasConfig,
+    AimdConfig, GradientConfig, LimitConfig, Limiter, LimiterConfig, LimiterStats, Nanos,
+    PartitionConfig, VegasConfig,
 };
-use crate::permit::PermitSlots;
 use guards_core::limit::{Limit, LimitSample};
 
 /// Which limit a `guards_limit_config` runs (`algorithm`).
@@ -354,59 +353,12 @@ impl From<LimiterStats> for guards_limiter_stats {
 
 /// A concurrency limiter (opaque). Thread-safe and lock-free: share one handle.
 #[derive(Debug)]
-pub struct guards_limiter {
-    limiter: InPlace<Limiter>,
-    permits: PermitSlots<LimiterPermit>,
-}
+pub struct guards_limiter(GateHandle<Limiter>);
 
 impl guards_limiter {
     /// Build from a C config.
     pub fn new(cfg: &guards_limiter_config) -> Result<Self, Failure> {
-        Ok(guards_limiter {
-            limiter: InPlace::new(cfg.to_core()?)?,
-            permits: PermitSlots::new(),
-        })
-    }
-
-    #[inline(always)]
-    fn acquire_into(&self, now: u64, prio: u32, out: *mut guards_permit) -> GuardsResult {
-        let prio = match hot_priority(prio) {
-            Ok(p) => p,
-            Err(code) => return code,
-        };
-        let p = match self.limiter.try_acquire(Nanos(now), prio) {
-            Ok(p) => p,
-            Err(r) => return fail_with(r),
-        };
-        match self.permits.insert_or(p, |p| self.limiter.on_ignore(p)) {
-            Ok(t) => {
-                // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
-                unsafe {
-                    guards_permit {
-                        acquired_at_ns: now,
-                        ..guards_permit::of_token(t)
-                    }
-                    .write_to(out)
-                };
-                GuardsResult::Ok
-            }
-            Err(code) => fail_code(code),
-        }
-    }
-
-    #[inline(always)]
-    fn report_code(&self, permit: &guards_permit, outcome: u32, now: u64) -> GuardsResult {
-        let outcome = match hot_outcome(outcome) {
-            Ok(o) => o,
-            Err(code) => return code,
-        };
-        match self.permits.take(permit.token()) {
-            Ok(p) => {
-                self.limiter.report(p, outcome, Nanos(now));
-                GuardsResult::Ok
-            }
-            Err(code) => fail_code(code),
-        }
+        GateHandle::new(cfg.to_core()?).map(guards_limiter)
     }
 }
 
@@ -472,7 +424,7 @@ pub unsafe extern "C" fn guards_limiter_try_acquire(
         if !hot_out_ok(out) {
             return fail_arg(out.is_null(), "out");
         }
-        h.acquire_into(now_ns, priority, out)
+        h.0.acquire_into(now_ns, priority, out)
     })
 }
 
@@ -496,7 +448,7 @@ pub unsafe extern "C" fn guards_limiter_report(
         let Some(h) = (unsafe { hot_ref(l.cast_const()) }) else {
             return fail_arg(l.is_null(), "limiter");
         };
-        h.report_code(&permit, outcome, now_ns)
+        h.0.report_code(&permit, outcome, now_ns)
     })
 }
 
@@ -511,7 +463,7 @@ pub unsafe extern "C" fn guards_limiter_get_stats(
     out: *mut guards_limiter_stats,
 ) -> GuardsResult {
     // SAFETY: the caller's contract, passed on.
-    unsafe { read(l, "limiter", out, |l| l.limiter.stats().into()) }
+    unsafe { read(l, "limiter", out, |l| l.0.gate.stats().into()) }
 }
 
 /// The config the limiter was built with.
@@ -526,7 +478,7 @@ pub unsafe extern "C" fn guards_limiter_get_config(
     // SAFETY: the caller's contract, passed on.
     unsafe {
         read(l, "limiter", out, |l| {
-            guards_limiter_config::of_core(l.limiter.config())
+            guards_limiter_config::of_core(l.0.gate.config())
         })
     }
 }
@@ -541,7 +493,7 @@ pub unsafe extern "C" fn guards_limiter_outstanding(
     out: *mut u64,
 ) -> GuardsResult {
     // SAFETY: the caller's contract, passed on.
-    unsafe { read(l, "limiter", out, |l| l.permits.outstanding()) }
+    unsafe { read(l, "limiter", out, |l| l.0.permits.outstanding()) }
 }
 
 /// The threshold priority `priority` (0..=7) is held to now, into `*out`: a call of that
@@ -559,7 +511,7 @@ pub unsafe extern "C" fn guards_limiter_threshold(
     // SAFETY: the caller's contract, passed on.
     unsafe {
         call_out(l, "limiter", out, |l| {
-            Ok(l.limiter.threshold(self::priority(priority)?))
+            Ok(l.0.gate.threshold(self::priority(priority)?))
         })
     }
 }
@@ -575,7 +527,7 @@ pub unsafe extern "C" fn guards_limiter_retry_after(
     out: *mut u64,
 ) -> GuardsResult {
     // SAFETY: the caller's contract, passed on.
-    unsafe { read(l, "limiter", out, |l| l.limiter.retry_after().0) }
+    unsafe { read(l, "limiter", out, |l| l.0.gate.retry_after().0) }
 }
 
 /// A limit algorithm on its own (opaque): fixed, AIMD, Vegas or Gradient2 fed one sample

@@ -38,6 +38,7 @@ pub mod brownout;
 pub mod bulkhead;
 pub mod circuit_breaker;
 pub mod deadline;
+pub(crate) mod gate;
 pub mod hedging;
 pub mod http;
 pub mod keyed_breakers;
