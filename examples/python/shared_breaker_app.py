@@ -8,7 +8,8 @@ of each learning the outage on its own.
 Run (the region file is created by the first worker to start)::
 
     GUARDS_REGION=/dev/shm/guards-demo uvicorn shared_breaker_app:app --workers 4 --port 8000
-    # or: gunicorn -w 4 -k uvicorn.workers.UvicornWorker shared_breaker_app:app
+    # or: gunicorn -w 4 -k uvicorn_worker.UvicornWorker shared_breaker_app:app
+    # (pip install uvicorn-worker; uvicorn.workers.UvicornWorker is the deprecated same)
 
     curl 'localhost:8000/call?fail=1'   # the dependency fails (4 of these open the breaker)
     curl 'localhost:8000/call'          # from any worker: 503, "breaker": "open"
@@ -30,7 +31,8 @@ from guards import shared
 
 REGION = os.environ.get("GUARDS_REGION", "guards-demo")
 
-# Opened in each worker (uvicorn and gunicorn import the app in every worker process).
+# Opened in each worker (uvicorn and gunicorn import the app in every worker process), or
+# once in gunicorn's master with --preload (the workers inherit it through fork).
 region = shared.Region(REGION)
 breaker = region.circuit_breaker(
     "dependency",
