@@ -8,7 +8,7 @@
 //! `shared`).
 //!
 //! The guard classes (`RegionCircuitBreaker`, `RegionKeyedBreakers`, `RegionBulkhead`,
-//! `RegionLimiter`, `RegionAdmission`, `RegionRetryBudget`) read their options with the
+//! `RegionLimiter`, `RegionAdmission`) read their options with the
 //! private classes' readers, throw the same refusals, and give the JavaScript layer
 //! (`lib/region.js`), `guarded`, `createFetch` and the admission middlewares the same
 //! fast path (`_fast()`: `acquire` and `report`/`release` as plain Node-API functions,
@@ -16,6 +16,12 @@
 //! in the region's permit table with this process as its owner, so that when a process
 //! dies holding permits, `Region.reclaim()` (or the next acquire that finds the guard
 //! full, or the next `open`) gives them back to their guards as `cancelled`.
+//!
+//! The kinds without permits (retry budget, adaptive throttle, latency tracker, hedging,
+//! brownout) have no class here: `Region._retryBudget` and its siblings find or create the
+//! guard and hand it to the package's own class (`new RetryBudget(undefined, it)`), which
+//! then works on the region's memory and keeps its mapping alive. So a region budget is a
+//! `RetryBudget`, and `retry`, `createFetch`, `RetryDriver` and the gates take it.
 //!
 //! Failures of the region itself throw a `RegionError` whose `code` is stable:
 //! `GUARDS_GUARD_MISMATCH` (a guard of that name exists with another kind, capacity or
