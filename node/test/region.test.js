@@ -562,6 +562,21 @@ test('a brownout\'s counters are every process\'s', async () => {
   }
 });
 
+test('guarded() takes a region throttle, brownout and budget as it takes private ones', async () => {
+  const region = new g.Region(fresh());
+  const throttle = region.adaptiveThrottle('thr', { minRequests: 1 });
+  const brownout = region.brownout('op', { optional: true });
+  const budget = region.retryBudget('rb', { capacity: 1, ratio: 0 });
+  const stack = g.guarded([throttle], { brownout, fallback: 'cached', retry: { budget, maxAttempts: 3, backoff: { base: 1, cap: 1 } } });
+  let calls = 0;
+  assert.equal(await stack.execute(async () => { calls++; throw Object.assign(new Error('busy'), { status: 503 }); }), 'cached');
+  assert.equal(calls, 2, 'one retry: the budget\'s one token');
+  assert.equal(budget.stats().withdrawals, 1);
+  assert.equal(budget.stats().refusals, 1);
+  assert.equal(throttle.stats().admitted, 2);
+  assert.equal(region.brownout('op', { optional: true }).stats().degraded, 1, 'the fallback counted in the region');
+});
+
 test('the new kinds: mismatch of kind and config, bad options, attach', () => {
   const region = new g.Region(fresh());
   const isType = (option) => (e) => e instanceof TypeError && e.option === option && e.code === 'GUARDS_INVALID_OPTION';
