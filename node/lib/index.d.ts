@@ -615,4 +615,9 @@ export declare class GuardMismatchError extends RegionError {
   field: 'kind' | 'capacity' | 'config';
   existing: number;
   requested: number;
+  /**
+   * For a config mismatch: each option whose value differs, with the region's value and
+   * the one asked for, as the options spell them (durations in ms, names).
+   */
+  differences?: Record<string, { existing: unknown; requested: unknown }>;
 }

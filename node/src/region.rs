@@ -39,10 +39,14 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use guards::error::{Detail, Failure, GuardsResult};
-use guards::names::{BreakerStatus, Nanos, Outcome};
+use guards::names::{
+    AdaptiveThrottleConfig, AdmissionConfig, BreakerStatus, BrownoutConfig, BulkheadConfig,
+    CircuitBreakerConfig, HedgingConfig, LatencyTrackerConfig, LimitConfig, LimiterConfig, Nanos,
+    Outcome, RetryBudgetConfig,
+};
 use guards::permit::PermitToken;
-use guards::schema;
-use guards::shared::{self as gs, AnyShared, Refusal, RegionOptions, Shared};
+use guards::schema::{self, Schema, Unit, Value};
+use guards::shared::{self as gs, AnyShared, Refusal, RegionOptions, Shared, SharedGuard};
 use guards_core::adaptive_throttle::AdaptiveThrottle as CoreThrottle;
 use guards_core::admission::{Admission as CoreAdmission, AdmissionRejected};
 use guards_core::brownout::Brownout as CoreBrownout;
@@ -150,6 +154,219 @@ fn kind_mismatch(
     )
 }
 
+// ---------------------------------------------------------------------------------------
+// Which options differ, for a config mismatch
+
+/// An option whose value differs between the region's guard and the one asked for: its
+/// name as written in the options, and the two values as JSON text.
+struct Difference {
+    option: String,
+    existing: String,
+    requested: String,
+}
+
+/// A config whose options can be compared one by one.
+trait Differ {
+    /// The options in which `existing` and `requested` differ.
+    fn differences(existing: &Self, requested: &Self) -> Vec<Difference>;
+}
+
+/// A value of `unit` as JSON text, as the options spell it (durations in ms, names).
+fn json_value(unit: Unit, v: Value) -> String {
+    let number = |x: f64| {
+        if x.is_finite() {
+            format!("{x}")
+        } else {
+            "null".to_owned()
+        }
+    };
+    match (unit, v) {
+        (Unit::Duration, Value::Uint(n)) => number(ms(Nanos(n))),
+        (Unit::Enum(names), Value::Uint(i)) => {
+            errors::quote(names.get(i as usize).copied().unwrap_or(""))
+        }
+        (Unit::Flags(names), Value::Uint(bits)) => {
+            let set: Vec<String> = names
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i < 64 && bits & (1 << i) != 0)
+                .map(|(_, n)| errors::quote(n))
+                .collect();
+            format!("[{}]", set.join(","))
+        }
+        (_, Value::Uint(n)) => number(num(n)),
+        (_, Value::Float(x)) => number(x),
+        (_, Value::Bool(b)) => b.to_string(),
+    }
+}
+
+/// The fields of schema `s` in which `a` and `b` differ.
+fn by_schema<C: Copy>(s: &Schema<C>, a: &C, b: &C, out: &mut Vec<Difference>) {
+    for f in s.fields {
+        let (x, y) = (f.get(a), f.get(b));
+        if x != y {
+            out.push(Difference {
+                option: camel(f.name),
+                existing: json_value(f.unit, x),
+                requested: json_value(f.unit, y),
+            });
+        }
+    }
+}
+
+macro_rules! differ_by_schema {
+    ($($cfg:ty => $schema:expr),* $(,)?) => {$(
+        impl Differ for $cfg {
+            fn differences(a: &Self, b: &Self) -> Vec<Difference> {
+                let mut out = Vec::new();
+                by_schema(&$schema, a, b, &mut out);
+                out
+            }
+        }
+    )*};
+}
+
+differ_by_schema!(
+    CircuitBreakerConfig => schema::CIRCUIT_BREAKER,
+    BulkheadConfig => schema::BULKHEAD,
+    HedgingConfig => schema::HEDGING,
+    LatencyTrackerConfig => schema::LATENCY_TRACKER,
+    AdaptiveThrottleConfig => schema::ADAPTIVE_THROTTLE,
+    BrownoutConfig => schema::BROWNOUT,
+);
+
+/// A limit (`limit`, an object of its own) that differs.
+fn limit_difference(a: &LimitConfig, b: &LimitConfig, out: &mut Vec<Difference>) {
+    if a != b {
+        out.push(Difference {
+            option: "limit".to_owned(),
+            existing: errors::quote(&format!("{a:?}")),
+            requested: errors::quote(&format!("{b:?}")),
+        });
+    }
+}
+
+impl Differ for LimiterConfig {
+    fn differences(a: &Self, b: &Self) -> Vec<Difference> {
+        let mut out = Vec::new();
+        by_schema(&schema::LIMITER, a, b, &mut out);
+        limit_difference(&a.limit, &b.limit, &mut out);
+        out
+    }
+}
+
+impl Differ for AdmissionConfig {
+    fn differences(a: &Self, b: &Self) -> Vec<Difference> {
+        let mut out = Vec::new();
+        by_schema(&schema::ADMISSION, a, b, &mut out);
+        limit_difference(&a.limit, &b.limit, &mut out);
+        out
+    }
+}
+
+impl Differ for RetryBudgetConfig {
+    fn differences(a: &Self, b: &Self) -> Vec<Difference> {
+        let mut out = Vec::new();
+        match (a, b) {
+            (RetryBudgetConfig::TokenBucket(x), RetryBudgetConfig::TokenBucket(y)) => {
+                by_schema(&schema::TOKEN_BUDGET, x, y, &mut out)
+            }
+            (RetryBudgetConfig::Grpc(x), RetryBudgetConfig::Grpc(y)) => {
+                by_schema(&schema::GRPC_THROTTLE, x, y, &mut out)
+            }
+            (RetryBudgetConfig::Aws(x), RetryBudgetConfig::Aws(y)) => {
+                by_schema(&schema::AWS_RETRY_QUOTA, x, y, &mut out)
+            }
+            (RetryBudgetConfig::Windowed(x), RetryBudgetConfig::Windowed(y)) => {
+                by_schema(&schema::WINDOWED_BUDGET, x, y, &mut out)
+            }
+            _ => out.push(Difference {
+                option: "mode".to_owned(),
+                existing: errors::quote(a.mode().name()),
+                requested: errors::quote(b.mode().name()),
+            }),
+        }
+        out
+    }
+}
+
+/// The config of the breaker or keyed breaker set named `name`, if there is one.
+fn breaker_config(region: &gs::Region, name: &str) -> Option<CircuitBreakerConfig> {
+    Some(match AnyShared::attach(region, name).ok()? {
+        AnyShared::Breaker128(g) => g.config_of(),
+        AnyShared::Breaker1024(g) => g.config_of(),
+        AnyShared::Breaker8192(g) => g.config_of(),
+        AnyShared::Breaker65536(g) => g.config_of(),
+        AnyShared::Keyed4(g) => g.config_of(),
+        AnyShared::Keyed16(g) => g.config_of(),
+        AnyShared::Keyed64(g) => g.config_of(),
+        AnyShared::Keyed256(g) => g.config_of(),
+        _ => return None,
+    })
+}
+
+/// Failure `f` of `what` for the guard `name`: a config mismatch names the options that
+/// differ (`differences: { option: { existing, requested } }`, and the message), when the
+/// existing guard's config `existing` can be read; anything else as `failure` throws it.
+fn mismatch<C: Differ>(
+    env: &Env,
+    what: &str,
+    name: &str,
+    f: &Failure,
+    existing: Option<C>,
+    requested: &C,
+) -> Error {
+    let Detail::GuardMismatch {
+        field: "config",
+        existing: old_hash,
+        requested: new_hash,
+    } = f.detail
+    else {
+        return failure(env, what, f);
+    };
+    let Some(existing) = existing else {
+        return failure(env, what, f);
+    };
+    let diffs = C::differences(&existing, requested);
+    if diffs.is_empty() {
+        return failure(env, what, f);
+    }
+    let words: Vec<String> = diffs
+        .iter()
+        .map(|d| {
+            format!(
+                "`{}` is {} there, {} here",
+                d.option, d.existing, d.requested
+            )
+        })
+        .collect();
+    let json: Vec<String> = diffs
+        .iter()
+        .map(|d| {
+            format!(
+                "{}:{{\"existing\":{},\"requested\":{}}}",
+                errors::quote(&d.option),
+                d.existing,
+                d.requested
+            )
+        })
+        .collect();
+    errors::throw(
+        env,
+        kind_of(f.code),
+        &format!(
+            "{what}: the guard {name:?} exists with other options ({}): give the same options in every process, or another name",
+            words.join("; ")
+        ),
+        Details {
+            strings: vec![("field", "config")],
+            numbers: vec![("existing", num(old_hash)), ("requested", num(new_hash))],
+            json: vec![("differences", format!("{{{}}}", json.join(",")))],
+            ..Details::default()
+        },
+    )
+}
+
 const REGION: &str = "Region";
 const REGION_OPTIONS: &str =
     "maxGuards, permitSlots, dataBytes, waitTimeout, reclaimInterval, mode, create";
@@ -251,7 +468,10 @@ fn guard_in<K: gs::SharedGuard>(
     options: Option<Unknown<'_>>,
     attach: Option<Unknown<'_>>,
     read: impl FnOnce(&Env, Option<Unknown<'_>>) -> Result<K::Config>,
-) -> Result<Shared<K>> {
+) -> Result<Shared<K>>
+where
+    K::Config: Differ,
+{
     region_arg(env, &region)?.guard_of(env, class, name, options, attach, read)
 }
 
@@ -467,16 +687,23 @@ impl Region {
         options: Option<Unknown<'_>>,
         attach: Option<Unknown<'_>>,
         read: impl FnOnce(&Env, Option<Unknown<'_>>) -> Result<K::Config>,
-    ) -> Result<Shared<K>> {
+    ) -> Result<Shared<K>>
+    where
+        K::Config: Differ,
+    {
         let name = name_arg(env, class, &name)?;
         let attached = attach_arg(env, class, &options, attach)?;
-        let made = if attached {
-            self.r.attach::<K>(&name)
-        } else {
-            let config = read(env, options)?;
-            self.r.get_or_create::<K>(&name, config)
-        };
-        made.map_err(|f| failure(env, class, &f))
+        if attached {
+            return self
+                .r
+                .attach::<K>(&name)
+                .map_err(|f| failure(env, class, &f));
+        }
+        let config = read(env, options)?;
+        self.r.get_or_create::<K>(&name, config).map_err(|f| {
+            let existing = self.r.attach::<K>(&name).ok().map(|g| g.config_of());
+            mismatch(env, class, &name, &f, existing, &config)
+        })
     }
 }
 
@@ -829,12 +1056,21 @@ impl RegionCircuitBreaker {
         let region = region_arg(&env, &region)?;
         let name = name_arg(&env, BREAKER, &name)?;
         let made = if attach_arg(&env, BREAKER, &options, attach)? {
-            AnyShared::attach(&region.r, &name)
+            AnyShared::attach(&region.r, &name).map_err(|f| failure(&env, BREAKER, &f))
         } else {
             let (config, capacity) = crate::circuit_breaker::read_config(&env, options)?;
-            AnyShared::breaker(&region.r, &name, config, capacity)
+            AnyShared::breaker(&region.r, &name, config, capacity).map_err(|f| {
+                mismatch(
+                    &env,
+                    BREAKER,
+                    &name,
+                    &f,
+                    breaker_config(&region.r, &name),
+                    &config,
+                )
+            })
         };
-        let g = match made.map_err(|f| failure(&env, BREAKER, &f))? {
+        let g = match made? {
             AnyShared::Breaker128(g) => Breaker::C128(g),
             AnyShared::Breaker1024(g) => Breaker::C1024(g),
             AnyShared::Breaker8192(g) => Breaker::C8192(g),
@@ -1170,12 +1406,21 @@ impl RegionKeyedBreakers {
         let region = region_arg(&env, &region)?;
         let name = name_arg(&env, KEYED, &name)?;
         let made = if attach_arg(&env, KEYED, &options, attach)? {
-            AnyShared::attach(&region.r, &name)
+            AnyShared::attach(&region.r, &name).map_err(|f| failure(&env, KEYED, &f))
         } else {
             let (config, slots) = crate::keyed_breakers::read_config(&env, options)?;
-            AnyShared::keyed_breakers(&region.r, &name, config, slots)
+            AnyShared::keyed_breakers(&region.r, &name, config, slots).map_err(|f| {
+                mismatch(
+                    &env,
+                    KEYED,
+                    &name,
+                    &f,
+                    breaker_config(&region.r, &name),
+                    &config,
+                )
+            })
         };
-        let g = match made.map_err(|f| failure(&env, KEYED, &f))? {
+        let g = match made? {
             AnyShared::Keyed4(g) => Keyed::K4(g),
             AnyShared::Keyed16(g) => Keyed::K16(g),
             AnyShared::Keyed64(g) => Keyed::K64(g),

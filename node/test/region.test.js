@@ -599,6 +599,19 @@ test('the new kinds: mismatch of kind and config, bad options, attach', () => {
   assert.throws(() => region.brownout('op', { optional: true }), mismatch('config'));
   assert.throws(() => region.retryBudget('rb', { capacity: 6 }), mismatch('config'));
   assert.equal(region.latencyTracker('lat', { window: 2000 }).count(), 0, 'the same config attaches');
+  // a config mismatch names the options that differ, with both values (as options spell them)
+  const differs = (expected) => (e) => {
+    assert.ok(e instanceof g.GuardMismatchError && e.field === 'config', e.message);
+    assert.deepEqual(e.differences, expected);
+    for (const k of Object.keys(expected)) assert.match(e.message, new RegExp(`\`${k.replace('.', '\\.')}\``));
+    return true;
+  };
+  assert.throws(() => region.latencyTracker('lat', { window: 3000 }), differs({ window: { existing: 2000, requested: 3000 } }));
+  assert.throws(() => region.hedging('hedge', { maxHedges: 1 }), differs({ maxHedges: { existing: 2, requested: 1 } }));
+  assert.throws(() => region.adaptiveThrottle('thr', { k: 2 }), differs({ k: { existing: 3, requested: 2 } }));
+  assert.throws(() => region.brownout('op', { optional: true }), differs({ optional: { existing: false, requested: true } }));
+  assert.throws(() => region.retryBudget('rb', { capacity: 6, ratio: 0.2 }), differs({ capacity: { existing: 5, requested: 6 }, ratio: { existing: 0.1, requested: 0.2 } }));
+  assert.throws(() => region.retryBudget('rb', { mode: 'grpc' }), differs({ mode: { existing: 'token_bucket', requested: 'grpc' } }));
   // the package classes' own option checks
   assert.throws(() => region.hedging('x', { delayQuantile: 2 }), isRange('delayQuantile'));
   assert.throws(() => region.hedging('x', { delayQuantil: 0.9 }), isType('delayQuantil'));
@@ -758,11 +771,14 @@ test('a name with another kind or config is refused with GUARDS_GUARD_MISMATCH',
   region.bulkhead('x', { maxConcurrent: 2 });
   assert.equal(region.bulkhead('x', { maxConcurrent: 2 }).maxConcurrent, 2, 'the same config attaches');
   assert.throws(() => region.bulkhead('x', { maxConcurrent: 3 }), (e) => e instanceof g.GuardMismatchError
-    && e instanceof g.RegionError && e.code === 'GUARDS_GUARD_MISMATCH' && e.field === 'config');
+    && e instanceof g.RegionError && e.code === 'GUARDS_GUARD_MISMATCH' && e.field === 'config'
+    && e.differences.maxConcurrent.existing === 2 && e.differences.maxConcurrent.requested === 3);
   assert.throws(() => region.circuitBreaker('x'), (e) => e.code === 'GUARDS_GUARD_MISMATCH'
     && e.field === 'kind' && /it is a bulkhead, not a circuit_breaker/.test(e.message));
   assert.throws(() => region.retryBudget('x'), (e) => e.code === 'GUARDS_GUARD_MISMATCH');
   region.circuitBreaker('b', { windowSize: 100 });
+  assert.throws(() => region.circuitBreaker('b', { windowSize: 100, openDuration: 1000 }), (e) => e.field === 'config'
+    && e.differences.openDuration.requested === 1000 && /`openDuration` is 5000 there, 1000 here/.test(e.message));
   assert.throws(() => region.circuitBreaker('b', { windowSize: 100, capacity: 1024 }), (e) => e.code === 'GUARDS_GUARD_MISMATCH');
   const listed = region.guards().map((x) => `${x.name}:${x.kind}`).sort();
   assert.deepEqual(listed, ['b:circuit_breaker', 'x:bulkhead']);
