@@ -1139,6 +1139,16 @@ export declare class Region {
   lookup(name: string): { kind: string; capacity: number }
   /** The guards created so far: `[{ name, kind, capacity, size }]`. */
   guards(): Array<{ name: string; kind: string; capacity: number; size: number }>
+  /** r" The retry budget named `name` (for `RetryBudget`'s constructor). */
+  _retryBudget(name: string, options?: RetryBudgetOptions, attach?: boolean): unknown
+  /** r" The hedging policy named `name` (for `Hedging`'s constructor). */
+  _hedging(name: string, options?: HedgingOptions, attach?: boolean): unknown
+  /** r" The latency tracker named `name` (for `LatencyTracker`'s constructor). */
+  _latencyTracker(name: string, options?: LatencyTrackerOptions, attach?: boolean): unknown
+  /** r" The adaptive throttle named `name` (for `AdaptiveThrottle`'s constructor). */
+  _adaptiveThrottle(name: string, options?: AdaptiveThrottleOptions, attach?: boolean): unknown
+  /** r" The brownout (one operation) named `name` (for `Brownout`'s constructor). */
+  _brownout(name: string, options?: BrownoutOptions, attach?: boolean): unknown
 }
 
 /**
@@ -1356,51 +1366,6 @@ export declare class RegionPermit {
   get isProbe(): boolean
   /** A probe's timeout in ms, `null` otherwise. */
   get probeTimeoutMs(): number | null
-}
-
-/**
- * A retry budget in a region: retries stay a bounded share of the traffic of every
- * process together. Same options and methods as `RetryBudget` (a retry holds nothing,
- * so there is nothing to reclaim from a dead process).
- */
-export declare class RegionRetryBudget {
-  /** The budget named `name` in `region`, created with `options` if there is none. */
-  constructor(region: Region, name: string, options?: RetryBudgetOptions, attach?: boolean)
-  /** A first attempt goes out at `now` (the token bucket and windowed modes earn). */
-  deposit(now?: bigint): void
-  /**
-   * May a retry caused by `cause` (default `'transient'`) go at `now`? Its receipt, or
-   * `null` when it may not (see `RetryBudget.withdraw`).
-   */
-  withdraw(cause?: 'timeout' | 'transient' | 'throttled' | 'hedge', now?: bigint): RegionRetryReceipt | null
-  /**
-   * Tell the budget how an attempt ended at `now`, with the `receipt` of the retry it
-   * was (see `RetryBudget.report`).
-   */
-  report(outcome: Outcome, now?: bigint, receipt?: RegionRetryReceipt): 'success' | 'failure' | 'nothing'
-  /** The balance at `now`, in tokens, all processes. */
-  tokens(now?: bigint): number
-  /** The balance at `now` in micro-tokens, exactly. */
-  tokensMicros(now?: bigint): number
-  /** The mode's name. */
-  get mode(): 'token_bucket' | 'grpc' | 'aws' | 'windowed'
-  /** `{ deposits, withdrawals, refusals, refunds, failures, tokens }`, all processes. */
-  stats(): RetryBudgetStats
-  /** Its name in the region. */
-  get name(): string
-}
-
-/**
- * What a retry cost, from `RegionRetryBudget.withdraw`: hand it back once with the
- * budget's `report` when the retry ends.
- */
-export declare class RegionRetryReceipt {
-  /** What the retry cost, in micro-tokens. */
-  get costMicros(): number
-  /** What the retry cost, in tokens. */
-  get cost(): number
-  /** Whether it has been handed back. */
-  get done(): boolean
 }
 
 /**

@@ -30,16 +30,24 @@ const pFastB = pBulkhead._fast();
 const rFastB = rBulkhead._fast();
 const pFastC = pBreaker._fast();
 const rFastC = rBreaker._fast();
+// a region budget is a RetryBudget over the region's memory: the same code, other memory
+// (ratio 1: every deposit pays for the next withdrawal, the bucket never empties)
+const pBudget = new g.RetryBudget({ capacity: 100, ratio: 1 });
+const rBudget = region.retryBudget('budget', { capacity: 100, ratio: 1 });
+const pRetry = new g.Retry({ budget: pBudget });
+const rRetry = new g.Retry({ budget: rBudget });
 
 const groups = {
   'bulkhead execute(async no-op)': { private: () => pBulkhead.execute(noop), region: () => rBulkhead.execute(noop) },
   'breaker execute(async no-op)': { private: () => pBreaker.execute(noop), region: () => rBreaker.execute(noop) },
   'bulkhead execute(sync no-op)': { private: () => pBulkhead.execute(syncNoop), region: () => rBulkhead.execute(syncNoop) },
   'breaker execute(sync no-op)': { private: () => pBreaker.execute(syncNoop), region: () => rBreaker.execute(syncNoop) },
+  'retry(async no-op) with a budget': { private: () => pRetry.execute(noop), region: () => rRetry.execute(noop) },
 };
 const sync = {
   'bulkhead acquire + release (fast path)': { private: () => pFastB.release(pFastB.acquire()), region: () => rFastB.release(rFastB.acquire()) },
   'breaker acquire + report (fast path)': { private: () => pFastC.report(pFastC.acquire(), 0), region: () => rFastC.report(rFastC.acquire(), 0) },
+  'retry budget deposit + withdraw': { private: () => { pBudget.deposit(); pBudget.withdraw(); }, region: () => { rBudget.deposit(); rBudget.withdraw(); } },
 };
 
 async function time(f) {

@@ -33,8 +33,11 @@ export {
   KeyedBreakersPermit, BulkheadPermit, LimiterPermit, AdmissionPermit, nowNs, outcomeVerdicts,
   classifyHttp, parseRetryAfter, parseHttpDate, outcomeOfStatus, formatHttpDate,
   encodeGrpcTimeout, parseGrpcTimeout, encodeMillis, parseMillis, stableOffsetMs, nextStableRun,
-  configSchema, RegionPermit, RegionRetryReceipt,
+  configSchema, RegionPermit,
 } from '../index';
+
+/** A region budget's receipt: a `RetryReceipt` (the same class). */
+export { RetryReceipt as RegionRetryReceipt } from '../index';
 
 /** A breaker's state. */
 export type BreakerState = 'closed' | 'open' | 'half_open';
@@ -214,10 +217,19 @@ export declare class Region extends native.Region {
   limiter(name: string, options?: LimiterOptions): RegionLimiter;
   /** The admission door named `name`, created with `options` if there is none. */
   admission(name: string, options?: AdmissionOptions): RegionAdmission;
-  /** The retry budget named `name`, created with `options` if there is none. */
+  /** The retry budget named `name`, created with `options` if there is none: a `RetryBudget` (for `retry`, `createFetch`, `RetryDriver`, gates). */
   retryBudget(name: string, options?: RetryBudgetOptions): RegionRetryBudget;
+  /** The hedging policy named `name`, created with `options` if there is none: a `Hedging`. */
+  hedging(name: string, options?: HedgingOptions): RegionHedging;
+  /** The latency tracker named `name`, created with `options` if there is none: a `LatencyTracker`. */
+  latencyTracker(name: string, options?: LatencyTrackerOptions): RegionLatencyTracker;
+  /** The adaptive throttle named `name`, created with `options` if there is none: an `AdaptiveThrottle`. */
+  adaptiveThrottle(name: string, options?: AdaptiveThrottleOptions): RegionAdaptiveThrottle;
+  /** The brownout (one operation) named `name`, created with `options` if there is none: a `Brownout`. */
+  brownout(name: string, options?: BrownoutOptions): RegionBrownout;
   /** The existing guard named `name`, whatever its config, as the class of its kind. */
-  attach(name: string): RegionCircuitBreaker | RegionKeyedBreakers | RegionBulkhead | RegionLimiter | RegionAdmission | RegionRetryBudget;
+  attach(name: string): RegionCircuitBreaker | RegionKeyedBreakers | RegionBulkhead | RegionLimiter | RegionAdmission
+    | RegionRetryBudget | RegionHedging | RegionLatencyTracker | RegionAdaptiveThrottle | RegionBrownout;
 }
 
 /** A circuit breaker in a region, with `execute` and events (see `CircuitBreaker`). */
@@ -276,12 +288,55 @@ export declare class RegionAdmission extends native.RegionAdmission implements E
   off(event: 'limitChange', listener: (e: RegionAdmissionLimitChange) => void): this;
 }
 
-/** A retry budget in a region (see `RetryBudget`). */
-export declare class RegionRetryBudget extends native.RegionRetryBudget {
+/**
+ * A retry budget in a region: a `RetryBudget` whose balance and counters are every
+ * process's (so `retry({ budget })`, `createFetch({ budget })`, `RetryDriver` and the gates
+ * take it). Not placeable in a buffer: `shared` / `fromShared` throw.
+ */
+export declare class RegionRetryBudget extends RetryBudget {
   constructor(region: Region, name: string, options?: RetryBudgetOptions, attach?: boolean);
   get region(): Region;
-  /** This budget as a retry gate (each `true` has withdrawn a retry's cost). */
+  get name(): string;
+  static shared(options?: unknown): never;
+  static fromShared(buffer: unknown): never;
+  /** This budget as a retry gate function (each `true` has withdrawn a retry's cost). */
   gate(): RetryGateFunction;
+}
+
+/** A hedging policy in a region: a `Hedging` whose latency samples and counters are every process's. */
+export declare class RegionHedging extends Hedging {
+  constructor(region: Region, name: string, options?: HedgingOptions, attach?: boolean);
+  get region(): Region;
+  get name(): string;
+  static shared(options?: unknown): never;
+  static fromShared(buffer: unknown): never;
+}
+
+/** A latency tracker in a region: a `LatencyTracker` fed by every process. */
+export declare class RegionLatencyTracker extends LatencyTracker {
+  constructor(region: Region, name: string, options?: LatencyTrackerOptions, attach?: boolean);
+  get region(): Region;
+  get name(): string;
+  static shared(options?: unknown): never;
+  static fromShared(buffer: unknown): never;
+}
+
+/** An adaptive throttle in a region: an `AdaptiveThrottle` counting every process's requests and accepts. */
+export declare class RegionAdaptiveThrottle extends AdaptiveThrottle {
+  constructor(region: Region, name: string, options?: AdaptiveThrottleOptions, attach?: boolean);
+  get region(): Region;
+  get name(): string;
+  static shared(options?: unknown): never;
+  static fromShared(buffer: unknown): never;
+}
+
+/** A brownout (one operation) in a region: a `Brownout` whose counters are every process's. */
+export declare class RegionBrownout extends Brownout {
+  constructor(region: Region, name: string, options?: BrownoutOptions, attach?: boolean);
+  get region(): Region;
+  get name(): string;
+  static shared(options?: unknown): never;
+  static fromShared(buffer: unknown): never;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -560,4 +615,9 @@ export declare class GuardMismatchError extends RegionError {
   field: 'kind' | 'capacity' | 'config';
   existing: number;
   requested: number;
+  /**
+   * For a config mismatch: each option whose value differs, with the region's value and
+   * the one asked for, as the options spell them (durations in ms, names).
+   */
+  differences?: Record<string, { existing: unknown; requested: unknown }>;
 }

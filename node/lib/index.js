@@ -41,6 +41,10 @@ module.exports = {
   RegionLimiter: region.RegionLimiter,
   RegionAdmission: region.RegionAdmission,
   RegionRetryBudget: region.RegionRetryBudget,
+  RegionHedging: region.RegionHedging,
+  RegionLatencyTracker: region.RegionLatencyTracker,
+  RegionAdaptiveThrottle: region.RegionAdaptiveThrottle,
+  RegionBrownout: region.RegionBrownout,
   RegionPermit: region.RegionPermit,
   RegionRetryReceipt: region.RegionRetryReceipt,
   // the idiomatic layer

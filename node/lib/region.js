@@ -10,11 +10,14 @@
 // events); every decision is the native guard's (node/src/region.rs). Events: this
 // process's own calls emit at once; changes made by other processes are seen by polling
 // the guard every `pollInterval` ms while someone listens (a timer that keeps no process
-// alive).
+// alive). The kinds without permits (retry budget, hedging, latency tracker, adaptive
+// throttle, brownout) are the package's own classes over the region's memory: a region
+// budget is a RetryBudget, so retry(), createFetch and RetryDriver take it as it is.
 
 const native = require('./native');
 const errors = require('./errors');
-const { withEvents, fastOf, CHANGED, run, checkFn } = require('./guards');
+const guards = require('./guards');
+const { withEvents, fastOf, CHANGED, run, checkFn } = guards;
 const { NUM, classifyWith } = require('./outcome');
 
 const SUCCESS = NUM.success;
@@ -292,23 +295,62 @@ class RegionAdmission extends withPolling(withEvents(native.RegionAdmission, ['l
   _poll() { this.#emitLimit(this.limit); }
 }
 
-/** A retry budget in a region (`region.retryBudget(name, options)`). */
-class RegionRetryBudget extends native.RegionRetryBudget {
-  #region;
-  constructor(region, name, options, attach) {
-    super(region, name, options, attach);
-    this.#region = region;
+/**
+ * A guard without permits in a region, as the package's own class: `Base` (`RetryBudget`,
+ * `Hedging`, ...) over the region's memory, so that it goes wherever one of those goes
+ * (`retry({ budget })`, `createFetch({ budget })`, `RetryDriver`, a gate). `place` is the
+ * native region method that finds or creates the guard (`_retryBudget`, ...).
+ */
+function inRegion(Base, place, what) {
+  return class extends Base {
+    #region; #name;
+    constructor(region, name, options, attach) {
+      super(undefined, placeIn(region, place, name, options, attach));
+      this.#region = region;
+      this.#name = name;
+    }
+    /** The region it lives in. */
+    get region() { return this.#region; }
+    /** Its name in the region. */
+    get name() { return this.#name; }
+    static shared() { throw errors.badOption('TypeError', 'shared', `${what} lives in a region: share the region, not a buffer`); }
+    static fromShared() { throw errors.badOption('TypeError', 'buffer', `${what} lives in a region: open the region and ask it for the guard by name`); }
+  };
+}
+
+function placeIn(region, place, name, options, attach) {
+  if (!(region instanceof native.Region)) {
+    throw errors.badOption('TypeError', 'region', `\`region\` must be a Region, not ${region === null ? 'null' : typeof region}`);
   }
-  /** The region it lives in. */
-  get region() { return this.#region; }
+  return region[place](name, options, attach);
+}
+
+/**
+ * A retry budget in a region (`region.retryBudget(name, options)`): a `RetryBudget` whose
+ * balance and counters are every process's.
+ */
+class RegionRetryBudget extends inRegion(guards.RetryBudget, '_retryBudget', 'RegionRetryBudget') {
   /**
-   * This budget as a retry gate `(now, cause) => boolean` (for `RetryPolicy.decide`'s
-   * `gate`, `Hedging.shouldHedge`): each `true` has withdrawn a retry's cost.
+   * This budget as a retry gate `(now, cause) => boolean`: each `true` has withdrawn a
+   * retry's cost. (The budget itself is a gate too: `RetryPolicy.decide`'s `gate`,
+   * `Hedging.shouldHedge`'s `budget`.)
    */
   gate() {
     return (now, cause) => this.withdraw(cause, now) !== null;
   }
 }
+
+/** A hedging policy in a region (`region.hedging(name, options)`): a `Hedging` fed by every process. */
+class RegionHedging extends inRegion(guards.Hedging, '_hedging', 'RegionHedging') {}
+
+/** A latency tracker in a region (`region.latencyTracker(name, options)`): a `LatencyTracker` fed by every process. */
+class RegionLatencyTracker extends inRegion(guards.LatencyTracker, '_latencyTracker', 'RegionLatencyTracker') {}
+
+/** An adaptive throttle in a region (`region.adaptiveThrottle(name, options)`): an `AdaptiveThrottle` counting every process's calls. */
+class RegionAdaptiveThrottle extends inRegion(guards.AdaptiveThrottle, '_adaptiveThrottle', 'RegionAdaptiveThrottle') {}
+
+/** A brownout (one operation) in a region (`region.brownout(name, options)`): a `Brownout` with every process's counters. */
+class RegionBrownout extends inRegion(guards.Brownout, '_brownout', 'RegionBrownout') {}
 
 const BY_KIND = {
   circuit_breaker: RegionCircuitBreaker,
@@ -317,6 +359,10 @@ const BY_KIND = {
   limiter: RegionLimiter,
   admission: RegionAdmission,
   retry_budget: RegionRetryBudget,
+  hedging: RegionHedging,
+  latency_tracker: RegionLatencyTracker,
+  adaptive_throttle: RegionAdaptiveThrottle,
+  brownout: RegionBrownout,
 };
 
 function readPoll(options) {
@@ -370,14 +416,31 @@ class Region extends native.Region {
   /** The admission door named `name`, created with `options` if there is none. */
   admission(name, options) { return new RegionAdmission(this, name, options); }
 
-  /** The retry budget named `name`, created with `options` if there is none. */
+  /**
+   * The retry budget named `name`, created with `options` (as `RetryBudget`'s) if there is
+   * none: a `RetryBudget` (for `retry`, `createFetch`, `RetryDriver`, gates).
+   */
   retryBudget(name, options) { return new RegionRetryBudget(this, name, options); }
+
+  /** The hedging policy named `name`, created with `options` (as `Hedging`'s) if there is none. */
+  hedging(name, options) { return new RegionHedging(this, name, options); }
+
+  /** The latency tracker named `name`, created with `options` (as `LatencyTracker`'s) if there is none. */
+  latencyTracker(name, options) { return new RegionLatencyTracker(this, name, options); }
+
+  /** The adaptive throttle named `name`, created with `options` (as `AdaptiveThrottle`'s) if there is none. */
+  adaptiveThrottle(name, options) { return new RegionAdaptiveThrottle(this, name, options); }
+
+  /** The brownout (one operation) named `name`, created with `options` (as `Brownout`'s) if there is none. */
+  brownout(name, options) { return new RegionBrownout(this, name, options); }
 
   /**
    * The existing guard named `name`, whatever its config (a monitoring tool, a process
    * that does not know the config): a RegionCircuitBreaker, RegionKeyedBreakers,
-   * RegionBulkhead, RegionLimiter, RegionAdmission or RegionRetryBudget by its kind. `GUARDS_GUARD_NOT_FOUND` when there
-   * is none; a `GuardMismatchError` for a kind Node does not hold.
+   * RegionBulkhead, RegionLimiter, RegionAdmission, RegionRetryBudget, RegionHedging,
+   * RegionLatencyTracker, RegionAdaptiveThrottle or RegionBrownout by its kind.
+   * `GUARDS_GUARD_NOT_FOUND` when there is none; a `GuardMismatchError` for a kind Node
+   * does not hold.
    */
   attach(name) {
     const { kind } = this.lookup(name);
@@ -393,5 +456,7 @@ class Region extends native.Region {
 
 module.exports = {
   Region, RegionCircuitBreaker, RegionKeyedBreakers, RegionBulkhead, RegionLimiter, RegionAdmission, RegionRetryBudget,
-  RegionPermit: native.RegionPermit, RegionRetryReceipt: native.RegionRetryReceipt,
+  RegionHedging, RegionLatencyTracker, RegionAdaptiveThrottle, RegionBrownout,
+  // a region budget's receipts are a RetryBudget's
+  RegionPermit: native.RegionPermit, RegionRetryReceipt: native.RetryReceipt,
 };

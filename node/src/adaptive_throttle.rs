@@ -4,18 +4,21 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use guards::handle::AnyAdaptiveThrottle;
+use guards::handle::{AnyAdaptiveThrottle, InPlace};
 use guards::names::AdaptiveThrottleConfig;
 use guards::schema;
 use guards::with_adaptive_throttle;
 
 use crate::args;
 use crate::convert::{num, numbers, Options};
-use crate::shared::{self, Placed};
+use crate::shared::{self, Keep, Placed};
 
 const CLASS: &str = "AdaptiveThrottle";
 
-fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(AdaptiveThrottleConfig, u64)> {
+pub(crate) fn read_config(
+    env: &Env,
+    options: Option<Unknown<'_>>,
+) -> Result<(AdaptiveThrottleConfig, u64)> {
     let c = Options::read(env, CLASS, options)?.build(env, &schema::ADAPTIVE_THROTTLE, "")?;
     Ok((c, 0))
 }
@@ -26,7 +29,7 @@ fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(AdaptiveThrot
 #[napi]
 pub struct AdaptiveThrottle {
     t: AnyAdaptiveThrottle,
-    _mem: Option<Uint8Array>,
+    _keep: Keep,
 }
 
 #[napi]
@@ -44,13 +47,25 @@ impl AdaptiveThrottle {
         options: Option<Unknown<'_>>,
         shared: Option<Unknown<'_>>,
     ) -> Result<Self> {
+        if let Some((ptr, keep)) = crate::region::placed::<
+            guards_core::adaptive_throttle::AdaptiveThrottle,
+        >(&env, CLASS, &options, &shared)?
+        {
+            // SAFETY: `ptr` is the region's built guard, whose mapping `keep` holds for as
+            // long as the view lives (both in `self`); it is only reached through `&`.
+            let t = AnyAdaptiveThrottle::Default(unsafe { InPlace::attach(ptr) });
+            return Ok(AdaptiveThrottle { t, _keep: keep });
+        }
         let mem = crate::convert::shared_arg(&env, shared)?;
         let given = !args::absent(&options);
         let Placed { g, mem } =
             shared::place::<AnyAdaptiveThrottle>(&env, CLASS, mem, given, || {
                 read_config(&env, options)
             })?;
-        Ok(AdaptiveThrottle { t: g, _mem: mem })
+        Ok(AdaptiveThrottle {
+            t: g,
+            _keep: Keep::buffer(mem),
+        })
     }
 
     /// Bytes a `SharedArrayBuffer` needs to hold a throttle.

@@ -12,7 +12,7 @@ use guards_core::brownout::{operation_key, Brownout as CoreBrownout, RefusalKind
 use crate::args;
 use crate::convert::{num, numbers, Options, Val};
 use crate::errors::{config_failure, type_error};
-use crate::shared::{self, Placed};
+use crate::shared::{self, Keep, Placed};
 
 const CLASS: &str = "Brownout";
 const KINDS: &str = "'breaker_open', 'bulkhead_full', 'budget_exhausted', 'throttled', 'timeout', 'overloaded', 'failed'";
@@ -40,7 +40,10 @@ pub(crate) fn kind(env: &Env, v: &Unknown<'_>) -> Result<RefusalKind> {
     })
 }
 
-fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(BrownoutConfig, u64)> {
+pub(crate) fn read_config(
+    env: &Env,
+    options: Option<Unknown<'_>>,
+) -> Result<(BrownoutConfig, u64)> {
     let mut o = Options::read(env, CLASS, options)?;
     let named = o.take_prefixed("fallback_on[");
     if !named.is_empty() {
@@ -86,7 +89,7 @@ fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(BrownoutConfi
 #[napi]
 pub struct Brownout {
     b: InPlace<BrownoutState>,
-    _mem: Option<Uint8Array>,
+    _keep: Keep,
 }
 
 #[napi]
@@ -104,13 +107,25 @@ impl Brownout {
         options: Option<Unknown<'_>>,
         shared: Option<Unknown<'_>>,
     ) -> Result<Self> {
+        if let Some((ptr, keep)) =
+            crate::region::placed::<CoreBrownout>(&env, CLASS, &options, &shared)?
+        {
+            // SAFETY: `ptr` is the region's built brownout, whose mapping `keep` holds for as
+            // long as the view lives (both in `self`); it is only reached through `&`, and
+            // `BrownoutState` is a `repr(C)` wrapper of exactly that core type.
+            let b = unsafe { InPlace::attach(ptr.cast::<BrownoutState>()) };
+            return Ok(Brownout { b, _keep: keep });
+        }
         let mem = crate::convert::shared_arg(&env, shared)?;
         let given = !args::absent(&options);
         let Placed { g, mem } =
             shared::place::<InPlace<BrownoutState>>(&env, CLASS, mem, given, || {
                 read_config(&env, options)
             })?;
-        Ok(Brownout { b: g, _mem: mem })
+        Ok(Brownout {
+            b: g,
+            _keep: Keep::buffer(mem),
+        })
     }
 
     /// Bytes a `SharedArrayBuffer` needs to hold a brownout.

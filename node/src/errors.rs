@@ -43,6 +43,8 @@ pub(crate) struct Details {
     pub kind: Option<&'static str>,
     pub numbers: Vec<(&'static str, f64)>,
     pub strings: Vec<(&'static str, &'static str)>,
+    /// Properties whose values are JSON text made by the caller.
+    pub json: Vec<(&'static str, String)>,
 }
 
 impl Details {
@@ -76,11 +78,14 @@ impl Details {
                 parts.push(format!("{}:{v}", quote(k)));
             }
         }
+        for (k, v) in &self.json {
+            parts.push(format!("{}:{v}", quote(k)));
+        }
         format!("{{{}}}", parts.join(","))
     }
 }
 
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

@@ -3,7 +3,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use guards::handle::AnyHedging;
+use guards::handle::{AnyHedging, InPlace};
 use guards::names::HedgingConfig;
 use guards::schema;
 use guards::with_hedging;
@@ -13,11 +13,11 @@ use guards_core::retry_policy::RetryGate;
 use crate::args;
 use crate::convert::{big, ms, num, numbers, Options};
 use crate::retry_budget::Gate;
-use crate::shared::{self, Placed};
+use crate::shared::{self, Keep, Placed};
 
 const CLASS: &str = "Hedging";
 
-fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(HedgingConfig, u64)> {
+pub(crate) fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(HedgingConfig, u64)> {
     let c = Options::read(env, CLASS, options)?.build(env, &schema::HEDGING, "")?;
     Ok((c, 0))
 }
@@ -28,7 +28,7 @@ fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(HedgingConfig
 #[napi]
 pub struct Hedging {
     h: AnyHedging,
-    _mem: Option<Uint8Array>,
+    _keep: Keep,
 }
 
 #[napi]
@@ -46,11 +46,22 @@ impl Hedging {
         options: Option<Unknown<'_>>,
         shared: Option<Unknown<'_>>,
     ) -> Result<Self> {
+        if let Some((ptr, keep)) =
+            crate::region::placed::<guards_core::hedging::Hedging>(&env, CLASS, &options, &shared)?
+        {
+            // SAFETY: `ptr` is the region's built guard, whose mapping `keep` holds for as
+            // long as the view lives (both in `self`); it is only reached through `&`.
+            let h = AnyHedging::Default(unsafe { InPlace::attach(ptr) });
+            return Ok(Hedging { h, _keep: keep });
+        }
         let mem = crate::convert::shared_arg(&env, shared)?;
         let given = !args::absent(&options);
         let Placed { g, mem } =
             shared::place::<AnyHedging>(&env, CLASS, mem, given, || read_config(&env, options))?;
-        Ok(Hedging { h: g, _mem: mem })
+        Ok(Hedging {
+            h: g,
+            _keep: Keep::buffer(mem),
+        })
     }
 
     /// Bytes a `SharedArrayBuffer` needs to hold a hedging policy.

@@ -4,7 +4,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use guards::handle::AnyLatencyTracker;
+use guards::handle::{AnyLatencyTracker, InPlace};
 use guards::names::LatencyTrackerConfig;
 use guards::schema;
 use guards::with_latency_tracker;
@@ -12,11 +12,14 @@ use guards::with_latency_tracker;
 use crate::args;
 use crate::convert::{ms, num, numbers, Options};
 use crate::errors::range_error;
-use crate::shared::{self, Placed};
+use crate::shared::{self, Keep, Placed};
 
 const CLASS: &str = "LatencyTracker";
 
-fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(LatencyTrackerConfig, u64)> {
+pub(crate) fn read_config(
+    env: &Env,
+    options: Option<Unknown<'_>>,
+) -> Result<(LatencyTrackerConfig, u64)> {
     let c = Options::read(env, CLASS, options)?.build(env, &schema::LATENCY_TRACKER, "")?;
     Ok((c, 0))
 }
@@ -39,7 +42,7 @@ pub(crate) fn quantile_arg(env: &Env, v: &Unknown<'_>) -> Result<f64> {
 #[napi]
 pub struct LatencyTracker {
     t: AnyLatencyTracker,
-    _mem: Option<Uint8Array>,
+    _keep: Keep,
 }
 
 #[napi]
@@ -57,13 +60,25 @@ impl LatencyTracker {
         options: Option<Unknown<'_>>,
         shared: Option<Unknown<'_>>,
     ) -> Result<Self> {
+        if let Some((ptr, keep)) = crate::region::placed::<
+            guards_core::latency_tracker::LatencyTracker,
+        >(&env, CLASS, &options, &shared)?
+        {
+            // SAFETY: `ptr` is the region's built guard, whose mapping `keep` holds for as
+            // long as the view lives (both in `self`); it is only reached through `&`.
+            let t = AnyLatencyTracker::Default(unsafe { InPlace::attach(ptr) });
+            return Ok(LatencyTracker { t, _keep: keep });
+        }
         let mem = crate::convert::shared_arg(&env, shared)?;
         let given = !args::absent(&options);
         let Placed { g, mem } =
             shared::place::<AnyLatencyTracker>(&env, CLASS, mem, given, || {
                 read_config(&env, options)
             })?;
-        Ok(LatencyTracker { t: g, _mem: mem })
+        Ok(LatencyTracker {
+            t: g,
+            _keep: Keep::buffer(mem),
+        })
     }
 
     /// Bytes a `SharedArrayBuffer` needs to hold a tracker.

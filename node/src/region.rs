@@ -8,7 +8,7 @@
 //! `shared`).
 //!
 //! The guard classes (`RegionCircuitBreaker`, `RegionKeyedBreakers`, `RegionBulkhead`,
-//! `RegionLimiter`, `RegionAdmission`, `RegionRetryBudget`) read their options with the
+//! `RegionLimiter`, `RegionAdmission`) read their options with the
 //! private classes' readers, throw the same refusals, and give the JavaScript layer
 //! (`lib/region.js`), `guarded`, `createFetch` and the admission middlewares the same
 //! fast path (`_fast()`: `acquire` and `report`/`release` as plain Node-API functions,
@@ -16,6 +16,12 @@
 //! in the region's permit table with this process as its owner, so that when a process
 //! dies holding permits, `Region.reclaim()` (or the next acquire that finds the guard
 //! full, or the next `open`) gives them back to their guards as `cancelled`.
+//!
+//! The kinds without permits (retry budget, adaptive throttle, latency tracker, hedging,
+//! brownout) have no class here: `Region._retryBudget` and its siblings find or create the
+//! guard and hand it to the package's own class (`new RetryBudget(undefined, it)`), which
+//! then works on the region's memory and keeps its mapping alive. So a region budget is a
+//! `RetryBudget`, and `retry`, `createFetch`, `RetryDriver` and the gates take it.
 //!
 //! Failures of the region itself throw a `RegionError` whose `code` is stable:
 //! `GUARDS_GUARD_MISMATCH` (a guard of that name exists with another kind, capacity or
@@ -26,24 +32,33 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::ptr::NonNull;
 use std::rc::Rc;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use guards::error::{Detail, Failure, GuardsResult};
-use guards::names::{BreakerStatus, Nanos, Outcome};
-use guards::permit::{PermitToken, TakeOnce};
-use guards::schema;
-use guards::shared::{self as gs, AnyShared, Refusal, RegionOptions, Shared};
+use guards::names::{
+    AdaptiveThrottleConfig, AdmissionConfig, BreakerStatus, BrownoutConfig, BulkheadConfig,
+    CircuitBreakerConfig, HedgingConfig, LatencyTrackerConfig, LimitConfig, LimiterConfig, Nanos,
+    Outcome, RetryBudgetConfig,
+};
+use guards::permit::PermitToken;
+use guards::schema::{self, Schema, Unit, Value};
+use guards::shared::{self as gs, AnyShared, Refusal, RegionOptions, Shared, SharedGuard};
+use guards_core::adaptive_throttle::AdaptiveThrottle as CoreThrottle;
 use guards_core::admission::{Admission as CoreAdmission, AdmissionRejected};
+use guards_core::brownout::Brownout as CoreBrownout;
 use guards_core::bulkhead::{Bulkhead as CoreBulkhead, BulkheadRejected};
 use guards_core::circuit_breaker::{
     key_of, BreakerState, CircuitBreaker as CoreBreaker, CircuitBreakerRejected,
     KeyedBreakers as CoreKeyed, KeyedBreakersRejected,
 };
+use guards_core::hedging::Hedging as CoreHedging;
+use guards_core::latency_tracker::LatencyTracker as CoreTracker;
 use guards_core::limiter::{Limiter as CoreLimiter, LimiterRejected};
-use guards_core::retry_budget::{Budget, RetryBudget as CoreBudget, RetryReceipt as CoreReceipt};
+use guards_core::retry_budget::RetryBudget as CoreBudget;
 use guards_core::Priority;
 
 use crate::args;
@@ -51,6 +66,7 @@ use crate::convert::{big, camel, config_object, ms, num, numbers, whole, Options
 use crate::errors::{self, config_failure, range_error, type_error, Details};
 use crate::fast::{self, fast_fn};
 use crate::outcome;
+use crate::shared::Keep;
 use crate::token::{Tokens, CHANGED};
 
 // ---------------------------------------------------------------------------------------
@@ -134,6 +150,219 @@ fn kind_mismatch(
                 existing: existing as u64,
                 requested: requested as u64,
             },
+        },
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Which options differ, for a config mismatch
+
+/// An option whose value differs between the region's guard and the one asked for: its
+/// name as written in the options, and the two values as JSON text.
+struct Difference {
+    option: String,
+    existing: String,
+    requested: String,
+}
+
+/// A config whose options can be compared one by one.
+trait Differ {
+    /// The options in which `existing` and `requested` differ.
+    fn differences(existing: &Self, requested: &Self) -> Vec<Difference>;
+}
+
+/// A value of `unit` as JSON text, as the options spell it (durations in ms, names).
+fn json_value(unit: Unit, v: Value) -> String {
+    let number = |x: f64| {
+        if x.is_finite() {
+            format!("{x}")
+        } else {
+            "null".to_owned()
+        }
+    };
+    match (unit, v) {
+        (Unit::Duration, Value::Uint(n)) => number(ms(Nanos(n))),
+        (Unit::Enum(names), Value::Uint(i)) => {
+            errors::quote(names.get(i as usize).copied().unwrap_or(""))
+        }
+        (Unit::Flags(names), Value::Uint(bits)) => {
+            let set: Vec<String> = names
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i < 64 && bits & (1 << i) != 0)
+                .map(|(_, n)| errors::quote(n))
+                .collect();
+            format!("[{}]", set.join(","))
+        }
+        (_, Value::Uint(n)) => number(num(n)),
+        (_, Value::Float(x)) => number(x),
+        (_, Value::Bool(b)) => b.to_string(),
+    }
+}
+
+/// The fields of schema `s` in which `a` and `b` differ.
+fn by_schema<C: Copy>(s: &Schema<C>, a: &C, b: &C, out: &mut Vec<Difference>) {
+    for f in s.fields {
+        let (x, y) = (f.get(a), f.get(b));
+        if x != y {
+            out.push(Difference {
+                option: camel(f.name),
+                existing: json_value(f.unit, x),
+                requested: json_value(f.unit, y),
+            });
+        }
+    }
+}
+
+macro_rules! differ_by_schema {
+    ($($cfg:ty => $schema:expr),* $(,)?) => {$(
+        impl Differ for $cfg {
+            fn differences(a: &Self, b: &Self) -> Vec<Difference> {
+                let mut out = Vec::new();
+                by_schema(&$schema, a, b, &mut out);
+                out
+            }
+        }
+    )*};
+}
+
+differ_by_schema!(
+    CircuitBreakerConfig => schema::CIRCUIT_BREAKER,
+    BulkheadConfig => schema::BULKHEAD,
+    HedgingConfig => schema::HEDGING,
+    LatencyTrackerConfig => schema::LATENCY_TRACKER,
+    AdaptiveThrottleConfig => schema::ADAPTIVE_THROTTLE,
+    BrownoutConfig => schema::BROWNOUT,
+);
+
+/// A limit (`limit`, an object of its own) that differs.
+fn limit_difference(a: &LimitConfig, b: &LimitConfig, out: &mut Vec<Difference>) {
+    if a != b {
+        out.push(Difference {
+            option: "limit".to_owned(),
+            existing: errors::quote(&format!("{a:?}")),
+            requested: errors::quote(&format!("{b:?}")),
+        });
+    }
+}
+
+impl Differ for LimiterConfig {
+    fn differences(a: &Self, b: &Self) -> Vec<Difference> {
+        let mut out = Vec::new();
+        by_schema(&schema::LIMITER, a, b, &mut out);
+        limit_difference(&a.limit, &b.limit, &mut out);
+        out
+    }
+}
+
+impl Differ for AdmissionConfig {
+    fn differences(a: &Self, b: &Self) -> Vec<Difference> {
+        let mut out = Vec::new();
+        by_schema(&schema::ADMISSION, a, b, &mut out);
+        limit_difference(&a.limit, &b.limit, &mut out);
+        out
+    }
+}
+
+impl Differ for RetryBudgetConfig {
+    fn differences(a: &Self, b: &Self) -> Vec<Difference> {
+        let mut out = Vec::new();
+        match (a, b) {
+            (RetryBudgetConfig::TokenBucket(x), RetryBudgetConfig::TokenBucket(y)) => {
+                by_schema(&schema::TOKEN_BUDGET, x, y, &mut out)
+            }
+            (RetryBudgetConfig::Grpc(x), RetryBudgetConfig::Grpc(y)) => {
+                by_schema(&schema::GRPC_THROTTLE, x, y, &mut out)
+            }
+            (RetryBudgetConfig::Aws(x), RetryBudgetConfig::Aws(y)) => {
+                by_schema(&schema::AWS_RETRY_QUOTA, x, y, &mut out)
+            }
+            (RetryBudgetConfig::Windowed(x), RetryBudgetConfig::Windowed(y)) => {
+                by_schema(&schema::WINDOWED_BUDGET, x, y, &mut out)
+            }
+            _ => out.push(Difference {
+                option: "mode".to_owned(),
+                existing: errors::quote(a.mode().name()),
+                requested: errors::quote(b.mode().name()),
+            }),
+        }
+        out
+    }
+}
+
+/// The config of the breaker or keyed breaker set named `name`, if there is one.
+fn breaker_config(region: &gs::Region, name: &str) -> Option<CircuitBreakerConfig> {
+    Some(match AnyShared::attach(region, name).ok()? {
+        AnyShared::Breaker128(g) => g.config_of(),
+        AnyShared::Breaker1024(g) => g.config_of(),
+        AnyShared::Breaker8192(g) => g.config_of(),
+        AnyShared::Breaker65536(g) => g.config_of(),
+        AnyShared::Keyed4(g) => g.config_of(),
+        AnyShared::Keyed16(g) => g.config_of(),
+        AnyShared::Keyed64(g) => g.config_of(),
+        AnyShared::Keyed256(g) => g.config_of(),
+        _ => return None,
+    })
+}
+
+/// Failure `f` of `what` for the guard `name`: a config mismatch names the options that
+/// differ (`differences: { option: { existing, requested } }`, and the message), when the
+/// existing guard's config `existing` can be read; anything else as `failure` throws it.
+fn mismatch<C: Differ>(
+    env: &Env,
+    what: &str,
+    name: &str,
+    f: &Failure,
+    existing: Option<C>,
+    requested: &C,
+) -> Error {
+    let Detail::GuardMismatch {
+        field: "config",
+        existing: old_hash,
+        requested: new_hash,
+    } = f.detail
+    else {
+        return failure(env, what, f);
+    };
+    let Some(existing) = existing else {
+        return failure(env, what, f);
+    };
+    let diffs = C::differences(&existing, requested);
+    if diffs.is_empty() {
+        return failure(env, what, f);
+    }
+    let words: Vec<String> = diffs
+        .iter()
+        .map(|d| {
+            format!(
+                "`{}` is {} there, {} here",
+                d.option, d.existing, d.requested
+            )
+        })
+        .collect();
+    let json: Vec<String> = diffs
+        .iter()
+        .map(|d| {
+            format!(
+                "{}:{{\"existing\":{},\"requested\":{}}}",
+                errors::quote(&d.option),
+                d.existing,
+                d.requested
+            )
+        })
+        .collect();
+    errors::throw(
+        env,
+        kind_of(f.code),
+        &format!(
+            "{what}: the guard {name:?} exists with other options ({}): give the same options in every process, or another name",
+            words.join("; ")
+        ),
+        Details {
+            strings: vec![("field", "config")],
+            numbers: vec![("existing", num(old_hash)), ("requested", num(new_hash))],
+            json: vec![("differences", format!("{{{}}}", json.join(",")))],
+            ..Details::default()
         },
     )
 }
@@ -239,17 +468,95 @@ fn guard_in<K: gs::SharedGuard>(
     options: Option<Unknown<'_>>,
     attach: Option<Unknown<'_>>,
     read: impl FnOnce(&Env, Option<Unknown<'_>>) -> Result<K::Config>,
-) -> Result<Shared<K>> {
-    let region = region_arg(env, &region)?;
-    let name = name_arg(env, class, &name)?;
-    let attached = attach_arg(env, class, &options, attach)?;
-    let made = if attached {
-        region.r.attach::<K>(&name)
-    } else {
-        let config = read(env, options)?;
-        region.r.get_or_create::<K>(&name, config)
+) -> Result<Shared<K>>
+where
+    K::Config: Differ,
+{
+    region_arg(env, &region)?.guard_of(env, class, name, options, attach, read)
+}
+
+// ---------------------------------------------------------------------------------------
+// Guards without permits, as the package's own classes
+
+/// A guard of a region handed to the JavaScript layer (an external value, from
+/// `Region._retryBudget`, `_hedging`, ...), for the package's own class to be built over:
+/// `new RetryBudget(undefined, it)` is a `RetryBudget` whose state is the region's. These
+/// kinds hand out no permits, so there is nothing to record or reclaim; the object keeps
+/// the mapping alive.
+pub struct InRegion(AnyShared);
+
+/// A core guard type a region can hand to a package class.
+pub(crate) trait Pick: gs::SharedGuard {
+    /// Its guard, if `a` is of this kind.
+    fn pick(a: &AnyShared) -> Option<&Shared<Self>>;
+}
+
+macro_rules! pick {
+    ($($variant:ident => $ty:ty),* $(,)?) => {$(
+        impl Pick for $ty {
+            fn pick(a: &AnyShared) -> Option<&Shared<Self>> {
+                match a {
+                    AnyShared::$variant(s) => Some(s),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+
+pick!(
+    RetryBudget => CoreBudget,
+    Hedging => CoreHedging,
+    LatencyTracker => CoreTracker,
+    AdaptiveThrottle => CoreThrottle,
+    Brownout => CoreBrownout,
+);
+
+/// The region guard of type `K` the JavaScript layer passed as a package class's `shared`
+/// argument, if it passed one: where the guard is, and what keeps its mapping alive.
+/// `None` when `shared` is anything else (the class then reads it as a buffer). With a
+/// region guard there must be no options (the region's guard has its config).
+pub(crate) fn placed<K: Pick>(
+    env: &Env,
+    class: &str,
+    options: &Option<Unknown<'_>>,
+    shared: &Option<Unknown<'_>>,
+) -> Result<Option<(NonNull<K>, Keep)>> {
+    let Some(v) = shared.as_ref() else {
+        return Ok(None);
     };
-    made.map_err(|f| failure(env, class, &f))
+    if v.get_type()? != napi::ValueType::External {
+        return Ok(None);
+    }
+    // SAFETY: `v` is a live external value of this env; `from_napi_ref` checks that it
+    // wraps an `InRegion` (its type id) before giving a reference, used only in this call.
+    let r = unsafe { <External<InRegion> as FromNapiRef>::from_napi_ref(env.raw(), v.raw()) }
+        .map_err(|_| {
+            type_error(
+                env,
+                "shared",
+                &format!("{class}: `shared` must be a Uint8Array over a SharedArrayBuffer"),
+            )
+        })?;
+    if !args::absent(options) {
+        return Err(type_error(
+            env,
+            "options",
+            &format!("{class}: a region's guard has its config: give no options"),
+        ));
+    }
+    let s = K::pick(&r.0).ok_or_else(|| {
+        type_error(
+            env,
+            "shared",
+            &format!("{class}: the region's guard is of another kind"),
+        )
+    })?;
+    let region = s
+        .region()
+        .cloned()
+        .ok_or_else(|| errors::internal(env, "a region guard without its region"))?;
+    Ok(Some((NonNull::from(&**s), Keep::region(region))))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -369,6 +676,92 @@ impl Region {
         Ok(a)
     }
 }
+
+impl Region {
+    /// The guard of type `K` named `name` here (see `guard_in`).
+    fn guard_of<K: gs::SharedGuard>(
+        &self,
+        env: &Env,
+        class: &str,
+        name: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+        attach: Option<Unknown<'_>>,
+        read: impl FnOnce(&Env, Option<Unknown<'_>>) -> Result<K::Config>,
+    ) -> Result<Shared<K>>
+    where
+        K::Config: Differ,
+    {
+        let name = name_arg(env, class, &name)?;
+        let attached = attach_arg(env, class, &options, attach)?;
+        if attached {
+            return self
+                .r
+                .attach::<K>(&name)
+                .map_err(|f| failure(env, class, &f));
+        }
+        let config = read(env, options)?;
+        self.r.get_or_create::<K>(&name, config).map_err(|f| {
+            let existing = self.r.attach::<K>(&name).ok().map(|g| g.config_of());
+            mismatch(env, class, &name, &f, existing, &config)
+        })
+    }
+}
+
+/// `Region._retryBudget` and its siblings: the guard named `name` of a kind without
+/// permits, created from `options` (read by the package class's own reader) if there is
+/// none, as an external value for the class's constructor (`InRegion`).
+macro_rules! plain_kind {
+    ($(#[$meta:meta])* $fn:ident, $js:literal, $class:literal, $args:literal, $core:ty, $variant:ident, $read:path) => {
+        #[napi]
+        impl Region {
+            $(#[$meta])*
+            #[napi(
+                js_name = $js,
+                catch_unwind,
+                ts_args_type = $args,
+                ts_return_type = "unknown"
+            )]
+            pub fn $fn(
+                &self,
+                env: Env,
+                name: Unknown<'_>,
+                options: Option<Unknown<'_>>,
+                attach: Option<Unknown<'_>>,
+            ) -> Result<External<InRegion>> {
+                let g = self.guard_of::<$core>(&env, $class, name, options, attach, |e, o| {
+                    $read(e, o).map(|(c, _)| c)
+                })?;
+                Ok(External::new(InRegion(AnyShared::$variant(g))))
+            }
+        }
+    };
+}
+
+plain_kind!(
+    /// The retry budget named `name` (for `RetryBudget`'s constructor).
+    retry_budget_in, "_retryBudget", "RetryBudget", "name: string, options?: RetryBudgetOptions, attach?: boolean", CoreBudget, RetryBudget,
+    crate::retry_budget::read_config
+);
+plain_kind!(
+    /// The hedging policy named `name` (for `Hedging`'s constructor).
+    hedging_in, "_hedging", "Hedging", "name: string, options?: HedgingOptions, attach?: boolean", CoreHedging, Hedging,
+    crate::hedging::read_config
+);
+plain_kind!(
+    /// The latency tracker named `name` (for `LatencyTracker`'s constructor).
+    latency_tracker_in, "_latencyTracker", "LatencyTracker", "name: string, options?: LatencyTrackerOptions, attach?: boolean", CoreTracker,
+    LatencyTracker, crate::latency_tracker::read_config
+);
+plain_kind!(
+    /// The adaptive throttle named `name` (for `AdaptiveThrottle`'s constructor).
+    adaptive_throttle_in, "_adaptiveThrottle", "AdaptiveThrottle", "name: string, options?: AdaptiveThrottleOptions, attach?: boolean",
+    CoreThrottle, AdaptiveThrottle, crate::adaptive_throttle::read_config
+);
+plain_kind!(
+    /// The brownout (one operation) named `name` (for `Brownout`'s constructor).
+    brownout_in, "_brownout", "Brownout", "name: string, options?: BrownoutOptions, attach?: boolean", CoreBrownout, Brownout,
+    crate::brownout::read_config
+);
 
 // ---------------------------------------------------------------------------------------
 // Permits handed out as objects (`tryAcquire`)
@@ -663,12 +1056,21 @@ impl RegionCircuitBreaker {
         let region = region_arg(&env, &region)?;
         let name = name_arg(&env, BREAKER, &name)?;
         let made = if attach_arg(&env, BREAKER, &options, attach)? {
-            AnyShared::attach(&region.r, &name)
+            AnyShared::attach(&region.r, &name).map_err(|f| failure(&env, BREAKER, &f))
         } else {
             let (config, capacity) = crate::circuit_breaker::read_config(&env, options)?;
-            AnyShared::breaker(&region.r, &name, config, capacity)
+            AnyShared::breaker(&region.r, &name, config, capacity).map_err(|f| {
+                mismatch(
+                    &env,
+                    BREAKER,
+                    &name,
+                    &f,
+                    breaker_config(&region.r, &name),
+                    &config,
+                )
+            })
         };
-        let g = match made.map_err(|f| failure(&env, BREAKER, &f))? {
+        let g = match made? {
             AnyShared::Breaker128(g) => Breaker::C128(g),
             AnyShared::Breaker1024(g) => Breaker::C1024(g),
             AnyShared::Breaker8192(g) => Breaker::C8192(g),
@@ -1004,12 +1406,21 @@ impl RegionKeyedBreakers {
         let region = region_arg(&env, &region)?;
         let name = name_arg(&env, KEYED, &name)?;
         let made = if attach_arg(&env, KEYED, &options, attach)? {
-            AnyShared::attach(&region.r, &name)
+            AnyShared::attach(&region.r, &name).map_err(|f| failure(&env, KEYED, &f))
         } else {
             let (config, slots) = crate::keyed_breakers::read_config(&env, options)?;
-            AnyShared::keyed_breakers(&region.r, &name, config, slots)
+            AnyShared::keyed_breakers(&region.r, &name, config, slots).map_err(|f| {
+                mismatch(
+                    &env,
+                    KEYED,
+                    &name,
+                    &f,
+                    breaker_config(&region.r, &name),
+                    &config,
+                )
+            })
         };
-        let g = match made.map_err(|f| failure(&env, KEYED, &f))? {
+        let g = match made? {
             AnyShared::Keyed4(g) => Keyed::K4(g),
             AnyShared::Keyed16(g) => Keyed::K16(g),
             AnyShared::Keyed64(g) => Keyed::K64(g),
@@ -1872,193 +2283,5 @@ impl RegionAdmission {
     #[napi(getter, catch_unwind)]
     pub fn permits_held(&self) -> f64 {
         num(self.l.g.outstanding())
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Retry budget
-
-struct BudgetLocal {
-    g: Shared<CoreBudget>,
-}
-
-const BUDGET: &str = "RegionRetryBudget";
-
-/// A retry budget in a region: retries stay a bounded share of the traffic of every
-/// process together. Same options and methods as `RetryBudget` (a retry holds nothing,
-/// so there is nothing to reclaim from a dead process).
-#[napi]
-pub struct RegionRetryBudget {
-    l: Rc<BudgetLocal>,
-}
-
-#[napi]
-impl RegionRetryBudget {
-    /// The budget named `name` in `region`, created with `options` if there is none.
-    #[napi(
-        constructor,
-        catch_unwind,
-        ts_args_type = "region: Region, name: string, options?: RetryBudgetOptions, attach?: boolean"
-    )]
-    pub fn new(
-        env: Env,
-        region: Unknown<'_>,
-        name: Unknown<'_>,
-        options: Option<Unknown<'_>>,
-        attach: Option<Unknown<'_>>,
-    ) -> Result<Self> {
-        let g = guard_in::<CoreBudget>(&env, BUDGET, region, name, options, attach, |e, o| {
-            crate::retry_budget::read_config(e, o).map(|(c, _)| c)
-        })?;
-        Ok(RegionRetryBudget {
-            l: Rc::new(BudgetLocal { g }),
-        })
-    }
-
-    /// A first attempt goes out at `now` (the token bucket and windowed modes earn).
-    #[napi(catch_unwind, ts_args_type = "now?: bigint")]
-    pub fn deposit(&self, env: Env, now: Option<Unknown<'_>>) -> Result<()> {
-        let now = args::now(&env, now)?;
-        self.l.g.deposit(now);
-        Ok(())
-    }
-
-    /// May a retry caused by `cause` (default `'transient'`) go at `now`? Its receipt, or
-    /// `null` when it may not (see `RetryBudget.withdraw`).
-    #[napi(
-        catch_unwind,
-        ts_args_type = "cause?: 'timeout' | 'transient' | 'throttled' | 'hedge', now?: bigint"
-    )]
-    pub fn withdraw(
-        &self,
-        env: Env,
-        cause: Option<Unknown<'_>>,
-        now: Option<Unknown<'_>>,
-    ) -> Result<Option<RegionRetryReceipt>> {
-        let c = crate::retry_budget::cause(&env, cause)?;
-        let now = args::now(&env, now)?;
-        Ok(self.l.g.withdraw(now, c).map(|r| RegionRetryReceipt {
-            cost_micros: r.cost_micros(),
-            cost: r.cost(),
-            budget: Rc::as_ptr(&self.l) as usize,
-            cell: TakeOnce::new(r),
-        }))
-    }
-
-    /// Tell the budget how an attempt ended at `now`, with the `receipt` of the retry it
-    /// was (see `RetryBudget.report`).
-    #[napi(
-        catch_unwind,
-        ts_args_type = "outcome: Outcome, now?: bigint, receipt?: RegionRetryReceipt",
-        ts_return_type = "'success' | 'failure' | 'nothing'"
-    )]
-    pub fn report(
-        &self,
-        env: Env,
-        outcome: Unknown<'_>,
-        now: Option<Unknown<'_>>,
-        receipt: Option<Unknown<'_>>,
-    ) -> Result<&'static str> {
-        let outcome = args::outcome(&env, "outcome", &outcome)?;
-        let now = args::now(&env, now)?;
-        let receipt = match args::opt_instance::<RegionRetryReceipt>(
-            &env,
-            "receipt",
-            "RegionRetryReceipt",
-            &receipt,
-        )? {
-            None => None,
-            Some(r) => {
-                if r.budget != Rc::as_ptr(&self.l) as usize {
-                    return Err(errors::permit(&env, GuardsResult::PermitWrongGuard));
-                }
-                Some(
-                    r.cell
-                        .take()
-                        .ok_or_else(|| errors::permit(&env, GuardsResult::PermitAlreadyReported))?,
-                )
-            }
-        };
-        let g: &CoreBudget = &self.l.g;
-        Ok(Budget::report(g, now, outcome, receipt).name())
-    }
-
-    /// The balance at `now`, in tokens, all processes.
-    #[napi(catch_unwind, ts_args_type = "now?: bigint")]
-    pub fn tokens(&self, env: Env, now: Option<Unknown<'_>>) -> Result<f64> {
-        let now = args::now(&env, now)?;
-        Ok(self.l.g.tokens(now))
-    }
-
-    /// The balance at `now` in micro-tokens, exactly.
-    #[napi(catch_unwind, ts_args_type = "now?: bigint")]
-    pub fn tokens_micros(&self, env: Env, now: Option<Unknown<'_>>) -> Result<f64> {
-        let now = args::now(&env, now)?;
-        Ok(self.l.g.tokens_micros(now) as f64)
-    }
-
-    /// The mode's name.
-    #[napi(
-        getter,
-        catch_unwind,
-        ts_return_type = "'token_bucket' | 'grpc' | 'aws' | 'windowed'"
-    )]
-    pub fn mode(&self) -> &'static str {
-        self.l.g.mode().name()
-    }
-
-    /// `{ deposits, withdrawals, refusals, refunds, failures, tokens }`, all processes.
-    #[napi(catch_unwind, ts_return_type = "RetryBudgetStats")]
-    pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let s = self.l.g.stats();
-        numbers(
-            env,
-            &[
-                ("deposits", num(s.deposits)),
-                ("withdrawals", num(s.withdrawals)),
-                ("refusals", num(s.refusals)),
-                ("refunds", num(s.refunds)),
-                ("failures", num(s.failures)),
-                ("tokens", self.l.g.tokens(guards::clock::now())),
-            ],
-        )
-    }
-
-    /// Its name in the region.
-    #[napi(getter, catch_unwind)]
-    pub fn name(&self) -> String {
-        self.l.g.name().unwrap_or_default()
-    }
-}
-
-/// What a retry cost, from `RegionRetryBudget.withdraw`: hand it back once with the
-/// budget's `report` when the retry ends.
-#[napi]
-pub struct RegionRetryReceipt {
-    cost_micros: u64,
-    cost: f64,
-    /// The issuing budget object (its address, compared, never read).
-    budget: usize,
-    cell: TakeOnce<CoreReceipt>,
-}
-
-#[napi]
-impl RegionRetryReceipt {
-    /// What the retry cost, in micro-tokens.
-    #[napi(getter, catch_unwind)]
-    pub fn cost_micros(&self) -> f64 {
-        num(self.cost_micros)
-    }
-
-    /// What the retry cost, in tokens.
-    #[napi(getter, catch_unwind)]
-    pub fn cost(&self) -> f64 {
-        self.cost
-    }
-
-    /// Whether it has been handed back.
-    #[napi(getter, catch_unwind)]
-    pub fn done(&self) -> bool {
-        self.cell.is_taken()
     }
 }

@@ -21,13 +21,13 @@ use guards_core::retry_policy::{RetryCause, RetryGate};
 use crate::args;
 use crate::convert::{build_leaves, num, numbers, Options, Val};
 use crate::errors::{self, range_error, type_error};
-use crate::shared::{self, Placed};
+use crate::shared::{self, Keep, Placed};
 
 const CLASS: &str = "RetryBudget";
 
 pub(crate) struct BudgetCore {
     pub(crate) g: InPlace<CoreBudget>,
-    _mem: Option<Uint8Array>,
+    _keep: Keep,
 }
 
 pub(crate) fn read_config(
@@ -182,6 +182,16 @@ impl RetryBudget {
         options: Option<Unknown<'_>>,
         shared: Option<Unknown<'_>>,
     ) -> Result<Self> {
+        if let Some((ptr, keep)) =
+            crate::region::placed::<CoreBudget>(&env, CLASS, &options, &shared)?
+        {
+            // SAFETY: `ptr` is the region's built budget, whose mapping `keep` holds for as
+            // long as the view lives (both in one `BudgetCore`); it is only reached through `&`.
+            let g = unsafe { InPlace::attach(ptr) };
+            return Ok(RetryBudget {
+                core: Arc::new(BudgetCore { g, _keep: keep }),
+            });
+        }
         let mem = crate::convert::shared_arg(&env, shared)?;
         let given = !args::absent(&options);
         let Placed { g, mem } =
@@ -189,7 +199,10 @@ impl RetryBudget {
                 read_config(&env, options)
             })?;
         Ok(RetryBudget {
-            core: Arc::new(BudgetCore { g, _mem: mem }),
+            core: Arc::new(BudgetCore {
+                g,
+                _keep: Keep::buffer(mem),
+            }),
         })
     }
 

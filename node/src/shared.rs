@@ -285,6 +285,33 @@ placeable_any!(
     AnyAdaptiveThrottle => AdaptiveThrottleConfig, AdaptiveThrottle, |_, _| single(AnyAdaptiveThrottle::CAPACITIES);
 );
 
+/// What keeps a guard's memory alive when the guard does not own it: the
+/// `SharedArrayBuffer` it was built in, or the region it lives in (an `Arc` of the
+/// mapping). Held by the guard objects that can live in either.
+#[derive(Default)]
+pub(crate) struct Keep {
+    _mem: Option<Uint8Array>,
+    _region: Option<guards::shared::Region>,
+}
+
+impl Keep {
+    /// The buffer of a guard placed by [`place`] (none: the guard owns its memory).
+    pub(crate) fn buffer(mem: Option<Uint8Array>) -> Self {
+        Keep {
+            _mem: mem,
+            _region: None,
+        }
+    }
+
+    /// The region a guard lives in.
+    pub(crate) fn region(region: guards::shared::Region) -> Self {
+        Keep {
+            _mem: None,
+            _region: Some(region),
+        }
+    }
+}
+
 /// A guard and, when it lives in one, the shared buffer (kept alive with it).
 pub(crate) struct Placed<G> {
     pub(crate) g: G,

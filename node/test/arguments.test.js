@@ -34,7 +34,6 @@ function valid(t, name) {
     case 'Deadline': return g.Deadline.none();
     case 'RetryReceipt': return undefined;
     case 'Region': return region;
-    case 'RegionRetryReceipt': return undefined;
     default: return undefined;
   }
 }
@@ -70,7 +69,7 @@ function callables() {
     CircuitBreakerPermit: () => new g.CircuitBreaker().tryAcquire(), KeyedBreakersPermit: () => new g.KeyedBreakers().tryAcquire('k'),
     LimiterPermit: () => new g.Limiter().tryAcquire(), AdmissionPermit: () => new g.Admission().tryAcquire(),
     Region: () => region, RegionCircuitBreaker: () => region.circuitBreaker('cb'), RegionKeyedBreakers: () => region.keyedBreakers('kb'), RegionBulkhead: () => region.bulkhead('bh'),
-    RegionLimiter: () => region.limiter('lim'), RegionAdmission: () => region.admission('adm'), RegionRetryBudget: () => region.retryBudget('rb'),
+    RegionLimiter: () => region.limiter('lim'), RegionAdmission: () => region.admission('adm'),
     RegionPermit: () => region.bulkhead('bh').tryAcquire(),
   };
   for (const m of dts.matchAll(/export declare class (\w+) \{([\s\S]*?)\n\}/g)) {

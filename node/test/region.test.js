@@ -1,8 +1,10 @@
 'use strict';
 // Host-wide guards: processes made with child_process.fork share a region's guards. The
 // children hammer a bulkhead, one child's failures open a breaker for all, a retry
-// budget pays out its tokens once across processes, a child killed with SIGKILL while
-// holding permits has them reclaimed. Every assertion counts; none is timed.
+// budget pays out its tokens once across processes (to retry() and createFetch too),
+// throttles, trackers, hedging and brownouts count every process's calls, a child killed
+// with SIGKILL while holding permits has them reclaimed. Every assertion counts; none is
+// timed.
 //
 // This file is also the children's program: forked with GUARDS_REGION_CHILD set, it
 // obeys its parent's messages instead of running tests.
@@ -89,6 +91,61 @@ if (process.env.GUARDS_REGION_CHILD) {
         if (t > max) max = t;
       }
       return { got, min, max };
+    },
+    // Calls that always fail, through retry() paying from the shared budget.
+    async retries({ name, options, calls }) {
+      const budget = region.retryBudget(name, options);
+      const r = new g.Retry({ budget, maxAttempts: 3, backoff: { base: 1, cap: 1 } });
+      let budgetGaveUp = 0, otherGaveUp = 0;
+      for (let i = 0; i < calls; i++) {
+        try {
+          await r.execute(async () => { throw new Error('backend down'); });
+        } catch (e) {
+          if (e instanceof g.BudgetExhaustedError && e.reason === 'budget_exhausted') budgetGaveUp++;
+          else if (e instanceof g.RetriesExhaustedError) otherGaveUp++;
+          else throw e;
+        }
+      }
+      return { retries: r.stats().retries, attempts: r.stats().attempts, budgetGaveUp, otherGaveUp, isRetryBudget: budget instanceof g.RetryBudget };
+    },
+    // Calls through createFetch paying from the shared budget (the server always fails).
+    async fetchRetries({ name, options, url, calls }) {
+      const f = g.createFetch({ maxAttempts: 3, backoff: { base: 1, cap: 1 }, budget: region.retryBudget(name, options), breakers: null });
+      const statuses = [];
+      for (let i = 0; i < calls; i++) statuses.push((await f(url)).status);
+      return { statuses, policy: f.stats().idempotent.policy };
+    },
+    // Feed the shared throttle: every admitted request is refused by the backend.
+    async throttle({ requests }) {
+      const t = region.adaptiveThrottle('thr', { minRequests: 5 });
+      let admitted = 0;
+      for (let i = 0; i < requests; i++) {
+        if (!t.shouldReject()) { admitted++; t.report('overloaded'); }
+      }
+      return { admitted, p: t.rejectProbability() };
+    },
+    // Record latencies into the shared tracker.
+    async track({ ms, n }) {
+      const t = region.latencyTracker('lat', { minSamples: 1 });
+      for (let i = 0; i < n; i++) t.record(ms);
+      return { count: t.count() };
+    },
+    // Feed the shared hedging policy, then ask for hedges paid by the shared budget.
+    async hedge({ ms, n, asks }) {
+      const h = region.hedging('hedge', { minSamples: 5 });
+      const budget = region.retryBudget('hedge-budget', { capacity: 2, ratio: 0 });
+      for (let i = 0; i < n; i++) h.recordLatency(ms);
+      const started = g.nowNs() - 10_000_000_000n;
+      const decisions = [];
+      for (let i = 0; i < asks; i++) { const d = h.shouldHedge(started, 0, true, budget); decisions.push(d.reason ? `${d.decision}:${d.reason}` : d.decision); }
+      return { decisions, delay: h.hedgeDelayMs() };
+    },
+    // Count refusals in the shared brownout.
+    async brown({ n }) {
+      const b = region.brownout('op', { optional: true });
+      const got = [];
+      for (let i = 0; i < n; i++) got.push(b.onRefusal('timeout'));
+      return { got, stats: b.stats() };
     },
     // Report timeouts through the limiter until its limit drops.
     async timeouts({ options }) {
@@ -330,6 +387,266 @@ test('a retry budget pays out its tokens once across processes and stays in boun
   }
 });
 
+test('retry() in 4 processes on one region budget: the withdrawals add up to what it allows', async () => {
+  const file = fresh();
+  const options = { capacity: 20, ratio: 0 };
+  const region = new g.Region(file);
+  const budget = region.retryBudget('retries', options);
+  assert.ok(budget instanceof g.RetryBudget, 'a region budget is a RetryBudget');
+  assert.ok(budget instanceof g.RegionRetryBudget);
+  const N = 4, calls = 10;
+  const cs = await Promise.all(Array.from({ length: N }, () => child(file)));
+  try {
+    const rs = await Promise.all(cs.map((c) => job(c, 'retries', { name: 'retries', options, calls })));
+    const sum = (k) => rs.reduce((a, r) => a + r[k], 0);
+    assert.ok(rs.every((r) => r.isRetryBudget));
+    const s = budget.stats();
+    // 4 x 10 calls wanting 2 retries each ask for 80: the 20 tokens pay for exactly 20
+    assert.equal(sum('retries'), options.capacity, 'every token paid for one retry, none twice');
+    assert.equal(s.withdrawals, sum('retries'), 'the region counted every process\'s retries');
+    assert.equal(s.deposits, N * calls, 'one deposit per call, all processes');
+    assert.equal(s.refusals, sum('budgetGaveUp'), 'each refusal ended one call with budget_exhausted');
+    assert.equal(sum('budgetGaveUp') + sum('otherGaveUp'), N * calls);
+    assert.equal(sum('attempts'), N * calls + sum('retries'));
+    assert.ok(sum('budgetGaveUp') > 0);
+    assert.equal(budget.tokens(), 0);
+  } finally {
+    await stop(cs);
+  }
+});
+
+test('a region budget spent by one process refuses retries in another', async () => {
+  const file = fresh();
+  const options = { capacity: 2, ratio: 0 };
+  const region = new g.Region(file);
+  const budget = region.retryBudget('retries', options);
+  const [a, b] = await Promise.all([child(file), child(file)]);
+  try {
+    const spent = await job(a, 'retries', { name: 'retries', options, calls: 1 });
+    assert.deepEqual([spent.retries, spent.otherGaveUp, spent.budgetGaveUp], [2, 1, 0], 'the first process retried twice');
+    const refused = await job(b, 'retries', { name: 'retries', options, calls: 3 });
+    assert.equal(refused.retries, 0, 'no retry left for the other process');
+    assert.equal(refused.budgetGaveUp, 3, 'every call gave up with budget_exhausted');
+    assert.equal(refused.attempts, 3);
+    // this process too: retry() and the policy's gate see the empty budget
+    await assert.rejects(g.retry(async () => { throw new Error('x'); }, { budget, maxAttempts: 3 }),
+      (e) => e instanceof g.BudgetExhaustedError && e.reason === 'budget_exhausted');
+    assert.deepEqual(new g.RetryPolicy().decide(1, 'timeout', { gate: budget }), { retry: false, reason: 'budget_exhausted' });
+    const s = budget.stats();
+    assert.equal(s.withdrawals, 2);
+    assert.equal(s.refusals, 3 + 1 + 1);
+  } finally {
+    await stop([a, b]);
+  }
+});
+
+test('createFetch({ budget: region.retryBudget(...) }): another process\'s retries are charged to the shared budget', async () => {
+  const file = fresh();
+  const options = { capacity: 3, ratio: 0 };
+  const region = new g.Region(file);
+  const budget = region.retryBudget('fetch-retries', options);
+  let calls = 0;
+  const server = http.createServer((req, res) => { calls++; res.writeHead(500); res.end(); });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${server.address().port}/`;
+  const c = await child(file);
+  try {
+    const r = await job(c, 'fetchRetries', { name: 'fetch-retries', options, url, calls: 2 });
+    assert.deepEqual(r.statuses, [500, 500], 'the last answer is returned');
+    // call 1: 3 attempts (2 tokens); call 2: 2 attempts (the last token), then refused
+    assert.equal(calls, 5);
+    assert.equal(r.policy.budgetExhausted, 1);
+    assert.equal(budget.stats().withdrawals, 3, 'the other process\'s retries, seen here');
+    assert.equal(budget.stats().refusals, 1);
+    // this process's createFetch on the same budget: no retry left
+    calls = 0;
+    const f = g.createFetch({ maxAttempts: 3, backoff: { base: 1, cap: 1 }, budget, breakers: null });
+    assert.equal(f.budget, budget);
+    assert.equal((await f(url)).status, 500);
+    assert.equal(calls, 1, 'no token left host-wide: no retry');
+    assert.equal(budget.stats().refusals, 2);
+    // the driver takes it too
+    const d = new g.RetryDriver(new g.RetryPolicy(), { budget });
+    assert.ok(d instanceof g.RetryDriver);
+  } finally {
+    await stop([c]);
+    await new Promise((r) => server.close(r));
+  }
+});
+
+test('an adaptive throttle fed by one process rejects in another', async () => {
+  const file = fresh();
+  const region = new g.Region(file);
+  const t = region.adaptiveThrottle('thr', { minRequests: 5 });
+  assert.ok(t instanceof g.AdaptiveThrottle);
+  assert.equal(t.rejectProbability(), 0);
+  const c = await child(file);
+  try {
+    const r = await job(c, 'throttle', { requests: 100 });
+    assert.ok(r.p > 0.5, `the backend refused everything: p = ${r.p}`);
+    assert.ok(t.rejectProbability() > 0.5, 'this process sees the other\'s rejects');
+    assert.equal(t.window().requests, 100);
+    assert.equal(t.window().accepts, 0);
+    const s = t.stats();
+    assert.equal(s.admitted, r.admitted);
+    assert.equal(s.rejectedByBackend, r.admitted);
+    assert.equal(s.admitted + s.throttled, 100);
+    let rejected = 0;
+    for (let i = 0; i < 50; i++) if (t.shouldReject()) rejected++;
+    assert.ok(rejected > 0, 'this process throttles too');
+  } finally {
+    await stop([c]);
+  }
+});
+
+test('a latency tracker fed by two processes: both processes\' samples in the count and the percentiles', async () => {
+  const file = fresh();
+  const region = new g.Region(file);
+  const t = region.latencyTracker('lat', { minSamples: 1 });
+  assert.ok(t instanceof g.LatencyTracker);
+  for (let i = 0; i < 30; i++) t.record(5);
+  const c = await child(file);
+  try {
+    const r = await job(c, 'track', { ms: 200, n: 10 });
+    assert.equal(r.count, 40, 'the other process sees this one\'s samples');
+    assert.equal(t.count(), 40);
+    assert.equal(t.stats().recorded, 40);
+    const p50 = t.quantileMs(0.5), p99 = t.quantileMs(0.99);
+    assert.ok(Math.abs(p50 - 5) <= 5 / 32, `p50 ${p50} is this process's 5 ms`);
+    assert.ok(Math.abs(p99 - 200) <= 200 / 32, `p99 ${p99} is the other process's 200 ms`);
+  } finally {
+    await stop([c]);
+  }
+});
+
+test('hedging: the latency samples and the hedge budget are shared', async () => {
+  const file = fresh();
+  const region = new g.Region(file);
+  const h = region.hedging('hedge', { minSamples: 5 });
+  const budget = region.retryBudget('hedge-budget', { capacity: 2, ratio: 0 });
+  assert.ok(h instanceof g.Hedging);
+  // (not asked for its delay here first: the delay is refreshed every refreshInterval,
+  // and a refresh with no samples would stand until the next one)
+  assert.equal(h.stats().hedges, 0);
+  const c = await child(file);
+  try {
+    const r = await job(c, 'hedge', { ms: 100, n: 20, asks: 3 });
+    assert.deepEqual(r.decisions, ['hedge_now', 'hedge_now', 'never:budget_exhausted'], 'two tokens, two hedges');
+    const delay = h.hedgeDelayMs();
+    assert.ok(delay !== null && Math.abs(delay - 100) <= 100 / 32, `this process's hedge delay ${delay} comes from the other's samples`);
+    assert.equal(delay, r.delay);
+    const s = h.stats();
+    assert.equal(s.hedges, 2);
+    assert.equal(s.budgetExhausted, 1);
+    assert.equal(budget.stats().withdrawals, 2);
+    assert.deepEqual(h.shouldHedge(g.nowNs() - 10_000_000_000n, 0, true, budget), { decision: 'never', reason: 'budget_exhausted' });
+  } finally {
+    await stop([c]);
+  }
+});
+
+test('a brownout\'s counters are every process\'s', async () => {
+  const file = fresh();
+  const region = new g.Region(file);
+  const b = region.brownout('op', { optional: true });
+  assert.ok(b instanceof g.Brownout);
+  assert.equal(b.onRefusal('timeout'), 'serve_fallback');
+  const c = await child(file);
+  try {
+    const r = await job(c, 'brown', { n: 4 });
+    assert.deepEqual(r.got, Array(4).fill('serve_fallback'));
+    assert.deepEqual(b.stats(), r.stats, 'one set of counters');
+    assert.equal(b.stats().degraded, 5, 'this process\'s refusal and the other\'s four');
+  } finally {
+    await stop([c]);
+  }
+});
+
+test('guarded() takes a region throttle, brownout and budget as it takes private ones', async () => {
+  const region = new g.Region(fresh());
+  const throttle = region.adaptiveThrottle('thr', { minRequests: 1 });
+  const brownout = region.brownout('op', { optional: true });
+  const budget = region.retryBudget('rb', { capacity: 1, ratio: 0 });
+  const stack = g.guarded([throttle], { brownout, fallback: 'cached', retry: { budget, maxAttempts: 3, backoff: { base: 1, cap: 1 } } });
+  let calls = 0;
+  assert.equal(await stack.execute(async () => { calls++; throw Object.assign(new Error('busy'), { status: 503 }); }), 'cached');
+  assert.equal(calls, 2, 'one retry: the budget\'s one token');
+  assert.equal(budget.stats().withdrawals, 1);
+  assert.equal(budget.stats().refusals, 1);
+  assert.equal(throttle.stats().admitted, 2);
+  assert.equal(region.brownout('op', { optional: true }).stats().degraded, 1, 'the fallback counted in the region');
+});
+
+test('the new kinds: mismatch of kind and config, bad options, attach', () => {
+  const region = new g.Region(fresh());
+  const isType = (option) => (e) => e instanceof TypeError && e.option === option && e.code === 'GUARDS_INVALID_OPTION';
+  const isRange = (option) => (e) => e instanceof RangeError && e.option === option;
+  const mismatch = (field) => (e) => e instanceof g.GuardMismatchError && e.code === 'GUARDS_GUARD_MISMATCH' && e.field === field;
+  region.latencyTracker('lat', { window: 2000 });
+  region.hedging('hedge', { maxHedges: 2 });
+  region.adaptiveThrottle('thr', { k: 3 });
+  region.brownout('op', { optional: false });
+  region.retryBudget('rb', { capacity: 5 });
+  assert.throws(() => region.hedging('lat'), mismatch('kind'));
+  assert.throws(() => region.latencyTracker('hedge'), mismatch('kind'));
+  assert.throws(() => region.brownout('thr'), mismatch('kind'));
+  assert.throws(() => region.adaptiveThrottle('op'), mismatch('kind'));
+  assert.throws(() => region.retryBudget('op'), mismatch('kind'));
+  assert.throws(() => region.bulkhead('rb'), mismatch('kind'));
+  assert.throws(() => region.latencyTracker('lat', { window: 3000 }), mismatch('config'));
+  assert.throws(() => region.hedging('hedge', { maxHedges: 1 }), mismatch('config'));
+  assert.throws(() => region.adaptiveThrottle('thr', { k: 2 }), mismatch('config'));
+  assert.throws(() => region.brownout('op', { optional: true }), mismatch('config'));
+  assert.throws(() => region.retryBudget('rb', { capacity: 6 }), mismatch('config'));
+  assert.equal(region.latencyTracker('lat', { window: 2000 }).count(), 0, 'the same config attaches');
+  // a config mismatch names the options that differ, with both values (as options spell them)
+  const differs = (expected) => (e) => {
+    assert.ok(e instanceof g.GuardMismatchError && e.field === 'config', e.message);
+    assert.deepEqual(e.differences, expected);
+    for (const k of Object.keys(expected)) assert.match(e.message, new RegExp(`\`${k.replace('.', '\\.')}\``));
+    return true;
+  };
+  assert.throws(() => region.latencyTracker('lat', { window: 3000 }), differs({ window: { existing: 2000, requested: 3000 } }));
+  assert.throws(() => region.hedging('hedge', { maxHedges: 1 }), differs({ maxHedges: { existing: 2, requested: 1 } }));
+  assert.throws(() => region.adaptiveThrottle('thr', { k: 2 }), differs({ k: { existing: 3, requested: 2 } }));
+  assert.throws(() => region.brownout('op', { optional: true }), differs({ optional: { existing: false, requested: true } }));
+  assert.throws(() => region.retryBudget('rb', { capacity: 6, ratio: 0.2 }), differs({ capacity: { existing: 5, requested: 6 }, ratio: { existing: 0.1, requested: 0.2 } }));
+  assert.throws(() => region.retryBudget('rb', { mode: 'grpc' }), differs({ mode: { existing: 'token_bucket', requested: 'grpc' } }));
+  // the package classes' own option checks
+  assert.throws(() => region.hedging('x', { delayQuantile: 2 }), isRange('delayQuantile'));
+  assert.throws(() => region.hedging('x', { delayQuantil: 0.9 }), isType('delayQuantil'));
+  assert.throws(() => region.latencyTracker('x', { window: -1 }), isRange('window'));
+  assert.throws(() => region.latencyTracker('x', { window: 'long' }), isType('window'));
+  assert.throws(() => region.adaptiveThrottle('x', { k: 'two' }), isType('k'));
+  assert.throws(() => region.adaptiveThrottle('x', { maxRejectProbability: 2 }), isRange('maxRejectProbability'));
+  assert.throws(() => region.brownout('x', { optional: 'yes' }), isType('optional'));
+  assert.throws(() => region.brownout('x', { fallbackOn: ['nothing'] }), isType('fallbackOn[0]'));
+  assert.throws(() => region.retryBudget('x', { ratio: -1 }), isRange('ratio'));
+  assert.throws(() => region.hedging(5), isType('name'));
+  assert.throws(() => region.brownout(''), isRange('name'));
+  assert.throws(() => region.latencyTracker('x', 'wide'), isType('options'));
+  assert.throws(() => new g.RegionHedging({}, 'x'), isType('region'));
+  assert.throws(() => new g.RegionRetryBudget(null, 'x'), isType('region'));
+  assert.throws(() => new g.RegionLatencyTracker(region, 'lat', { window: 2000 }, true), isType('options'));
+  assert.throws(() => new g.RegionBrownout(region, 'op', undefined, 1), isType('attach'));
+  assert.throws(() => g.RegionHedging.shared({}), isType('shared'));
+  assert.throws(() => g.RegionRetryBudget.fromShared(new SharedArrayBuffer(8)), isType('buffer'));
+  assert.throws(() => new g.RetryBudget(undefined, region._hedging('hedge', undefined, true)), isType('shared'));
+  assert.throws(() => new g.Hedging({}, region._hedging('hedge', undefined, true)), isType('options'));
+  assert.equal(region.guards().length, 5, 'no refused call created a guard');
+  // attach: the existing guard, whatever its config, as the class of its kind
+  const kinds = { lat: g.RegionLatencyTracker, hedge: g.RegionHedging, thr: g.RegionAdaptiveThrottle, op: g.RegionBrownout, rb: g.RegionRetryBudget };
+  for (const [name, C] of Object.entries(kinds)) {
+    const x = region.attach(name);
+    assert.ok(x instanceof C, `${name}: ${x.constructor.name}`);
+    assert.equal(x.name, name);
+    assert.equal(x.region, region);
+    assert.equal(x.sharedMemory, undefined);
+  }
+  assert.equal(region.attach('op').optional, false);
+  assert.deepEqual(region.guards().map((x) => x.kind).sort(), ['adaptive_throttle', 'brownout', 'hedging', 'latency_tracker', 'retry_budget']);
+});
+
 test('SIGKILL of a process holding permits: reclaim gives them back', async () => {
   const file = fresh();
   const region = new g.Region(file, { reclaimInterval: 0 });
@@ -454,11 +771,14 @@ test('a name with another kind or config is refused with GUARDS_GUARD_MISMATCH',
   region.bulkhead('x', { maxConcurrent: 2 });
   assert.equal(region.bulkhead('x', { maxConcurrent: 2 }).maxConcurrent, 2, 'the same config attaches');
   assert.throws(() => region.bulkhead('x', { maxConcurrent: 3 }), (e) => e instanceof g.GuardMismatchError
-    && e instanceof g.RegionError && e.code === 'GUARDS_GUARD_MISMATCH' && e.field === 'config');
+    && e instanceof g.RegionError && e.code === 'GUARDS_GUARD_MISMATCH' && e.field === 'config'
+    && e.differences.maxConcurrent.existing === 2 && e.differences.maxConcurrent.requested === 3);
   assert.throws(() => region.circuitBreaker('x'), (e) => e.code === 'GUARDS_GUARD_MISMATCH'
     && e.field === 'kind' && /it is a bulkhead, not a circuit_breaker/.test(e.message));
   assert.throws(() => region.retryBudget('x'), (e) => e.code === 'GUARDS_GUARD_MISMATCH');
   region.circuitBreaker('b', { windowSize: 100 });
+  assert.throws(() => region.circuitBreaker('b', { windowSize: 100, openDuration: 1000 }), (e) => e.field === 'config'
+    && e.differences.openDuration.requested === 1000 && /`openDuration` is 5000 there, 1000 here/.test(e.message));
   assert.throws(() => region.circuitBreaker('b', { windowSize: 100, capacity: 1024 }), (e) => e.code === 'GUARDS_GUARD_MISMATCH');
   const listed = region.guards().map((x) => `${x.name}:${x.kind}`).sort();
   assert.deepEqual(listed, ['b:circuit_breaker', 'x:bulkhead']);

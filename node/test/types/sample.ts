@@ -31,6 +31,15 @@ async function main(): Promise<void> {
   // @ts-expect-error not a region option
   g.Region.open('x', { maxGuard: 1 });
   console.log(viaRegion, held, region.retryBudget('r').gate()(g.nowNs(), 'timeout'));
+  // a region's budget is a RetryBudget: retry() and createFetch take it
+  const hostBudget: g.RetryBudget = region.retryBudget('r');
+  const viaBudget: number = await g.retry(async () => 2, { budget: hostBudget, maxAttempts: 2 });
+  const hostFetch = g.createFetch({ budget: region.retryBudget('r') });
+  const tracker: g.LatencyTracker = region.latencyTracker('lat');
+  const hedge: g.Hedging = region.hedging('hedge', { delayQuantile: 0.95 });
+  const throttle: g.AdaptiveThrottle = region.adaptiveThrottle('thr');
+  const brown: g.Brownout = region.brownout('op', { optional: true });
+  console.log(viaBudget, typeof hostFetch, tracker.count(), hedge.stats().hedges, throttle.stats(), brown.stats(), region.hedging('h').name);
   const receipt = aws.withdraw('transient');
   if (receipt !== null) aws.report('success', undefined, receipt);
 
