@@ -7,56 +7,13 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
 
+pub(crate) use guards::gate::Gate;
 use guards::handle::InPlace;
-use guards::names::{Admission, Limiter, Nanos, Outcome};
+use guards::names::Outcome;
 use guards::permit::Owner;
-use guards_core::admission::{AdmissionPermit, AdmissionRejected};
-use guards_core::limiter::{LimiterPermit, LimiterRejected};
-use guards_core::outcome::LimiterVerdict;
 use guards_core::Priority;
 
 use crate::token::Tokens;
-
-/// Core's limiter and admission door, as one shape.
-pub(crate) trait Gate: Send + Sync + 'static {
-    /// A granted call.
-    type Permit: Send + 'static;
-    /// A refusal.
-    type Rejected: Copy + 'static;
-    fn try_acquire(
-        &self,
-        now: Nanos,
-        p: Priority,
-    ) -> std::result::Result<Self::Permit, Self::Rejected>;
-    fn report(&self, p: Self::Permit, outcome: Outcome, now: Nanos) -> LimiterVerdict;
-    fn on_ignore(&self, p: Self::Permit);
-}
-
-macro_rules! gate {
-    ($($g:ty => $permit:ty, $rejected:ty;)*) => {$(
-        impl Gate for $g {
-            type Permit = $permit;
-            type Rejected = $rejected;
-            #[inline]
-            fn try_acquire(&self, now: Nanos, p: Priority) -> std::result::Result<$permit, $rejected> {
-                <$g>::try_acquire(self, now, p)
-            }
-            #[inline]
-            fn report(&self, p: $permit, outcome: Outcome, now: Nanos) -> LimiterVerdict {
-                <$g>::report(self, p, outcome, now)
-            }
-            #[inline]
-            fn on_ignore(&self, p: $permit) {
-                <$g>::on_ignore(self, p)
-            }
-        }
-    )*};
-}
-
-gate! {
-    Limiter => LimiterPermit, LimiterRejected;
-    Admission => AdmissionPermit, AdmissionRejected;
-}
 
 /// The guard, in its own memory or in a `SharedArrayBuffer` kept alive here.
 pub(crate) struct GateCore<G> {
