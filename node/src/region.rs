@@ -235,14 +235,35 @@ differ_by_schema!(
     BrownoutConfig => schema::BROWNOUT,
 );
 
-/// A limit (`limit`, an object of its own) that differs.
+/// How the limits (`limit`: a number, or an object of its own) differ: `limit` for two
+/// fixed limits, `limit.algorithm` for two algorithms, `limit.<option>` for the options of
+/// one algorithm.
 fn limit_difference(a: &LimitConfig, b: &LimitConfig, out: &mut Vec<Difference>) {
-    if a != b {
-        out.push(Difference {
-            option: "limit".to_owned(),
-            existing: errors::quote(&format!("{a:?}")),
-            requested: errors::quote(&format!("{b:?}")),
-        });
+    let start = out.len();
+    match (a, b) {
+        (LimitConfig::Fixed(x), LimitConfig::Fixed(y)) => {
+            if x != y {
+                out.push(Difference {
+                    option: "limit".to_owned(),
+                    existing: json_value(Unit::Count, Value::Uint(*x)),
+                    requested: json_value(Unit::Count, Value::Uint(*y)),
+                });
+            }
+            return;
+        }
+        (LimitConfig::Aimd(x), LimitConfig::Aimd(y)) => by_schema(&schema::AIMD, x, y, out),
+        (LimitConfig::Vegas(x), LimitConfig::Vegas(y)) => by_schema(&schema::VEGAS, x, y, out),
+        (LimitConfig::Gradient(x), LimitConfig::Gradient(y)) => {
+            by_schema(&schema::GRADIENT, x, y, out)
+        }
+        _ => out.push(Difference {
+            option: "algorithm".to_owned(),
+            existing: errors::quote(a.algorithm().name()),
+            requested: errors::quote(b.algorithm().name()),
+        }),
+    }
+    for d in out.iter_mut().skip(start) {
+        d.option = format!("limit.{}", d.option);
     }
 }
 

@@ -766,6 +766,24 @@ test('attach: the existing guard whatever its config, as the class of its kind',
   assert.throws(() => new g.RegionCircuitBreaker(region, 'configured', undefined, 'yes'), (e) => e instanceof TypeError && e.option === 'attach');
 });
 
+test('a limit that differs is named as the options spell it: a number, an algorithm, or one option', () => {
+  const region = new g.Region(fresh());
+  const differs = (expected) => (e) => {
+    assert.ok(e instanceof g.GuardMismatchError && e.field === 'config', e.message);
+    assert.deepEqual(e.differences, expected);
+    for (const k of Object.keys(expected)) assert.match(e.message, new RegExp(`\`${k.replace('.', '\\.')}\``));
+    return true;
+  };
+  region.limiter('fixed', { limit: 4 });
+  assert.throws(() => region.limiter('fixed', { limit: 5 }), differs({ limit: { existing: 4, requested: 5 } }));
+  assert.throws(() => region.limiter('fixed', { limit: { algorithm: 'aimd' } }),
+    differs({ 'limit.algorithm': { existing: 'fixed', requested: 'aimd' } }));
+  region.admission('door', { limit: { algorithm: 'aimd', initialLimit: 10 } });
+  assert.throws(() => region.admission('door', { limit: { algorithm: 'aimd', initialLimit: 12 } }),
+    differs({ 'limit.initialLimit': { existing: 10, requested: 12 } }));
+  assert.equal(region.admission('door', { limit: { algorithm: 'aimd', initialLimit: 10 } }).name, 'door', 'the same limit attaches');
+});
+
 test('a name with another kind or config is refused with GUARDS_GUARD_MISMATCH', () => {
   const region = new g.Region(fresh());
   region.bulkhead('x', { maxConcurrent: 2 });
