@@ -134,6 +134,16 @@ def main():
     print("test_server: all passed")
 
 
+def victim_alive(pid):
+    """Whether process `pid` still runs (neither gone nor a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
 def most_at_once(intervals):
     """The most intervals (start, end) open at one instant (an end before a start at the
     same instant)."""
@@ -223,6 +233,15 @@ def run_prefork(server):
     # 7. A worker killed with SIGKILL is replaced; a clean stop removes the region.
     victim = int(get(port, "/stats")[1]["x-worker-pid"])
     os.kill(victim, signal.SIGKILL)
+    # A connection that the victim accepted in the instant before it died is reset: that is
+    # the kill, not the server. Wait until it can accept no more (gone, or a zombie waiting
+    # for the supervisor), then every request must be served by the others.
+    for _ in range(500):
+        if not victim_alive(victim):
+            break
+        time.sleep(0.01)
+    else:
+        fail(f"worker {victim} still running after SIGKILL")
     seen = set()
     for _ in range(60):
         status, headers, _ = get(port, "/stats")
