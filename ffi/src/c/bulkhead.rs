@@ -15,8 +15,8 @@
 //! ```
 
 use super::{
-    boundary, code_to_result, config_default, fail_arg, fail_code, fail_with, free_handle,
-    guards_permit, hot, hot_out_ok, hot_outcome, hot_ref, new_handle, read, Out,
+    boundary, code_to_result, config_default, fail_arg, fail_with, free_handle, guards_permit, hot,
+    hot_out_ok, hot_outcome, hot_ref, new_handle, park, read, settle, Out,
 };
 use crate::error::{Failure, GuardsResult};
 use crate::handle::InPlace;
@@ -107,14 +107,9 @@ impl guards_bulkhead {
             Ok(p) => p,
             Err(r) => return fail_with(r),
         };
-        match self.permits.insert_or(p, |p| self.bulkhead.release(p)) {
-            Ok(t) => {
-                // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
-                unsafe { guards_permit::of_token(t).write_to(out) };
-                GuardsResult::Ok
-            }
-            Err(code) => fail_code(code),
-        }
+        let head = guards_permit::default();
+        // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
+        unsafe { park(&self.permits, p, head, |p| self.bulkhead.release(p), out) }
     }
 
     #[inline(always)]
@@ -123,24 +118,14 @@ impl guards_bulkhead {
             Ok(o) => o,
             Err(code) => return code,
         };
-        match self.permits.take(permit.token()) {
-            Ok(p) => {
-                self.bulkhead.report(p, outcome);
-                GuardsResult::Ok
-            }
-            Err(code) => fail_code(code),
-        }
+        settle(&self.permits, permit, |p| {
+            let _ = self.bulkhead.report(p, outcome);
+        })
     }
 
     #[inline(always)]
     fn release_code(&self, permit: &guards_permit) -> GuardsResult {
-        match self.permits.take(permit.token()) {
-            Ok(p) => {
-                self.bulkhead.release(p);
-                GuardsResult::Ok
-            }
-            Err(code) => fail_code(code),
-        }
+        settle(&self.permits, permit, |p| self.bulkhead.release(p))
     }
 
     /// The bulkhead.

@@ -16,8 +16,8 @@
 //! ```
 
 use super::{
-    call_out, code_to_result, config_default, fail_arg, fail_code, fail_with, free_handle,
-    guards_permit, hot, hot_out_ok, hot_outcome, hot_ref, new_handle, read,
+    call_out, code_to_result, config_default, fail_arg, fail_with, free_handle, guards_permit, hot,
+    hot_out_ok, hot_outcome, hot_ref, new_handle, park, read, settle,
 };
 use crate::error::{Failure, GuardsResult};
 use crate::handle::AnyBreaker;
@@ -266,22 +266,8 @@ impl guards_circuit_breaker {
             Err(r) => return fail_with(r),
         };
         let head = c_permit(&p, PermitToken::default());
-        match self.permits.insert_or(p, |p| self.breaker.on_ignore(p)) {
-            Ok(t) => {
-                // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
-                unsafe {
-                    guards_permit {
-                        guard: t.guard,
-                        slot: t.slot,
-                        generation: t.generation,
-                        ..head
-                    }
-                    .write_to(out)
-                };
-                GuardsResult::Ok
-            }
-            Err(code) => fail_code(code),
-        }
+        // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
+        unsafe { park(&self.permits, p, head, |p| self.breaker.on_ignore(p), out) }
     }
 
     /// The report; a failure is recorded.
@@ -291,13 +277,9 @@ impl guards_circuit_breaker {
             Ok(o) => o,
             Err(code) => return code,
         };
-        match self.permits.take(permit.token()) {
-            Ok(p) => {
-                self.breaker.report(p, outcome, Nanos(now));
-                GuardsResult::Ok
-            }
-            Err(code) => fail_code(code),
-        }
+        settle(&self.permits, permit, |p| {
+            self.breaker.report(p, outcome, Nanos(now));
+        })
     }
 
     /// The breaker.

@@ -1,7 +1,7 @@
 //! What `guards_limiter` and `guards_admission` share: core's gate built in place, and its
 //! permits parked in a take-once slot table behind plain-data `guards_permit`s.
 
-use super::{fail_code, fail_with, guards_permit, hot_outcome, hot_priority};
+use super::{fail_with, guards_permit, hot_outcome, hot_priority, park, settle};
 use crate::error::{Failure, GuardsResult};
 use crate::gate::Gate;
 use crate::handle::{BuildInPlace, InPlace};
@@ -51,20 +51,12 @@ impl<G: Gate + BuildInPlace> GateHandle<G> {
             Ok(p) => p,
             Err(r) => return fail_with(r),
         };
-        match self.permits.insert_or(p, |p| self.gate.on_ignore(p)) {
-            Ok(t) => {
-                // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
-                unsafe {
-                    guards_permit {
-                        acquired_at_ns: now,
-                        ..guards_permit::of_token(t)
-                    }
-                    .write_to(out)
-                };
-                GuardsResult::Ok
-            }
-            Err(code) => fail_code(code),
-        }
+        let head = guards_permit {
+            acquired_at_ns: now,
+            ..guards_permit::default()
+        };
+        // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
+        unsafe { park(&self.permits, p, head, |p| self.gate.on_ignore(p), out) }
     }
 
     /// Report `permit`'s call as `outcome` at `now`, once.
@@ -79,12 +71,8 @@ impl<G: Gate + BuildInPlace> GateHandle<G> {
             Ok(o) => o,
             Err(code) => return code,
         };
-        match self.permits.take(permit.token()) {
-            Ok(p) => {
-                let _ = self.gate.report(p, outcome, Nanos(now));
-                GuardsResult::Ok
-            }
-            Err(code) => fail_code(code),
-        }
+        settle(&self.permits, permit, |p| {
+            let _ = self.gate.report(p, outcome, Nanos(now));
+        })
     }
 }

@@ -24,9 +24,9 @@ use super::circuit_breaker::{
     guards_circuit_breaker_stats, guards_outcome_effect, guards_window_counts,
 };
 use super::{
-    boundary, bytes, call, call_out, code_to_result, config_default, fail_arg, fail_code,
-    fail_with, free_handle, guards_permit, hot, hot_out_ok, hot_outcome, hot_ref, new_handle, read,
-    Out,
+    boundary, bytes, call, call_out, code_to_result, config_default, fail_arg, fail_with,
+    free_handle, guards_permit, hot, hot_out_ok, hot_outcome, hot_ref, new_handle, park, read,
+    settle, Out,
 };
 use crate::error::{Failure, GuardsResult};
 use crate::handle::AnyKeyedBreakers;
@@ -114,25 +114,9 @@ impl guards_keyed_breakers {
             Err(r) => return fail_with(r),
         };
         let head = c_permit(p.permit(), crate::permit::PermitToken::default());
-        match self
-            .permits
-            .insert_or(p, |p| with_keyed_breakers!(&self.set, s => s.on_ignore(p)))
-        {
-            Ok(t) => {
-                // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
-                unsafe {
-                    guards_permit {
-                        guard: t.guard,
-                        slot: t.slot,
-                        generation: t.generation,
-                        ..head
-                    }
-                    .write_to(out)
-                };
-                GuardsResult::Ok
-            }
-            Err(code) => fail_code(code),
-        }
+        let give_back = |p| with_keyed_breakers!(&self.set, s => s.on_ignore(p));
+        // SAFETY: `out` is non-null, aligned and writable (checked by the caller).
+        unsafe { park(&self.permits, p, head, give_back, out) }
     }
 
     #[inline(always)]
@@ -141,13 +125,9 @@ impl guards_keyed_breakers {
             Ok(o) => o,
             Err(code) => return code,
         };
-        match self.permits.take(permit.token()) {
-            Ok(p) => {
-                with_keyed_breakers!(&self.set, s => s.report(p, outcome, Nanos(now)));
-                GuardsResult::Ok
-            }
-            Err(code) => fail_code(code),
-        }
+        settle(&self.permits, permit, |p| {
+            with_keyed_breakers!(&self.set, s => s.report(p, outcome, Nanos(now)));
+        })
     }
 
     fn not_found() -> Failure {

@@ -57,7 +57,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::error::{self, Detail, Failure, GuardsResult};
 use crate::names::{GiveUpReason, Idempotency, Outcome, Priority, RefusalKind, RetryCause};
-use crate::permit::PermitToken;
+use crate::permit::{PermitSlots, PermitToken};
 
 /// "No deadline" wherever a deadline instant (`..._deadline_ns`) or a time left
 /// (`time_left_ns`) is passed: `UINT64_MAX`, the instant that never comes.
@@ -761,6 +761,55 @@ pub(crate) fn fail_arg(null: bool, name: &'static str) -> GuardsResult {
 #[inline(never)]
 pub(crate) fn fail_with<F: Into<Failure>>(f: F) -> GuardsResult {
     failed(f.into())
+}
+
+/// Park core permit `p` in `slots` and write its C form to `*out`: `head` (the fields a
+/// guard shows: acquired at, probe, ...) with the slot's token. When no slot is free,
+/// `give_back` hands `p` back to its guard and the failure is recorded.
+///
+/// # Safety
+/// `out` must be non-null, aligned and valid for writes.
+#[inline(always)]
+pub(crate) unsafe fn park<P>(
+    slots: &PermitSlots<P>,
+    p: P,
+    head: guards_permit,
+    give_back: impl FnOnce(P),
+    out: *mut guards_permit,
+) -> GuardsResult {
+    match slots.insert_or(p, give_back) {
+        Ok(t) => {
+            // SAFETY: the caller's contract.
+            unsafe {
+                guards_permit {
+                    guard: t.guard,
+                    slot: t.slot,
+                    generation: t.generation,
+                    ..head
+                }
+                .write_to(out)
+            };
+            GuardsResult::Ok
+        }
+        Err(code) => fail_code(code),
+    }
+}
+
+/// Take the core permit of `permit` out of `slots`, once, and hand it to `finish`; a
+/// permit reported before, or of another table, is refused (recorded) and changes nothing.
+#[inline(always)]
+pub(crate) fn settle<P>(
+    slots: &PermitSlots<P>,
+    permit: &guards_permit,
+    finish: impl FnOnce(P),
+) -> GuardsResult {
+    match slots.take(permit.token()) {
+        Ok(p) => {
+            finish(p);
+            GuardsResult::Ok
+        }
+        Err(code) => fail_code(code),
+    }
 }
 
 /// A code without detail (a permit refused by its slot table): recorded and returned.
