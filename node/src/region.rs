@@ -214,12 +214,15 @@ fn by_schema<C: Copy>(s: &Schema<C>, a: &C, b: &C, out: &mut Vec<Difference>) {
     }
 }
 
+/// `Differ` by a config's schema; `with limit` also compares its `limit` (an object of its
+/// own, which the schema leaves out).
 macro_rules! differ_by_schema {
-    ($($cfg:ty => $schema:expr),* $(,)?) => {$(
+    ($($cfg:ty => $schema:expr $(, with $limit:ident)?);* $(;)?) => {$(
         impl Differ for $cfg {
             fn differences(a: &Self, b: &Self) -> Vec<Difference> {
                 let mut out = Vec::new();
                 by_schema(&$schema, a, b, &mut out);
+                $(limit_difference(&a.$limit, &b.$limit, &mut out);)?
                 out
             }
         }
@@ -227,12 +230,14 @@ macro_rules! differ_by_schema {
 }
 
 differ_by_schema!(
-    CircuitBreakerConfig => schema::CIRCUIT_BREAKER,
-    BulkheadConfig => schema::BULKHEAD,
-    HedgingConfig => schema::HEDGING,
-    LatencyTrackerConfig => schema::LATENCY_TRACKER,
-    AdaptiveThrottleConfig => schema::ADAPTIVE_THROTTLE,
-    BrownoutConfig => schema::BROWNOUT,
+    CircuitBreakerConfig => schema::CIRCUIT_BREAKER;
+    BulkheadConfig => schema::BULKHEAD;
+    HedgingConfig => schema::HEDGING;
+    LatencyTrackerConfig => schema::LATENCY_TRACKER;
+    AdaptiveThrottleConfig => schema::ADAPTIVE_THROTTLE;
+    BrownoutConfig => schema::BROWNOUT;
+    LimiterConfig => schema::LIMITER, with limit;
+    AdmissionConfig => schema::ADMISSION, with limit;
 );
 
 /// How the limits (`limit`: a number, or an object of its own) differ: `limit` for two
@@ -264,24 +269,6 @@ fn limit_difference(a: &LimitConfig, b: &LimitConfig, out: &mut Vec<Difference>)
     }
     for d in out.iter_mut().skip(start) {
         d.option = format!("limit.{}", d.option);
-    }
-}
-
-impl Differ for LimiterConfig {
-    fn differences(a: &Self, b: &Self) -> Vec<Difference> {
-        let mut out = Vec::new();
-        by_schema(&schema::LIMITER, a, b, &mut out);
-        limit_difference(&a.limit, &b.limit, &mut out);
-        out
-    }
-}
-
-impl Differ for AdmissionConfig {
-    fn differences(a: &Self, b: &Self) -> Vec<Difference> {
-        let mut out = Vec::new();
-        by_schema(&schema::ADMISSION, a, b, &mut out);
-        limit_difference(&a.limit, &b.limit, &mut out);
-        out
     }
 }
 
