@@ -406,35 +406,41 @@ impl PyRegion {
     }
 }
 
+/// The region's guard `name` of kind `$core`, found or created with the config that the
+/// package's own class `$py_ty` builds from the same arguments (so both check them
+/// alike): `(name, guard)`.
+macro_rules! region_guard {
+    ($slf:expr, $name:expr, $args:expr, $kwargs:expr, $py_ty:ident, $core:ty, $field:ident) => {{
+        let py = $slf.py();
+        let name = name_arg($name)?;
+        let private = py.get_type::<$py_ty>().call($args, $kwargs)?;
+        // `config()` gives a reference or a copy, by guard: either way, an owned config.
+        let config = private.cast::<$py_ty>()?.get().$field.config().to_owned();
+        let g = $slf.get().get::<$core>(py, &name, config, &private)?;
+        (name, g)
+    }};
+}
+
 /// A guard without permits (nothing to reclaim), returned as the package's own class over
 /// the region's memory; the mapping is kept for the rest of the process (the package's
 /// object has no room for its owner).
 macro_rules! plain_guard {
     ($slf:expr, $name:expr, $args:expr, $kwargs:expr, $py_ty:ident, $core:ty, $field:ident) => {{
         let slf = $slf;
-        let py = slf.py();
-        let name = name_arg($name)?;
-        let private = py.get_type::<$py_ty>().call($args, $kwargs)?;
-        let config = *private.cast::<$py_ty>()?.get().$field.config();
-        let g = slf.get().get::<$core>(py, &name, config, &private)?;
+        let (_, g) = region_guard!(slf, $name, $args, $kwargs, $py_ty, $core, $field);
         // The region is pinned (`get`): the mapping outlives the package's object.
         let $field = attach(&g);
         Ok($py_ty { $field })
     }};
 }
 
-/// A guard with owner-recorded permits, as its `Shared*` class: the region's guard `name`
-/// of the config the package's own class builds from the same arguments, and a view of it
-/// as that class (for its read-only methods).
+/// A guard with owner-recorded permits, as its `Shared*` class: the region's guard and a
+/// view of it as the package's own class (for its read-only methods).
 macro_rules! permit_guard {
     ($slf:expr, $name:expr, $args:expr, $kwargs:expr, $py_ty:ident, $core:ty, $field:ident, $shared:ident) => {{
         let slf = $slf;
-        let py = slf.py();
-        let name = name_arg($name)?;
-        let private = py.get_type::<$py_ty>().call($args, $kwargs)?;
-        let config = *private.cast::<$py_ty>()?.get().$field.config();
-        let g = slf.get().get::<$core>(py, &name, config, &private)?;
-        let view = Py::new(py, $py_ty { $field: attach(&g) })?;
+        let (name, g) = region_guard!(slf, $name, $args, $kwargs, $py_ty, $core, $field);
+        let view = Py::new(slf.py(), $py_ty { $field: attach(&g) })?;
         Ok($shared {
             g,
             view: view.into_any(),
@@ -682,14 +688,7 @@ impl PyRegion {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyRetryBudget> {
-        let py = slf.py();
-        let name = name_arg(name)?;
-        let private = py.get_type::<PyRetryBudget>().call(args, kwargs)?;
-        let config = private.cast::<PyRetryBudget>()?.get().b.config();
-        let g = slf.get().get::<RetryBudget>(py, &name, config, &private)?;
-        // The region is pinned (`get`): the mapping outlives the package's object.
-        let b = attach(&g);
-        Ok(PyRetryBudget { b })
+        plain_guard!(slf, name, args, kwargs, PyRetryBudget, RetryBudget, b)
     }
 
     /// `region.adaptive_throttle(name, **settings)`: a `guards.AdaptiveThrottle` whose
