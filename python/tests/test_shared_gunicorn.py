@@ -15,12 +15,10 @@ Workers are told apart by the pid in each answer.
 
 from __future__ import annotations
 
-import http.client
 import importlib.util
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -30,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from helpers import check_breaker_opened_for_all, free_port, get_json
 
 pytest.importorskip("gunicorn")
 import gunicorn.config  # type: ignore[import-untyped]  # noqa: E402
@@ -47,20 +47,8 @@ _NO_CONTROL_SOCKET = any(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _get(port: int, path: str, timeout: float = WAIT_S) -> tuple[int, dict[str, Any]]:
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        c.request("GET", path, headers={"Connection": "close"})
-        r = c.getresponse()
-        return r.status, json.loads(r.read())
-    finally:
-        c.close()
+    return get_json(port, path, timeout)
 
 
 def _wait_for(what: str, check: Callable[[], bool], log: Path | None = None) -> None:
@@ -82,7 +70,7 @@ class Gunicorn:
         self.release = tmp / "release"
         self.log = tmp / "gunicorn.log"
         self.ledger.write_text("")
-        self.port = _free_port()
+        self.port = free_port()
         cmd = [
             sys.executable, "-m", "gunicorn", app, "--chdir", str(app_dir),
             "-w", str(WORKERS), "-b", f"127.0.0.1:{self.port}",
@@ -174,35 +162,6 @@ def start_gunicorn(tmp_path: Path) -> Iterator[Callable[..., Gunicorn]]:
             g.stop()
 
 
-def _check_breaker_opened_for_all(port: int) -> None:
-    """Failures until the breaker opens (window 4, minimum 4, 50 %: the 4th opens it), then
-    refusals from several workers, among them one that saw fewer failures than the minimum:
-    its own failures could never have opened a breaker of its own."""
-    failures_seen: dict[int, int] = {}
-    for _ in range(20):
-        status, body = _get(port, "/call?fail=1")
-        if status == 503:
-            break
-        assert status == 502 and body["result"] == "failed", (status, body)
-        failures_seen[body["pid"]] = failures_seen.get(body["pid"], 0) + 1
-    assert sum(failures_seen.values()) == 4, failures_seen
-
-    refused_by: dict[int, int] = {}
-    for _ in range(300):
-        status, body = _get(port, "/call")
-        assert status == 503 and body["result"] == "refused" and body["breaker"] == "open", body
-        refused_by[body["pid"]] = refused_by.get(body["pid"], 0) + 1
-        if len(refused_by) >= 2 and any(failures_seen.get(p, 0) < 4 for p in refused_by):
-            break
-    assert len(refused_by) >= 2, refused_by
-    assert any(failures_seen.get(p, 0) < 4 for p in refused_by), (failures_seen, refused_by)
-
-    status, body = _get(port, "/stats")
-    s = body.get("stats") or body["breaker"]
-    assert s["failures"] == 4 and s["closed_to_open"] == 1, s
-    assert s["rejected_open"] >= sum(refused_by.values()), s
-
-
 # ------------------------------------------------------------------ ASGI: the documented demo
 
 
@@ -216,7 +175,7 @@ def test_asgi_demo_breaker_opens_for_all_workers(
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{module} is not installed")
     g = start_gunicorn(EXAMPLES, "shared_breaker_app:app", worker_class=worker_class)
-    _check_breaker_opened_for_all(g.port)
+    check_breaker_opened_for_all(g.port, WAIT_S)
 
 
 # ------------------------------------------------------------------ WSGI: sync workers
@@ -229,7 +188,7 @@ def test_wsgi_breaker_opens_for_all_workers(
     start_gunicorn: Callable[..., Gunicorn], preload: bool
 ) -> None:
     g = start_gunicorn(TESTS, "shared_wsgi_app:app", preload=preload)
-    _check_breaker_opened_for_all(g.port)
+    check_breaker_opened_for_all(g.port, WAIT_S)
     status, body = _get(g.port, "/stats")
     if preload:  # the region was opened once, in the master, before the fork
         assert body["opened_by"] == g.proc.pid, body

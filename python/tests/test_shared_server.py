@@ -4,10 +4,7 @@ failures than the breaker's minimum (4) refuse, which a per-process breaker neve
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -16,31 +13,18 @@ from typing import Any
 
 import pytest
 
+from helpers import check_breaker_opened_for_all, free_port, get_json
+
 pytest.importorskip("uvicorn")
 
 APP_DIR = Path(__file__).resolve().parents[2] / "examples" / "python"
 WORKERS = 4
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _get(port: int, path: str) -> tuple[int, dict[str, Any]]:
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        c.request("GET", path, headers={"Connection": "close"})
-        r = c.getresponse()
-        return r.status, json.loads(r.read())
-    finally:
-        c.close()
+TIMEOUT_S = 10.0  # each request's
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Any:
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, GUARDS_REGION=str(tmp_path / "region"))
     cmd = [
         sys.executable, "-m", "uvicorn", "shared_breaker_app:app",
@@ -57,7 +41,7 @@ def server(tmp_path: Path) -> Any:
         while time.monotonic() < deadline:
             assert proc.poll() is None, log.read_text()
             try:
-                status, body = _get(port, "/stats")
+                status, body = get_json(port, "/stats", TIMEOUT_S)
                 assert status == 200
                 pids.add(body["pid"])
                 if len(pids) >= 2:
@@ -77,28 +61,4 @@ def server(tmp_path: Path) -> Any:
 
 
 def test_failures_in_some_workers_open_the_breaker_in_all(server: int) -> None:
-    port = server
-    failures_seen: dict[int, int] = {}
-    for _ in range(20):
-        status, body = _get(port, "/call?fail=1")
-        if status == 503:
-            break
-        assert status == 502 and body["result"] == "failed"
-        failures_seen[body["pid"]] = failures_seen.get(body["pid"], 0) + 1
-    assert sum(failures_seen.values()) == 4  # window 4, minimum 4, 50 %: the 4th opens it
-
-    refused_by: dict[int, int] = {}
-    for _ in range(300):
-        status, body = _get(port, "/call")
-        assert status == 503 and body["result"] == "refused" and body["breaker"] == "open"
-        refused_by[body["pid"]] = refused_by.get(body["pid"], 0) + 1
-        if len(refused_by) >= 2 and any(failures_seen.get(p, 0) < 4 for p in refused_by):
-            break
-    assert len(refused_by) >= 2, refused_by
-    # A worker that saw fewer failures than the breaker's minimum refused: the state is shared.
-    assert any(failures_seen.get(p, 0) < 4 for p in refused_by), (failures_seen, refused_by)
-
-    status, body = _get(port, "/stats")
-    s = body["stats"]
-    assert s["failures"] == 4 and s["closed_to_open"] == 1
-    assert s["rejected_open"] >= sum(refused_by.values())
+    check_breaker_opened_for_all(server, TIMEOUT_S)

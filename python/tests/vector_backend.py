@@ -601,7 +601,33 @@ class LimitCase(Case):
         return self.lim.long_rtt_ns
 
 
-class LimiterCase(Case):
+class GateCase(Case):
+    """What the limiter and the admission door share: permits kept by name and reported
+    through the call contract's primitives, and the limit as the gate sees it."""
+
+    gate: Any
+    held: Held
+
+    def op_on_success(self, a: dict[str, Any]) -> Any:
+        self.held.take(a).on_success(now=a["now"])
+
+    def op_on_dropped(self, a: dict[str, Any]) -> Any:
+        self.held.take(a).on_dropped(now=a["now"])
+
+    def op_on_ignore(self, a: dict[str, Any]) -> Any:
+        self.held.take(a).on_ignore()
+
+    def op_limit(self, a: dict[str, Any]) -> Any:
+        return self.gate.limit
+
+    def op_in_flight(self, a: dict[str, Any]) -> Any:
+        return self.gate.in_flight
+
+    def op_threshold(self, a: dict[str, Any]) -> Any:
+        return self.gate.threshold(a["priority"])
+
+
+class LimiterCase(GateCase):
     def __init__(self, a: dict[str, Any]) -> None:
         raw = unflatten(a)
         kw = kwargs({k: v for k, v in raw.items() if k not in ("limit", "partitions")})
@@ -618,12 +644,12 @@ class LimiterCase(Case):
                 entry |= given or {}
                 parts.append(entry)
             kw["partitions"] = parts
-        self.lim = building(lambda: guards.Limiter(**kw), strip="limit.")
+        self.gate = building(lambda: guards.Limiter(**kw), strip="limit.")
         self.held = Held()
 
     def op_try_acquire(self, a: dict[str, Any]) -> Any:
         try:
-            p = self.lim.acquire(a["priority"], now=a["now"])
+            p = self.gate.acquire(a["priority"], now=a["now"])
         except guards.LimitExceeded as e:
             return {
                 "admitted": False,
@@ -636,32 +662,14 @@ class LimiterCase(Case):
         self.held.keep(a, p, lambda q: q.on_ignore())
         return got
 
-    def op_on_success(self, a: dict[str, Any]) -> Any:
-        self.held.take(a).on_success(now=a["now"])
-
-    def op_on_dropped(self, a: dict[str, Any]) -> Any:
-        self.held.take(a).on_dropped(now=a["now"])
-
-    def op_on_ignore(self, a: dict[str, Any]) -> Any:
-        self.held.take(a).on_ignore()
-
-    def op_limit(self, a: dict[str, Any]) -> Any:
-        return self.lim.limit
-
-    def op_in_flight(self, a: dict[str, Any]) -> Any:
-        return self.lim.in_flight
-
-    def op_threshold(self, a: dict[str, Any]) -> Any:
-        return self.lim.threshold(a["priority"])
-
     def op_retry_after(self, a: dict[str, Any]) -> Any:
-        return self.lim.retry_after_ns
+        return self.gate.retry_after_ns
 
     def op_stats(self, a: dict[str, Any]) -> Any:
-        return {**self.lim.stats(), "rejected_by_priority": self.lim.rejected_by_priority()}
+        return {**self.gate.stats(), "rejected_by_priority": self.gate.rejected_by_priority()}
 
 
-class AdmissionCase(Case):
+class AdmissionCase(GateCase):
     def __init__(self, a: dict[str, Any]) -> None:
         raw = unflatten(a)
         kw = kwargs({k: v for k, v in raw.items() if k not in ("limit", "limits", "shares")})
@@ -673,12 +681,12 @@ class AdmissionCase(Case):
             kw["limits"] = list(raw["limits"]) + [80, 64, 64, 64, 64, 64, 64, 64][len(raw["limits"]) :]
         if "shares" in raw:
             kw["shares"] = list(raw["shares"]) + [1.0] * (8 - len(raw["shares"]))
-        self.door = building(lambda: guards.Admission(**kw), strip="limit.")
+        self.gate = building(lambda: guards.Admission(**kw), strip="limit.")
         self.held = Held()
 
     def op_try_acquire(self, a: dict[str, Any]) -> Any:
         try:
-            t = self.door.acquire(a["priority"], now=a["now"])
+            t = self.gate.acquire(a["priority"], now=a["now"])
         except guards.AdmissionRejected as e:
             return {
                 "admitted": False,
@@ -692,26 +700,8 @@ class AdmissionCase(Case):
         self.held.keep(a, t, lambda q: q.on_ignore())
         return got
 
-    def op_on_success(self, a: dict[str, Any]) -> Any:
-        self.held.take(a).on_success(now=a["now"])
-
-    def op_on_dropped(self, a: dict[str, Any]) -> Any:
-        self.held.take(a).on_dropped(now=a["now"])
-
-    def op_on_ignore(self, a: dict[str, Any]) -> Any:
-        self.held.take(a).on_ignore()
-
-    def op_limit(self, a: dict[str, Any]) -> Any:
-        return self.door.limit
-
-    def op_in_flight(self, a: dict[str, Any]) -> Any:
-        return self.door.in_flight
-
-    def op_threshold(self, a: dict[str, Any]) -> Any:
-        return self.door.threshold(a["priority"])
-
     def op_stats(self, a: dict[str, Any]) -> Any:
-        return {**self.door.stats(), "refused_by_priority": self.door.refused_by_priority()}
+        return {**self.gate.stats(), "refused_by_priority": self.gate.refused_by_priority()}
 
 
 # ----------------------------------------------------------------- circuit breaker
