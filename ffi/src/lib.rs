@@ -13,6 +13,7 @@
 //!   holds their permits once;
 //! - [`handle`]: guards built in place on the heap with their own alignment, and the one
 //!   dispatch from a runtime capacity to core's const generics;
+//! - [`outcome`]: the call contract's table as a row of verdict names per outcome;
 //! - [`permit`]: take-once permits: a lock-free slot table for C's plain-data permits and
 //!   an owning take-once cell for Python and Node;
 //! - [`schema`]: one schema per config (name, unit, default, range, doc) and a builder from
@@ -48,6 +49,7 @@ pub mod gate;
 #[macro_use]
 pub mod handle;
 pub mod names;
+pub mod outcome;
 pub mod permit;
 pub mod schema;
 pub mod seed;

@@ -38,13 +38,9 @@ pub fn outcome_verdicts<'e>(env: &'e Env, outcome: Unknown<'_>) -> Result<Object
     let o = args::outcome(env, "outcome", &outcome)?;
     let mut out = Object::new(env)?;
     out.set("number", o as u8)?;
-    out.set("breakerCall", o.breaker(false).name())?;
-    out.set("breakerProbe", o.breaker(true).name())?;
-    out.set("bulkhead", o.bulkhead().name())?;
-    out.set("limiter", o.limiter().name())?;
-    out.set("retryBudget", o.retry_budget().name())?;
-    out.set("adaptiveThrottle", o.adaptive_throttle().name())?;
-    out.set("latency", o.latency().name())?;
+    for (column, verdict) in guards::outcome::verdict_names(o) {
+        out.set(crate::convert::camel(column), verdict)?;
+    }
     let mut retry = Object::new(env)?;
     match o.retry() {
         RetryVerdict::Retry(cause) => retry.set("retry", cause.name())?,

@@ -372,13 +372,9 @@ pub(crate) fn outcome_verdicts<'py>(outcome: &Bound<'py, PyAny>) -> PyResult<Bou
     let o = outcome_arg(outcome)?;
     let d = PyDict::new(py);
     d.set_item("number", o as u8)?;
-    d.set_item("breaker_call", o.breaker(false).name())?;
-    d.set_item("breaker_probe", o.breaker(true).name())?;
-    d.set_item("bulkhead", o.bulkhead().name())?;
-    d.set_item("limiter", o.limiter().name())?;
-    d.set_item("retry_budget", o.retry_budget().name())?;
-    d.set_item("adaptive_throttle", o.adaptive_throttle().name())?;
-    d.set_item("latency", o.latency().name())?;
+    for (column, verdict) in guards::outcome::verdict_names(o) {
+        d.set_item(column, verdict)?;
+    }
     let retry = PyDict::new(py);
     match o.retry() {
         RetryVerdict::Retry(cause) => retry.set_item("retry", cause.name())?,
