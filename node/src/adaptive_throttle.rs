@@ -4,14 +4,14 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use guards::handle::{AnyAdaptiveThrottle, InPlace};
+use guards::handle::AnyAdaptiveThrottle;
 use guards::names::AdaptiveThrottleConfig;
 use guards::schema;
 use guards::with_adaptive_throttle;
 
 use crate::args;
 use crate::convert::{num, numbers, Options};
-use crate::shared::{self, Keep, Placed};
+use crate::shared::{self, Keep};
 
 const CLASS: &str = "AdaptiveThrottle";
 
@@ -47,25 +47,10 @@ impl AdaptiveThrottle {
         options: Option<Unknown<'_>>,
         shared: Option<Unknown<'_>>,
     ) -> Result<Self> {
-        if let Some((ptr, keep)) = crate::region::placed::<
+        let (t, _keep) = crate::region::place_or_attach::<
             guards_core::adaptive_throttle::AdaptiveThrottle,
-        >(&env, CLASS, &options, &shared)?
-        {
-            // SAFETY: `ptr` is the region's built guard, whose mapping `keep` holds for as
-            // long as the view lives (both in `self`); it is only reached through `&`.
-            let t = AnyAdaptiveThrottle::Default(unsafe { InPlace::attach(ptr) });
-            return Ok(AdaptiveThrottle { t, _keep: keep });
-        }
-        let mem = crate::convert::shared_arg(&env, shared)?;
-        let given = !args::absent(&options);
-        let Placed { g, mem } =
-            shared::place::<AnyAdaptiveThrottle>(&env, CLASS, mem, given, || {
-                read_config(&env, options)
-            })?;
-        Ok(AdaptiveThrottle {
-            t: g,
-            _keep: Keep::buffer(mem),
-        })
+        >(&env, CLASS, options, shared, |o| read_config(&env, o))?;
+        Ok(AdaptiveThrottle { t, _keep })
     }
 
     /// Bytes a `SharedArrayBuffer` needs to hold a throttle.

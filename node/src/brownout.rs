@@ -12,7 +12,7 @@ use guards_core::brownout::{operation_key, Brownout as CoreBrownout, RefusalKind
 use crate::args;
 use crate::convert::{num, numbers, Options, Val};
 use crate::errors::{config_failure, type_error};
-use crate::shared::{self, Keep, Placed};
+use crate::shared::{self, Keep};
 
 const CLASS: &str = "Brownout";
 const KINDS: &str = "'breaker_open', 'bulkhead_full', 'budget_exhausted', 'throttled', 'timeout', 'overloaded', 'failed'";
@@ -107,25 +107,11 @@ impl Brownout {
         options: Option<Unknown<'_>>,
         shared: Option<Unknown<'_>>,
     ) -> Result<Self> {
-        if let Some((ptr, keep)) =
-            crate::region::placed::<CoreBrownout>(&env, CLASS, &options, &shared)?
-        {
-            // SAFETY: `ptr` is the region's built brownout, whose mapping `keep` holds for as
-            // long as the view lives (both in `self`); it is only reached through `&`, and
-            // `BrownoutState` is a `repr(C)` wrapper of exactly that core type.
-            let b = unsafe { InPlace::attach(ptr.cast::<BrownoutState>()) };
-            return Ok(Brownout { b, _keep: keep });
-        }
-        let mem = crate::convert::shared_arg(&env, shared)?;
-        let given = !args::absent(&options);
-        let Placed { g, mem } =
-            shared::place::<InPlace<BrownoutState>>(&env, CLASS, mem, given, || {
-                read_config(&env, options)
+        let (b, _keep) =
+            crate::region::place_or_attach::<CoreBrownout>(&env, CLASS, options, shared, |o| {
+                read_config(&env, o)
             })?;
-        Ok(Brownout {
-            b: g,
-            _keep: Keep::buffer(mem),
-        })
+        Ok(Brownout { b, _keep })
     }
 
     /// Bytes a `SharedArrayBuffer` needs to hold a brownout.

@@ -3,7 +3,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use guards::handle::{AnyHedging, InPlace};
+use guards::handle::AnyHedging;
 use guards::names::HedgingConfig;
 use guards::schema;
 use guards::with_hedging;
@@ -13,7 +13,7 @@ use guards_core::retry_policy::RetryGate;
 use crate::args;
 use crate::convert::{big, ms, num, numbers, Options};
 use crate::retry_budget::Gate;
-use crate::shared::{self, Keep, Placed};
+use crate::shared::{self, Keep};
 
 const CLASS: &str = "Hedging";
 
@@ -46,22 +46,14 @@ impl Hedging {
         options: Option<Unknown<'_>>,
         shared: Option<Unknown<'_>>,
     ) -> Result<Self> {
-        if let Some((ptr, keep)) =
-            crate::region::placed::<guards_core::hedging::Hedging>(&env, CLASS, &options, &shared)?
-        {
-            // SAFETY: `ptr` is the region's built guard, whose mapping `keep` holds for as
-            // long as the view lives (both in `self`); it is only reached through `&`.
-            let h = AnyHedging::Default(unsafe { InPlace::attach(ptr) });
-            return Ok(Hedging { h, _keep: keep });
-        }
-        let mem = crate::convert::shared_arg(&env, shared)?;
-        let given = !args::absent(&options);
-        let Placed { g, mem } =
-            shared::place::<AnyHedging>(&env, CLASS, mem, given, || read_config(&env, options))?;
-        Ok(Hedging {
-            h: g,
-            _keep: Keep::buffer(mem),
-        })
+        let (h, _keep) = crate::region::place_or_attach::<guards_core::hedging::Hedging>(
+            &env,
+            CLASS,
+            options,
+            shared,
+            |o| read_config(&env, o),
+        )?;
+        Ok(Hedging { h, _keep })
     }
 
     /// Bytes a `SharedArrayBuffer` needs to hold a hedging policy.

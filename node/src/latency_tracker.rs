@@ -4,7 +4,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use guards::handle::{AnyLatencyTracker, InPlace};
+use guards::handle::AnyLatencyTracker;
 use guards::names::LatencyTrackerConfig;
 use guards::schema;
 use guards::with_latency_tracker;
@@ -12,7 +12,7 @@ use guards::with_latency_tracker;
 use crate::args;
 use crate::convert::{ms, num, numbers, Options};
 use crate::errors::range_error;
-use crate::shared::{self, Keep, Placed};
+use crate::shared::{self, Keep};
 
 const CLASS: &str = "LatencyTracker";
 
@@ -60,25 +60,10 @@ impl LatencyTracker {
         options: Option<Unknown<'_>>,
         shared: Option<Unknown<'_>>,
     ) -> Result<Self> {
-        if let Some((ptr, keep)) = crate::region::placed::<
+        let (t, _keep) = crate::region::place_or_attach::<
             guards_core::latency_tracker::LatencyTracker,
-        >(&env, CLASS, &options, &shared)?
-        {
-            // SAFETY: `ptr` is the region's built guard, whose mapping `keep` holds for as
-            // long as the view lives (both in `self`); it is only reached through `&`.
-            let t = AnyLatencyTracker::Default(unsafe { InPlace::attach(ptr) });
-            return Ok(LatencyTracker { t, _keep: keep });
-        }
-        let mem = crate::convert::shared_arg(&env, shared)?;
-        let given = !args::absent(&options);
-        let Placed { g, mem } =
-            shared::place::<AnyLatencyTracker>(&env, CLASS, mem, given, || {
-                read_config(&env, options)
-            })?;
-        Ok(LatencyTracker {
-            t: g,
-            _keep: Keep::buffer(mem),
-        })
+        >(&env, CLASS, options, shared, |o| read_config(&env, o))?;
+        Ok(LatencyTracker { t, _keep })
     }
 
     /// Bytes a `SharedArrayBuffer` needs to hold a tracker.

@@ -39,6 +39,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use guards::error::{Detail, Failure, GuardsResult};
+use guards::handle::{AnyAdaptiveThrottle, AnyHedging, AnyLatencyTracker, InPlace};
 use guards::names::{
     AdaptiveThrottleConfig, AdmissionConfig, BreakerStatus, BrownoutConfig, BulkheadConfig,
     CircuitBreakerConfig, HedgingConfig, LatencyTrackerConfig, LimitConfig, LimiterConfig, Nanos,
@@ -66,7 +67,7 @@ use crate::convert::{big, camel, config_object, ms, num, numbers, whole, Options
 use crate::errors::{self, config_failure, range_error, type_error, Details};
 use crate::fast::{self, fast_fn};
 use crate::outcome;
-use crate::shared::Keep;
+use crate::shared::{Keep, Placeable, Placed};
 use crate::token::{Tokens, CHANGED};
 
 // ---------------------------------------------------------------------------------------
@@ -493,15 +494,18 @@ where
 /// the mapping alive.
 pub struct InRegion(AnyShared);
 
-/// A core guard type a region can hand to a package class.
+/// A core guard type a region can hand to a package class, and the guard that class holds.
 pub(crate) trait Pick: gs::SharedGuard {
+    /// The package class's guard: built in place, of one size, with the same config.
+    type Placed: Placeable<Config = Self::Config>;
     /// Its guard, if `a` is of this kind.
     fn pick(a: &AnyShared) -> Option<&Shared<Self>>;
 }
 
 macro_rules! pick {
-    ($($variant:ident => $ty:ty),* $(,)?) => {$(
+    ($($variant:ident => $ty:ty, $placed:ty),* $(,)?) => {$(
         impl Pick for $ty {
+            type Placed = $placed;
             fn pick(a: &AnyShared) -> Option<&Shared<Self>> {
                 match a {
                     AnyShared::$variant(s) => Some(s),
@@ -513,23 +517,45 @@ macro_rules! pick {
 }
 
 pick!(
-    RetryBudget => CoreBudget,
-    Hedging => CoreHedging,
-    LatencyTracker => CoreTracker,
-    AdaptiveThrottle => CoreThrottle,
-    Brownout => CoreBrownout,
+    RetryBudget => CoreBudget, InPlace<CoreBudget>,
+    Hedging => CoreHedging, AnyHedging,
+    LatencyTracker => CoreTracker, AnyLatencyTracker,
+    AdaptiveThrottle => CoreThrottle, AnyAdaptiveThrottle,
+    // `BrownoutState` is a `repr(C)` wrapper of exactly `CoreBrownout`.
+    Brownout => CoreBrownout, InPlace<crate::brownout::BrownoutState>,
 );
 
+/// The guard a package class (`RetryBudget`, `Hedging`, ...) holds, from its constructor's
+/// `options` and `shared`, with what keeps its memory alive: the region's guard of kind `K`
+/// when `shared` is one the JavaScript layer passed (then there must be no options: the
+/// region's guard has its config); otherwise built in its own memory or in a
+/// `SharedArrayBuffer`, or attached to one (`shared::place`), its config read by `config`.
+pub(crate) fn place_or_attach<K: Pick>(
+    env: &Env,
+    class: &str,
+    options: Option<Unknown<'_>>,
+    shared: Option<Unknown<'_>>,
+    config: impl FnOnce(Option<Unknown<'_>>) -> Result<(K::Config, u64)>,
+) -> Result<(K::Placed, Keep)> {
+    if let Some(attached) = in_region::<K>(env, class, &options, &shared)? {
+        return Ok(attached);
+    }
+    let mem = crate::convert::shared_arg(env, shared)?;
+    let given = !args::absent(&options);
+    let Placed { g, mem } =
+        crate::shared::place::<K::Placed>(env, class, mem, given, || config(options))?;
+    Ok((g, Keep::buffer(mem)))
+}
+
 /// The region guard of type `K` the JavaScript layer passed as a package class's `shared`
-/// argument, if it passed one: where the guard is, and what keeps its mapping alive.
-/// `None` when `shared` is anything else (the class then reads it as a buffer). With a
-/// region guard there must be no options (the region's guard has its config).
-pub(crate) fn placed<K: Pick>(
+/// argument, if it passed one, as that class's guard, with what keeps its mapping alive.
+/// `None` when `shared` is anything else (the class then reads it as a buffer).
+fn in_region<K: Pick>(
     env: &Env,
     class: &str,
     options: &Option<Unknown<'_>>,
     shared: &Option<Unknown<'_>>,
-) -> Result<Option<(NonNull<K>, Keep)>> {
+) -> Result<Option<(K::Placed, Keep)>> {
     let Some(v) = shared.as_ref() else {
         return Ok(None);
     };
@@ -564,7 +590,13 @@ pub(crate) fn placed<K: Pick>(
         .region()
         .cloned()
         .ok_or_else(|| errors::internal(env, "a region guard without its region"))?;
-    Ok(Some((NonNull::from(&**s), Keep::region(region))))
+    let cap = K::Placed::capacity(&s.config_of(), 0).map_err(|f| failure(env, class, &f))?;
+    // SAFETY: `s` is the region's built guard of kind `K`, whose mapping the returned `Keep`
+    // holds for as long as the view lives (the class keeps both); it is only reached
+    // through `&`.
+    let g = unsafe { K::Placed::attach(cap, NonNull::from(&**s).cast()) }
+        .ok_or_else(|| errors::internal(env, "capacity"))?;
+    Ok(Some((g, Keep::region(region))))
 }
 
 // ---------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ use guards_core::retry_policy::{RetryCause, RetryGate};
 use crate::args;
 use crate::convert::{build_leaves, num, numbers, Options, Val};
 use crate::errors::{self, range_error, type_error};
-use crate::shared::{self, Keep, Placed};
+use crate::shared::{self, Keep};
 
 const CLASS: &str = "RetryBudget";
 
@@ -182,27 +182,12 @@ impl RetryBudget {
         options: Option<Unknown<'_>>,
         shared: Option<Unknown<'_>>,
     ) -> Result<Self> {
-        if let Some((ptr, keep)) =
-            crate::region::placed::<CoreBudget>(&env, CLASS, &options, &shared)?
-        {
-            // SAFETY: `ptr` is the region's built budget, whose mapping `keep` holds for as
-            // long as the view lives (both in one `BudgetCore`); it is only reached through `&`.
-            let g = unsafe { InPlace::attach(ptr) };
-            return Ok(RetryBudget {
-                core: Arc::new(BudgetCore { g, _keep: keep }),
-            });
-        }
-        let mem = crate::convert::shared_arg(&env, shared)?;
-        let given = !args::absent(&options);
-        let Placed { g, mem } =
-            shared::place::<InPlace<CoreBudget>>(&env, CLASS, mem, given, || {
-                read_config(&env, options)
+        let (g, _keep) =
+            crate::region::place_or_attach::<CoreBudget>(&env, CLASS, options, shared, |o| {
+                read_config(&env, o)
             })?;
         Ok(RetryBudget {
-            core: Arc::new(BudgetCore {
-                g,
-                _keep: Keep::buffer(mem),
-            }),
+            core: Arc::new(BudgetCore { g, _keep }),
         })
     }
 
