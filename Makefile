@@ -19,7 +19,8 @@ MATURIN_TARGET := $(TARGET)/maturin
 .PHONY: demo test fmt-check clippy test-rust test-loom test-nostd test-python python bench help \
 	ffi-lib header header-check test-c test-c-plain test-c-shared test-c-valgrind test-c-sanitize \
 	test-c-cxx test-c-install test-c-vectors install node node-deps node-dts-check test-node bench-node demo-node \
-	test-c-region bench-region test-c-example
+	test-c-region bench-region test-c-example print-version version-check package-core docs docs-rust \
+	docs-python docs-node docs-c docs-pages docs-check docs-shot
 
 help:
 	@echo "make demo   - run the demo"
@@ -39,7 +40,7 @@ demo: $(VENV)/.tools
 	@echo
 	$(MAKE) -s demo-node
 
-test: fmt-check clippy test-rust test-loom test-nostd test-c test-c-region test-python test-node
+test: fmt-check clippy test-rust test-loom test-nostd test-c test-c-region test-python test-node version-check
 	@echo "make test: all passed"
 
 fmt-check:
@@ -282,3 +283,64 @@ bench-region: ffi-lib
 	@mkdir -p $(C_TESTS)
 	$(CC) -std=c11 -O2 -Iinclude ffi/tests/c/shared_bench.c $(STATIC_LINK) -pthread -o $(C_TESTS)/shared_bench
 	$(C_TESTS)/shared_bench
+
+# ---- One version, the crate package and the API reference site (make docs) ----
+# The version of every artefact is the workspace's ([workspace.package] in Cargo.toml);
+# version-check compares every source and every built artefact with it (CHANGELOG.md too).
+print-version:
+	@echo $(GUARDS_VERSION)
+
+version-check:
+	$(PYTHON) scripts/version_check.py
+
+# The crate as crates.io would get it, built and tested from the packaged sources.
+package-core:
+	$(CARGO) package -q -p guards-core
+
+# make docs: one static site in target/site/ (landing page docs/site/index.html, the
+# getting-started pages and guides of docs/ as HTML, the API reference of each language).
+# Every step fails on an undocumented public item and on any warning.
+SITE := $(TARGET)/site
+RUSTDOC_FLAGS := -D warnings -D missing_docs -D rustdoc::broken_intra_doc_links \
+	-D rustdoc::private_intra_doc_links -D rustdoc::invalid_rust_codeblocks -D rustdoc::bare_urls
+
+$(VENV)/.docs-tools: $(VENV)/.tools
+	$(VPY) -m pip install -q 'pdoc>=15,<17' 'markdown>=3.5,<4'
+	touch $@
+
+docs/site/node_modules/.installed: docs/site/package.json docs/site/package-lock.json
+	cd docs/site && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+docs-rust:
+	RUSTDOCFLAGS="$(RUSTDOC_FLAGS)" $(CARGO) doc -q -p guards-core -p guards-sim --no-deps
+	$(CARGO) test -q -p guards-core --doc
+	rm -rf $(SITE)/rust && mkdir -p $(SITE) && cp -a $(TARGET)/doc $(SITE)/rust
+
+docs-python: python $(VENV)/.docs-tools
+	$(VPY) scripts/py_api_doc.py $(SITE)/python
+
+docs-node: docs/site/node_modules/.installed
+	cd docs/site && npx typedoc --options typedoc.json --out $(SITE)/node --logLevel Warn
+
+docs-c: $(VENV)/.docs-tools
+	$(VPY) scripts/c_api_doc.py include/guards.h $(SITE)/c/index.html --css ../style.css
+
+docs-pages: $(VENV)/.docs-tools
+	$(VPY) scripts/site.py $(SITE)
+
+docs: docs-rust docs-python docs-node docs-c docs-pages
+	@echo "make docs: $(SITE)/index.html"
+
+# The undocumented-item checks alone (no site written): what make test runs.
+docs-check: python $(VENV)/.docs-tools docs/site/node_modules/.installed
+	RUSTDOCFLAGS="$(RUSTDOC_FLAGS)" $(CARGO) doc -q -p guards-core -p guards-sim --no-deps
+	$(VPY) scripts/py_api_doc.py --check
+	cd docs/site && npx typedoc --options typedoc.json --emit none --logLevel Warn
+	$(VPY) scripts/c_api_doc.py include/guards.h --check
+
+# A headless Chromium screenshot of the landing page, served on a free loopback port.
+docs-shot: docs
+	@command -v chromium >/dev/null || { apt-get -o DPkg::Lock::Timeout=600 install -y chromium \
+	  || { apt-get update && apt-get -o DPkg::Lock::Timeout=600 install -y chromium; }; }
+	$(PYTHON) scripts/site_shot.py $(SITE) out/docs-landing.png
