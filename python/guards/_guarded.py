@@ -120,6 +120,8 @@ from .retry import _CONNECTION_NAMES, _TIMEOUT_NAMES
 
 if TYPE_CHECKING:
     from ._guards import _Outcome
+else:
+    _Outcome = str  # the stubs' Literal of the outcome names (a str at run time)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -416,18 +418,24 @@ class GuardedCall(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta for register()
         self._done = False
 
     def failure(self) -> None:
+        """Mark the call a failure of the dependency (``other_transient``, e.g. a 5xx answer)."""
         self._mark = "other_transient"
 
     def dropped(self) -> None:
+        """Mark the call an overload signal (``overloaded``, e.g. a timeout or a 503)."""
         self._mark = "overloaded"
 
     def ignore(self) -> None:
+        """Mark the call as telling nothing (``ignored``): its slots go back without a verdict."""
         self._mark = "ignored"
 
     def success(self) -> None:
+        """Mark the call a success (the mark a block starts with)."""
         self._mark = "success"
 
     def set_outcome(self, outcome: str) -> None:
+        """Mark the call with any outcome of the call contract (one of ``guards.OUTCOMES``;
+        another name raises ``ConfigError``)."""
         if outcome not in OUTCOMES:
             raise config_error("outcome", "out_of_range", " | ".join(repr(o) for o in OUTCOMES))
         self._mark = outcome
@@ -928,6 +936,7 @@ class Guarded(_n.GuardedBase):
         return out
 
     metrics_kind = "guarded"
+    """How ``guards.prometheus`` and ``guards.otel`` name this object's ``stats()``."""
 
     def __repr__(self) -> str:
         inner = ", ".join(type(a.guard).__name__ for a in self._adapters)

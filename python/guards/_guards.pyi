@@ -86,13 +86,12 @@ __all__ = [
 ]
 
 __version__: str
+"""The package's version (the workspace's, shared by every artefact of the project)."""
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _R_co = TypeVar("_R_co", covariant=True)
 
-# A duration: seconds (float or int), a timedelta, or exact nanoseconds.
-_Duration: TypeAlias = float | int | datetime.timedelta | Nanos
 # An instant: integer nanoseconds of the monotonic clock (``time.monotonic_ns()``).
 _Instant: TypeAlias = int | SupportsIndex
 
@@ -102,15 +101,20 @@ class GuardError(Exception):
     """Base of every refusal by a guard."""
 
     reason: str | None
+    """Why the guard refused (the refusal's name, e.g. ``"open"``, ``"limit_reached"``)."""
     retry_after: float | None
+    """Seconds until trying again could help, or None when the guard does not know."""
     retry_after_ns: int | None
+    """``retry_after`` in exact nanoseconds."""
 
 class BreakerOpen(GuardError):
     retry_at: int | None
 
 class BulkheadFull(GuardError):
     in_flight: int | None
+    """Calls in flight when it refused."""
     max_concurrent: int | None
+    """The bulkhead's cap."""
 
 class BudgetExhausted(GuardError): ...
 class LimitExceeded(GuardError):
@@ -129,6 +133,7 @@ class Throttled(GuardError): ...
 
 class RetriesExhausted(GuardError):
     attempts: int
+    """Attempts made before giving up."""
 
 class DeadlineExceeded(GuardError, TimeoutError): ...
 
@@ -136,13 +141,19 @@ class HeaderError(ValueError):
     """A deadline header could not be parsed; ``kind`` names why."""
 
     kind: str | None
+    """Why the header was refused: ``"empty"``, ``"missing_unit"``, ``"unknown_unit"``,
+    ``"no_digits"``, ``"invalid_character"``, ``"too_many_digits"`` or ``"overflow"``."""
 
 class ConfigError(ValueError):
     """A rejected setting: ``field`` names it, ``kind`` says why."""
 
     field: str | None
+    """The setting refused, as the constructor spells it (``"window_size"``)."""
     kind: str | None
+    """Why: ``"not_finite"``, ``"negative"``, ``"zero"``, ``"out_of_range"`` or
+    ``"inconsistent"``."""
     expected: str | None
+    """What is accepted (e.g. ``"1..=65536 calls"``)."""
 
 # ---------------------------------------------------------------- time
 
@@ -176,6 +187,9 @@ class Nanos:
     def __ge__(self, other: Nanos, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+# A duration: seconds (float or int), a timedelta, or exact nanoseconds.
+_Duration: TypeAlias = float | int | datetime.timedelta | Nanos
+
 @final
 class FakeClock:
     """A manual clock for tests; ``with clock:`` installs it for every guard."""
@@ -206,10 +220,15 @@ class Priority:
     """Named priority classes; any int in 0..=7 is accepted (0 is the most important)."""
 
     CRITICAL_PLUS: int
+    """0: the most important requests (shed last)."""
     CRITICAL: int
+    """1: requests the product needs."""
     SHEDDABLE_PLUS: int
+    """2: requests that may be shed under load, after the sheddable ones."""
     SHEDDABLE: int
+    """3: requests shed first (batch, prefetch)."""
     COUNT: int
+    """8: how many priority classes there are (valid priorities are ``0..COUNT``)."""
 
 @final
 class Rng:
@@ -224,9 +243,6 @@ class Rng:
 class _RetryGateObject(Protocol):
     def allow_retry(self, now: int, cause: str, /) -> bool: ...
 
-# A retry gate: a native guard that gates retries, an object with
-# ``allow_retry(now, cause)``, or a callable ``(now, cause) -> bool``.
-_RetryGate: TypeAlias = RetryBudget | _RetryGateObject | Callable[[int, str], bool]
 
 # ---------------------------------------------------------------- deadline
 
@@ -470,6 +486,7 @@ def outcome_verdicts(outcome: _Outcome) -> dict[str, Any]:
     """What every guard does with ``outcome`` (the call contract's table, core's)."""
 
 OUTCOMES: tuple[_Outcome, ...]
+"""Every outcome name of the call contract, in core's order (``"success"`` first)."""
 
 def parse_http_date(value: str | bytes, *, now_unix: int | None = None) -> int | None:
     """An HTTP date as unix seconds, or None when the value is not one."""
@@ -478,6 +495,8 @@ def format_http_date(unix: int) -> str | None:
     """Unix seconds as an IMF-fixdate, or None after the year 9999."""
 
 PROGRAMMING_ERRORS: tuple[type[BaseException], ...]
+"""Exceptions that are bugs, not a dependency's failure (``TypeError``, ``KeyError``, ...):
+classified as ``"ignored"`` (no verdict) and raised as they are."""
 
 # ---------------------------------------------------------------- circuit breaker
 
@@ -651,10 +670,9 @@ class GuardedCoroutine(Coroutine[Any, Any, _R_co], Generic[_R_co]):
     def send(self, value: Any, /) -> Any: ...
     def throw(self, *args: Any) -> Any: ...
     def close(self) -> None: ...
-    @property
-    def __name__(self) -> str: ...
-    @property
-    def __qualname__(self) -> str: ...  # type: ignore[override]
+    # Read-only at run time (the guarded function's names).
+    __name__: str
+    __qualname__: str
 
 @disjoint_base
 class GuardedBase:
@@ -755,6 +773,10 @@ class RetryBudget:
     def tokens(self, now: _Instant | None = None) -> float: ...
     def tokens_micros(self, now: _Instant | None = None) -> int: ...
     def stats(self) -> dict[str, int]: ...
+
+# A retry gate: a native guard that gates retries, an object with
+# ``allow_retry(now, cause)``, or a callable ``(now, cause) -> bool``.
+_RetryGate: TypeAlias = RetryBudget | _RetryGateObject | Callable[[int, str], bool]
 
 # ---------------------------------------------------------------- bulkhead
 
@@ -1051,6 +1073,7 @@ class GradientLimit(Limit):
     ) -> Self: ...
 
 Gradient2Limit = GradientLimit
+"""Another name of :class:`GradientLimit` (Netflix's Gradient2 algorithm)."""
 
 _LimitArg: TypeAlias = Limit | int | Mapping[str, Any]
 
@@ -1245,10 +1268,16 @@ class SimError(ValueError):
     """The simulator refused a preset, an override, a topology or a guard setting."""
 
     kind: str | None
+    """Why: ``"unknown_preset"``, ``"unknown_key"``, ``"bad_value"``, ``"bad_override"``,
+    ``"topology"``, ``"guard"`` or ``"internal"`` (a bug in the engine)."""
     key: str | None
+    """The setting or topology path refused."""
     value: str | None
+    """The value refused, as given."""
     expected: str | None
+    """What is accepted there."""
     known: list[str] | None
+    """For ``unknown_preset``: the preset names."""
 
 def _sim_presets() -> list[str]: ...
 def _sim_keys() -> list[tuple[str, str]]: ...

@@ -129,16 +129,27 @@ class Event:
         served: Optional[bool] = None,
     ) -> None:
         self.kind = kind
+        """What happened: one of :data:`KINDS`."""
         self.source = source
+        """The guard or decorator object that emitted the event."""
         self.operation = operation
+        """The guarded function's qualified name, a breaker key, or ``None``."""
         self.old = old
+        """The state or limit before (``state_change``, ``limit_change``)."""
         self.new = new
+        """The state or limit after (``state_change``, ``limit_change``)."""
         self.exception = exception
+        """The exception of the call, when one ended it."""
         self.reason = reason
+        """Why a guard refused or a retry gave up (e.g. ``"open"``, ``"budget_exhausted"``)."""
         self.attempt = attempt
+        """The attempt concerned, from 1 (``retry``, ``give_up``)."""
         self.outcome = outcome
+        """The outcome of the call contract the call was classified as."""
         self.delay = delay
+        """The wait before the next attempt, in seconds (``retry``)."""
         self.served = served
+        """Whether a fallback answer was served (``fallback``)."""
 
     @property
     def attempts(self) -> Optional[int]:
@@ -211,10 +222,12 @@ class Subscription:
 
     @property
     def kinds(self) -> tuple[str, ...]:
+        """The event kinds the listener hears."""
         return self._kinds
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` has been called."""
         return self._closed
 
     def close(self) -> None:

@@ -222,6 +222,7 @@ class GuardedTransport(httpx.BaseTransport):
         elif not isinstance(transport, httpx.BaseTransport):
             fail_type("transport", "an httpx.BaseTransport or None", transport)
         self.transport = transport
+        """The transport that sends each attempt."""
         self._g = _Guards(
             max_attempts=max_attempts,
             backoff=backoff,
@@ -252,6 +253,7 @@ class GuardedTransport(httpx.BaseTransport):
         return out
 
     metrics_kind = "httpx_transport"
+    """How ``guards.prometheus`` and ``guards.otel`` name this object's ``stats()``."""
 
     @property
     def budget(self) -> Any:
@@ -282,6 +284,7 @@ class GuardedTransport(httpx.BaseTransport):
         return g.retry_for(request).call(attempt)  # type: ignore[no-any-return]
 
     def close(self) -> None:
+        """Close the wrapped transport."""
         self.transport.close()
 
 
@@ -308,6 +311,7 @@ class AsyncGuardedTransport(httpx.AsyncBaseTransport):
         elif not isinstance(transport, httpx.AsyncBaseTransport):
             fail_type("transport", "an httpx.AsyncBaseTransport or None", transport)
         self.transport = transport
+        """The transport that sends each attempt."""
         self._g = _Guards(
             max_attempts=max_attempts,
             backoff=backoff,
@@ -324,8 +328,11 @@ class AsyncGuardedTransport(httpx.AsyncBaseTransport):
     budget = GuardedTransport.budget
     stats = GuardedTransport.stats
     metrics_kind = "httpx_transport"
+    """How ``guards.prometheus`` and ``guards.otel`` name this object's ``stats()``."""
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` through the guards (retries, budget, the host's breaker, the
+        deadline) and the wrapped transport; httpx calls this."""
         g = self._g
         if not isinstance(request.stream, httpx.ByteStream):
             await request.aread()
@@ -349,6 +356,7 @@ class AsyncGuardedTransport(httpx.AsyncBaseTransport):
         return await g.retry_for(request).acall(attempt)  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:
+        """Close the wrapped transport."""
         await self.transport.aclose()
 
 

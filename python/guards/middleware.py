@@ -291,6 +291,7 @@ class AdmissionMiddleware(_Door):
             fail_type("app", "an ASGI application", app)
         super().__init__(admission, priority, exempt, deadline, body)
         self.app = app
+        """The ASGI application behind the door."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope.get("type") != "http":
@@ -374,6 +375,7 @@ class WSGIAdmissionMiddleware(_Door):
             fail_type("app", "a WSGI application", app)
         super().__init__(admission, priority, exempt, deadline, body)
         self.app = app
+        """The WSGI application behind the door."""
 
     def __call__(self, environ: Any, start_response: Any) -> Iterable[bytes]:
         self.count("requests")

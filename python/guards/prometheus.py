@@ -199,6 +199,8 @@ class PrometheusCollector(_Collector):  # type: ignore[misc,valid-type]
             return sorted(self._guards)
 
     def describe(self) -> Iterable[Any]:
+        """Nothing: the guards are registered and removed after the collector is, so it
+        declares no metric up front (and registering it runs no collection)."""
         # Guards come and go after registration: nothing to declare up front (this also
         # keeps registration from running a collection).
         return []

@@ -149,12 +149,19 @@ class RetryState:
         delay_ns: int,
     ) -> None:
         self.fn = fn
+        """The decorated function."""
         self.attempt = attempt
+        """The attempt that failed, from 1."""
         self.exception = exception
+        """The exception it raised, or ``None`` when its result was rejected."""
         self.result = result
+        """The rejected result (``retry_on_result``), or ``None`` after an exception."""
         self.outcome = outcome
+        """How the attempt ended, as an outcome of the call contract (``"timeout"``, ...)."""
         self.delay = delay
+        """The wait before the next attempt, in seconds."""
         self.delay_ns = delay_ns
+        """The wait in exact nanoseconds."""
 
     def __repr__(self) -> str:
         return (
@@ -284,6 +291,7 @@ class Retry:
         if budget is not None and not isinstance(budget, _n.RetryBudget):
             fail_type("budget", "a guards.RetryBudget or None", budget)
         self.budget = budget
+        """The retry budget the retries are paid from (``None``: retries are not budgeted)."""
         self._attempt_timeout = (
             None
             if attempt_timeout is None
@@ -307,6 +315,8 @@ class Retry:
                 "idempotency", "out_of_range", " | ".join(repr(i) for i in _IDEMPOTENCY)
             )
         self.idempotency: Any = idempotency
+        """Whether a repeated call is harmless: ``"idempotent"``, ``"keyed_side_effect"`` (the
+        call carries an idempotency key) or ``"unkeyed_side_effect"`` (never retried)."""
         self._reraise = check_bool("reraise", reraise)
         self._on_retry = check_callable("on_retry", on_retry)
         self._sleep = check_callable("sleep", sleep)
@@ -323,6 +333,7 @@ class Retry:
         )
 
     metrics_kind = "retry"
+    """How ``guards.prometheus`` and ``guards.otel`` name this object's ``stats()``."""
 
     # ------------------------------------------------------------------ classification
     def _outcome(self, exc: BaseException) -> tuple[str, Optional[float]]:
@@ -706,6 +717,7 @@ class Retry:
             return dict(zip(_STAT_NAMES, self._n))
 
     def reset_stats(self) -> None:
+        """Set every counter of ``stats()`` back to zero."""
         with self._lock:
             self._n = [0] * len(_STAT_NAMES)
 

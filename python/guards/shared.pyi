@@ -34,11 +34,18 @@ class GuardNotFound(RegionError): ...
 class PermitSlotsExhausted(RegionError): ...
 
 class GuardMismatch(RegionError):
+    """A guard of this name exists in the region with another kind, capacity or config."""
+
     name: Optional[str]
+    """The guard's name in the region."""
     field: Optional[str]
+    """What differs: ``"kind"``, ``"capacity"``, ``"layout"`` or ``"config"``."""
     existing: Union[str, int, None]
+    """The region's value of ``field`` (a kind name, a capacity or a config hash)."""
     requested: Union[str, int, None]
+    """The value this call asked for, in the same form."""
     differences: Optional[dict[str, tuple[Any, Any]]]
+    """For a config that differs, each setting that does: ``{name: (existing, requested)}``."""
 
 @final
 class Permit:

@@ -98,8 +98,11 @@ class Flaky:
                 else 1
             )
         self.times = check_int("times", times, 0, 2**31)
+        """How many calls fail before the calls succeed."""
         self.result = result
+        """What a call returns once the failures are spent."""
         self.calls = 0
+        """The calls made so far."""
 
     def _next(self) -> Optional[BaseException]:
         n = self.calls

@@ -140,14 +140,17 @@ class Run:
 
     @property
     def start(self) -> str:
+        """The clock time the run starts at (``"HH:MM:SS"``)."""
         return _args.format_clock(self._run.start_ns, True)
 
     @property
     def until(self) -> str:
+        """The clock time the run ends at."""
         return _args.format_clock(self._run.until_ns, True)
 
     @property
     def finished(self) -> bool:
+        """Whether the run has reached ``until`` (then :meth:`finish` gives the result)."""
         return self._run.finished
 
     @property

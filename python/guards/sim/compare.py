@@ -121,11 +121,15 @@ def _total_after(kind: str) -> Callable[[SimResult, Windows], Value]:
 class Metric:
     """One row of a comparison."""
 
+    #: The row's name in ``rows()``, ``to_dict()`` and ``to_csv()``.
     key: str
+    #: The row's label in ``table()``.
     label: str
+    #: The table section the row is printed under.
     section: str
     #: ``rate`` (per second), ``count``, ``ratio`` (×), ``pct``, ``ms`` or ``clock``.
     unit: str
+    #: Reads the row's value from one result and its comparison windows.
     read: Callable[[SimResult, Windows], Value]
 
 
@@ -225,10 +229,13 @@ class Comparison:
 
     def __init__(self, results: Mapping[str, SimResult], seed: int) -> None:
         self.results: dict[str, SimResult] = dict(results)
+        """The results compared, by label."""
         self.seed = seed
+        """The seed every run used."""
 
     @property
     def settings(self) -> list[str]:
+        """The labels, in the order given."""
         return list(self.results)
 
     @property

@@ -42,6 +42,7 @@ class ProgressBar:
             self._tqdm = None
 
     def update(self, fraction: float, label: str = "") -> None:
+        """Show ``fraction`` (0..1) done, with ``label`` after the bar."""
         fraction = min(max(float(fraction), 0.0), 1.0)
         with self._lock:
             if self._closed:
@@ -65,6 +66,7 @@ class ProgressBar:
             self._last_text, self._last_draw = text, now
 
     def close(self) -> None:
+        """End the bar's line (a second call does nothing)."""
         with self._lock:
             if self._closed:
                 return

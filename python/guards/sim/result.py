@@ -109,9 +109,14 @@ class Trace:
 
     def __init__(self, data: dict[str, Any], text: str) -> None:
         self.root: int = data["root"]
+        """The traced action's number."""
         self.entry: str = data["entry"]
+        """The entry the action came in through."""
         self.start: str = data["start"]
+        """The clock time the action started."""
         self.events: list[dict[str, Any]] = data["events"]
+        """One dict per event: ``t``, ``depth``, ``place``, ``event``, ``text`` and the
+        event's details."""
         self._text = text
 
     def timeline(self) -> str:
@@ -168,6 +173,7 @@ class SimResult:
 
     @property
     def seed(self) -> int:
+        """The seed of the run."""
         return self._r.seed
 
     @property
@@ -257,6 +263,7 @@ class SimResult:
 
     @property
     def summary(self) -> dict[str, Any]:
+        """The summary the simulator computed (see the class docstring for its keys)."""
         if self._summary is None:
             self._summary = self._r.summary()
         return self._summary

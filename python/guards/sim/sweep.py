@@ -137,8 +137,11 @@ class Sweep:
     def __init__(self, cells: Sequence[Cell], seeds: Sequence[int], metrics: Sequence[str],
                  values: Mapping[tuple[int, int], Sequence[float]]) -> None:
         self.cells = list(cells)
+        """The cells of the grid, in order."""
         self.seeds = list(seeds)
+        """The seeds each cell ran with."""
         self.metrics = list(metrics)
+        """The metrics read from every run."""
         #: (cell index, seed index) -> one value per metric.
         self._values = {k: list(v) for k, v in values.items()}
 
@@ -182,6 +185,7 @@ class Sweep:
         }
 
     def to_csv(self) -> str:
+        """The :meth:`rows` as CSV, a header line first."""
         rows = self.rows()
         buf = io.StringIO()
         if rows:
