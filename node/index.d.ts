@@ -19,10 +19,44 @@ export type RefusalKind =
   | 'overloaded' | 'failed'
 /** What a RetryDriver asks for next. */
 export type RetryStep =
-  | { kind: 'attempt'; number: number; budgetMs: number; expiresAt: bigint; attempts: number }
-  | { kind: 'wait'; retryAfterMs: number; retryAt: bigint; attempts: number }
-  | { kind: 'succeeded'; attempts: number }
-  | { kind: 'give_up'; reason: GiveUpReason; overloaded: boolean; attempts: number }
+  | {
+      /** Make attempt `number` now. */
+      kind: 'attempt'
+      /** The attempt's number, from 1. */
+      number: number
+      /** Its time budget in ms: min(attempt timeout, time left) minus the margin. */
+      budgetMs: number
+      /** The instant its budget runs out (bigint ns on the monotonic clock). */
+      expiresAt: bigint
+      /** Attempts started so far, this one included. */
+      attempts: number
+    }
+  | {
+      /** Wait, then ask again. */
+      kind: 'wait'
+      /** How long to wait, in ms. */
+      retryAfterMs: number
+      /** The instant the wait ends. */
+      retryAt: bigint
+      /** Attempts made so far. */
+      attempts: number
+    }
+  | {
+      /** The call succeeded: stop. */
+      kind: 'succeeded'
+      /** Attempts made. */
+      attempts: number
+    }
+  | {
+      /** No further attempt: stop. */
+      kind: 'give_up'
+      /** Why. */
+      reason: GiveUpReason
+      /** Whether the last answer said the dependency is overloaded (do not retry above either). */
+      overloaded: boolean
+      /** Attempts made. */
+      attempts: number
+    }
 /** Settings of one request's retry loop (durations in ms, or exact ns as a bigint). */
 export interface RetryDriverOptions {
   /** A budget that pays for retries (deposits, charges and refunds by the call contract). */
@@ -86,29 +120,116 @@ export interface VectorCase {
 }
 /** A breaker's state word. */
 export interface BreakerStatus {
+  /** The state. */
   state: 'closed' | 'open' | 'half_open'
+  /** How many times the breaker has changed state (a permit of another generation is discarded). */
   generation: number
+  /** Half-open probes handed out in this half-open period. */
   probesIssued: number
+  /** Half-open probes that succeeded in this half-open period. */
   probesPassed: number
+  /** Opens in a row without closing (the open duration grows with it). */
   consecutiveOpens: number
+  /** While open: the instant it turns half-open (bigint ns on the monotonic clock). */
   halfOpenAt: bigint
 }
+/** A circuit breaker's counters (relaxed snapshots, read while traffic flows). */
 export interface CircuitBreakerStats {
-  successes: number; failures: number; slowCalls: number; probesAdmitted: number
-  probeSuccesses: number; probeFailures: number; ignored: number; discarded: number
-  rejectedOpen: number; rejectedHalfOpen: number; closedToOpen: number
-  openToHalfOpen: number; halfOpenToClosed: number; halfOpenToOpen: number
+  /** Ordinary calls recorded as successes (slow ones included). */
+  successes: number
+  /** Ordinary calls recorded as failures (slow ones included). */
+  failures: number
+  /** Ordinary calls recorded as slow (success or failure). */
+  slowCalls: number
+  /** Probes admitted. */
+  probesAdmitted: number
+  /** Probe successes counted. */
+  probeSuccesses: number
+  /** Probe failures counted (slow probe successes included). */
+  probeFailures: number
+  /** Permits handed back without a verdict (ignored, rejected). */
+  ignored: number
+  /** Outcomes discarded because the breaker had moved to another state or generation. */
+  discarded: number
+  /** Calls refused because the breaker was open. */
+  rejectedOpen: number
+  /** Calls refused because every half-open probe slot was taken. */
+  rejectedHalfOpen: number
+  /** Transitions closed to open. */
+  closedToOpen: number
+  /** Transitions open to half-open. */
+  openToHalfOpen: number
+  /** Transitions half-open to closed. */
+  halfOpenToClosed: number
+  /** Transitions half-open to open. */
+  halfOpenToOpen: number
+  /** The state now. */
   state: 'closed' | 'open' | 'half_open'
 }
-export interface BulkheadStats { acquired: number; rejected: number; released: number; inFlight: number; maxConcurrent: number }
-export interface LimiterStats {
-  acquired: number; rejected: number; rejectedLimitReached: number; rejectedPartitionCap: number
-  rejectedReserved: number; succeeded: number; dropped: number; ignored: number; windows: number
-  limitChanges: number; foldsSkipped: number; limit: number; inFlight: number; rejectedByPriority: number[]
+/** A bulkhead's counters. */
+export interface BulkheadStats {
+  /** Permits granted. */
+  acquired: number
+  /** Calls refused at the cap. */
+  rejected: number
+  /** Permits released (acquired minus in flight). */
+  released: number
+  /** Calls in flight now. */
+  inFlight: number
+  /** The cap. */
+  maxConcurrent: number
 }
+/** A limiter's counters. */
+export interface LimiterStats {
+  /** Calls admitted. */
+  acquired: number
+  /** Calls refused, for any reason. */
+  rejected: number
+  /** Refusals because the limit was reached. */
+  rejectedLimitReached: number
+  /** Refusals because a priority's fixed cap was reached. */
+  rejectedPartitionCap: number
+  /** Refusals because the rest of the limit is kept for more important priorities. */
+  rejectedReserved: number
+  /** Permits given back as successes. */
+  succeeded: number
+  /** Permits given back as drops (overload signals). */
+  dropped: number
+  /** Permits given back without a verdict. */
+  ignored: number
+  /** Sample windows folded into the limit algorithm. */
+  windows: number
+  /** Folds that changed the (integer) limit. */
+  limitChanges: number
+  /** Times a due window was left to a thread already folding it. */
+  foldsSkipped: number
+  /** The current limit. */
+  limit: number
+  /** Calls in flight now. */
+  inFlight: number
+  /** Calls refused (any reason), by priority, most important first. */
+  rejectedByPriority: number[]
+}
+/** An admission door's counters. */
 export interface AdmissionStats {
-  admitted: number; refusedLimitReached: number; refusedOverloaded: number; succeeded: number
-  dropped: number; ignored: number; inFlight: number; limit?: number; refusedByPriority: number[]
+  /** Requests admitted. */
+  admitted: number
+  /** Refusals at a priority's fixed limit. */
+  refusedLimitReached: number
+  /** Refusals at the adaptive limit or a priority's share of it. */
+  refusedOverloaded: number
+  /** Permits released as successes. */
+  succeeded: number
+  /** Permits released as drops (overload signals). */
+  dropped: number
+  /** Permits released without a verdict. */
+  ignored: number
+  /** Requests inside now. */
+  inFlight: number
+  /** The current adaptive (or fixed total) limit, when there is one. */
+  limit?: number
+  /** Requests refused (either reason), by priority, most important first. */
+  refusedByPriority: number[]
 }
 /** Options of a Region (the capacities apply when this call creates the region). */
 export interface RegionOptions {
@@ -129,21 +250,342 @@ export interface RegionOptions {
 }
 /** Sizes and counters of a region, all processes. */
 export interface RegionStats {
-  guards: number; maxGuards: number; dataUsed: number; dataBytes: number; permitSlots: number
-  permitsHeld: number; reclaimedPermits: number; reclaimedClaims: number; scans: number; takeovers: number
+  /** Guards created. */
+  guards: number
+  /** Directory entries (the most guards it can hold). */
+  maxGuards: number
+  /** Data bytes handed out to guards. */
+  dataUsed: number
+  /** Data bytes in all. */
+  dataBytes: number
+  /** Permit records. */
+  permitSlots: number
+  /** Permits held now, all guards and processes. */
+  permitsHeld: number
+  /** Permits of dead processes given back to their guards (as `cancelled`). */
+  reclaimedPermits: number
+  /** Records of dead processes that were claimed but never published. */
+  reclaimedClaims: number
+  /** Reclaim scans run. */
+  scans: number
+  /** Guards whose creator died while creating them, finished by another process. */
+  takeovers: number
 }
-export interface RetryBudgetStats { deposits: number; withdrawals: number; refusals: number; refunds: number; failures: number; tokens: number }
+/** A retry budget's counters. */
+export interface RetryBudgetStats {
+  /** Credits recorded: first attempts (token bucket, windowed), successes (grpc), successes without a retry (aws). */
+  deposits: number
+  /** Retries allowed. */
+  withdrawals: number
+  /** Retries refused. */
+  refusals: number
+  /** Receipts refunded (aws; 0 in the other modes). */
+  refunds: number
+  /** Failures reported (grpc; 0 in the other modes). */
+  failures: number
+  /** The balance now, in tokens. */
+  tokens: number
+}
 /** A limit algorithm and its options. */
 export type LimitOptions =
-  | ({ algorithm: 'aimd' } & AimdOptions)
-  | ({ algorithm: 'vegas' } & VegasOptions)
-  | ({ algorithm: 'gradient' } & GradientOptions)
+  | ({
+      /** Additive increase, multiplicative decrease. */
+      algorithm: 'aimd'
+    } & AimdOptions)
+  | ({
+      /** TCP Vegas: the limit follows the queueing the RTTs show. */
+      algorithm: 'vegas'
+    } & VegasOptions)
+  | ({
+      /** Gradient2: the limit follows the ratio of long-term to short-term RTT. */
+      algorithm: 'gradient'
+    } & GradientOptions)
 /** Options of a RetryBudget: a mode and that mode's options. */
 export type RetryBudgetOptions =
-  | ({ mode?: 'token_bucket' } & TokenBudgetOptions)
-  | ({ mode: 'grpc' } & GrpcThrottleOptions)
-  | ({ mode: 'aws' } & AwsRetryQuotaOptions)
-  | ({ mode: 'windowed' } & WindowedBudgetOptions)
+  | ({
+      /** A token bucket (the default): each request earns a share of a retry. */
+      mode?: 'token_bucket'
+    } & TokenBudgetOptions)
+  | ({
+      /** gRPC retry throttling: successes earn, failures cost. */
+      mode: 'grpc'
+    } & GrpcThrottleOptions)
+  | ({
+      /** The AWS retry quota: retries cost, receipts refund. */
+      mode: 'aws'
+    } & AwsRetryQuotaOptions)
+  | ({
+      /** A windowed budget: retries at most a ratio of the requests of a sliding window. */
+      mode: 'windowed'
+    } & WindowedBudgetOptions)
+/** Calls, failures and slow calls in a breaker's window now. */
+export interface WindowCounts {
+  /** Calls in the window. */
+  calls: number
+  /** Failures among them. */
+  failures: number
+  /** Slow calls among them. */
+  slow: number
+}
+/** A keyed set's counters. */
+export interface KeyedBreakersStats {
+  /** Keys held. */
+  entries: number
+  /** Calls refused for lack of a free slot for a new key. */
+  full: number
+  /** Keys whose breaker is not closed. */
+  open: number
+}
+/** A bulkhead's size from Little's law. */
+export interface BulkheadSize {
+  /** ceil(rate × P99 × headroom). */
+  maxConcurrent: number
+}
+/** A retry policy's decision after a failed attempt. */
+export type RetryDecision =
+  | {
+      /** Retry. */
+      retry: true
+      /** After this wait, in ms. */
+      delayMs: number
+    }
+  | {
+      /** Give up. */
+      retry: false
+      /** Why. */
+      reason: GiveUpReason
+    }
+/** Whether to start an attempt, and with what budget. */
+export type AttemptBudgetDecision =
+  | {
+      /** Start it. */
+      decision: 'start'
+      /** With this budget, in ms. */
+      budgetMs: number
+    }
+  | {
+      /** The deadline has passed. */
+      decision: 'expired'
+    }
+  | {
+      /** Too little time is left to be worth an attempt. */
+      decision: 'too_little_left'
+      /** The time left, in ms. */
+      leftMs: number
+    }
+/** Whether to send a hedge now. */
+export type HedgeDecision =
+  | {
+      /** Send a hedge now. */
+      decision: 'hedge_now'
+    }
+  | {
+      /** Not yet: ask again at `at`. */
+      decision: 'wait_until'
+      /** The instant to ask again (bigint ns on the monotonic clock). */
+      at: bigint
+    }
+  | {
+      /** No hedge for this request. */
+      decision: 'never'
+      /** Why. */
+      reason: 'not_idempotent' | 'limit_reached' | 'no_latency_data' | 'budget_exhausted'
+    }
+/** A hedging policy's counters. */
+export interface HedgingStats {
+  /** Hedges allowed. */
+  hedges: number
+  /** Decisions that said wait. */
+  deferred: number
+  /** Refused: the request is not idempotent. */
+  notIdempotent: number
+  /** Refused: the per-request limit was reached. */
+  limitReached: number
+  /** Refused: too few latency samples. */
+  noLatencyData: number
+  /** Refused: the retry gate said no. */
+  budgetExhausted: number
+}
+/** An adaptive throttle's counters, and its rejection probability now. */
+export interface AdaptiveThrottleStats {
+  /** Requests let through to the backend. */
+  admitted: number
+  /** Requests refused locally by the throttle. */
+  throttled: number
+  /** Backend accepts reported. */
+  accepted: number
+  /** Backend refusals reported. */
+  rejectedByBackend: number
+  /** Counts dropped because their bucket had been reused by a later time (a lagging now). */
+  stale: number
+  /** The probability of refusing a request now (0..1). */
+  rejectProbability: number
+}
+/** An adaptive throttle's window. */
+export interface ThrottleWindow {
+  /** Requests in the window. */
+  requests: number
+  /** Backend accepts in the window. */
+  accepts: number
+}
+/** A brownout's counters. */
+export interface BrownoutStats {
+  /** Full answers. */
+  full: number
+  /** Degraded answers (the fallback served). */
+  degraded: number
+  /** Errors passed on (fail fast). */
+  errors: number
+  /** Exempt calls made despite a refusal. */
+  proceeded: number
+}
+/** Latency percentiles over the tracker's windows, in ms. */
+export interface LatencySummary {
+  /** Samples in the merged windows. */
+  count: number
+  /** Median. */
+  p50Ms: number
+  /** 95th percentile. */
+  p95Ms: number
+  /** 99th percentile. */
+  p99Ms: number
+  /** 99.9th percentile. */
+  p999Ms: number
+  /** Largest sample (its bucket's midpoint). */
+  maxMs: number
+}
+/** A latency tracker's counters. */
+export interface LatencyTrackerStats {
+  /** Samples recorded (saturated ones included). */
+  recorded: number
+  /** Samples above the largest trackable value, clamped into the last bucket. */
+  saturated: number
+  /** Samples dropped because their window had been reused by a later one (a lagging now). */
+  stale: number
+}
+/** A waiter served by a queue discipline. */
+export interface DequeuedWaiter {
+  /** The id it was pushed with. */
+  id: number
+  /** When it was pushed (bigint ns on the monotonic clock). */
+  enqueuedAt: bigint
+  /** Its priority. */
+  priority: number
+  /** Its deadline, if it had one. */
+  deadline?: bigint
+  /** Served from the oldest end (`fifo`) or the newest (`lifo`, the queue standing). */
+  order: 'fifo' | 'lifo'
+}
+/** A waiter a queue discipline dropped. */
+export interface DroppedWaiter {
+  /** The id it was pushed with. */
+  id: number
+  /** Dropped by the age limit or because its deadline had passed. */
+  reason: 'age_limit' | 'deadline'
+  /** When it was pushed. */
+  enqueuedAt: bigint
+  /** Its priority. */
+  priority: number
+}
+/** A queue discipline's counters. */
+export interface QueueDisciplineStats {
+  /** Waiters accepted by `push`. */
+  enqueued: number
+  /** Waiters served from the oldest end. */
+  servedFifo: number
+  /** Waiters served from the newest end (queue standing, LIFO on). */
+  servedLifo: number
+  /** Waiters dropped by the age limit. */
+  droppedAgeLimit: number
+  /** Waiters dropped because their deadline had passed. */
+  droppedDeadline: number
+  /** Waiters taken out by `remove` (their caller gave up). */
+  cancelled: number
+  /** Pushes refused because the queue was full. */
+  rejectedFull: number
+  /** Waiters queued now. */
+  length: number
+}
+/** The outcome of an HTTP answer. */
+export interface HttpClassification {
+  /** The outcome of the call contract. */
+  outcome: Outcome
+  /** The server's Retry-After in ms, or null. */
+  retryAfterMs: number | null
+}
+/** What every guard does with an outcome (the call contract's table, docs/outcomes.md). */
+export interface OutcomeVerdicts {
+  /** The outcome's number. */
+  number: number
+  /** What an ordinary breaker call records. */
+  breakerCall: string
+  /** What a half-open probe records. */
+  breakerProbe: string
+  /** What the bulkhead does. */
+  bulkhead: string
+  /** What the limiter and the admission door record. */
+  limiter: string
+  /** What the retry budget records. */
+  retryBudget: string
+  /** What the adaptive throttle records. */
+  adaptiveThrottle: string
+  /** Whether the latency is recorded. */
+  latency: string
+  /** What the retry loop does: retry with a cause, or give up with a reason. */
+  retry: {
+    /** Retry, for this cause. */
+    retry: 'timeout' | 'transient' | 'throttled' | 'hedge'
+  } | {
+    /** Give up, for this reason. */
+    giveUp: GiveUpReason
+  }
+  /** The refusal kind a brownout decides on, or null. */
+  brownout: RefusalKind | null
+}
+/** One setting of a config schema. */
+export interface ConfigField {
+  /** The option's name (camelCase; nested ones dotted). */
+  name: string
+  /** Its unit (`duration_ms`, `count`, `bool`, `enum`, ...). */
+  unit: string
+  /** Its default. */
+  default: unknown
+  /** What is accepted. */
+  expected: string
+  /** What it does. */
+  doc: string
+  /** For an enum: the names accepted. */
+  values?: string[]
+  /** The least value accepted. */
+  min?: number
+  /** The largest value accepted. */
+  max?: number
+}
+/** What a reclaim gave back. */
+export interface ReclaimCounts {
+  /** Permits of dead processes given back (as `cancelled`). */
+  permits: number
+  /** Records of processes that died while asking. */
+  claims: number
+}
+/** The kind and capacity of a region's guard. */
+export interface RegionGuardKind {
+  /** The kind (`'circuit_breaker'`, `'bulkhead'`, ...). */
+  kind: string
+  /** Its capacity (window cells, keys, ...). */
+  capacity: number
+}
+/** A guard of a region. */
+export interface RegionGuardInfo {
+  /** Its name. */
+  name: string
+  /** Its kind. */
+  kind: string
+  /** Its capacity. */
+  capacity: number
+  /** Bytes it takes in the region. */
+  size: number
+}
 /** Options of `circuit_breaker` (durations in ms, or exact ns as a bigint). */
 export interface CircuitBreakerOptions {
   /** Judge the last N calls (count) or the last T (time). Default 'count'; "count" or "time". */
@@ -469,9 +911,9 @@ export declare class AdaptiveThrottle {
   /** The rejection probability at `now`. */
   rejectProbability(now?: bigint): number
   /** `{ requests, accepts }` in the window at `now`. */
-  window(now?: bigint): { requests: number; accepts: number }
+  window(now?: bigint): ThrottleWindow
   /** Counters, and the rejection probability now. */
-  stats(): { admitted: number; throttled: number; accepted: number; rejectedByBackend: number; stale: number; rejectProbability: number }
+  stats(): AdaptiveThrottleStats
 }
 
 /**
@@ -601,7 +1043,7 @@ export declare class Brownout {
   /** Whether the operation is optional. */
   get optional(): boolean
   /** `{ full, degraded, errors, proceeded }`. */
-  stats(): { full: number; degraded: number; errors: number; proceeded: number }
+  stats(): BrownoutStats
 }
 
 /**
@@ -637,9 +1079,9 @@ export declare class BrownoutTable {
    */
   onFull(operation: string | bigint): boolean
   /** `operation`'s `{ full, degraded, errors, proceeded }` (`null`: not registered). */
-  stats(operation: string | bigint): { full: number; degraded: number; errors: number; proceeded: number } | null
+  stats(operation: string | bigint): BrownoutStats | null
   /** The counters summed over every registered operation. */
-  totals(): { full: number; degraded: number; errors: number; proceeded: number }
+  totals(): BrownoutStats
   /** Decisions asked for operations never registered. */
   get unknown(): number
   /** Operations registered. */
@@ -668,7 +1110,7 @@ export declare class Bulkhead {
    * bigint, up to an hour) and a safety factor (`headroom`, 1..=100; 2 is usual). A
    * value out of range throws a `RangeError` naming it.
    */
-  static fromLittlesLaw(ratePerSec: number, p99: number | bigint, headroom: number): { maxConcurrent: number }
+  static fromLittlesLaw(ratePerSec: number, p99: number | bigint, headroom: number): BulkheadSize
   /**
    * The fast path's functions (`{ acquire, release }`, bound to this bulkhead): for
    * the JavaScript layer.
@@ -748,7 +1190,7 @@ export declare class CircuitBreaker {
    */
   status(): BreakerStatus
   /** What the window holds at `now`: `{ calls, failures, slow }`. */
-  windowCounts(now?: bigint): { calls: number; failures: number; slow: number }
+  windowCounts(now?: bigint): WindowCounts
   /** Counters since it was built (relaxed snapshots, read without stopping traffic). */
   stats(): CircuitBreakerStats
   /** The config it runs with (camelCase, durations in ms). */
@@ -829,7 +1271,7 @@ export declare class Deadline {
    * 'expired' }` or `{ decision: 'too_little_left', leftMs }` (`leftMs` `Infinity`
    * without a deadline).
    */
-  attemptBudget(attemptTimeout: number | bigint, margin?: number | bigint, now?: bigint): { decision: 'start'; budgetMs: number } | { decision: 'expired' } | { decision: 'too_little_left'; leftMs: number }
+  attemptBudget(attemptTimeout: number | bigint, margin?: number | bigint, now?: bigint): AttemptBudgetDecision
 }
 
 /**
@@ -861,9 +1303,9 @@ export declare class Hedging {
    * `{ decision: 'never', reason }`. `budget` pays for the hedge: a `RetryBudget`, or a
    * function `(now, cause) => boolean` (asked last).
    */
-  shouldHedge(requestStarted: bigint, hedgesSent: number, idempotent: boolean, budget?: RetryBudget | RetryGateFunction | null, now?: bigint): { decision: 'hedge_now' } | { decision: 'wait_until'; at: bigint } | { decision: 'never'; reason: 'not_idempotent' | 'limit_reached' | 'no_latency_data' | 'budget_exhausted' }
+  shouldHedge(requestStarted: bigint, hedgesSent: number, idempotent: boolean, budget?: RetryBudget | RetryGateFunction | null, now?: bigint): HedgeDecision
   /** Counters. */
-  stats(): { hedges: number; deferred: number; notIdempotent: number; limitReached: number; noLatencyData: number; budgetExhausted: number }
+  stats(): HedgingStats
 }
 
 /**
@@ -912,14 +1354,14 @@ export declare class KeyedBreakers {
    * `key`'s breaker's window at `now`: `{ calls, failures, slow }` (zeros for a key not
    * seen yet).
    */
-  windowCounts(key: string | bigint, now?: bigint): { calls: number; failures: number; slow: number }
+  windowCounts(key: string | bigint, now?: bigint): WindowCounts
   /** `key`'s breaker's counters (`null` for a key not seen yet). */
   breakerStats(key: string | bigint): CircuitBreakerStats | null
   /**
    * `{ entries, full, open }`: keys held, refusals for lack of a slot, breakers not
    * closed.
    */
-  stats(): { entries: number; full: number; open: number }
+  stats(): KeyedBreakersStats
   /** The breaker options (camelCase, ms) and `slots`. */
   get config(): Record<string, unknown>
 }
@@ -964,7 +1406,7 @@ export declare class LatencyTracker {
   /** Samples in the window at `now`. */
   count(now?: bigint): number
   /** `{ count, p50Ms, p95Ms, p99Ms, p999Ms, maxMs }` at `now`. */
-  summary(now?: bigint): { count: number; p50Ms: number; p95Ms: number; p99Ms: number; p999Ms: number; maxMs: number }
+  summary(now?: bigint): LatencySummary
   /**
    * A timeout (ms) from the tracked latencies (`timeoutFactor` × the
    * `timeoutQuantile`), `null` before `minSamples`.
@@ -976,7 +1418,7 @@ export declare class LatencyTracker {
    */
   falseTimeoutRate(timeout: number | bigint, now?: bigint): number | null
   /** `{ recorded, saturated, stale }`. */
-  stats(): { recorded: number; saturated: number; stale: number }
+  stats(): LatencyTrackerStats
 }
 
 /**
@@ -1087,11 +1529,11 @@ export declare class QueueDiscipline {
    * The next waiter to serve at `now` (`{ id, enqueuedAt, priority, deadline?, order }`),
    * or `null` when none is left; waiters dropped on the way are in `dropped()`.
    */
-  pop(now?: bigint): { id: number; enqueuedAt: bigint; priority: number; deadline?: bigint; order: 'fifo' | 'lifo' } | null
+  pop(now?: bigint): DequeuedWaiter | null
   /** Drop every waiter past its deadline or the age limit at `now`; how many. */
   expire(now?: bigint): number
   /** The waiters dropped by the last `pop` or `expire`: `[{ id, reason, ... }]`. */
-  dropped(): Array<{ id: number; reason: 'age_limit' | 'deadline'; enqueuedAt: bigint; priority: number }>
+  dropped(): Array<DroppedWaiter>
   /** Take waiter `id` out (its caller gave up); whether it was there. */
   remove(id: number | bigint): boolean
   /** Waiters queued. */
@@ -1103,7 +1545,7 @@ export declare class QueueDiscipline {
   /** The oldest waiter's age in ms at `now`. */
   oldestAgeMs(now?: bigint): number
   /** Counters. */
-  stats(): { enqueued: number; servedFifo: number; servedLifo: number; droppedAgeLimit: number; droppedDeadline: number; cancelled: number; rejectedFull: number; length: number }
+  stats(): QueueDisciplineStats
 }
 
 /**
@@ -1129,16 +1571,16 @@ export declare class Region {
    * Give every permit of a dead process back to its guard, reported `cancelled` at
    * `now`: `{ permits, claims }` (claims: records of processes that died while asking).
    */
-  reclaim(now?: bigint): { permits: number; claims: number }
+  reclaim(now?: bigint): ReclaimCounts
   /** Sizes and counters of the region (all processes). */
   stats(): RegionStats
   /**
    * The kind (`'circuit_breaker'`, `'bulkhead'`, ...) and capacity of the guard named
    * `name`; throws `GUARDS_GUARD_NOT_FOUND` when there is none.
    */
-  lookup(name: string): { kind: string; capacity: number }
+  lookup(name: string): RegionGuardKind
   /** The guards created so far: `[{ name, kind, capacity, size }]`. */
-  guards(): Array<{ name: string; kind: string; capacity: number; size: number }>
+  guards(): Array<RegionGuardInfo>
   /** r" The retry budget named `name` (for `RetryBudget`'s constructor). */
   _retryBudget(name: string, options?: RetryBudgetOptions, attach?: boolean): unknown
   /** r" The hedging policy named `name` (for `Hedging`'s constructor). */
@@ -1248,7 +1690,7 @@ export declare class RegionCircuitBreaker {
   /** The state word (see `CircuitBreaker.status`). */
   status(): BreakerStatus
   /** What the window holds at `now`: `{ calls, failures, slow }`. */
-  windowCounts(now?: bigint): { calls: number; failures: number; slow: number }
+  windowCounts(now?: bigint): WindowCounts
   /** Counters since it was created, all processes together. */
   stats(): CircuitBreakerStats
   /** The config it was created with (camelCase, durations in ms). */
@@ -1298,7 +1740,7 @@ export declare class RegionKeyedBreakers {
    * `{ entries, full, open }`: keys held, refusals for lack of a slot, breakers not
    * closed (all processes).
    */
-  stats(): { entries: number; full: number; open: number }
+  stats(): KeyedBreakersStats
   /** The breaker options (camelCase, ms) and `slots`. */
   get config(): Record<string, unknown>
   /** Its name in the region. */
@@ -1514,7 +1956,7 @@ export declare class RetryPolicy {
    * `prevDelayMs` the previous wait (each also exact ns as a bigint); `gate` (a
    * `RetryBudget`, or a function `(now, cause) => boolean`) is asked last.
    */
-  decide(attempt: number, outcome: Outcome, options?: DecideOptions): { retry: true; delayMs: number } | { retry: false; reason: GiveUpReason }
+  decide(attempt: number, outcome: Outcome, options?: DecideOptions): RetryDecision
   /**
    * The next word of the policy's jitter generator (the word its next backoff draws), as
    * a bigint. The same seed gives the same words in every language.
@@ -1595,7 +2037,7 @@ export declare class VectorSession {
  * `status` and its raw `Retry-After` header value; `nowUnixSecs` (default: the wall
  * clock) turns a date into a delay. A garbage header is no Retry-After, never an error.
  */
-export declare function classifyHttp(status: number, retryAfter?: string | Uint8Array | null, nowUnixSecs?: number | bigint): { outcome: Outcome; retryAfterMs: number | null }
+export declare function classifyHttp(status: number, retryAfter?: string | Uint8Array | null, nowUnixSecs?: number | bigint): HttpClassification
 
 /**
  * The fields of config `name` (`'circuit_breaker'`, `'bulkhead'`, `'deadline'`,
@@ -1604,7 +2046,7 @@ export declare function classifyHttp(status: number, retryAfter?: string | Uint8
  * `'adaptive_throttle'`, `'brownout'`, `'queue_discipline'`, `'aimd'`, `'vegas'`,
  * `'gradient'`, `'limiter'`, `'admission'`): `{ name, unit, default, expected, doc }`.
  */
-export declare function configSchema(name: string): Array<{ name: string; unit: string; default: unknown; expected: string; doc: string; values?: string[]; min?: number; max?: number }>
+export declare function configSchema(name: string): Array<ConfigField>
 
 /**
  * A duration (ms, or exact ns as a bigint) as a `grpc-timeout` value (at most 8 digits and
@@ -1659,7 +2101,7 @@ export declare function outcomeOfStatus(status: number, hasRetryAfter?: boolean)
  * `{ number, breakerCall, breakerProbe, bulkhead, limiter, retryBudget,
  * adaptiveThrottle, latency, retry: { retry: cause } | { giveUp: reason }, brownout }`.
  */
-export declare function outcomeVerdicts(outcome: Outcome): { number: number; breakerCall: string; breakerProbe: string; bulkhead: string; limiter: string; retryBudget: string; adaptiveThrottle: string; latency: string; retry: { retry: 'timeout' | 'transient' | 'throttled' | 'hedge' } | { giveUp: GiveUpReason }; brownout: RefusalKind | null }
+export declare function outcomeVerdicts(outcome: Outcome): OutcomeVerdicts
 
 /**
  * A `grpc-timeout` value as ms; a malformed one throws a `RangeError` whose `reason`

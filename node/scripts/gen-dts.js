@@ -94,10 +94,44 @@ export type RefusalKind =
   | 'overloaded' | 'failed'
 /** What a RetryDriver asks for next. */
 export type RetryStep =
-  | { kind: 'attempt'; number: number; budgetMs: number; expiresAt: bigint; attempts: number }
-  | { kind: 'wait'; retryAfterMs: number; retryAt: bigint; attempts: number }
-  | { kind: 'succeeded'; attempts: number }
-  | { kind: 'give_up'; reason: GiveUpReason; overloaded: boolean; attempts: number }
+  | {
+      /** Make attempt \`number\` now. */
+      kind: 'attempt'
+      /** The attempt's number, from 1. */
+      number: number
+      /** Its time budget in ms: min(attempt timeout, time left) minus the margin. */
+      budgetMs: number
+      /** The instant its budget runs out (bigint ns on the monotonic clock). */
+      expiresAt: bigint
+      /** Attempts started so far, this one included. */
+      attempts: number
+    }
+  | {
+      /** Wait, then ask again. */
+      kind: 'wait'
+      /** How long to wait, in ms. */
+      retryAfterMs: number
+      /** The instant the wait ends. */
+      retryAt: bigint
+      /** Attempts made so far. */
+      attempts: number
+    }
+  | {
+      /** The call succeeded: stop. */
+      kind: 'succeeded'
+      /** Attempts made. */
+      attempts: number
+    }
+  | {
+      /** No further attempt: stop. */
+      kind: 'give_up'
+      /** Why. */
+      reason: GiveUpReason
+      /** Whether the last answer said the dependency is overloaded (do not retry above either). */
+      overloaded: boolean
+      /** Attempts made. */
+      attempts: number
+    }
 /** Settings of one request's retry loop (durations in ms, or exact ns as a bigint). */
 export interface RetryDriverOptions {
   /** A budget that pays for retries (deposits, charges and refunds by the call contract). */
@@ -161,29 +195,116 @@ export interface VectorCase {
 }
 /** A breaker's state word. */
 export interface BreakerStatus {
+  /** The state. */
   state: 'closed' | 'open' | 'half_open'
+  /** How many times the breaker has changed state (a permit of another generation is discarded). */
   generation: number
+  /** Half-open probes handed out in this half-open period. */
   probesIssued: number
+  /** Half-open probes that succeeded in this half-open period. */
   probesPassed: number
+  /** Opens in a row without closing (the open duration grows with it). */
   consecutiveOpens: number
+  /** While open: the instant it turns half-open (bigint ns on the monotonic clock). */
   halfOpenAt: bigint
 }
+/** A circuit breaker's counters (relaxed snapshots, read while traffic flows). */
 export interface CircuitBreakerStats {
-  successes: number; failures: number; slowCalls: number; probesAdmitted: number
-  probeSuccesses: number; probeFailures: number; ignored: number; discarded: number
-  rejectedOpen: number; rejectedHalfOpen: number; closedToOpen: number
-  openToHalfOpen: number; halfOpenToClosed: number; halfOpenToOpen: number
+  /** Ordinary calls recorded as successes (slow ones included). */
+  successes: number
+  /** Ordinary calls recorded as failures (slow ones included). */
+  failures: number
+  /** Ordinary calls recorded as slow (success or failure). */
+  slowCalls: number
+  /** Probes admitted. */
+  probesAdmitted: number
+  /** Probe successes counted. */
+  probeSuccesses: number
+  /** Probe failures counted (slow probe successes included). */
+  probeFailures: number
+  /** Permits handed back without a verdict (ignored, rejected). */
+  ignored: number
+  /** Outcomes discarded because the breaker had moved to another state or generation. */
+  discarded: number
+  /** Calls refused because the breaker was open. */
+  rejectedOpen: number
+  /** Calls refused because every half-open probe slot was taken. */
+  rejectedHalfOpen: number
+  /** Transitions closed to open. */
+  closedToOpen: number
+  /** Transitions open to half-open. */
+  openToHalfOpen: number
+  /** Transitions half-open to closed. */
+  halfOpenToClosed: number
+  /** Transitions half-open to open. */
+  halfOpenToOpen: number
+  /** The state now. */
   state: 'closed' | 'open' | 'half_open'
 }
-export interface BulkheadStats { acquired: number; rejected: number; released: number; inFlight: number; maxConcurrent: number }
-export interface LimiterStats {
-  acquired: number; rejected: number; rejectedLimitReached: number; rejectedPartitionCap: number
-  rejectedReserved: number; succeeded: number; dropped: number; ignored: number; windows: number
-  limitChanges: number; foldsSkipped: number; limit: number; inFlight: number; rejectedByPriority: number[]
+/** A bulkhead's counters. */
+export interface BulkheadStats {
+  /** Permits granted. */
+  acquired: number
+  /** Calls refused at the cap. */
+  rejected: number
+  /** Permits released (acquired minus in flight). */
+  released: number
+  /** Calls in flight now. */
+  inFlight: number
+  /** The cap. */
+  maxConcurrent: number
 }
+/** A limiter's counters. */
+export interface LimiterStats {
+  /** Calls admitted. */
+  acquired: number
+  /** Calls refused, for any reason. */
+  rejected: number
+  /** Refusals because the limit was reached. */
+  rejectedLimitReached: number
+  /** Refusals because a priority's fixed cap was reached. */
+  rejectedPartitionCap: number
+  /** Refusals because the rest of the limit is kept for more important priorities. */
+  rejectedReserved: number
+  /** Permits given back as successes. */
+  succeeded: number
+  /** Permits given back as drops (overload signals). */
+  dropped: number
+  /** Permits given back without a verdict. */
+  ignored: number
+  /** Sample windows folded into the limit algorithm. */
+  windows: number
+  /** Folds that changed the (integer) limit. */
+  limitChanges: number
+  /** Times a due window was left to a thread already folding it. */
+  foldsSkipped: number
+  /** The current limit. */
+  limit: number
+  /** Calls in flight now. */
+  inFlight: number
+  /** Calls refused (any reason), by priority, most important first. */
+  rejectedByPriority: number[]
+}
+/** An admission door's counters. */
 export interface AdmissionStats {
-  admitted: number; refusedLimitReached: number; refusedOverloaded: number; succeeded: number
-  dropped: number; ignored: number; inFlight: number; limit?: number; refusedByPriority: number[]
+  /** Requests admitted. */
+  admitted: number
+  /** Refusals at a priority's fixed limit. */
+  refusedLimitReached: number
+  /** Refusals at the adaptive limit or a priority's share of it. */
+  refusedOverloaded: number
+  /** Permits released as successes. */
+  succeeded: number
+  /** Permits released as drops (overload signals). */
+  dropped: number
+  /** Permits released without a verdict. */
+  ignored: number
+  /** Requests inside now. */
+  inFlight: number
+  /** The current adaptive (or fixed total) limit, when there is one. */
+  limit?: number
+  /** Requests refused (either reason), by priority, most important first. */
+  refusedByPriority: number[]
 }
 /** Options of a Region (the capacities apply when this call creates the region). */
 export interface RegionOptions {
@@ -204,21 +325,342 @@ export interface RegionOptions {
 }
 /** Sizes and counters of a region, all processes. */
 export interface RegionStats {
-  guards: number; maxGuards: number; dataUsed: number; dataBytes: number; permitSlots: number
-  permitsHeld: number; reclaimedPermits: number; reclaimedClaims: number; scans: number; takeovers: number
+  /** Guards created. */
+  guards: number
+  /** Directory entries (the most guards it can hold). */
+  maxGuards: number
+  /** Data bytes handed out to guards. */
+  dataUsed: number
+  /** Data bytes in all. */
+  dataBytes: number
+  /** Permit records. */
+  permitSlots: number
+  /** Permits held now, all guards and processes. */
+  permitsHeld: number
+  /** Permits of dead processes given back to their guards (as \`cancelled\`). */
+  reclaimedPermits: number
+  /** Records of dead processes that were claimed but never published. */
+  reclaimedClaims: number
+  /** Reclaim scans run. */
+  scans: number
+  /** Guards whose creator died while creating them, finished by another process. */
+  takeovers: number
 }
-export interface RetryBudgetStats { deposits: number; withdrawals: number; refusals: number; refunds: number; failures: number; tokens: number }
+/** A retry budget's counters. */
+export interface RetryBudgetStats {
+  /** Credits recorded: first attempts (token bucket, windowed), successes (grpc), successes without a retry (aws). */
+  deposits: number
+  /** Retries allowed. */
+  withdrawals: number
+  /** Retries refused. */
+  refusals: number
+  /** Receipts refunded (aws; 0 in the other modes). */
+  refunds: number
+  /** Failures reported (grpc; 0 in the other modes). */
+  failures: number
+  /** The balance now, in tokens. */
+  tokens: number
+}
 /** A limit algorithm and its options. */
 export type LimitOptions =
-  | ({ algorithm: 'aimd' } & AimdOptions)
-  | ({ algorithm: 'vegas' } & VegasOptions)
-  | ({ algorithm: 'gradient' } & GradientOptions)
+  | ({
+      /** Additive increase, multiplicative decrease. */
+      algorithm: 'aimd'
+    } & AimdOptions)
+  | ({
+      /** TCP Vegas: the limit follows the queueing the RTTs show. */
+      algorithm: 'vegas'
+    } & VegasOptions)
+  | ({
+      /** Gradient2: the limit follows the ratio of long-term to short-term RTT. */
+      algorithm: 'gradient'
+    } & GradientOptions)
 /** Options of a RetryBudget: a mode and that mode's options. */
 export type RetryBudgetOptions =
-  | ({ mode?: 'token_bucket' } & TokenBudgetOptions)
-  | ({ mode: 'grpc' } & GrpcThrottleOptions)
-  | ({ mode: 'aws' } & AwsRetryQuotaOptions)
-  | ({ mode: 'windowed' } & WindowedBudgetOptions)
+  | ({
+      /** A token bucket (the default): each request earns a share of a retry. */
+      mode?: 'token_bucket'
+    } & TokenBudgetOptions)
+  | ({
+      /** gRPC retry throttling: successes earn, failures cost. */
+      mode: 'grpc'
+    } & GrpcThrottleOptions)
+  | ({
+      /** The AWS retry quota: retries cost, receipts refund. */
+      mode: 'aws'
+    } & AwsRetryQuotaOptions)
+  | ({
+      /** A windowed budget: retries at most a ratio of the requests of a sliding window. */
+      mode: 'windowed'
+    } & WindowedBudgetOptions)
+/** Calls, failures and slow calls in a breaker's window now. */
+export interface WindowCounts {
+  /** Calls in the window. */
+  calls: number
+  /** Failures among them. */
+  failures: number
+  /** Slow calls among them. */
+  slow: number
+}
+/** A keyed set's counters. */
+export interface KeyedBreakersStats {
+  /** Keys held. */
+  entries: number
+  /** Calls refused for lack of a free slot for a new key. */
+  full: number
+  /** Keys whose breaker is not closed. */
+  open: number
+}
+/** A bulkhead's size from Little's law. */
+export interface BulkheadSize {
+  /** ceil(rate × P99 × headroom). */
+  maxConcurrent: number
+}
+/** A retry policy's decision after a failed attempt. */
+export type RetryDecision =
+  | {
+      /** Retry. */
+      retry: true
+      /** After this wait, in ms. */
+      delayMs: number
+    }
+  | {
+      /** Give up. */
+      retry: false
+      /** Why. */
+      reason: GiveUpReason
+    }
+/** Whether to start an attempt, and with what budget. */
+export type AttemptBudgetDecision =
+  | {
+      /** Start it. */
+      decision: 'start'
+      /** With this budget, in ms. */
+      budgetMs: number
+    }
+  | {
+      /** The deadline has passed. */
+      decision: 'expired'
+    }
+  | {
+      /** Too little time is left to be worth an attempt. */
+      decision: 'too_little_left'
+      /** The time left, in ms. */
+      leftMs: number
+    }
+/** Whether to send a hedge now. */
+export type HedgeDecision =
+  | {
+      /** Send a hedge now. */
+      decision: 'hedge_now'
+    }
+  | {
+      /** Not yet: ask again at \`at\`. */
+      decision: 'wait_until'
+      /** The instant to ask again (bigint ns on the monotonic clock). */
+      at: bigint
+    }
+  | {
+      /** No hedge for this request. */
+      decision: 'never'
+      /** Why. */
+      reason: 'not_idempotent' | 'limit_reached' | 'no_latency_data' | 'budget_exhausted'
+    }
+/** A hedging policy's counters. */
+export interface HedgingStats {
+  /** Hedges allowed. */
+  hedges: number
+  /** Decisions that said wait. */
+  deferred: number
+  /** Refused: the request is not idempotent. */
+  notIdempotent: number
+  /** Refused: the per-request limit was reached. */
+  limitReached: number
+  /** Refused: too few latency samples. */
+  noLatencyData: number
+  /** Refused: the retry gate said no. */
+  budgetExhausted: number
+}
+/** An adaptive throttle's counters, and its rejection probability now. */
+export interface AdaptiveThrottleStats {
+  /** Requests let through to the backend. */
+  admitted: number
+  /** Requests refused locally by the throttle. */
+  throttled: number
+  /** Backend accepts reported. */
+  accepted: number
+  /** Backend refusals reported. */
+  rejectedByBackend: number
+  /** Counts dropped because their bucket had been reused by a later time (a lagging now). */
+  stale: number
+  /** The probability of refusing a request now (0..1). */
+  rejectProbability: number
+}
+/** An adaptive throttle's window. */
+export interface ThrottleWindow {
+  /** Requests in the window. */
+  requests: number
+  /** Backend accepts in the window. */
+  accepts: number
+}
+/** A brownout's counters. */
+export interface BrownoutStats {
+  /** Full answers. */
+  full: number
+  /** Degraded answers (the fallback served). */
+  degraded: number
+  /** Errors passed on (fail fast). */
+  errors: number
+  /** Exempt calls made despite a refusal. */
+  proceeded: number
+}
+/** Latency percentiles over the tracker's windows, in ms. */
+export interface LatencySummary {
+  /** Samples in the merged windows. */
+  count: number
+  /** Median. */
+  p50Ms: number
+  /** 95th percentile. */
+  p95Ms: number
+  /** 99th percentile. */
+  p99Ms: number
+  /** 99.9th percentile. */
+  p999Ms: number
+  /** Largest sample (its bucket's midpoint). */
+  maxMs: number
+}
+/** A latency tracker's counters. */
+export interface LatencyTrackerStats {
+  /** Samples recorded (saturated ones included). */
+  recorded: number
+  /** Samples above the largest trackable value, clamped into the last bucket. */
+  saturated: number
+  /** Samples dropped because their window had been reused by a later one (a lagging now). */
+  stale: number
+}
+/** A waiter served by a queue discipline. */
+export interface DequeuedWaiter {
+  /** The id it was pushed with. */
+  id: number
+  /** When it was pushed (bigint ns on the monotonic clock). */
+  enqueuedAt: bigint
+  /** Its priority. */
+  priority: number
+  /** Its deadline, if it had one. */
+  deadline?: bigint
+  /** Served from the oldest end (\`fifo\`) or the newest (\`lifo\`, the queue standing). */
+  order: 'fifo' | 'lifo'
+}
+/** A waiter a queue discipline dropped. */
+export interface DroppedWaiter {
+  /** The id it was pushed with. */
+  id: number
+  /** Dropped by the age limit or because its deadline had passed. */
+  reason: 'age_limit' | 'deadline'
+  /** When it was pushed. */
+  enqueuedAt: bigint
+  /** Its priority. */
+  priority: number
+}
+/** A queue discipline's counters. */
+export interface QueueDisciplineStats {
+  /** Waiters accepted by \`push\`. */
+  enqueued: number
+  /** Waiters served from the oldest end. */
+  servedFifo: number
+  /** Waiters served from the newest end (queue standing, LIFO on). */
+  servedLifo: number
+  /** Waiters dropped by the age limit. */
+  droppedAgeLimit: number
+  /** Waiters dropped because their deadline had passed. */
+  droppedDeadline: number
+  /** Waiters taken out by \`remove\` (their caller gave up). */
+  cancelled: number
+  /** Pushes refused because the queue was full. */
+  rejectedFull: number
+  /** Waiters queued now. */
+  length: number
+}
+/** The outcome of an HTTP answer. */
+export interface HttpClassification {
+  /** The outcome of the call contract. */
+  outcome: Outcome
+  /** The server's Retry-After in ms, or null. */
+  retryAfterMs: number | null
+}
+/** What every guard does with an outcome (the call contract's table, docs/outcomes.md). */
+export interface OutcomeVerdicts {
+  /** The outcome's number. */
+  number: number
+  /** What an ordinary breaker call records. */
+  breakerCall: string
+  /** What a half-open probe records. */
+  breakerProbe: string
+  /** What the bulkhead does. */
+  bulkhead: string
+  /** What the limiter and the admission door record. */
+  limiter: string
+  /** What the retry budget records. */
+  retryBudget: string
+  /** What the adaptive throttle records. */
+  adaptiveThrottle: string
+  /** Whether the latency is recorded. */
+  latency: string
+  /** What the retry loop does: retry with a cause, or give up with a reason. */
+  retry: {
+    /** Retry, for this cause. */
+    retry: 'timeout' | 'transient' | 'throttled' | 'hedge'
+  } | {
+    /** Give up, for this reason. */
+    giveUp: GiveUpReason
+  }
+  /** The refusal kind a brownout decides on, or null. */
+  brownout: RefusalKind | null
+}
+/** One setting of a config schema. */
+export interface ConfigField {
+  /** The option's name (camelCase; nested ones dotted). */
+  name: string
+  /** Its unit (\`duration_ms\`, \`count\`, \`bool\`, \`enum\`, ...). */
+  unit: string
+  /** Its default. */
+  default: unknown
+  /** What is accepted. */
+  expected: string
+  /** What it does. */
+  doc: string
+  /** For an enum: the names accepted. */
+  values?: string[]
+  /** The least value accepted. */
+  min?: number
+  /** The largest value accepted. */
+  max?: number
+}
+/** What a reclaim gave back. */
+export interface ReclaimCounts {
+  /** Permits of dead processes given back (as \`cancelled\`). */
+  permits: number
+  /** Records of processes that died while asking. */
+  claims: number
+}
+/** The kind and capacity of a region's guard. */
+export interface RegionGuardKind {
+  /** The kind (\`'circuit_breaker'\`, \`'bulkhead'\`, ...). */
+  kind: string
+  /** Its capacity (window cells, keys, ...). */
+  capacity: number
+}
+/** A guard of a region. */
+export interface RegionGuardInfo {
+  /** Its name. */
+  name: string
+  /** Its kind. */
+  kind: string
+  /** Its capacity. */
+  capacity: number
+  /** Bytes it takes in the region. */
+  size: number
+}
 `;
 
 for (const [iface, name, extra] of configs) {

@@ -96,7 +96,7 @@ impl AdaptiveThrottle {
     #[napi(
         catch_unwind,
         ts_args_type = "now?: bigint",
-        ts_return_type = "{ requests: number; accepts: number }"
+        ts_return_type = "ThrottleWindow"
     )]
     pub fn window<'e>(&self, env: &'e Env, now: Option<Unknown<'_>>) -> Result<Object<'e>> {
         let now = args::now(env, now)?;
@@ -110,7 +110,7 @@ impl AdaptiveThrottle {
     /// Counters, and the rejection probability now.
     #[napi(
         catch_unwind,
-        ts_return_type = "{ admitted: number; throttled: number; accepted: number; rejectedByBackend: number; stale: number; rejectProbability: number }"
+        ts_return_type = "AdaptiveThrottleStats"
     )]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let s = with_adaptive_throttle!(&self.t, t => t.stats());

@@ -186,7 +186,7 @@ impl Brownout {
     /// `{ full, degraded, errors, proceeded }`.
     #[napi(
         catch_unwind,
-        ts_return_type = "{ full: number; degraded: number; errors: number; proceeded: number }"
+        ts_return_type = "BrownoutStats"
     )]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let s = self.b.0.stats();
@@ -361,7 +361,7 @@ impl BrownoutTable {
     #[napi(
         catch_unwind,
         ts_args_type = "operation: string | bigint",
-        ts_return_type = "{ full: number; degraded: number; errors: number; proceeded: number } | null"
+        ts_return_type = "BrownoutStats | null"
     )]
     pub fn stats<'e>(&self, env: &'e Env, operation: Unknown<'_>) -> Result<Option<Object<'e>>> {
         let key = self::operation(env, &operation)?;
@@ -372,7 +372,7 @@ impl BrownoutTable {
     /// The counters summed over every registered operation.
     #[napi(
         catch_unwind,
-        ts_return_type = "{ full: number; degraded: number; errors: number; proceeded: number }"
+        ts_return_type = "BrownoutStats"
     )]
     pub fn totals<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         stats_object(env, guards::with_brownout_table!(&self.t, t => t.totals()))

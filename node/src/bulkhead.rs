@@ -171,7 +171,7 @@ impl Bulkhead {
     #[napi(
         catch_unwind,
         ts_args_type = "ratePerSec: number, p99: number | bigint, headroom: number",
-        ts_return_type = "{ maxConcurrent: number }"
+        ts_return_type = "BulkheadSize"
     )]
     pub fn from_littles_law<'e>(
         env: &'e Env,

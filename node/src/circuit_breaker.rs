@@ -327,7 +327,7 @@ impl CircuitBreaker {
     #[napi(
         catch_unwind,
         ts_args_type = "now?: bigint",
-        ts_return_type = "{ calls: number; failures: number; slow: number }"
+        ts_return_type = "WindowCounts"
     )]
     pub fn window_counts<'e>(&self, env: &'e Env, now: Option<Unknown<'_>>) -> Result<Object<'e>> {
         let now = args::now(env, now)?;

@@ -199,7 +199,7 @@ impl Deadline {
     #[napi(
         catch_unwind,
         ts_args_type = "attemptTimeout: number | bigint, margin?: number | bigint, now?: bigint",
-        ts_return_type = "{ decision: 'start'; budgetMs: number } | { decision: 'expired' } | { decision: 'too_little_left'; leftMs: number }"
+        ts_return_type = "AttemptBudgetDecision"
     )]
     pub fn attempt_budget<'e>(
         &self,

@@ -110,7 +110,7 @@ impl Hedging {
     #[napi(
         catch_unwind,
         ts_args_type = "requestStarted: bigint, hedgesSent: number, idempotent: boolean, budget?: RetryBudget | RetryGateFunction | null, now?: bigint",
-        ts_return_type = "{ decision: 'hedge_now' } | { decision: 'wait_until'; at: bigint } | { decision: 'never'; reason: 'not_idempotent' | 'limit_reached' | 'no_latency_data' | 'budget_exhausted' }"
+        ts_return_type = "HedgeDecision"
     )]
     pub fn should_hedge<'e>(
         &self,
@@ -143,7 +143,7 @@ impl Hedging {
     /// Counters.
     #[napi(
         catch_unwind,
-        ts_return_type = "{ hedges: number; deferred: number; notIdempotent: number; limitReached: number; noLatencyData: number; budgetExhausted: number }"
+        ts_return_type = "HedgingStats"
     )]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let s = with_hedging!(&self.h, h => h.stats());

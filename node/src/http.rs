@@ -35,7 +35,7 @@ fn now_unix(env: &Env, v: Option<Unknown<'_>>) -> Result<u64> {
 #[napi(
     catch_unwind,
     ts_args_type = "status: number, retryAfter?: string | Uint8Array | null, nowUnixSecs?: number | bigint",
-    ts_return_type = "{ outcome: Outcome; retryAfterMs: number | null }"
+    ts_return_type = "HttpClassification"
 )]
 pub fn classify_http<'e>(
     env: &'e Env,

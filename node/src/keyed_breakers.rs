@@ -373,7 +373,7 @@ impl KeyedBreakers {
     #[napi(
         catch_unwind,
         ts_args_type = "key: string | bigint, now?: bigint",
-        ts_return_type = "{ calls: number; failures: number; slow: number }"
+        ts_return_type = "WindowCounts"
     )]
     pub fn window_counts<'e>(
         &self,
@@ -413,7 +413,7 @@ impl KeyedBreakers {
     /// closed.
     #[napi(
         catch_unwind,
-        ts_return_type = "{ entries: number; full: number; open: number }"
+        ts_return_type = "KeyedBreakersStats"
     )]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let s = with_keyed_breakers!(&self.l.core.g, k => k.stats());

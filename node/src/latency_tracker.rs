@@ -125,7 +125,7 @@ impl LatencyTracker {
     #[napi(
         catch_unwind,
         ts_args_type = "now?: bigint",
-        ts_return_type = "{ count: number; p50Ms: number; p95Ms: number; p99Ms: number; p999Ms: number; maxMs: number }"
+        ts_return_type = "LatencySummary"
     )]
     pub fn summary<'e>(&self, env: &'e Env, now: Option<Unknown<'_>>) -> Result<Object<'e>> {
         let now = args::now(env, now)?;
@@ -168,7 +168,7 @@ impl LatencyTracker {
     /// `{ recorded, saturated, stale }`.
     #[napi(
         catch_unwind,
-        ts_return_type = "{ recorded: number; saturated: number; stale: number }"
+        ts_return_type = "LatencyTrackerStats"
     )]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let s = with_latency_tracker!(&self.t, t => t.stats());

@@ -32,7 +32,7 @@ pub fn outcome_names() -> Vec<&'static str> {
 #[napi(
     catch_unwind,
     ts_args_type = "outcome: Outcome",
-    ts_return_type = "{ number: number; breakerCall: string; breakerProbe: string; bulkhead: string; limiter: string; retryBudget: string; adaptiveThrottle: string; latency: string; retry: { retry: 'timeout' | 'transient' | 'throttled' | 'hedge' } | { giveUp: GiveUpReason }; brownout: RefusalKind | null }"
+    ts_return_type = "OutcomeVerdicts"
 )]
 pub fn outcome_verdicts<'e>(env: &'e Env, outcome: Unknown<'_>) -> Result<Object<'e>> {
     let o = args::outcome(env, "outcome", &outcome)?;

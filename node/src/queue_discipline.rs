@@ -90,7 +90,7 @@ impl QueueDiscipline {
     #[napi(
         catch_unwind,
         ts_args_type = "now?: bigint",
-        ts_return_type = "{ id: number; enqueuedAt: bigint; priority: number; deadline?: bigint; order: 'fifo' | 'lifo' } | null"
+        ts_return_type = "DequeuedWaiter | null"
     )]
     pub fn pop<'e>(
         &mut self,
@@ -118,7 +118,7 @@ impl QueueDiscipline {
     /// The waiters dropped by the last `pop` or `expire`: `[{ id, reason, ... }]`.
     #[napi(
         catch_unwind,
-        ts_return_type = "Array<{ id: number; reason: 'age_limit' | 'deadline'; enqueuedAt: bigint; priority: number }>"
+        ts_return_type = "Array<DroppedWaiter>"
     )]
     pub fn dropped<'e>(&self, env: &'e Env) -> Result<Vec<Object<'e>>> {
         let list: Vec<_> = with_queue!(&self.q, q => q.dropped().to_vec());
@@ -167,7 +167,7 @@ impl QueueDiscipline {
     /// Counters.
     #[napi(
         catch_unwind,
-        ts_return_type = "{ enqueued: number; servedFifo: number; servedLifo: number; droppedAgeLimit: number; droppedDeadline: number; cancelled: number; rejectedFull: number; length: number }"
+        ts_return_type = "QueueDisciplineStats"
     )]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let s = with_queue!(&self.q, q => q.stats());

@@ -646,7 +646,7 @@ impl Region {
     #[napi(
         catch_unwind,
         ts_args_type = "now?: bigint",
-        ts_return_type = "{ permits: number; claims: number }"
+        ts_return_type = "ReclaimCounts"
     )]
     pub fn reclaim<'e>(&self, env: &'e Env, now: Option<Unknown<'_>>) -> Result<Object<'e>> {
         let now = args::now(env, now)?;
@@ -683,7 +683,7 @@ impl Region {
     #[napi(
         catch_unwind,
         ts_args_type = "name: string",
-        ts_return_type = "{ kind: string; capacity: number }"
+        ts_return_type = "RegionGuardKind"
     )]
     pub fn lookup<'e>(&self, env: &'e Env, name: Unknown<'_>) -> Result<Object<'e>> {
         let name = name_arg(env, "Region.lookup", &name)?;
@@ -700,7 +700,7 @@ impl Region {
     /// The guards created so far: `[{ name, kind, capacity, size }]`.
     #[napi(
         catch_unwind,
-        ts_return_type = "Array<{ name: string; kind: string; capacity: number; size: number }>"
+        ts_return_type = "Array<RegionGuardInfo>"
     )]
     pub fn guards<'e>(&self, env: &'e Env) -> Result<Array<'e>> {
         let list = self.r.guards();
@@ -1201,7 +1201,7 @@ impl RegionCircuitBreaker {
     #[napi(
         catch_unwind,
         ts_args_type = "now?: bigint",
-        ts_return_type = "{ calls: number; failures: number; slow: number }"
+        ts_return_type = "WindowCounts"
     )]
     pub fn window_counts<'e>(&self, env: &'e Env, now: Option<Unknown<'_>>) -> Result<Object<'e>> {
         let now = args::now(env, now)?;
@@ -1608,7 +1608,7 @@ impl RegionKeyedBreakers {
     /// closed (all processes).
     #[napi(
         catch_unwind,
-        ts_return_type = "{ entries: number; full: number; open: number }"
+        ts_return_type = "KeyedBreakersStats"
     )]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let (s, open) = with_k!(&self.l.g, g => (

@@ -140,7 +140,7 @@ impl RetryPolicy {
     #[napi(
         catch_unwind,
         ts_args_type = "attempt: number, outcome: Outcome, options?: DecideOptions",
-        ts_return_type = "{ retry: true; delayMs: number } | { retry: false; reason: GiveUpReason }"
+        ts_return_type = "RetryDecision"
     )]
     pub fn decide<'e>(
         &self,

@@ -56,7 +56,7 @@ fn fields<'e, C: Copy>(env: &'e Env, s: &Schema<C>) -> Result<Vec<Object<'e>>> {
 #[napi(
     catch_unwind,
     ts_args_type = "name: string",
-    ts_return_type = "Array<{ name: string; unit: string; default: unknown; expected: string; doc: string; values?: string[]; min?: number; max?: number }>"
+    ts_return_type = "Array<ConfigField>"
 )]
 pub fn config_schema<'e>(env: &'e Env, name: Unknown<'_>) -> Result<Vec<Object<'e>>> {
     let name = crate::args::string(env, "name", &name)?;
