@@ -167,3 +167,8 @@ pub use retry_policy::{
 };
 pub use rng::Rng;
 pub use time::Nanos;
+
+// The README's examples (the crate's page on crates.io) compile and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
