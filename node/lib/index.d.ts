@@ -122,49 +122,49 @@ export interface AdmissionLimitChange {
 }
 
 /** The events of a guard emitting `BreakerStateChange`. */
-export interface BreakerStateEvents {
+export type BreakerStateEvents = {
   /** A state change: `BreakerStateChange`. */
   stateChange: BreakerStateChange;
 }
 
 /** The events of a guard emitting `KeyedStateChange`. */
-export interface KeyedStateEvents {
+export type KeyedStateEvents = {
   /** A state change: `KeyedStateChange`. */
   stateChange: KeyedStateChange;
 }
 
 /** The events of a guard emitting `LimitChange`. */
-export interface LimitEvents {
+export type LimitEvents = {
   /** A limit change: `LimitChange`. */
   limitChange: LimitChange;
 }
 
 /** The events of a guard emitting `AdmissionLimitChange`. */
-export interface AdmissionLimitEvents {
+export type AdmissionLimitEvents = {
   /** A limit change: `AdmissionLimitChange`. */
   limitChange: AdmissionLimitChange;
 }
 
 /** The events of a guard emitting `RegionBreakerStateChange`. */
-export interface RegionBreakerStateEvents {
+export type RegionBreakerStateEvents = {
   /** A state change: `RegionBreakerStateChange`. */
   stateChange: RegionBreakerStateChange;
 }
 
 /** The events of a guard emitting `RegionKeyedStateChange`. */
-export interface RegionKeyedStateEvents {
+export type RegionKeyedStateEvents = {
   /** A state change: `RegionKeyedStateChange`. */
   stateChange: RegionKeyedStateChange;
 }
 
 /** The events of a guard emitting `RegionLimitChange`. */
-export interface RegionLimitEvents {
+export type RegionLimitEvents = {
   /** A limit change: `RegionLimitChange`. */
   limitChange: RegionLimitChange;
 }
 
 /** The events of a guard emitting `RegionAdmissionLimitChange`. */
-export interface RegionAdmissionLimitEvents {
+export type RegionAdmissionLimitEvents = {
   /** A limit change: `RegionAdmissionLimitChange`. */
   limitChange: RegionAdmissionLimitChange;
 }
