@@ -40,7 +40,8 @@ demo: $(VENV)/.tools
 	@echo
 	$(MAKE) -s demo-node
 
-test: fmt-check clippy test-rust test-loom test-nostd test-c test-c-region test-python test-node version-check
+test: fmt-check clippy test-rust test-loom test-nostd test-c test-c-region test-python test-node version-check \
+	package-core docs-check
 	@echo "make test: all passed"
 
 fmt-check:
