@@ -108,10 +108,7 @@ impl AdaptiveThrottle {
     }
 
     /// Counters, and the rejection probability now.
-    #[napi(
-        catch_unwind,
-        ts_return_type = "AdaptiveThrottleStats"
-    )]
+    #[napi(catch_unwind, ts_return_type = "AdaptiveThrottleStats")]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let s = with_adaptive_throttle!(&self.t, t => t.stats());
         let p = with_adaptive_throttle!(&self.t, t => t.reject_probability(guards::clock::now()));

@@ -184,10 +184,7 @@ impl Brownout {
     }
 
     /// `{ full, degraded, errors, proceeded }`.
-    #[napi(
-        catch_unwind,
-        ts_return_type = "BrownoutStats"
-    )]
+    #[napi(catch_unwind, ts_return_type = "BrownoutStats")]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let s = self.b.0.stats();
         numbers(
@@ -370,10 +367,7 @@ impl BrownoutTable {
     }
 
     /// The counters summed over every registered operation.
-    #[napi(
-        catch_unwind,
-        ts_return_type = "BrownoutStats"
-    )]
+    #[napi(catch_unwind, ts_return_type = "BrownoutStats")]
     pub fn totals<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         stats_object(env, guards::with_brownout_table!(&self.t, t => t.totals()))
     }

@@ -141,10 +141,7 @@ impl Hedging {
     }
 
     /// Counters.
-    #[napi(
-        catch_unwind,
-        ts_return_type = "HedgingStats"
-    )]
+    #[napi(catch_unwind, ts_return_type = "HedgingStats")]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let s = with_hedging!(&self.h, h => h.stats());
         numbers(

@@ -411,10 +411,7 @@ impl KeyedBreakers {
 
     /// `{ entries, full, open }`: keys held, refusals for lack of a slot, breakers not
     /// closed.
-    #[napi(
-        catch_unwind,
-        ts_return_type = "KeyedBreakersStats"
-    )]
+    #[napi(catch_unwind, ts_return_type = "KeyedBreakersStats")]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let s = with_keyed_breakers!(&self.l.core.g, k => k.stats());
         let open = with_keyed_breakers!(&self.l.core.g, k => k

@@ -166,10 +166,7 @@ impl LatencyTracker {
     }
 
     /// `{ recorded, saturated, stale }`.
-    #[napi(
-        catch_unwind,
-        ts_return_type = "LatencyTrackerStats"
-    )]
+    #[napi(catch_unwind, ts_return_type = "LatencyTrackerStats")]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let s = with_latency_tracker!(&self.t, t => t.stats());
         numbers(

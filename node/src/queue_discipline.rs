@@ -116,10 +116,7 @@ impl QueueDiscipline {
     }
 
     /// The waiters dropped by the last `pop` or `expire`: `[{ id, reason, ... }]`.
-    #[napi(
-        catch_unwind,
-        ts_return_type = "Array<DroppedWaiter>"
-    )]
+    #[napi(catch_unwind, ts_return_type = "Array<DroppedWaiter>")]
     pub fn dropped<'e>(&self, env: &'e Env) -> Result<Vec<Object<'e>>> {
         let list: Vec<_> = with_queue!(&self.q, q => q.dropped().to_vec());
         list.iter()
@@ -165,10 +162,7 @@ impl QueueDiscipline {
     }
 
     /// Counters.
-    #[napi(
-        catch_unwind,
-        ts_return_type = "QueueDisciplineStats"
-    )]
+    #[napi(catch_unwind, ts_return_type = "QueueDisciplineStats")]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let s = with_queue!(&self.q, q => q.stats());
         numbers(

@@ -698,10 +698,7 @@ impl Region {
     }
 
     /// The guards created so far: `[{ name, kind, capacity, size }]`.
-    #[napi(
-        catch_unwind,
-        ts_return_type = "Array<RegionGuardInfo>"
-    )]
+    #[napi(catch_unwind, ts_return_type = "Array<RegionGuardInfo>")]
     pub fn guards<'e>(&self, env: &'e Env) -> Result<Array<'e>> {
         let list = self.r.guards();
         let mut a = env.create_array(u32::try_from(list.len()).unwrap_or(u32::MAX))?;
@@ -1606,10 +1603,7 @@ impl RegionKeyedBreakers {
 
     /// `{ entries, full, open }`: keys held, refusals for lack of a slot, breakers not
     /// closed (all processes).
-    #[napi(
-        catch_unwind,
-        ts_return_type = "KeyedBreakersStats"
-    )]
+    #[napi(catch_unwind, ts_return_type = "KeyedBreakersStats")]
     pub fn stats<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         let (s, open) = with_k!(&self.l.g, g => (
             g.stats(),
