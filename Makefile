@@ -303,7 +303,7 @@ DIST_C_NAME := guards-$(GUARDS_VERSION)-linux-$(ARCH)
 DIST_C := $(DIST)/$(DIST_C_NAME).tar.gz
 NO_RUST_PATH := /usr/local/bin:/usr/bin:/bin
 
-.PHONY: dist dist-c test-dist test-dist-c
+.PHONY: dist dist-c test-dist test-dist-c dist-python test-dist-python
 
 dist: dist-c
 
@@ -319,7 +319,7 @@ dist-c: ffi-lib
 	  install -m 644 $(ROOT)/ffi/README.md share/doc/guards/c-api.md && \
 	  install -m 644 $(addprefix $(ROOT)/examples/c/,Makefile README.md server.c) share/guards/examples/c/ && \
 	  install -m 644 $(ROOT)/LICENSE-MIT $(ROOT)/LICENSE-APACHE . && \
-	  $(PYTHON) $(ROOT)/scripts/third_party.py guards-ffi "libguards (the C release tarball)" > THIRD-PARTY-NOTICES.md
+	  $(PYTHON) $(ROOT)/scripts/third_party.py guards-ffi "libguards (the C release tarball)" > LICENSE-THIRD-PARTY.md
 	@# the shared library exports the C API only, and has its soname
 	@bad=$$(nm -D --defined-only $(DIST_WORK)/c/$(DIST_C_NAME)/lib/libguards.so | awk '{print $$3}' | grep -v '^guards_' || true); \
 	  test -z "$$bad" || { echo "libguards.so exports non-guards_ symbols: $$bad"; false; }
@@ -344,3 +344,50 @@ test-dist-c: dist-c
 	    -Wl,-Bdynamic $$(pkg-config --libs-only-l --static guards | sed "s/-lguards//") -o smoke-static; \
 	  ! ldd smoke-static 2>/dev/null | grep -q libguards; ./smoke-static'
 	@echo "test-dist-c: the unpacked tarball builds and runs the smoke program, shared and static"
+
+# The Python wheel (abi3, CPython >= 3.10) for manylinux_2_28, linked with zig's cc
+# against that glibc (plain cargo here would tag the host's manylinux_2_36), checked with
+# auditwheel; and the sdist. maturin has its own target dir. The wheel carries the licences
+# and the third-party notice (copied into python/ for the build; git ignores them there).
+PY_COMPAT ?= manylinux_2_28
+DIST_MATURIN_TARGET := $(TARGET)/dist-maturin
+PY_NOTICES := python/LICENSE-MIT python/LICENSE-APACHE python/LICENSE-THIRD-PARTY.md
+
+$(VENV)/.dist-tools: $(VENV)/.tools
+	$(VPY) -m pip install -q 'ziglang>=0.13,<0.16' 'auditwheel>=6,<7'
+	touch $@
+
+dist-python: $(VENV)/.dist-tools
+	mkdir -p $(DIST) && rm -rf $(DIST)/guards-*.whl $(DIST)/guards-$(GUARDS_VERSION).tar.gz $(DIST_WORK)/wheel-raw
+	cp LICENSE-MIT LICENSE-APACHE python/
+	$(PYTHON) scripts/third_party.py guards-py "the guards Python wheel" > python/LICENSE-THIRD-PARTY.md
+	cd python && PATH=$(VENV)/bin:$$PATH CARGO_TARGET_DIR=$(DIST_MATURIN_TARGET) \
+	  $(VENV)/bin/maturin build -q --release --strip --zig --compatibility $(PY_COMPAT) --out $(DIST_WORK)/wheel-raw
+	PATH=$(VENV)/bin:$$PATH $(VENV)/bin/auditwheel show $(DIST_WORK)/wheel-raw/guards-$(GUARDS_VERSION)-*.whl \
+	  | tee $(DIST_WORK)/auditwheel.txt
+	@tr '\n' ' ' < $(DIST_WORK)/auditwheel.txt | grep -q 'is consistent with *the following platform tag'
+
+	@# the tag the wheel carries must be the one auditwheel finds
+	@tag=$$(basename $(DIST_WORK)/wheel-raw/guards-$(GUARDS_VERSION)-*.whl .whl | cut -d- -f5); \
+	  grep -q "\"$${tag%%.*}" $(DIST_WORK)/auditwheel.txt \
+	  || { echo "wheel tag $$tag is not what auditwheel reports"; false; }
+	mv $(DIST_WORK)/wheel-raw/guards-$(GUARDS_VERSION)-*.whl $(DIST)/
+	cd python && PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin sdist --out $(DIST)
+	rm -f $(PY_NOTICES)
+	@ls -l $(DIST)/guards-$(GUARDS_VERSION)*.whl $(DIST)/guards-$(GUARDS_VERSION).tar.gz
+
+# A fresh venv with nothing but the wheel (no cargo or rustc on PATH): the smoke program,
+# then the wheel again with every extra (from PyPI) and each extra's module imported.
+PY_WHEEL = $(firstword $(wildcard $(DIST)/guards-$(GUARDS_VERSION)-*.whl))
+PY_EXTRAS := otel,httpx,prometheus,ray,sim
+test-dist-python: dist-python
+	rm -rf $(DIST_WORK)/py-test && mkdir -p $(DIST_WORK)/py-test
+	cp tests/dist/smoke.py $(DIST_WORK)/py-test/
+	cd $(DIST_WORK)/py-test && env -u CARGO -u CARGO_TARGET_DIR PATH=$(NO_RUST_PATH) bash -euo pipefail -c '\
+	  ! command -v cargo >/dev/null && ! command -v rustc >/dev/null; \
+	  $(PYTHON) -m venv venv; venv/bin/python -m pip install -q --no-cache-dir --only-binary guards "$(PY_WHEEL)"; \
+	  venv/bin/python smoke.py; \
+	  venv/bin/python -m pip install -q "guards[$(PY_EXTRAS)] @ file://$(PY_WHEEL)"; \
+	  venv/bin/python -m pip check; \
+	  venv/bin/python smoke.py guards.httpx guards.otel guards.prometheus matplotlib ray'
+	@echo "test-dist-python: $(notdir $(PY_WHEEL)) ($$(du -k $(PY_WHEEL) | cut -f1) KiB) installs and runs with no Rust, extras $(PY_EXTRAS) included"

@@ -4,7 +4,7 @@ the given workspace package (normal dependencies for this host's target, proc-ma
 build scripts left out since no code of theirs ships), each with its licence from
 `cargo metadata`, plus Rust's standard library, which is linked statically too.
 
-usage: scripts/third_party.py PACKAGE [ARTEFACT-NAME] > THIRD-PARTY-NOTICES.md
+usage: scripts/third_party.py PACKAGE [ARTEFACT-NAME] > LICENSE-THIRD-PARTY.md
 """
 
 import json
