@@ -391,3 +391,46 @@ test-dist-python: dist-python
 	  venv/bin/python -m pip check; \
 	  venv/bin/python smoke.py guards.httpx guards.otel guards.prometheus matplotlib ray'
 	@echo "test-dist-python: $(notdir $(PY_WHEEL)) ($$(du -k $(PY_WHEEL) | cut -f1) KiB) installs and runs with no Rust, extras $(PY_EXTRAS) included"
+
+# The npm tarball: the addon built again for linux-x64-gnu linked by zig against glibc 2.28
+# (what Node 20's own binaries need; a plain build here needs the host's 2.34), bundled in
+# the package as guards.linux-x64-gnu.node (lib/native.js picks it, or names the platform
+# it lacks), with the licences and the third-party notice; `npm pack` then packs node/.
+NODE_DIST_TARGET := $(TARGET)/dist-node
+NODE_GLIBC := 2.28
+NODE_PLATFORM := linux-x64-gnu
+NODE_TGZ := $(DIST)/guards-$(GUARDS_VERSION).tgz
+.PHONY: dist-node test-dist-node
+
+dist-node: node-deps $(VENV)/.dist-tools
+	mkdir -p $(NODE_DIST_TARGET)/out $(DIST)
+	printf '#!/bin/sh\nPATH=$(VENV)/bin:$$PATH exec $(VENV)/bin/maturin zig cc -- -target x86_64-linux-gnu.$(NODE_GLIBC) "$$@"\n' \
+	  > $(NODE_DIST_TARGET)/zigcc && chmod +x $(NODE_DIST_TARGET)/zigcc
+	cd node && CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER=$(NODE_DIST_TARGET)/zigcc \
+	  npx napi build --release --target x86_64-unknown-linux-gnu --target-dir $(NODE_DIST_TARGET) \
+	  --output-dir $(NODE_DIST_TARGET)/out
+	strip --strip-unneeded -o node/guards.$(NODE_PLATFORM).node $(NODE_DIST_TARGET)/out/guards.node
+	@max=$$(objdump -T node/guards.$(NODE_PLATFORM).node | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1); \
+	  test "$$max" = "GLIBC_$(NODE_GLIBC)" -o "$$(printf '%s\n' $$max GLIBC_$(NODE_GLIBC) | sort -V | tail -1)" = "GLIBC_$(NODE_GLIBC)" \
+	  || { echo "the addon needs $$max, more than glibc $(NODE_GLIBC)"; false; }
+	cp LICENSE-MIT LICENSE-APACHE node/
+	$(PYTHON) scripts/third_party.py guards-node "the guards npm package" > node/LICENSE-THIRD-PARTY.md
+	rm -f $(NODE_TGZ) && cd node && npm pack --silent --pack-destination $(DIST) >/dev/null
+	rm -f node/guards.$(NODE_PLATFORM).node node/LICENSE-MIT node/LICENSE-APACHE node/LICENSE-THIRD-PARTY.md
+	@echo "dist-node: $(NODE_TGZ) ($$(du -k $(NODE_TGZ) | cut -f1) KiB): $$(tar tzf $(NODE_TGZ) | wc -l) files"
+
+# A fresh npm project with no cargo or rustc on PATH installs the tarball (and, from npm,
+# typescript and @types/node for the type check): require and import smokes, then tsc
+# --noEmit over an .mts and a .cts file with moduleResolution node16 and bundler.
+test-dist-node: dist-node
+	rm -rf $(DIST_WORK)/node-test && mkdir -p $(DIST_WORK)/node-test
+	cp tests/dist/smoke.cjs tests/dist/smoke.mjs tests/dist/smoke.mts tests/dist/smoke.cts $(DIST_WORK)/node-test/
+	cd $(DIST_WORK)/node-test && env -u CARGO PATH=$(NO_RUST_PATH) bash -euo pipefail -c '\
+	  ! command -v cargo >/dev/null && ! command -v rustc >/dev/null; \
+	  printf "{\"name\":\"guards-install-test\",\"version\":\"1.0.0\",\"private\":true}\n" > package.json; \
+	  npm install --no-audit --no-fund --loglevel=error $(NODE_TGZ) typescript@5 @types/node@20; \
+	  test ! -e node_modules/express -a ! -e node_modules/fastify -a ! -e node_modules/prom-client; \
+	  node smoke.cjs; node smoke.mjs; \
+	  npx tsc --noEmit --strict --types node --target es2022 --module node16 --moduleResolution node16 smoke.mts smoke.cts; \
+	  npx tsc --noEmit --strict --types node --target es2022 --module esnext --moduleResolution bundler smoke.mts'
+	@echo "test-dist-node: $(notdir $(NODE_TGZ)) ($$(du -k $(NODE_TGZ) | cut -f1) KiB) installs with no Rust and no build step; require, import and tsc (node16, bundler) pass"
