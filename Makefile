@@ -39,7 +39,7 @@ demo: $(VENV)/.tools
 	@echo
 	$(MAKE) -s demo-node
 
-test: fmt-check clippy test-rust test-loom test-nostd test-c test-c-region test-python test-node
+test: fmt-check clippy test-rust test-loom test-nostd test-c test-c-region test-python test-node test-dist
 	@echo "make test: all passed"
 
 fmt-check:
@@ -305,7 +305,11 @@ NO_RUST_PATH := /usr/local/bin:/usr/bin:/bin
 
 .PHONY: dist dist-c test-dist test-dist-c dist-python test-dist-python
 
-dist: dist-c
+dist: dist-c dist-python dist-node
+
+# The three install tests (docs/install.md); each builds its artefact first.
+test-dist: test-dist-c test-dist-python test-dist-node
+	@echo "test-dist: the C tarball, the wheel and the npm tarball install and run with no Rust"
 
 # The C tarball: `make install` into a staging tree (guards.pc relocatable), stripped,
 # with the docs, the example server's source, the licences and the third-party notice.
