@@ -346,8 +346,10 @@ test-dist-c: dist-c
 	  ldd smoke-shared | grep -q "libguards.so.* => $$PWD/$(DIST_C_NAME)/lib/"; ./smoke-shared; \
 	  $(CC) $(C_WARN) smoke.c $$(pkg-config --cflags guards) -Wl,-Bstatic $$(pkg-config --libs guards) \
 	    -Wl,-Bdynamic $$(pkg-config --libs-only-l --static guards | sed "s/-lguards//") -o smoke-static; \
-	  ! ldd smoke-static 2>/dev/null | grep -q libguards; ./smoke-static'
-	@echo "test-dist-c: the unpacked tarball builds and runs the smoke program, shared and static"
+	  ! ldd smoke-static 2>/dev/null | grep -q libguards; ./smoke-static; \
+	  $(MAKE) -s -C $(DIST_C_NAME)/share/guards/examples/c OUT=$$PWD/guards-server; \
+	  ldd guards-server | grep -q "libguards.so.* => $$PWD/$(DIST_C_NAME)/lib/"'
+	@echo "test-dist-c: the unpacked tarball builds and runs the smoke program (shared and static) and builds the example server"
 
 # The Python wheel (abi3, CPython >= 3.10) for manylinux_2_28, linked with zig's cc
 # against that glibc (plain cargo here would tag the host's manylinux_2_36), checked with
