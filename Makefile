@@ -327,13 +327,15 @@ dist-c: ffi-lib
 	@# the shared library exports the C API only, and has its soname
 	@bad=$$(nm -D --defined-only $(DIST_WORK)/c/$(DIST_C_NAME)/lib/libguards.so | awk '{print $$3}' | grep -v '^guards_' || true); \
 	  test -z "$$bad" || { echo "libguards.so exports non-guards_ symbols: $$bad"; false; }
-	@readelf -d $(DIST_WORK)/c/$(DIST_C_NAME)/lib/libguards.so | grep -q 'Library soname: \[libguards.so.' \
+	@readelf -d $(DIST_WORK)/c/$(DIST_C_NAME)/lib/libguards.so | grep 'Library soname: \[libguards.so.' >/dev/null \
 	  || { echo "libguards.so has no soname"; false; }
 	tar -C $(DIST_WORK)/c --owner=0 --group=0 -czf $(DIST_C) $(DIST_C_NAME)
 	@echo "dist-c: $(DIST_C) ($$(du -k $(DIST_C) | cut -f1) KiB; $$(nm -D --defined-only $(DIST_WORK)/c/$(DIST_C_NAME)/lib/libguards.so | grep -c ' guards_') exported guards_* symbols, none else)"
 
 # Unpack the tarball somewhere new and build tests/dist/smoke.c with pkg-config only,
 # against the shared library (found through the .pc file's libdir) and the static one.
+# grep reads its whole input in these checks, never -q: under pipefail an early exit of
+# grep -q can fail the pipeline with the writer's SIGPIPE.
 test-dist-c: dist-c
 	rm -rf $(DIST_WORK)/c-test && mkdir -p $(DIST_WORK)/c-test
 	tar -C $(DIST_WORK)/c-test -xzf $(DIST_C)
@@ -343,12 +345,12 @@ test-dist-c: dist-c
 	  ! command -v cargo >/dev/null && ! command -v rustc >/dev/null; \
 	  libdir=$$(pkg-config --variable=libdir guards); \
 	  $(CC) $(C_WARN) smoke.c $$(pkg-config --cflags --libs guards) -Wl,-rpath,$$libdir -o smoke-shared; \
-	  ldd smoke-shared | grep -q "libguards.so.* => $$PWD/$(DIST_C_NAME)/lib/"; ./smoke-shared; \
+	  ldd smoke-shared | grep "libguards.so.* => $$PWD/$(DIST_C_NAME)/lib/" >/dev/null; ./smoke-shared; \
 	  $(CC) $(C_WARN) smoke.c $$(pkg-config --cflags guards) -Wl,-Bstatic $$(pkg-config --libs guards) \
 	    -Wl,-Bdynamic $$(pkg-config --libs-only-l --static guards | sed "s/-lguards//") -o smoke-static; \
-	  ! ldd smoke-static 2>/dev/null | grep -q libguards; ./smoke-static; \
+	  ! ldd smoke-static 2>/dev/null | grep libguards >/dev/null; ./smoke-static; \
 	  $(MAKE) -s -C $(DIST_C_NAME)/share/guards/examples/c OUT=$$PWD/guards-server; \
-	  ldd guards-server | grep -q "libguards.so.* => $$PWD/$(DIST_C_NAME)/lib/"'
+	  ldd guards-server | grep "libguards.so.* => $$PWD/$(DIST_C_NAME)/lib/" >/dev/null'
 	@echo "test-dist-c: the unpacked tarball builds and runs the smoke program (shared and static) and builds the example server"
 
 # The Python wheel (abi3, CPython >= 3.10) for manylinux_2_28, linked with zig's cc
@@ -371,7 +373,7 @@ dist-python: $(VENV)/.dist-tools
 	  $(VENV)/bin/maturin build -q --release --strip --zig --compatibility $(PY_COMPAT) --out $(DIST_WORK)/wheel-raw
 	PATH=$(VENV)/bin:$$PATH $(VENV)/bin/auditwheel show $(DIST_WORK)/wheel-raw/guards-$(GUARDS_VERSION)-*.whl \
 	  | tee $(DIST_WORK)/auditwheel.txt
-	@tr '\n' ' ' < $(DIST_WORK)/auditwheel.txt | grep -q 'is consistent with *the following platform tag'
+	@tr '\n' ' ' < $(DIST_WORK)/auditwheel.txt | grep 'is consistent with *the following platform tag' >/dev/null
 
 	@# the tag the wheel carries must be the one auditwheel finds
 	@tag=$$(basename $(DIST_WORK)/wheel-raw/guards-$(GUARDS_VERSION)-*.whl .whl | cut -d- -f5); \
