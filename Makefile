@@ -19,7 +19,7 @@ MATURIN_TARGET := $(TARGET)/maturin
 .PHONY: demo test fmt-check clippy test-rust test-loom test-nostd test-python python bench help \
 	ffi-lib header header-check test-c test-c-plain test-c-shared test-c-valgrind test-c-sanitize \
 	test-c-cxx test-c-install test-c-vectors install node node-deps node-dts-check test-node bench-node demo-node \
-	test-c-region bench-region test-c-example
+	test-c-region bench-region test-c-example live-build live-smoke live
 
 help:
 	@echo "make demo   - run the demo"
@@ -39,7 +39,7 @@ demo: $(VENV)/.tools
 	@echo
 	$(MAKE) -s demo-node
 
-test: fmt-check clippy test-rust test-loom test-nostd test-c test-c-region test-python test-node
+test: fmt-check clippy test-rust test-loom test-nostd test-c test-c-region test-python test-node live-smoke
 	@echo "make test: all passed"
 
 fmt-check:
@@ -282,3 +282,27 @@ bench-region: ffi-lib
 	@mkdir -p $(C_TESTS)
 	$(CC) -std=c11 -O2 -Iinclude ffi/tests/c/shared_bench.c $(STATIC_LINK) -pthread -o $(C_TESTS)/shared_bench
 	$(C_TESTS)/shared_bench
+
+# ---- The live testbed (tests/live/, docs/live.md): a simulator topology run as real ----
+# processes on loopback (C stock behind libguards, Python or Node callers, an asyncio
+# database with the timeline's slow-down, open-loop apps) and compared with the simulator.
+LIVE_OUT := $(TARGET)/live
+LIVE_SETTINGS ?= live-C0 live-C4 live-C6 live-C7 live-C8
+
+$(LIVE_OUT)/live-stock: tests/live/stock.c include/guards.h ffi-lib
+	@mkdir -p $(LIVE_OUT)
+	$(CC) $(C_WARN) -O2 -g -Iinclude tests/live/stock.c $(STATIC_LINK) -pthread -o $@
+
+live-build: python $(LIVE_OUT)/live-stock
+
+# 30 s of live-C8: checks only that every request is accounted for and that every process
+# exits cleanly with its guards back to 0 (never the figures: it cannot flake on a busy machine).
+live-smoke: live-build
+	$(VPY) tests/live/run.py live-C8 --duration 30 --smoke --out $(LIVE_OUT)/smoke
+
+# The full comparison, measured vs predicted, for each setting (not in CI: many minutes).
+live: live-build
+	@start=$$(date +%s); \
+	for s in $(LIVE_SETTINGS); do $(VPY) tests/live/run.py $$s --out $(LIVE_OUT)/runs || true; done; \
+	$(VPY) tests/live/summary.py $(LIVE_OUT)/runs; \
+	echo "make live: $$(( $$(date +%s) - start )) s"

@@ -103,7 +103,7 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
     root = os.path.dirname(os.path.dirname(HERE))
     stock_exe = build_stock(root)
     py = sys.executable
-    bound = duration + 120  # every process stops by itself after this
+    bound = duration + 420  # every process stops by itself after this
     t0 = time.monotonic_ns() + int(8 * NS)  # the topology's start, on the shared monotonic clock
     cfg_db = {**cast["db"], "t0_ns": t0, "seed": seed}
     with open(os.path.join(outdir, "db.json"), "w") as f:
@@ -173,18 +173,30 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
         result["loadgen_exit"] = procs["loadgen"].p.returncode
         with open(lg_out) as f:
             result["loadgen"] = json.load(f)
-        # Let the dependency finish what it still holds (bounded), then read the gauges.
-        for _ in range(300):
+        # Let the callers and the dependency finish what they still hold (work the apps
+        # abandoned, as shipped), bounded, then read the gauges.
+        drain_until = time.monotonic() + float(os.environ.get("LIVE_DRAIN_S", "240"))
+        drained = False
+        last: Any = None
+        while time.monotonic() < drain_until:
             try:
-                if get_json(stock_port, "/stats")["inside"] == 0:
+                g = get_json(shop_port, "/stats", 20.0)
+                st = get_json(stock_port, "/stats", 20.0)
+                dbs = get_json(db_port, "/stats", 20.0)
+                if g["busy"] == 0 and g["queued"] == 0 and st["inside"] == 0 and dbs["busy"] == 0:
+                    drained = True
                     break
-            except OSError:
-                break
-            time.sleep(0.1)
-        result["shop_series"] = get_json(shop_port, "/series")
-        result["shop_gauges"] = get_json(shop_port, "/stats")
-        result["stock_stats"] = get_json(stock_port, "/stats")
-        result["db_stats"] = get_json(db_port, "/stats")
+                last = (g, st, dbs)
+            except OSError as e:
+                last = repr(e)
+            result["drain_last"] = last
+            time.sleep(0.5)
+        result["drained"] = drained
+        result["drain_s"] = time.monotonic() - (drain_until - float(os.environ.get("LIVE_DRAIN_S", "240")))
+        result["shop_series"] = get_json(shop_port, "/series", 60.0)
+        result["shop_gauges"] = get_json(shop_port, "/stats", 60.0)
+        result["stock_stats"] = get_json(stock_port, "/stats", 60.0)
+        result["db_stats"] = get_json(db_port, "/stats", 60.0)
         result["inside"] = {str(k): statistics.mean(v) for k, v in sorted(inside.items())}
         result["samples"] = samples
         result["killed"] = killed
@@ -357,6 +369,7 @@ def clean_shutdown(res: dict[str, Any]) -> dict[str, Any]:
     dbs = res["db_stats"]
     checks = {
         "every process exited 0": all(v == 0 for v in res["processes"].values()),
+        "callers and dependency drained after the load": bool(res.get("drained")),
         "caller threads busy 0": g.get("busy") == 0 and g.get("queued") == 0,
         "caller bulkhead in flight 0": g.get("bulkhead_in_flight", 0) == 0,
         "dependency calls inside 0": st["inside"] == 0,
@@ -475,7 +488,7 @@ def main() -> int:
     ap.add_argument("--out", default="out/live")
     ap.add_argument("--callers", choices=("python", "node"), default="python")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--sim-seeds", type=int, default=3, help="simulator seeds to average")
+    ap.add_argument("--sim-seeds", type=int, default=8, help="simulator seeds to average")
     ap.add_argument("--smoke", action="store_true",
                     help="check the accounting and the clean shutdown only (no figures)")
     a = ap.parse_args()
@@ -516,7 +529,7 @@ def main() -> int:
            "shutdown": shut, "validity": valid, "comparison": cmp and {k: cmp[k] for k in ("window", "rows", "back")},
            "live_series": cmp and cmp["live"], "predicted_series": cmp and cmp["pred"],
            "loadgen": {k: v for k, v in res["loadgen"].items() if k != "series"},
-           "shop_gauges": res["shop_gauges"], "stock_stats": res["stock_stats"], "db_stats": res["db_stats"],
+           "shop_series": res["shop_series"], "shop_gauges": res["shop_gauges"], "stock_stats": res["stock_stats"], "db_stats": res["db_stats"],
            "samples": res["samples"], "wall_s": time.monotonic() - t_start}
     with open(os.path.join(outdir, "report.json"), "w") as f:
         json.dump(rep, f, indent=1)

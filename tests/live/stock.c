@@ -50,7 +50,7 @@ static struct {
 static guards_admission *door;
 static int listen_fd = -1;
 static atomic_int quitting;
-static atomic_long inside, answered, refused_admission, refused_queue, timed_out, cancelled, db_calls;
+static atomic_long head_timeouts, inside, answered, refused_admission, refused_queue, timed_out, cancelled, db_calls;
 
 static void die(const char *what, guards_result rc) {
   char detail[256];
@@ -68,15 +68,16 @@ static void send_all(int fd, const char *buf, size_t len) {
   }
 }
 
-static void respond(int fd, int status, const char *reason, const char *extra, const char *body) {
+static int respond(int fd, int status, const char *reason, const char *extra, const char *body) {
   char head[512];
   int n = snprintf(head, sizeof head,
                    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
                    "Connection: close\r\n%s\r\n",
                    status, reason, strlen(body), extra ? extra : "");
-  if (n < 0 || (size_t)n >= sizeof head) return;
+  if (n < 0 || (size_t)n >= sizeof head) return 0;
   send_all(fd, head, (size_t)n);
   send_all(fd, body, strlen(body));
+  return 0;
 }
 
 static const char *header(const char *req, const char *name, size_t *len) {
@@ -99,10 +100,19 @@ static const char *header(const char *req, const char *name, size_t *len) {
   return NULL;
 }
 
-/* Read a request head (up to the blank line) into buf; 0 on success. */
+/* Read a request head (up to the blank line) into buf; 0 on success. A connection that
+ * sends no complete head within 1 s is closed (a client that connected and went quiet
+ * would otherwise hold a worker). */
 static int read_head(int fd, char *buf, size_t cap) {
   size_t got = 0;
+  uint64_t until = guards_now_ns() + 1000 * MS;
   while (got + 1 < cap) {
+    uint64_t now = guards_now_ns();
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (now >= until || poll(&p, 1, (int)((until - now) / MS) + 1) == 0) {
+      atomic_fetch_add(&head_timeouts, 1);
+      return -1;
+    }
     ssize_t n = recv(fd, buf + got, cap - 1 - got, 0);
     if (n <= 0) return -1;
     got += (size_t)n;
@@ -183,7 +193,7 @@ static int db_call(int client, const char *op, uint32_t priority, uint64_t budge
   }
 }
 
-static void stats(int fd) {
+static int stats(int fd) {
   guards_admission_stats s;
   uint64_t out = 0;
   memset(&s, 0, sizeof s);
@@ -195,24 +205,24 @@ static void stats(int fd) {
   snprintf(body, sizeof body,
            "{\"inside\": %ld, \"answered\": %ld, \"refused_admission\": %ld, \"refused_queue\": %ld, "
            "\"timed_out\": %ld, \"cancelled\": %ld, \"db_calls\": %ld, \"admission_outstanding\": %llu, "
-           "\"admission_admitted\": %llu, \"admission_rejected\": %llu}\n",
+           "\"admission_admitted\": %llu, \"admission_rejected\": %llu, \"head_timeouts\": %ld}\n",
            atomic_load(&inside), atomic_load(&answered), atomic_load(&refused_admission),
            atomic_load(&refused_queue), atomic_load(&timed_out), atomic_load(&cancelled),
            atomic_load(&db_calls), (unsigned long long)out, (unsigned long long)s.admitted,
-           (unsigned long long)(s.refused_limit_reached + s.refused_overloaded));
-  respond(fd, 200, "OK", "Content-Type: application/json\r\n", body);
+           (unsigned long long)(s.refused_limit_reached + s.refused_overloaded), atomic_load(&head_timeouts));
+  return respond(fd, 200, "OK", "Content-Type: application/json\r\n", body);
 }
 
-static void handle(int fd) {
+static int handle(int fd) {
   char req[4096];
-  if (read_head(fd, req, sizeof req) != 0) return;
+  if (read_head(fd, req, sizeof req) != 0) return 0;
   uint64_t now = guards_now_ns();
   if (strncmp(req, "GET /stats", 10) == 0) return stats(fd);
   if (strncmp(req, "GET /admin/quit", 15) == 0) {
     atomic_store(&quitting, 1);
     respond(fd, 200, "OK", NULL, "bye\n");
     shutdown(listen_fd, SHUT_RDWR);
-    return;
+    return 0;
   }
   const char *op;
   if (strncmp(req, "GET /view", 9) == 0) op = "read";
@@ -288,6 +298,7 @@ static void handle(int fd) {
   }
   atomic_fetch_sub(&inside, 1);
   if (have_permit) guards_admission_report(door, admitted, outcome, guards_now_ns());
+  return 0;
 }
 
 static void *worker(void *arg) {
