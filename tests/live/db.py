@@ -109,7 +109,12 @@ class Database:
             else:
                 self.fifo.remove(job)
         elif job.task is not None:
+            # The connection is freed here, not in the task: a task cancelled before it
+            # first ran never reaches its own cleanup.
             job.task.cancel()
+            job.task = None
+            self.free += 1
+            self.dispatch()
         if not job.fut.done():
             job.fut.set_result(499)
 
@@ -143,14 +148,14 @@ class Database:
                     self.c["commits"] += 1
                     if job.key:
                         self.committed[job.key] = 1
-            self.c["status_%d" % status] += 1
-            if not job.fut.done():
-                job.fut.set_result(status)
         except asyncio.CancelledError:
-            pass
-        finally:
-            self.free += 1
-            self.dispatch()
+            return  # cancel() has freed the connection
+        self.c["status_%d" % status] += 1
+        job.task = None
+        if not job.fut.done():
+            job.fut.set_result(status)
+        self.free += 1
+        self.dispatch()
 
     def dispatch(self) -> None:
         while self.free > 0 and self.waiting:
