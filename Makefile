@@ -300,9 +300,11 @@ live-build: python $(LIVE_OUT)/live-stock
 live-smoke: live-build
 	$(VPY) tests/live/run.py live-C8 --duration 30 --smoke --out $(LIVE_OUT)/smoke
 
-# The full comparison, measured vs predicted, for each setting (not in CI: many minutes).
-live: live-build
+# The full comparison, measured vs predicted, for each setting, and live-C8 again with
+# the Node callers (not in CI: many minutes).
+live: live-build node
 	@start=$$(date +%s); \
 	for s in $(LIVE_SETTINGS); do $(VPY) tests/live/run.py $$s --out $(LIVE_OUT)/runs || true; done; \
+	$(VPY) tests/live/run.py live-C8 --callers node --out $(LIVE_OUT)/runs || true; \
 	$(VPY) tests/live/summary.py $(LIVE_OUT)/runs; \
 	echo "make live: $$(( $$(date +%s) - start )) s"

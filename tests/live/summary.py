@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 
 def main() -> int:
@@ -45,6 +46,35 @@ def main() -> int:
                 f" ({row['rel'] * 100:+.0f} %)" if row["rel"] is not None else "")
             lines.append(f"| {row['name']} | {m} | {pr} | {df} | {row['tolerance']} | "
                          f"{'yes' if row['ok'] else 'NO'} |")
+        lines.append("")
+    # Python and Node callers on the same setting: the same guards should decide the same.
+    reports: dict[str, dict[str, Any]] = {}
+    for d in sorted(os.listdir(a.runs)):
+        p = os.path.join(a.runs, d, "report.json")
+        if os.path.exists(p):
+            r = json.load(open(p))
+            reports.setdefault(r["label"], {})[r["callers"]] = r
+    for label, by in reports.items():
+        if set(by) != {"python", "node"}:
+            continue
+        py, nd = by["python"], by["node"]
+        lines.append(f"## {label}: Python vs Node callers")
+        lines.append("")
+        if not (py["validity"]["valid"] and nd["validity"]["valid"]):
+            lines.append("invalid: machine saturated in one of the two runs")
+            lines.append("")
+            continue
+        lines.append("| figure | Python | Node | difference | within 15 % or 3/s |")
+        lines.append("|---|---|---|---|---|")
+        nrows = {row["name"]: row for row in nd["comparison"]["rows"]}
+        for row in py["comparison"]["rows"]:
+            o = nrows.get(row["name"])
+            if o is None or row["measured"] is None or o["measured"] is None:
+                continue
+            d = o["measured"] - row["measured"]
+            ok = abs(d) <= max(0.15 * abs(row["measured"]), 3.0)
+            lines.append(f"| {row['name']} | {row['measured']:.1f} | {o['measured']:.1f} | {d:+.1f} | "
+                         f"{'yes' if ok else 'NO'} |")
         lines.append("")
     text = "\n".join(lines) + "\n"
     print(text)
