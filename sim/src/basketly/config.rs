@@ -978,7 +978,11 @@ impl Config {
                         })
                     }
                 };
-                let mut c = if n == 0 { Config::c0() } else { Self::c_line(n) };
+                let mut c = if n == 0 {
+                    Config::c0()
+                } else {
+                    Self::c_line(n)
+                };
                 c.start = clock::hms(19, 59, 55);
                 c.rate_product /= 4.0;
                 c.rate_cart /= 4.0;
