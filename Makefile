@@ -20,7 +20,7 @@ MATURIN_TARGET := $(TARGET)/maturin
 	ffi-lib header header-check test-c test-c-plain test-c-shared test-c-valgrind test-c-sanitize \
 	test-c-cxx test-c-install test-c-vectors install node node-deps node-dts-check test-node bench-node demo-node \
 	test-c-region bench-region test-c-example print-version version-check package-core docs docs-rust \
-	docs-python docs-node docs-c docs-pages docs-check docs-shot
+	docs-python docs-node docs-c docs-pages docs-check docs-shot live-build live-smoke live
 
 help:
 	@echo "make demo   - run the demo"
@@ -41,7 +41,7 @@ demo: $(VENV)/.tools
 	$(MAKE) -s demo-node
 
 test: fmt-check clippy test-rust test-loom test-nostd test-c test-c-region test-python test-node version-check \
-	package-core docs-check test-dist
+	package-core docs-check live-smoke test-dist
 	@echo "make test: all passed"
 
 fmt-check:
@@ -504,3 +504,28 @@ test-dist-node: dist-node
 	  npx tsc --noEmit --strict --types node --target es2022 --module node16 --moduleResolution node16 smoke.mts smoke.cts; \
 	  npx tsc --noEmit --strict --types node --target es2022 --module esnext --moduleResolution bundler smoke.mts'
 	@echo "test-dist-node: $(notdir $(NODE_TGZ)) ($$(du -k $(NODE_TGZ) | cut -f1) KiB) installs with no Rust and no build step; require, import and tsc (node16, bundler) pass"
+# ---- The live testbed (tests/live/, docs/live.md): a simulator topology run as real ----
+# processes on loopback (C stock behind libguards, Python or Node callers, an asyncio
+# database with the timeline's slow-down, open-loop apps) and compared with the simulator.
+LIVE_OUT := $(TARGET)/live
+LIVE_SETTINGS ?= live-C0 live-C4 live-C6 live-C7 live-C8
+
+$(LIVE_OUT)/live-stock: tests/live/stock.c include/guards.h ffi-lib
+	@mkdir -p $(LIVE_OUT)
+	$(CC) $(C_WARN) -O2 -g -Iinclude tests/live/stock.c $(STATIC_LINK) -pthread -o $@
+
+live-build: python $(LIVE_OUT)/live-stock
+
+# 30 s of live-C8: checks only that every request is accounted for and that every process
+# exits cleanly with its guards back to 0 (never the figures: it cannot flake on a busy machine).
+live-smoke: live-build
+	$(VPY) tests/live/run.py live-C8 --duration 30 --smoke --out $(LIVE_OUT)/smoke
+
+# The full comparison, measured vs predicted, for each setting, and live-C8 again with
+# the Node callers (not in CI: many minutes).
+live: live-build node
+	@start=$$(date +%s); \
+	for s in $(LIVE_SETTINGS); do $(VPY) tests/live/run.py $$s --out $(LIVE_OUT)/runs || true; done; \
+	$(VPY) tests/live/run.py live-C8 --callers node --out $(LIVE_OUT)/runs || true; \
+	$(VPY) tests/live/summary.py $(LIVE_OUT)/runs; \
+	echo "make live: $$(( $$(date +%s) - start )) s"

@@ -45,6 +45,7 @@ Needs ``httpx`` (``pip install 'guards[httpx]'``).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Optional, Union
 
 import httpx
@@ -288,6 +289,14 @@ class GuardedTransport(httpx.BaseTransport):
         self.transport.close()
 
 
+# An attempt cancelled this close to (or after) its deadline was cut by its budget.
+_EXPIRED_SLACK = 0.001
+
+
+class _AttemptTimedOut(TimeoutError):
+    """Carries an attempt cut at its deadline through the breaker as a timeout."""
+
+
 class AsyncGuardedTransport(httpx.AsyncBaseTransport):
     """The asyncio twin of :class:`GuardedTransport` (same arguments; ``transport``
     defaults to ``httpx.AsyncHTTPTransport()``). An attempt that outlives its budget is
@@ -343,9 +352,22 @@ class AsyncGuardedTransport(httpx.AsyncBaseTransport):
             if breaker is None:
                 response = await self.transport.handle_async_request(request)
             else:
-                async with breaker as call:
-                    response = await self.transport.handle_async_request(request)
-                    g.judge(call, response)
+                try:
+                    async with breaker as call:
+                        try:
+                            response = await self.transport.handle_async_request(request)
+                        except asyncio.CancelledError as cancel:
+                            # The retry loop cancels an attempt that outlives its budget:
+                            # to the breaker that is a timeout (a failure of the host), not
+                            # the caller going away (which it ignores).
+                            left = time_left()
+                            if left is not None and left <= _EXPIRED_SLACK:
+                                raise _AttemptTimedOut() from cancel
+                            raise
+                        g.judge(call, response)
+                except _AttemptTimedOut as t:
+                    assert isinstance(t.__cause__, asyncio.CancelledError)
+                    raise t.__cause__ from None
             if g.retried(response):
                 try:
                     await response.aread()

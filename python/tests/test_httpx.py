@@ -291,6 +291,32 @@ def test_async_attempt_timeout(server: tuple[str, Flaky]) -> None:
     flaky.release.set()
 
 
+def test_async_attempt_cut_at_its_budget_is_a_breaker_failure(server: tuple[str, Flaky]) -> None:
+    # The retry loop cancels an attempt at its budget: the breaker hears a timeout (a
+    # failure), never "cancelled" (ignored), whichever of httpx's own read timeout and
+    # the cancel comes first.
+    base, flaky = server
+    host = host_key(httpx.URL(base))
+
+    async def main() -> None:
+        breakers = guards.KeyedBreakers(window_size=4, minimum_calls=4, open_duration=60.0)
+        transport = AsyncGuardedTransport(
+            backoff=NO_WAIT, attempt_timeout=0.05, max_attempts=2, breakers=breakers
+        )
+        async with httpx.AsyncClient(transport=transport, timeout=None) as c:
+            for _ in range(2):
+                with pytest.raises((guards.RetriesExhausted, guards.DeadlineExceeded)):
+                    await c.get(base + "/slow")
+            st = breakers.stats(host)
+            assert (st["failures"], st["ignored"]) == (4, 0)
+            with pytest.raises(guards.BreakerOpen):  # 4 of 4 failed: open
+                await c.get(base + "/slow")
+
+    asyncio.run(main())
+    flaky.release.set()
+    assert flaky.count("/slow") == 4
+
+
 # ------------------------------------------------------------------ the safe timeout forms
 
 

@@ -172,8 +172,9 @@ def test_latencies_match_the_summary(c8: sim.SimResult) -> None:
 
 
 def test_presets_and_keys_are_listed() -> None:
-    assert len(sim.PRESETS) == 36
-    assert sim.PRESETS[:2] == ("healthy", "C0") and sim.PRESETS[-1] == "jitter-full"
+    assert len(sim.PRESETS) == 45
+    assert sim.PRESETS[:2] == ("healthy", "C0") and sim.PRESETS[35] == "jitter-full"
+    assert sim.PRESETS[36:] == tuple(f"live-C{n}" for n in range(9))
     assert "stock_call.idempotency_key" in sim.KEYS and "HOP.attempt_timeout" in sim.KEYS
     # A guard's keys are its config's fields, generated from the schema.
     assert {"breaker.failure_rate_threshold", "breaker.window_size", "HOP.retry.max_attempts",

@@ -296,6 +296,15 @@ pub const PRESETS: &[&str] = &[
     "ops-flush",
     "jitter-fixed",
     "jitter-full",
+    "live-C0",
+    "live-C1",
+    "live-C2",
+    "live-C3",
+    "live-C4",
+    "live-C5",
+    "live-C6",
+    "live-C7",
+    "live-C8",
 ];
 
 /// Every preset with a one-line description (docs/basketly.md tells the story).
@@ -336,6 +345,15 @@ pub const PRESET_INFO: &[(&str, &str)] = &[
     ("ops-flush", "C0 to 20:04:00; at 20:02:00 shop-api drops its whole queue"),
     ("jitter-fixed", "1,200 cart views fail at 20:00:20.000 and retry after a fixed 1 s (10 ms intervals)"),
     ("jitter-full", "the same 1,200 retry after full jitter over 0-1 s"),
+    ("live-C0", "C0 scaled for the live testbed (docs/live.md): rates and pools / 4 (1 shop-api of 100 threads, 32 stock workers, 2 connections, admission 16/20), from 19:59:55"),
+    ("live-C1", "C1 scaled for the live testbed (docs/live.md): rates and pools / 4 (1 shop-api of 100 threads, 32 stock workers, 2 connections, admission 16/20), from 19:59:55"),
+    ("live-C2", "C2 scaled for the live testbed (docs/live.md): rates and pools / 4 (1 shop-api of 100 threads, 32 stock workers, 2 connections, admission 16/20), from 19:59:55"),
+    ("live-C3", "C3 scaled for the live testbed (docs/live.md): rates and pools / 4 (1 shop-api of 100 threads, 32 stock workers, 2 connections, admission 16/20), from 19:59:55"),
+    ("live-C4", "C4 scaled for the live testbed (docs/live.md): rates and pools / 4 (1 shop-api of 100 threads, 32 stock workers, 2 connections, admission 16/20), from 19:59:55"),
+    ("live-C5", "C5 scaled for the live testbed (docs/live.md): rates and pools / 4 (1 shop-api of 100 threads, 32 stock workers, 2 connections, admission 16/20), from 19:59:55"),
+    ("live-C6", "C6 scaled for the live testbed (docs/live.md): rates and pools / 4 (1 shop-api of 100 threads, 32 stock workers, 2 connections, admission 16/20), from 19:59:55"),
+    ("live-C7", "C7 scaled for the live testbed (docs/live.md): rates and pools / 4 (1 shop-api of 100 threads, 32 stock workers, 2 connections, admission 16/20), from 19:59:55"),
+    ("live-C8", "C8 scaled for the live testbed (docs/live.md): rates and pools / 4 (1 shop-api of 100 threads, 32 stock workers, 2 connections, admission 16/20), from 19:59:55"),
 ];
 
 /// Each guard of the C line as overrides that switch it on alone, on top of C0: the
@@ -944,6 +962,35 @@ impl Config {
                     at: clock::hms(20, 0, 20),
                     count: 1200,
                 });
+                c
+            }
+            live if live.starts_with("live-C") && live.len() == 7 => {
+                // The live testbed's cast (docs/live.md): the C-line setting with every
+                // rate and every pool divided by 4, service times unchanged. One shop-api
+                // instance of 100 threads is a quarter of the fleet with each per-instance
+                // guard (budget, breakers, bulkhead) exactly as in the full preset.
+                let n = match live.as_bytes()[6] {
+                    d @ b'0'..=b'8' => u32::from(d - b'0'),
+                    _ => {
+                        return Err(SimError::UnknownPreset {
+                            name: name.to_string(),
+                            known: PRESETS.to_vec(),
+                        })
+                    }
+                };
+                let mut c = if n == 0 {
+                    Config::c0()
+                } else {
+                    Self::c_line(n)
+                };
+                c.start = clock::hms(19, 59, 55);
+                c.rate_product /= 4.0;
+                c.rate_cart /= 4.0;
+                c.rate_checkout /= 4.0;
+                c.shopapi_instances = 1;
+                c.stock_workers = 32;
+                c.db_connections = 2;
+                c.admission.limits = [20, 16, 16, 16, 16, 16, 16, 16];
                 c
             }
             _ => {

@@ -1,0 +1,554 @@
+"""The live testbed (docs/live.md): one simulator topology run as real processes on
+loopback and as a simulation, side by side.
+
+    python tests/live/run.py live-C8                   # a preset of guards.sim
+    python tests/live/run.py my-topology.json --duration 40
+    python tests/live/run.py live-C8 --smoke           # accounting + clean shutdown only
+
+It starts the database tier (Python, ``db.py``), the dependency behind libguards' admission
+(C, ``stock.c`` built as ``live-stock``), the caller tier (Python ``shop_api.py`` under
+uvicorn, or Node ``shop_api.js`` with ``--callers node``) and the apps (``loadgen.py``),
+each on a free loopback port with the topology's settings; samples the CPU of every
+process and of the machine and the calls inside the dependency; stops every process
+(each also stops by itself); checks that every request is accounted for and that every
+guard's in-flight count is back to 0; runs the simulator on the same topology; and writes
+``report.json``, ``report.md`` (the headline table) and ``compare.png`` into ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from typing import Any, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import guards.sim  # noqa: E402
+import topo  # noqa: E402
+
+NS = 1_000_000_000
+HZ = os.sysconf("SC_CLK_TCK")
+NCPU = os.cpu_count() or 1
+
+
+def fmt_clock(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 3600:02}:{s // 60 % 60:02}:{s % 60:02}"
+
+
+def get_json(port: int, path: str, timeout: float = 5.0) -> Any:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+def proc_cpu(pid: int) -> Optional[float]:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            parts = f.read().rsplit(")", 1)[1].split()
+        return (int(parts[11]) + int(parts[12])) / HZ
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def proc_rss_kb(pid: int) -> Optional[int]:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for ln in f:
+                if ln.startswith("VmRSS:"):
+                    return int(ln.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def machine_cpu() -> tuple[float, float, float]:
+    """(busy, busy at normal priority, total) CPU seconds of the machine since boot. The
+    second leaves out niced time (/proc/stat's `nice`): a niced process (a build at nice
+    10) yields to the cast, which runs at normal priority."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]
+    busy = sum(v[:8]) - idle
+    return busy / HZ, (busy - v[1]) / HZ, sum(v[:8]) / HZ
+
+
+class Proc:
+    def __init__(self, name: str, argv: list[str], outdir: str) -> None:
+        self.name = name
+        self.log = open(os.path.join(outdir, f"{name}.log"), "w")
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.port = 0
+
+    def wait_listening(self, timeout: float = 30.0) -> int:
+        assert self.p.stdout is not None
+        line = self.p.stdout.readline()
+        if not line.startswith("listening on 127.0.0.1:"):
+            raise RuntimeError(f"{self.name} did not start: {line!r} (see {self.log.name})")
+        self.port = int(line.strip().rsplit(":", 1)[1])
+        return self.port
+
+
+def build_stock(root: str) -> str:
+    exe = os.environ.get("LIVE_STOCK") or os.path.join(root, "target", "live", "live-stock")
+    if not os.path.exists(exe):
+        raise SystemExit(f"{exe} is missing: build it with `make live-build`")
+    return exe
+
+
+def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
+             seed: int, faults: bool = False) -> dict[str, Any]:
+    root = os.path.dirname(os.path.dirname(HERE))
+    stock_exe = build_stock(root)
+    py = sys.executable
+    bound = duration + 420  # every process stops by itself after this
+    t0 = time.monotonic_ns() + int(8 * NS)  # the topology's start, on the shared monotonic clock
+    cfg_db = {**cast["db"], "t0_ns": t0, "seed": seed}
+    with open(os.path.join(outdir, "db.json"), "w") as f:
+        json.dump(cfg_db, f)
+    procs: dict[str, Proc] = {}
+    result: dict[str, Any] = {"processes": {}}
+    try:
+        procs["db"] = Proc("db", [py, os.path.join(HERE, "db.py"), "--config",
+                                   os.path.join(outdir, "db.json"), "--max-run-s", str(bound)], outdir)
+        db_port = procs["db"].wait_listening()
+        s = cast["stock"]
+        argv = [stock_exe, "--db-port", str(db_port), "--workers", str(s["workers"]),
+                "--cancel", str(int(s["cancel"])), "--deadline-check", str(int(s["deadline_check"])),
+                "--send-deadline", str(int(s["send_deadline"])), "--db-attempts", str(s["db_attempts"]),
+                "--db-timeout-ms", str(s["db_timeout_ms"]), "--max-run-s", str(int(bound))]
+        if s["reserve_limit"]:
+            argv += ["--reserve-limit", str(s["reserve_limit"]), "--view-limit", str(s["view_limit"])]
+        procs["stock"] = Proc("stock", argv, outdir)
+        stock_port = procs["stock"].wait_listening()
+        cfg_shop = {**cast["shop"], "t0_ns": t0, "stock_port": stock_port}
+        with open(os.path.join(outdir, "shop.json"), "w") as f:
+            json.dump(cfg_shop, f)
+        if callers == "node":
+            argv = ["node", os.path.join(HERE, "shop_api.js"), "--config",
+                    os.path.join(outdir, "shop.json"), "--max-run-s", str(bound)]
+        else:
+            argv = [py, os.path.join(HERE, "shop_api.py"), "--config",
+                    os.path.join(outdir, "shop.json"), "--max-run-s", str(bound)]
+        procs["shop"] = Proc("shop", argv, outdir)
+        shop_port = procs["shop"].wait_listening()
+        plan = {"port": shop_port, "t0_ns": t0, "duration": duration, "entries": cast["entries"],
+                "seed": seed, "grace_s": 30}
+        with open(os.path.join(outdir, "plan.json"), "w") as f:
+            json.dump(plan, f)
+        lg_out = os.path.join(outdir, "loadgen.json")
+        procs["loadgen"] = Proc("loadgen", [py, os.path.join(HERE, "loadgen.py"), "--plan",
+                                            os.path.join(outdir, "plan.json"), "--out", lg_out], outdir)
+        ready = time.monotonic_ns()
+        result["started_before_t0_s"] = (t0 - ready) / NS
+        # Sample: CPU of each process and of the machine, the calls inside stock, RSS.
+        samples: list[dict[str, Any]] = []
+        last_cpu = {n: proc_cpu(p.p.pid) or 0.0 for n, p in procs.items()}
+        last_m = machine_cpu()
+        last_t = time.monotonic()
+        inside: dict[int, list[int]] = {}
+        killed = None
+        while procs["loadgen"].p.poll() is None:
+            time.sleep(0.2)
+            now_ns = time.monotonic_ns()
+            sec = (now_ns - t0) // NS
+            try:
+                st = get_json(stock_port, "/stats", 2.0)
+                inside.setdefault(sec, []).append(int(st["inside"]))
+            except OSError:
+                pass
+            if time.monotonic() - last_t >= 1.0:
+                t = time.monotonic()
+                cpu = {n: proc_cpu(p.p.pid) for n, p in procs.items()}
+                m = machine_cpu()
+                row = {"sec": sec, "dt": t - last_t,
+                       "cpu": {n: ((cpu[n] or 0.0) - last_cpu.get(n, 0.0)) / (t - last_t) for n in procs},
+                       "machine": (m[0] - last_m[0]) / max(1e-9, m[2] - last_m[2]) * NCPU,
+                       "machine_normal": (m[1] - last_m[1]) / max(1e-9, m[2] - last_m[2]) * NCPU,
+                       "rss_kb": {n: proc_rss_kb(p.p.pid) for n, p in procs.items()}}
+                samples.append(row)
+                last_cpu = {n: cpu[n] or 0.0 for n in procs}
+                last_m, last_t = m, t
+        result["loadgen_exit"] = procs["loadgen"].p.returncode
+        with open(lg_out) as f:
+            result["loadgen"] = json.load(f)
+        # Let the callers and the dependency finish what they still hold (work the apps
+        # abandoned, as shipped), bounded, then read the gauges.
+        drain_until = time.monotonic() + float(os.environ.get("LIVE_DRAIN_S", "240"))
+        drained = False
+        last: Any = None
+        while time.monotonic() < drain_until:
+            try:
+                g = get_json(shop_port, "/stats", 20.0)
+                st = get_json(stock_port, "/stats", 20.0)
+                dbs = get_json(db_port, "/stats", 20.0)
+                if g["busy"] == 0 and g["queued"] == 0 and st["inside"] == 0 and dbs["busy"] == 0:
+                    drained = True
+                    break
+                last = (g, st, dbs)
+            except OSError as e:
+                last = repr(e)
+            result["drain_last"] = last
+            time.sleep(0.5)
+        result["drained"] = drained
+        result["drain_s"] = time.monotonic() - (drain_until - float(os.environ.get("LIVE_DRAIN_S", "240")))
+        result["shop_series"] = get_json(shop_port, "/series", 60.0)
+        result["shop_gauges"] = get_json(shop_port, "/stats", 60.0)
+        result["stock_stats"] = get_json(stock_port, "/stats", 60.0)
+        result["db_stats"] = get_json(db_port, "/stats", 60.0)
+        result["inside"] = {str(k): statistics.mean(v) for k, v in sorted(inside.items())}
+        result["samples"] = samples
+        result["killed"] = killed
+        # Stop: each answers /admin/quit and must exit 0 (its guards back to 0).
+        for name, port in (("shop", shop_port), ("stock", stock_port), ("db", db_port)):
+            try:
+                get_json_text(port, "/admin/quit")
+            except OSError:
+                pass
+            try:
+                procs[name].p.wait(30)
+            except subprocess.TimeoutExpired:
+                procs[name].p.kill()
+                procs[name].p.wait()
+    finally:
+        for p in procs.values():
+            if p.p.poll() is None:
+                p.p.kill()
+                p.p.wait()
+            p.log.close()
+            result["processes"][p.name] = p.p.returncode
+    return result
+
+
+def get_json_text(port: int, path: str) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+        return r.read().decode()
+
+
+# ---------------------------------------------------------------- the comparison
+
+def live_series(res: dict[str, Any], n: int, cast: dict[str, Any]) -> dict[str, list[float]]:
+    """The measured per-second series, named as the simulator's generic columns."""
+    lg = res["loadgen"]["series"]
+    sh = res["shop_series"]
+    out: dict[str, list[float]] = {}
+
+    def col(src: dict[str, dict[str, int]], key: str) -> list[float]:
+        return [float(src.get(str(i), {}).get(key, 0)) for i in range(n)]
+
+    for e in cast["entries"]:
+        name = e["name"]
+        out[f"entry.{name}.full"] = col(lg, f"{name}.full")
+        out[f"entry.{name}.degraded"] = col(lg, f"{name}.degraded")
+        failed = [sum(x) for x in zip(*(col(lg, f"{name}.{o}") for o in ("refused", "timeout", "error")))]
+        out[f"entry.{name}.failed"] = failed
+        out[f"edge.app->{cast['shop']['name']}.{name}.retries"] = col(lg, f"{name}.retries")
+    shop, stock = cast["shop"]["name"], cast["stock"]["name"]
+    for op in cast["edges"]["stock_ops"]:
+        pre = f"edge.{shop}->{stock}.{op}"
+        out[f"{pre}.calls"] = col(sh, f"{op}.calls")
+        out[f"{pre}.retries"] = col(sh, f"{op}.retries")
+        out[f"{pre}.breaker_rejections"] = col(sh, f"{op}.breaker_rejections")
+        out[f"{pre}.bulkhead_rejections"] = col(sh, f"{op}.bulkhead_rejections")
+        out[f"{pre}.budget_refusals"] = col(sh, f"{op}.budget_refusals")
+        out[f"{pre}.overloaded"] = col(sh, f"{op}.status_503")
+        out[f"{pre}.timeouts"] = col(sh, f"{op}.timeouts")
+    out[f"svc.{stock}.inside_avg"] = [float(res["inside"].get(str(i), 0.0)) for i in range(n)]
+    return out
+
+
+def mean_window(xs: list[float], a: int, b: int) -> float:
+    w = xs[a:b + 1]
+    return sum(w) / len(w) if w else 0.0
+
+
+def back_to_normal(series: dict[str, list[float]], entries: list[dict[str, Any]],
+                   after: int) -> Optional[int]:
+    """The first interval from `after` on from which full goodput stays >= 95 % of the
+    offered rate (to the end of arrivals)."""
+    offered = sum(e["rate"] for e in entries)
+    total = [sum(series[f"entry.{e['name']}.full"][i] for e in entries)
+             for i in range(len(series[f"entry.{entries[0]['name']}.full"]))]
+    end = len(total) - 1
+    for i in range(after, end + 1):
+        if all(total[j] >= 0.95 * offered for j in range(i, end + 1)):
+            return i
+    return None
+
+
+def compare(cast: dict[str, Any], res: dict[str, Any], sims: list[dict[str, list[float]]],
+            n: int, label: str) -> dict[str, Any]:
+    live = live_series(res, n, cast)
+    keys = list(live)
+    pred = {k: [statistics.mean(s[k][i] for s in sims) for i in range(n)] for k in keys}
+    spread = {k: [statistics.pstdev([s[k][i] for s in sims]) for i in range(n)] for k in keys}
+    # The hiccup window: from 2 s after the first slow-down starts to 1 s before it ends
+    # (Basketly: 20:00:02 to 20:00:19), as interval indices since the start.
+    sl = cast["db"]["slowdowns"] or cast["db"]["outages"]
+    if sl:
+        a, b = int(sl[0][0]) + 2, int(sl[0][1]) - 1
+        end_idx = int(sl[0][1])
+    else:
+        a, b, end_idx = 2, n - 2, 0
+    rows = []
+
+    def row(kind: str, name: str, key: Optional[str], tol_rel: float, tol_abs: float,
+            lv: Optional[float] = None, pv: Optional[float] = None) -> None:
+        if key is not None:
+            lv, pv = mean_window(live[key], a, b), mean_window(pred[key], a, b)
+            sd = statistics.pstdev([mean_window(s[key], a, b) for s in sims]) if len(sims) > 1 else 0.0
+        else:
+            sd = 0.0
+        assert lv is not None and pv is not None
+        diff = lv - pv
+        ok = abs(diff) <= max(tol_rel * abs(pv), tol_abs)
+        rows.append({"kind": kind, "name": name, "measured": lv, "predicted": pv, "sim_sd": sd,
+                     "diff": diff, "rel": (diff / pv) if pv else None, "ok": ok,
+                     "tolerance": f"{int(tol_rel * 100)} %" + (f" or {tol_abs:g}/s" if tol_abs else "")})
+
+    for e in cast["entries"]:
+        row("goodput", f"{e['name']} full", f"entry.{e['name']}.full", 0.15, 3.0)
+        if any(v > 0 for v in pred[f"entry.{e['name']}.degraded"]) or any(
+                v > 0 for v in live[f"entry.{e['name']}.degraded"]):
+            row("goodput", f"{e['name']} degraded", f"entry.{e['name']}.degraded", 0.15, 3.0)
+    shop, stock = cast["shop"]["name"], cast["stock"]["name"]
+    for op in cast["edges"]["stock_ops"]:
+        pre = f"edge.{shop}->{stock}.{op}"
+        for r in ("breaker_rejections", "bulkhead_rejections", "budget_refusals", "overloaded", "timeouts"):
+            if any(v > 0 for v in pred[f"{pre}.{r}"]) or any(v > 0 for v in live[f"{pre}.{r}"]):
+                row("refusals", f"{op} {r}", f"{pre}.{r}", 0.20, 0.0)
+        row("calls", f"{op} calls to {stock}", f"{pre}.calls", 0.20, 0.0)
+        row("calls", f"{op} retries", f"{pre}.retries", 0.20, 0.0)
+    row("gauge", f"inside {stock} (mean)", f"svc.{stock}.inside_avg", 0.20, 0.0)
+    lb = back_to_normal(live, cast["entries"], end_idx)
+    pbs = [back_to_normal(s, cast["entries"], end_idx) for s in sims]
+    # The simulator's seeds spread widely here (breakers that flap): the prediction is
+    # the median seed, its spread the range over the seeds.
+    known = sorted(p for p in pbs if p is not None)
+    pb = known[len(known) // 2] if len(known) * 2 > len(pbs) else None
+    back = {"measured": None if lb is None else lb - end_idx,
+            "predicted": [None if p is None else p - end_idx for p in pbs]}
+    rng = f"seeds {min(known) - end_idx}..{max(known) - end_idx} s" if known else "seeds: never"
+    if lb is not None and pb is not None:
+        rows.append({"kind": "time", "name": f"back to normal (s after the slow-down; {rng})",
+                     "measured": float(lb - end_idx), "predicted": float(pb - end_idx), "sim_sd": 0.0,
+                     "diff": float(lb - pb), "rel": None, "ok": abs(lb - pb) <= 2, "tolerance": "2 s"})
+    else:
+        same = lb is None and pb is None
+        rows.append({"kind": "time", "name": f"back to normal (s after the slow-down; {rng})",
+                     "measured": None if lb is None else float(lb - end_idx),
+                     "predicted": None if pb is None else float(pb - end_idx), "sim_sd": 0.0,
+                     "diff": None, "rel": None, "ok": same, "tolerance": "2 s (never = never)"})
+    return {"label": label, "window": [a, b], "rows": rows, "live": live, "pred": pred,
+            "spread": spread, "back": back}
+
+
+def validity(res: dict[str, Any], n: int) -> dict[str, Any]:
+    samples = [s for s in res["samples"] if 0 <= s["sec"] < n]
+    machine = [s["machine"] for s in samples]
+    normal = [s.get("machine_normal", s["machine"]) for s in samples]
+    cast_cpu = [sum(s["cpu"].values()) for s in samples]
+    per = {}
+    for name in (samples[0]["cpu"] if samples else {}):
+        per[name] = statistics.mean(s["cpu"][name] for s in samples)
+    lg = res["loadgen"]
+    why = []
+    m_mean = statistics.mean(machine) if machine else 0.0
+    n_mean = statistics.mean(normal) if normal else 0.0
+    if n_mean > 0.9 * NCPU:
+        why.append(f"the machine was {n_mean:.2f} of {NCPU} cores busy at normal priority (over 90 %)")
+    if lg["lateness_p99_s"] > 0.05:
+        why.append(f"the load generator fell behind its schedule (p99 {lg['lateness_p99_s'] * 1000:.0f} ms late)")
+    if res.get("started_before_t0_s", 1) < 0:
+        why.append("the cast was not ready at the start")
+    return {"valid": not why, "why": why, "machine_cores_mean": m_mean, "machine_normal_cores_mean": n_mean,
+            "machine_cores_max": max(machine) if machine else 0.0,
+            "cast_cores_mean": statistics.mean(cast_cpu) if cast_cpu else 0.0,
+            "cast_cores_max": max(cast_cpu) if cast_cpu else 0.0, "per_process_cores": per,
+            "lateness_p99_ms": lg["lateness_p99_s"] * 1000, "lateness_max_ms": lg["lateness_max_s"] * 1000}
+
+
+def clean_shutdown(res: dict[str, Any]) -> dict[str, Any]:
+    g = res["shop_gauges"]
+    st = res["stock_stats"]
+    dbs = res["db_stats"]
+    checks = {
+        "every process exited 0": all(v == 0 for v in res["processes"].values()),
+        "callers and dependency drained after the load": bool(res.get("drained")),
+        "caller threads busy 0": g.get("busy") == 0 and g.get("queued") == 0,
+        "caller bulkhead in flight 0": g.get("bulkhead_in_flight", 0) == 0,
+        "dependency calls inside 0": st["inside"] == 0,
+        "dependency admission outstanding 0": st["admission_outstanding"] == 0,
+        "database connections busy 0, queue empty": dbs["busy"] == 0 and dbs["queued"] == 0,
+    }
+    return {"ok": all(checks.values()), "checks": checks, "exit_codes": res["processes"]}
+
+
+def accounting(res: dict[str, Any]) -> dict[str, Any]:
+    lg = res["loadgen"]
+    per = {}
+    for name, sent in lg["sent"].items():
+        outs = lg["outcomes"].get(name, {})
+        per[name] = {"sent": sent, **outs, "ok": sent == sum(outs.values())}
+    return {"ok": lg["accounted"] and all(p["ok"] for p in per.values()), "sent": lg["sent_total"],
+            "ended": lg["ended_total"], "lost": lg["lost"], "per_entry": per}
+
+
+def write_report(outdir: str, label: str, cmp: Optional[dict[str, Any]], valid: dict[str, Any],
+                 acc: dict[str, Any], shut: dict[str, Any], start: float, callers: str) -> str:
+    lines = [f"# live run {label} ({callers} callers)", ""]
+    lines.append(f"accounting: sent {acc['sent']}, ended {acc['ended']}, lost {acc['lost']}: "
+                 + ("OK" if acc["ok"] else "FAILED"))
+    lines.append("clean shutdown: " + ("OK" if shut["ok"] else "FAILED " + json.dumps(shut["checks"])))
+    lines.append(f"CPU: cast {valid['cast_cores_mean']:.2f} cores mean (max {valid['cast_cores_max']:.2f}), "
+                 f"machine {valid['machine_cores_mean']:.2f} of {NCPU} (max {valid['machine_cores_max']:.2f}), "
+                 f"{valid['machine_normal_cores_mean']:.2f} at normal priority; "
+                 + ", ".join(f"{k} {v:.2f}" for k, v in valid["per_process_cores"].items())
+                 + f"; load generator late p99 {valid['lateness_p99_ms']:.1f} ms")
+    lines.append("")
+    if not valid["valid"]:
+        lines.append("invalid: machine saturated (" + "; ".join(valid["why"]) + ")")
+    elif cmp is not None:
+        a, b = cmp["window"]
+        lines.append(f"hiccup window {fmt_clock(start + a)}-{fmt_clock(start + b)} (mean per second); "
+                     "predicted = simulator mean over its seeds (sd)")
+        lines.append("")
+        lines.append("| figure | measured | predicted (sd) | difference | tolerance | within |")
+        lines.append("|---|---|---|---|---|---|")
+        for r in cmp["rows"]:
+            m = "never" if r["measured"] is None else f"{r['measured']:.1f}"
+            p = "never" if r["predicted"] is None else f"{r['predicted']:.1f} ({r['sim_sd']:.1f})"
+            d = "" if r["diff"] is None else f"{r['diff']:+.1f}" + (
+                f" ({r['rel'] * 100:+.0f} %)" if r["rel"] is not None else "")
+            lines.append(f"| {r['name']} | {m} | {p} | {d} | {r['tolerance']} | "
+                         f"{'yes' if r['ok'] else 'NO'} |")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(outdir, "report.md"), "w") as f:
+        f.write(text)
+    return text
+
+
+def plot(outdir: str, cmp: dict[str, Any], cast: dict[str, Any], start: float, label: str) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    live, pred = cmp["live"], cmp["pred"]
+    n = len(next(iter(live.values())))
+    x = list(range(n))
+    shop, stock = cast["shop"]["name"], cast["stock"]["name"]
+    fig, axes = plt.subplots(4, 1, figsize=(10, 12), sharex=True)
+    colors = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
+    ax = axes[0]
+    for i, e in enumerate(cast["entries"]):
+        k = f"entry.{e['name']}.full"
+        ax.plot(x, live[k], color=colors[i], label=f"{e['name']} full, measured")
+        ax.plot(x, pred[k], color=colors[i], ls="--", label=f"{e['name']} full, predicted")
+        kd = f"entry.{e['name']}.degraded"
+        if any(pred[kd]) or any(live[kd]):
+            ax.plot(x, live[kd], color=colors[i + 3], label=f"{e['name']} degraded, measured")
+            ax.plot(x, pred[kd], color=colors[i + 3], ls="--", label=f"{e['name']} degraded, predicted")
+    ax.set_ylabel("goodput /s")
+    ax.legend(fontsize=7, ncol=2)
+    ax = axes[1]
+    i = 0
+    for op in cast["edges"]["stock_ops"]:
+        for r in ("breaker_rejections", "bulkhead_rejections", "budget_refusals", "overloaded", "timeouts"):
+            k = f"edge.{shop}->{stock}.{op}.{r}"
+            if any(live[k]) or any(pred[k]):
+                c = colors[i % len(colors)]
+                ax.plot(x, live[k], color=c, label=f"{op} {r}, measured")
+                ax.plot(x, pred[k], color=c, ls="--", label=f"{op} {r}, predicted")
+                i += 1
+    ax.set_ylabel("refusals /s")
+    ax.legend(fontsize=7, ncol=2)
+    ax = axes[2]
+    k = f"svc.{stock}.inside_avg"
+    ax.plot(x, live[k], color="tab:blue", label="measured")
+    ax.plot(x, pred[k], color="tab:blue", ls="--", label="predicted")
+    ax.set_ylabel(f"calls inside {stock}")
+    ax.legend(fontsize=7)
+    ax = axes[3]
+    for j, op in enumerate(cast["edges"]["stock_ops"]):
+        k = f"edge.{shop}->{stock}.{op}.retries"
+        ax.plot(x, live[k], color=colors[j], label=f"{op} retries, measured")
+        ax.plot(x, pred[k], color=colors[j], ls="--", label=f"{op} retries, predicted")
+    ax.set_ylabel("retries /s")
+    ax.legend(fontsize=7)
+    ticks = list(range(0, n, 5))
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([fmt_clock(start + t) for t in ticks], rotation=30)
+    fig.suptitle(f"{label}: measured (solid) vs predicted (dashed)")
+    fig.tight_layout()
+    path = os.path.join(outdir, "compare.png")
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("topology", help="a guards.sim preset (live-C8) or a topology JSON file")
+    ap.add_argument("--duration", type=float, help="seconds of arrivals (default: the preset's run)")
+    ap.add_argument("--out", default="out/live")
+    ap.add_argument("--callers", choices=("python", "node"), default="python")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--sim-seeds", type=int, default=8, help="simulator seeds to average")
+    ap.add_argument("--smoke", action="store_true",
+                    help="check the accounting and the clean shutdown only (no figures)")
+    a = ap.parse_args()
+    if os.path.exists(a.topology):
+        t = json.load(open(a.topology))
+        label = os.path.basename(a.topology)
+        if a.duration is None:
+            ap.error("--duration is needed with a topology file")
+        duration = a.duration
+    else:
+        t = guards.sim.basketly_topology(a.topology)
+        label = a.topology
+        cfg = guards.sim.basketly_config(a.topology)
+        duration = a.duration or (topo.clock(cfg["until"]) - topo.clock(cfg["start"]))
+    cast = topo.cast(t)
+    outdir = os.path.join(a.out, f"{label}-{a.callers}")
+    os.makedirs(outdir, exist_ok=True)
+    with open(os.path.join(outdir, "topology.json"), "w") as f:
+        json.dump(t, f, indent=1)
+    t_start = time.monotonic()
+    res = run_cast(cast, duration, outdir, a.callers, a.seed)
+    n = int(duration)
+    acc = accounting(res)
+    shut = clean_shutdown(res)
+    valid = validity(res, n)
+    cmp = None
+    if not a.smoke:
+        sims = []
+        until = fmt_clock(cast["start"] + n)
+        for s in range(1, a.sim_seeds + 1):
+            r = guards.sim.simulate(t, seed=s, until=until)
+            sims.append({k: [float(v or 0.0) for v in vals] for k, vals in r.series.items() if k != "t"})
+        cmp = compare(cast, res, sims, n, label)
+        if valid["valid"]:
+            plot(outdir, cmp, cast, cast["start"], f"{label} ({a.callers} callers)")
+    text = write_report(outdir, label, cmp, valid, acc, shut, cast["start"], a.callers)
+    rep = {"label": label, "callers": a.callers, "duration": duration, "accounting": acc,
+           "shutdown": shut, "validity": valid, "comparison": cmp and {k: cmp[k] for k in ("window", "rows", "back")},
+           "live_series": cmp and cmp["live"], "predicted_series": cmp and cmp["pred"],
+           "loadgen": {k: v for k, v in res["loadgen"].items() if k != "series"},
+           "shop_series": res["shop_series"], "shop_gauges": res["shop_gauges"], "stock_stats": res["stock_stats"], "db_stats": res["db_stats"],
+           "samples": res["samples"], "wall_s": time.monotonic() - t_start}
+    with open(os.path.join(outdir, "report.json"), "w") as f:
+        json.dump(rep, f, indent=1)
+    print(text)
+    print(f"written to {outdir} in {time.monotonic() - t_start:.0f} s")
+    return 0 if acc["ok"] and shut["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,406 @@
+/* The live testbed's stock tier (docs/live.md): a blocking HTTP/1.1 server in C with a
+ * fixed pool of worker threads (the topology's `servers`), each taking one connection
+ * from the listening socket's queue (FIFO: the worker queue), with libguards' admission
+ * at the door and one database call per request.
+ *
+ *   GET /view | POST /reserve      grpc-timeout (the caller's deadline), x-priority,
+ *                                  Idempotency-Key (passed on to the database)
+ *   GET /stats                     the admission's counters and the calls inside
+ *   GET /admin/quit                stop: every worker finishes, the door is freed
+ *
+ * What each answer means to the caller: 200 the database answered; 503 + Retry-After +
+ * X-Refused-By: admission (the door) or db-queue (the database's age limit); 504 no time
+ * left (deadline passed at dequeue, or the database call timed out). Every answer closes
+ * its connection, so a worker never waits on an idle keep-alive connection.
+ *
+ * With --cancel 1 a worker watches the caller's socket while it waits for the database:
+ * a caller that gives up closes it, and the worker drops its database call at once
+ * (which cancels the query there). With --cancel 0 (as shipped) it never notices.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "guards.h"
+
+#define MS 1000000ull
+
+static struct {
+  int port, workers, db_port, cancel, deadline_check, send_deadline, db_attempts;
+  uint64_t db_timeout_ms, max_run_s;
+  int reserve_limit, view_limit; /* 0: no admission */
+} opt = {.port = 0, .workers = 32, .db_port = 0, .cancel = 0, .deadline_check = 0,
+         .send_deadline = 0, .db_attempts = 1, .db_timeout_ms = 5000, .max_run_s = 600,
+         .reserve_limit = 0, .view_limit = 0};
+
+static guards_admission *door;
+static int listen_fd = -1;
+static atomic_int quitting;
+static atomic_long head_timeouts, inside, answered, refused_admission, refused_queue, timed_out, cancelled, db_calls;
+
+static void die(const char *what, guards_result rc) {
+  char detail[256];
+  guards_last_error_detail(detail, sizeof detail);
+  fprintf(stderr, "live-stock: %s: %s (%s)\n", what, guards_result_message(rc), detail);
+  exit(1);
+}
+
+static void send_all(int fd, const char *buf, size_t len) {
+  while (len > 0) {
+    ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+    if (n <= 0) return;
+    buf += n;
+    len -= (size_t)n;
+  }
+}
+
+static int respond(int fd, int status, const char *reason, const char *extra, const char *body) {
+  char head[512];
+  int n = snprintf(head, sizeof head,
+                   "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+                   "Connection: close\r\n%s\r\n",
+                   status, reason, strlen(body), extra ? extra : "");
+  if (n < 0 || (size_t)n >= sizeof head) return 0;
+  send_all(fd, head, (size_t)n);
+  send_all(fd, body, strlen(body));
+  return 0;
+}
+
+static const char *header(const char *req, const char *name, size_t *len) {
+  size_t nlen = strlen(name);
+  const char *line = strstr(req, "\r\n");
+  while (line && line[2] != '\r') {
+    line += 2;
+    const char *end = strstr(line, "\r\n");
+    if (!end) return NULL;
+    if ((size_t)(end - line) > nlen && line[nlen] == ':' && strncasecmp(line, name, nlen) == 0) {
+      const char *v = line + nlen + 1;
+      while (v < end && (*v == ' ' || *v == '\t')) v++;
+      const char *e = end;
+      while (e > v && (e[-1] == ' ' || e[-1] == '\t')) e--;
+      *len = (size_t)(e - v);
+      return v;
+    }
+    line = end;
+  }
+  return NULL;
+}
+
+/* Read a request head (up to the blank line) into buf; 0 on success. A connection that
+ * sends no complete head within 1 s is closed (a client that connected and went quiet
+ * would otherwise hold a worker). */
+static int read_head(int fd, char *buf, size_t cap) {
+  size_t got = 0;
+  uint64_t until = guards_now_ns() + 1000 * MS;
+  while (got + 1 < cap) {
+    uint64_t now = guards_now_ns();
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (now >= until || poll(&p, 1, (int)((until - now) / MS) + 1) == 0) {
+      atomic_fetch_add(&head_timeouts, 1);
+      return -1;
+    }
+    ssize_t n = recv(fd, buf + got, cap - 1 - got, 0);
+    if (n <= 0) return -1;
+    got += (size_t)n;
+    buf[got] = 0;
+    if (strstr(buf, "\r\n\r\n")) return 0;
+  }
+  return -1;
+}
+
+/* One database call: status of the answer (200, 503, 504, ...), 0 when the attempt timed
+ * out, -1 when the caller left (cancel), -2 when the database could not be reached. */
+static int db_call(int client, const char *op, uint32_t priority, uint64_t budget_ns, int send_deadline,
+                   const char *key, size_t key_len) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -2;
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)opt.db_port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    return -2;
+  }
+  char req[512];
+  char dl[64] = "";
+  if (send_deadline) {
+    uint64_t m = budget_ns / MS;
+    snprintf(dl, sizeof dl, "grpc-timeout: %llum\r\n", (unsigned long long)(m ? m : 1));
+  }
+  char ik[160] = "";
+  if (key && key_len > 0 && key_len < 100) snprintf(ik, sizeof ik, "Idempotency-Key: %.*s\r\n", (int)key_len, key);
+  int n = snprintf(req, sizeof req, "GET /%s HTTP/1.1\r\nHost: db\r\nx-priority: %u\r\n%s%sConnection: close\r\n\r\n",
+                   op, priority, dl, ik);
+  atomic_fetch_add(&db_calls, 1);
+  send_all(fd, req, (size_t)n);
+  uint64_t until = guards_now_ns() + budget_ns;
+  char buf[1024];
+  size_t got = 0;
+  for (;;) {
+    uint64_t now = guards_now_ns();
+    if (now >= until) {
+      close(fd);
+      return 0;
+    }
+    struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = client, .events = POLLIN | POLLRDHUP}};
+    int waitms = (int)((until - now + MS - 1) / MS);
+    int r = poll(p, opt.cancel ? 2 : 1, waitms);
+    if (r < 0 && errno == EINTR) continue;
+    if (opt.cancel && (p[1].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))) {
+      char c;
+      ssize_t k = recv(client, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (k <= 0) {
+        close(fd); /* the database sees its caller leave: the query is cancelled */
+        return -1;
+      }
+    }
+    if (p[0].revents) {
+      ssize_t k = recv(fd, buf + got, sizeof buf - 1 - got, 0);
+      if (k <= 0) {
+        close(fd);
+        buf[got] = 0;
+        int status = 0;
+        if (got > 12 && sscanf(buf, "HTTP/1.1 %d", &status) == 1) return status;
+        return -2;
+      }
+      got += (size_t)k;
+      buf[got] = 0;
+      int status = 0;
+      if (strstr(buf, "\r\n\r\n") && sscanf(buf, "HTTP/1.1 %d", &status) == 1) {
+        close(fd);
+        return status;
+      }
+      if (got >= sizeof buf - 1) {
+        close(fd);
+        return -2;
+      }
+    }
+  }
+}
+
+static int stats(int fd) {
+  guards_admission_stats s;
+  uint64_t out = 0;
+  memset(&s, 0, sizeof s);
+  if (door) {
+    guards_admission_get_stats(door, &s);
+    guards_admission_outstanding(door, &out);
+  }
+  char body[512];
+  snprintf(body, sizeof body,
+           "{\"inside\": %ld, \"answered\": %ld, \"refused_admission\": %ld, \"refused_queue\": %ld, "
+           "\"timed_out\": %ld, \"cancelled\": %ld, \"db_calls\": %ld, \"admission_outstanding\": %llu, "
+           "\"admission_admitted\": %llu, \"admission_rejected\": %llu, \"head_timeouts\": %ld}\n",
+           atomic_load(&inside), atomic_load(&answered), atomic_load(&refused_admission),
+           atomic_load(&refused_queue), atomic_load(&timed_out), atomic_load(&cancelled),
+           atomic_load(&db_calls), (unsigned long long)out, (unsigned long long)s.admitted,
+           (unsigned long long)(s.refused_limit_reached + s.refused_overloaded), atomic_load(&head_timeouts));
+  return respond(fd, 200, "OK", "Content-Type: application/json\r\n", body);
+}
+
+static int handle(int fd) {
+  char req[4096];
+  if (read_head(fd, req, sizeof req) != 0) return 0;
+  uint64_t now = guards_now_ns();
+  if (strncmp(req, "GET /stats", 10) == 0) return stats(fd);
+  if (strncmp(req, "GET /admin/quit", 15) == 0) {
+    atomic_store(&quitting, 1);
+    respond(fd, 200, "OK", NULL, "bye\n");
+    shutdown(listen_fd, SHUT_RDWR);
+    return 0;
+  }
+  const char *op;
+  if (strncmp(req, "GET /view", 9) == 0) op = "read";
+  else if (strncmp(req, "GET /reserve", 12) == 0 || strncmp(req, "POST /reserve", 13) == 0) op = "write";
+  else return respond(fd, 404, "Not Found", NULL, "no such path\n");
+
+  size_t len = 0;
+  uint32_t priority = 1;
+  const char *p = header(req, "x-priority", &len);
+  if (p && len == 1 && p[0] >= '0' && p[0] <= '7') priority = (uint32_t)(p[0] - '0');
+  uint64_t deadline = GUARDS_NO_DEADLINE;
+  if ((p = header(req, "grpc-timeout", &len)) != NULL) {
+    if (guards_deadline_from_grpc_timeout(now, p, len, &deadline) != GUARDS_RESULT_OK)
+      return respond(fd, 400, "Bad Request", NULL, "bad grpc-timeout\n");
+  }
+  /* The deadline is checked when a worker takes the call (dequeue). */
+  if (opt.deadline_check && deadline != GUARDS_NO_DEADLINE && now >= deadline) {
+    atomic_fetch_add(&timed_out, 1);
+    return respond(fd, 504, "Gateway Timeout", "X-Refused-By: stock-deadline\r\n", "no time left\n");
+  }
+  guards_permit admitted;
+  int have_permit = 0;
+  if (door) {
+    if (guards_admission_try_acquire(door, now, priority, &admitted) != GUARDS_RESULT_OK) {
+      guards_rejection r;
+      uint64_t secs = 1;
+      if (guards_last_rejection(&r) == GUARDS_RESULT_OK && r.has_retry_at) {
+        secs = guards_retry_after_secs(r.retry_at_ns, now);
+        if (secs == 0) secs = 1;
+      }
+      char extra[128];
+      snprintf(extra, sizeof extra, "Retry-After: %llu\r\nX-Refused-By: admission\r\n", (unsigned long long)secs);
+      atomic_fetch_add(&refused_admission, 1);
+      return respond(fd, 503, "Service Unavailable", extra, "admission\n");
+    }
+    have_permit = 1;
+  }
+  atomic_fetch_add(&inside, 1);
+  const char *key = header(req, "idempotency-key", &len);
+  size_t key_len = key ? len : 0;
+  int status = -2;
+  uint32_t outcome = GUARDS_OUTCOME_SUCCESS;
+  for (int attempt = 0; attempt < opt.db_attempts; attempt++) {
+    uint64_t t = guards_now_ns();
+    uint64_t budget = opt.db_timeout_ms * MS;
+    if (deadline != GUARDS_NO_DEADLINE) {
+      if (t >= deadline) {
+        status = 0;
+        break;
+      }
+      if (deadline - t < budget) budget = deadline - t; /* statement timeout = time left */
+    }
+    status = db_call(fd, op, priority, budget, opt.send_deadline && deadline != GUARDS_NO_DEADLINE, key, key_len);
+    if (status != 0) break; /* only a timeout is retried */
+  }
+  if (status == 200) {
+    atomic_fetch_add(&answered, 1);
+    respond(fd, 200, "OK", NULL, "ok\n");
+  } else if (status == 503) {
+    outcome = GUARDS_OUTCOME_OVERLOADED;
+    atomic_fetch_add(&refused_queue, 1);
+    respond(fd, 503, "Service Unavailable", "Retry-After: 1\r\nX-Refused-By: db-queue\r\n", "db queue\n");
+  } else if (status == -1) {
+    outcome = GUARDS_OUTCOME_CANCELLED;
+    atomic_fetch_add(&cancelled, 1);
+  } else if (status == 0 || status == 504) {
+    outcome = GUARDS_OUTCOME_TIMEOUT;
+    atomic_fetch_add(&timed_out, 1);
+    respond(fd, 504, "Gateway Timeout", "X-Refused-By: db-timeout\r\n", "db timeout\n");
+  } else {
+    outcome = GUARDS_OUTCOME_OTHER_TRANSIENT;
+    respond(fd, 502, "Bad Gateway", "X-Refused-By: db-error\r\n", "db error\n");
+  }
+  atomic_fetch_sub(&inside, 1);
+  if (have_permit) guards_admission_report(door, admitted, outcome, guards_now_ns());
+  return 0;
+}
+
+static void *worker(void *arg) {
+  (void)arg;
+  while (!atomic_load(&quitting)) {
+    int fd = accept(listen_fd, NULL, NULL);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      break;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    handle(fd);
+    close(fd);
+  }
+  return NULL;
+}
+
+static void *watchdog(void *arg) {
+  (void)arg;
+  /* Every run stops by itself: after --max-run-s the server quits. */
+  for (uint64_t i = 0; i < opt.max_run_s * 10 && !atomic_load(&quitting); i++) {
+    struct timespec t = {.tv_sec = 0, .tv_nsec = 100000000};
+    nanosleep(&t, NULL);
+  }
+  if (!atomic_load(&quitting)) fprintf(stderr, "live-stock: --max-run-s reached, stopping\n");
+  atomic_store(&quitting, 1);
+  shutdown(listen_fd, SHUT_RDWR);
+  return NULL;
+}
+
+static long number(const char *name, const char *v) {
+  char *end = NULL;
+  long x = v ? strtol(v, &end, 10) : -1;
+  if (!v || *end || x < 0 || x > 1000000) {
+    fprintf(stderr, "live-stock: %s needs a number 0..1000000\n", name);
+    exit(2);
+  }
+  return x;
+}
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i += 2) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--port") == 0) opt.port = (int)number(a, v);
+    else if (strcmp(a, "--workers") == 0) opt.workers = (int)number(a, v);
+    else if (strcmp(a, "--db-port") == 0) opt.db_port = (int)number(a, v);
+    else if (strcmp(a, "--cancel") == 0) opt.cancel = (int)number(a, v);
+    else if (strcmp(a, "--deadline-check") == 0) opt.deadline_check = (int)number(a, v);
+    else if (strcmp(a, "--send-deadline") == 0) opt.send_deadline = (int)number(a, v);
+    else if (strcmp(a, "--db-attempts") == 0) opt.db_attempts = (int)number(a, v);
+    else if (strcmp(a, "--db-timeout-ms") == 0) opt.db_timeout_ms = (uint64_t)number(a, v);
+    else if (strcmp(a, "--reserve-limit") == 0) opt.reserve_limit = (int)number(a, v);
+    else if (strcmp(a, "--view-limit") == 0) opt.view_limit = (int)number(a, v);
+    else if (strcmp(a, "--max-run-s") == 0) opt.max_run_s = (uint64_t)number(a, v);
+    else {
+      fprintf(stderr, "usage: live-stock --db-port N [--port N] [--workers N] [--cancel 0|1] "
+                      "[--deadline-check 0|1] [--send-deadline 0|1] [--db-attempts N] [--db-timeout-ms N] "
+                      "[--reserve-limit N --view-limit N] [--max-run-s N]\n");
+      return 2;
+    }
+  }
+  if (opt.workers < 1 || opt.workers > 1024 || opt.db_port == 0 || opt.db_attempts < 1) {
+    fprintf(stderr, "live-stock: need --db-port, 1..1024 workers, at least 1 db attempt\n");
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  guards_result rc;
+  if (opt.reserve_limit > 0) {
+    guards_admission_config ac;
+    guards_admission_config_default(&ac);
+    ac.limits[0] = (uint64_t)opt.reserve_limit;
+    for (int i = 1; i < 8; i++) ac.limits[i] = (uint64_t)opt.view_limit;
+    if ((rc = guards_admission_new(&ac, &door)) != GUARDS_RESULT_OK) die("admission", rc);
+  }
+  listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)opt.port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(listen_fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(listen_fd, 4096) != 0) {
+    perror("live-stock: bind/listen");
+    return 1;
+  }
+  socklen_t alen = sizeof a;
+  getsockname(listen_fd, (struct sockaddr *)&a, &alen);
+  printf("listening on 127.0.0.1:%d\n", ntohs(a.sin_port));
+  fflush(stdout);
+  pthread_t *t = calloc((size_t)opt.workers, sizeof *t);
+  pthread_t wd;
+  pthread_create(&wd, NULL, watchdog, NULL);
+  for (int i = 0; i < opt.workers; i++) pthread_create(&t[i], NULL, worker, NULL);
+  for (int i = 0; i < opt.workers; i++) pthread_join(t[i], NULL);
+  atomic_store(&quitting, 1);
+  pthread_join(wd, NULL);
+  free(t);
+  uint64_t out = 0;
+  if (door) guards_admission_outstanding(door, &out);
+  fprintf(stderr, "live-stock: stopped; inside %ld, admission outstanding %llu\n", atomic_load(&inside),
+          (unsigned long long)out);
+  int clean = atomic_load(&inside) == 0 && out == 0;
+  guards_admission_free(door);
+  close(listen_fd);
+  return clean ? 0 : 3;
+}
