@@ -166,4 +166,4 @@ pub use retry_policy::{
     RetryPolicyConfig,
 };
 pub use rng::Rng;
-pub use time::Nanos;
+pub use time::{Clock, Nanos};
