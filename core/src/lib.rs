@@ -166,7 +166,7 @@ pub use retry_policy::{
     RetryPolicyConfig,
 };
 pub use rng::Rng;
-pub use time::Nanos;
+pub use time::{Clock, Nanos};
 
 // The README's examples (the crate's page on crates.io) compile and run as doc tests.
 #[cfg(doctest)]

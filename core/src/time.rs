@@ -1,9 +1,13 @@
-//! Time as a plain number: [`Nanos`].
+//! Time as a plain number: [`Nanos`], and where it comes from: [`Clock`].
 //!
-//! Core never reads a clock. Every call that depends on time takes `now: Nanos`, a reading
-//! of some monotonic clock in nanoseconds (the epoch does not matter, only differences do).
-//! Durations use the same type. Bindings default `now` to the process's monotonic clock;
-//! tests and the simulator pass virtual times, so the same code runs in both.
+//! Core never reads a clock of its own. A call that depends on time takes a [`Clock`]: a
+//! source of readings of some monotonic clock in nanoseconds (the epoch does not matter,
+//! only differences do). A [`Nanos`] is itself a clock that always reads the same instant,
+//! so tests and the simulator pass virtual times exactly as before; bindings pass a
+//! function that reads the process's monotonic clock, and core calls it only on the
+//! branches whose decision depends on time, at most once per call ([`OnceClock`]). A guard
+//! whose common path needs no time (a closed count-window breaker that does not time its
+//! calls, say) then costs no clock read at all. Durations use the same type as instants.
 //!
 //! Arithmetic is explicit and saturating: there are no `+`/`-` operators that could
 //! overflow or underflow on user input.
@@ -19,7 +23,109 @@
 //! assert_eq!(Nanos::from_secs_f64(f64::NAN), None);
 //! ```
 
+use core::cell::Cell;
 use core::fmt;
+
+/// A source of the current instant, read by a guard only when a decision needs it.
+///
+/// Implemented by [`Nanos`] (a fixed instant: virtual time, tests, a caller that already
+/// holds a reading) and by every `Fn() -> Nanos` (a real clock, read on demand). A guard
+/// method reads a clock at most once per call: everything decided in one call is decided
+/// at one instant.
+///
+/// ```
+/// use core::cell::Cell;
+/// use guards_core::{Clock, Nanos};
+/// let reads = Cell::new(0);
+/// let clock = || {
+///     reads.set(reads.get() + 1);
+///     Nanos::from_millis(7)
+/// };
+/// assert_eq!(clock.now(), Nanos::from_millis(7));
+/// assert_eq!(Nanos::from_millis(3).now(), Nanos::from_millis(3));
+/// assert_eq!(reads.get(), 1);
+/// ```
+pub trait Clock {
+    /// The current instant.
+    fn now(&self) -> Nanos;
+}
+
+impl Clock for Nanos {
+    #[inline]
+    fn now(&self) -> Nanos {
+        *self
+    }
+}
+
+impl<F: Fn() -> Nanos> Clock for F {
+    #[inline]
+    fn now(&self) -> Nanos {
+        self()
+    }
+}
+
+/// A [`Clock`] read at most once: the first [`OnceClock::get`] reads the inner clock, later
+/// calls return that same instant. Guards use it inside one call so that every branch
+/// agrees on `now` and the clock is read only if some branch asks; a binding can share one
+/// across two guards it consults for the same call.
+///
+/// ```
+/// use core::cell::Cell;
+/// use guards_core::time::OnceClock;
+/// use guards_core::Nanos;
+/// let reads = Cell::new(0u32);
+/// let once = OnceClock::new(|| {
+///     reads.set(reads.get() + 1);
+///     Nanos::new(42)
+/// });
+/// assert_eq!(once.read(), None);
+/// assert_eq!(once.get(), Nanos::new(42));
+/// assert_eq!(once.get(), Nanos::new(42));
+/// assert_eq!(once.read(), Some(Nanos::new(42)));
+/// assert_eq!(reads.get(), 1);
+/// ```
+#[derive(Debug)]
+pub struct OnceClock<C> {
+    clock: C,
+    at: Cell<Option<Nanos>>,
+}
+
+impl<C: Clock> OnceClock<C> {
+    /// Wrap `clock`; nothing is read yet.
+    #[inline]
+    pub const fn new(clock: C) -> Self {
+        OnceClock {
+            clock,
+            at: Cell::new(None),
+        }
+    }
+
+    /// The instant: read from the inner clock on the first call, remembered after.
+    #[inline]
+    pub fn get(&self) -> Nanos {
+        match self.at.get() {
+            Some(t) => t,
+            None => {
+                let t = self.clock.now();
+                self.at.set(Some(t));
+                t
+            }
+        }
+    }
+
+    /// The instant if it has been read, without reading it.
+    #[inline]
+    pub fn read(&self) -> Option<Nanos> {
+        self.at.get()
+    }
+}
+
+impl<C: Clock> Clock for OnceClock<C> {
+    #[inline]
+    fn now(&self) -> Nanos {
+        self.get()
+    }
+}
 
 /// A monotonic instant or a duration, in nanoseconds.
 ///

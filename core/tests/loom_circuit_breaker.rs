@@ -539,3 +539,52 @@ fn keyed_insert() {
 fn permit_is_send(p: CircuitBreakerPermit) -> impl Send {
     p
 }
+
+/// The lazy clock under a race: two reports of an untimed count window, one of which trips.
+/// Each reads its clock at most once, the one that opens the breaker read it (to date the
+/// opening), and the open-until instant comes from a reading of a racer that tried to open
+/// (either may write the instant first; the other then publishes it), whatever the
+/// interleaving.
+#[test]
+fn the_tripping_report_reads_the_clock_once() {
+    use std::cell::Cell;
+    fn report(b: &Small, p: CircuitBreakerPermit, failed: bool, at: Nanos) -> (OutcomeEffect, u32) {
+        let reads = Cell::new(0u32);
+        let clock = || {
+            reads.set(reads.get() + 1);
+            at
+        };
+        let e = if failed {
+            b.on_failure(p, clock)
+        } else {
+            b.on_success(p, clock)
+        };
+        (e, reads.get())
+    }
+    loom::model(|| {
+        let b = Arc::new(Small::new(count_config(2, 0.5, 1)).unwrap());
+        // Closed untimed permits: no clock is read to stamp them.
+        let pa = b
+            .try_acquire(|| -> Nanos { panic!("no clock read to acquire") })
+            .unwrap();
+        let pb = b
+            .try_acquire(|| -> Nanos { panic!("no clock read to acquire") })
+            .unwrap();
+        let (b1, b2) = (b.clone(), b.clone());
+        let ((ea, ra), (eb, rb)) = both(
+            move || report(&b1, pa, true, ms(3)),
+            move || report(&b2, pb, false, ms(4)),
+        );
+        assert!(ra <= 1 && rb <= 1, "{ra} {rb}");
+        let opened: Vec<_> = [(ea, ra, ms(3)), (eb, rb, ms(4))]
+            .into_iter()
+            .filter(|(e, _, _)| is_opened(*e))
+            .collect();
+        assert_eq!(opened.len(), 1, "{ea:?} {eb:?}");
+        assert_eq!(opened[0].1, 1);
+        let until = b.status().half_open_at;
+        let from_a = ra == 1 && until == ms(3).saturating_add(ms(5));
+        let from_b = rb == 1 && until == ms(4).saturating_add(ms(5));
+        assert!(from_a || from_b, "{until:?} {ra} {rb}");
+    });
+}

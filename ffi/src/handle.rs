@@ -38,10 +38,10 @@ use crate::names::{
     AdaptiveThrottle, AdaptiveThrottleConfig, Admission, AdmissionConfig, BreakerState,
     BreakerStatus, Brownout, BrownoutConfig, BrownoutTable, Bulkhead, BulkheadConfig,
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerPermit, CircuitBreakerRejected,
-    CircuitBreakerStats, ConfigError, ConfigErrorKind, Hedging, HedgingConfig, KeyedBreakers,
-    LatencyTracker, LatencyTrackerConfig, Limiter, LimiterConfig, Nanos, Outcome, OutcomeEffect,
-    QueueDiscipline, QueueDisciplineConfig, RetryBudget, RetryBudgetConfig, RetryPolicy,
-    RetryPolicyConfig, WindowCounts, WindowKind, WindowedBudget, WindowedBudgetConfig,
+    CircuitBreakerStats, Clock, ConfigError, ConfigErrorKind, Hedging, HedgingConfig,
+    KeyedBreakers, LatencyTracker, LatencyTrackerConfig, Limiter, LimiterConfig, Outcome,
+    OutcomeEffect, QueueDiscipline, QueueDisciplineConfig, RetryBudget, RetryBudgetConfig,
+    RetryPolicy, RetryPolicyConfig, WindowCounts, WindowKind, WindowedBudget, WindowedBudgetConfig,
 };
 
 /// A core guard that [`InPlace`] can build: its config and core's
@@ -451,25 +451,33 @@ impl AnyBreaker {
 
     /// Core's `try_acquire`.
     #[inline(always)]
-    pub fn try_acquire(&self, now: Nanos) -> Result<CircuitBreakerPermit, CircuitBreakerRejected> {
+    pub fn try_acquire(
+        &self,
+        now: impl Clock,
+    ) -> Result<CircuitBreakerPermit, CircuitBreakerRejected> {
         with_breaker!(self, b => b.try_acquire(now))
     }
 
     /// Core's `report`: the call contract decides what `outcome` does to the permit.
     #[inline(always)]
-    pub fn report(&self, p: CircuitBreakerPermit, outcome: Outcome, now: Nanos) -> OutcomeEffect {
+    pub fn report(
+        &self,
+        p: CircuitBreakerPermit,
+        outcome: Outcome,
+        now: impl Clock,
+    ) -> OutcomeEffect {
         with_breaker!(self, b => b.report(p, outcome, now))
     }
 
     /// Core's `on_success`.
     #[inline]
-    pub fn on_success(&self, p: CircuitBreakerPermit, now: Nanos) -> OutcomeEffect {
+    pub fn on_success(&self, p: CircuitBreakerPermit, now: impl Clock) -> OutcomeEffect {
         with_breaker!(self, b => b.on_success(p, now))
     }
 
     /// Core's `on_failure`.
     #[inline]
-    pub fn on_failure(&self, p: CircuitBreakerPermit, now: Nanos) -> OutcomeEffect {
+    pub fn on_failure(&self, p: CircuitBreakerPermit, now: impl Clock) -> OutcomeEffect {
         with_breaker!(self, b => b.on_failure(p, now))
     }
 
@@ -480,7 +488,7 @@ impl AnyBreaker {
     }
 
     /// Core's `state`.
-    pub fn state(&self, now: Nanos) -> BreakerState {
+    pub fn state(&self, now: impl Clock) -> BreakerState {
         with_breaker!(self, b => b.state(now))
     }
 
@@ -490,7 +498,7 @@ impl AnyBreaker {
     }
 
     /// Core's `window_counts`.
-    pub fn window_counts(&self, now: Nanos) -> WindowCounts {
+    pub fn window_counts(&self, now: impl Clock) -> WindowCounts {
         with_breaker!(self, b => b.window_counts(now))
     }
 
@@ -573,6 +581,7 @@ single_capacity_new!(
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::names::Nanos;
 
     #[test]
     fn in_place_is_aligned_and_built() {

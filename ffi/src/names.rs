@@ -49,4 +49,4 @@ pub use guards_core::retry_policy::{
     GiveUpReason, Idempotency, RetryCause, RetryContext, RetryDecision, RetryPolicy,
     RetryPolicyConfig, RetryPolicyStats, UnkeyedSideEffects,
 };
-pub use guards_core::{ConfigError, ConfigErrorKind, Nanos, Outcome, Priority, Rng};
+pub use guards_core::{Clock, ConfigError, ConfigErrorKind, Nanos, Outcome, Priority, Rng};

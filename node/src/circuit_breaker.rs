@@ -166,8 +166,8 @@ fast_fn!(
     0,
     "CircuitBreaker acquire",
     |_env, l, _a| {
-        let now = guards::clock::now();
-        Ok(match l.core.g.try_acquire(now) {
+        // The clock is read only if the breaker's answer depends on time.
+        Ok(match l.core.g.try_acquire(guards::clock::now) {
             Ok(p) => match l.tokens.insert(p) {
                 Ok(t) => {
                     let (_, changed) = l.observe();
@@ -201,8 +201,7 @@ fast_fn!(
         let Some(p) = l.tokens.take(token) else {
             return Ok(-1.0);
         };
-        let now = guards::clock::now();
-        with_breaker!(&l.core.g, b => b.report(p, outcome, now));
+        with_breaker!(&l.core.g, b => b.report(p, outcome, guards::clock::now));
         let (s, changed) = l.observe();
         Ok(f64::from(s) + if changed { CHANGED } else { 0.0 })
     }

@@ -160,8 +160,8 @@ fast_fn!(
         let mut buf = [0u8; 256];
         let mut heap = Vec::new();
         let k = key_of(a.str_bytes(env, 0, "key", &mut buf, &mut heap)?);
-        let now = guards::clock::now();
-        let r = with_keyed_breakers!(&l.core.g, ks => ks.try_acquire(k, now));
+        // The clock is read only if the breaker's answer depends on time.
+        let r = with_keyed_breakers!(&l.core.g, ks => ks.try_acquire(k, guards::clock::now));
         Ok(match r {
             Ok(p) => match l.tokens.insert(p) {
                 Ok(t) => t + if l.observe(k) { CHANGED } else { 0.0 },
@@ -194,7 +194,7 @@ fast_fn!(
             return Ok(-1.0);
         };
         let k = p.key();
-        with_keyed_breakers!(&l.core.g, ks => ks.report(p, outcome, guards::clock::now()));
+        with_keyed_breakers!(&l.core.g, ks => ks.report(p, outcome, guards::clock::now));
         Ok(1.0 + if l.observe(k) { CHANGED } else { 0.0 })
     }
 );

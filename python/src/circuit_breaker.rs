@@ -25,7 +25,8 @@ use guards::schema::CIRCUIT_BREAKER;
 use guards_core::circuit_breaker::{
     key_of as core_key_of, CircuitBreaker, CircuitBreakerRejectReason, PermitKind,
 };
-use guards_core::{Nanos, Outcome};
+use guards_core::time::OnceClock;
+use guards_core::{Clock, Nanos, Outcome};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -151,13 +152,13 @@ pub struct PyCircuitBreaker {
 impl PyCircuitBreaker {
     /// Take a permit at `now` (a refusal raises `BreakerOpen`, emitted as a `refusal`;
     /// a probe and a refusal look for a state change).
-    pub(crate) fn take<'py>(
+    pub(crate) fn take<'py, C: Clock>(
         slf: &Bound<'py, Self>,
-        now: Nanos,
+        now: &OnceClock<C>,
         op: Op<'_, 'py>,
     ) -> PyResult<BreakerPermit> {
         let me = slf.get();
-        match me.b.try_acquire(now) {
+        match me.b.try_acquire(|| now.get()) {
             Ok(p) => {
                 if p.is_probe() {
                     me.announce(slf, op);
@@ -167,7 +168,7 @@ impl PyCircuitBreaker {
             Err(r) => {
                 let py = slf.py();
                 me.announce(slf, op);
-                let err = rejected_error(py, r, now);
+                let err = rejected_error(py, r, now.get());
                 events::refusal(py, slf.as_any(), op, &err);
                 Err(err)
             }
@@ -180,7 +181,7 @@ impl PyCircuitBreaker {
         slf: &Bound<'py, Self>,
         p: BreakerPermit,
         outcome: Outcome,
-        now: Nanos,
+        now: impl Clock + Send,
         op: Op<'_, 'py>,
     ) -> OutcomeEffect {
         let me = slf.get();
@@ -261,9 +262,9 @@ impl PyCircuitBreaker {
         now: Option<&Bound<'_, PyAny>>,
         operation: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyBreakerPermit> {
-        let now = util::get_now(now)?;
+        let now = OnceClock::new(util::now_arg(now)?);
         let op = operation_arg(operation)?;
-        let p = Self::take(slf, now, Op::given(op.as_ref()))?;
+        let p = Self::take(slf, &now, Op::given(op.as_ref()))?;
         Ok(Self::permit(slf, p, op))
     }
 
@@ -274,7 +275,7 @@ impl PyCircuitBreaker {
         now: Option<&Bound<'_, PyAny>>,
         operation: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<PyBreakerPermit>> {
-        let now = util::get_now(now)?;
+        let now = util::now_arg(now)?;
         let op = operation_arg(operation)?;
         let me = slf.get();
         match me.b.try_acquire(now) {
@@ -418,15 +419,15 @@ impl PyKeyedBreakers {
     }
 
     /// Take a permit of `key`'s breaker at `now` (see `CircuitBreaker.take`).
-    pub(crate) fn take<'py>(
+    pub(crate) fn take<'py, C: Clock>(
         slf: &Bound<'py, Self>,
         key: u64,
-        now: Nanos,
+        now: &OnceClock<C>,
         op: Op<'_, 'py>,
     ) -> PyResult<BreakerPermit> {
         let me = slf.get();
         let b = me.breaker(key)?;
-        match b.try_acquire(now) {
+        match b.try_acquire(|| now.get()) {
             Ok(p) => {
                 if p.is_probe() {
                     me.announce(slf, key, b, op);
@@ -436,7 +437,7 @@ impl PyKeyedBreakers {
             Err(r) => {
                 let py = slf.py();
                 me.announce(slf, key, b, op);
-                let err = rejected_error(py, r, now);
+                let err = rejected_error(py, r, now.get());
                 events::refusal(py, slf.as_any(), op, &err);
                 Err(err)
             }
@@ -449,7 +450,7 @@ impl PyKeyedBreakers {
         key: u64,
         p: BreakerPermit,
         outcome: Outcome,
-        now: Nanos,
+        now: impl Clock + Send,
         op: Op<'_, 'py>,
     ) -> OutcomeEffect {
         let me = slf.get();
@@ -538,12 +539,12 @@ impl PyKeyedBreakers {
         operation: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyBreakerPermit> {
         let k = key_arg(key)?;
-        let now = util::get_now(now)?;
+        let now = OnceClock::new(util::now_arg(now)?);
         let op = match operation_arg(operation)? {
             Some(op) => op,
             None => key_operation(key)?,
         };
-        let p = Self::take(slf, k, now, Op::Given(&op))?;
+        let p = Self::take(slf, k, &now, Op::Given(&op))?;
         Ok(PyBreakerPermit::new(
             BreakerOwner::Keyed(slf.clone().unbind(), k),
             p,
@@ -702,7 +703,7 @@ impl BreakerOwner {
         py: Python<'py>,
         p: BreakerPermit,
         outcome: Outcome,
-        now: Nanos,
+        now: impl Clock + Send,
         op: Op<'_, 'py>,
     ) -> OutcomeEffect {
         match self {
@@ -759,7 +760,7 @@ impl PyBreakerPermit {
         &self,
         py: Python<'py>,
         outcome: Outcome,
-        now: Nanos,
+        now: impl Clock + Send,
     ) -> Option<Bound<'py, PyString>> {
         let p = self.permit.take()?;
         let op = Op::given(self.operation.as_ref().map(|o| o.bind(py)));
@@ -782,7 +783,7 @@ impl PyBreakerPermit {
         now: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyString>>> {
         let o = outcome::outcome_arg(outcome)?;
-        let now = util::get_now(now)?;
+        let now = util::now_arg(now)?;
         Ok(self.finish(py, o, now))
     }
 
@@ -794,7 +795,7 @@ impl PyBreakerPermit {
         py: Python<'py>,
         now: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyString>>> {
-        let now = util::get_now(now)?;
+        let now = util::now_arg(now)?;
         Ok(self.finish(py, Outcome::Success, now))
     }
 
@@ -806,7 +807,7 @@ impl PyBreakerPermit {
         py: Python<'py>,
         now: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyString>>> {
-        let now = util::get_now(now)?;
+        let now = util::now_arg(now)?;
         Ok(self.finish(py, Outcome::OtherTransient, now))
     }
 
@@ -840,7 +841,9 @@ impl PyBreakerPermit {
         self.generation
     }
 
-    /// When it was granted (integer nanoseconds).
+    /// When it was granted (integer nanoseconds), if the breaker read its clock for it: a
+    /// probe, or a call of a breaker that times its calls (`slow_call_duration` set). An
+    /// ordinary call of a breaker that does not time its calls reads no clock and says 0.
     #[getter]
     fn acquired_at(&self) -> u64 {
         self.acquired_at
@@ -874,7 +877,7 @@ impl PyBreakerPermit {
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let outcome = permit::exit_outcome(exc)?;
-        self.finish(py, outcome, clock::now());
+        self.finish(py, outcome, clock::now as fn() -> Nanos);
         Ok(false)
     }
 

@@ -40,6 +40,36 @@ pub(crate) fn now() -> Nanos {
     guards::clock::now()
 }
 
+/// The clock of one guarded call, read at most once and only if a guard's decision needs
+/// it (core's lazy-clock contract): a closed breaker that does not time its calls never
+/// reads it.
+pub(crate) type Once = guards_core::time::OnceClock<fn() -> Nanos>;
+
+/// A `now` argument of a Python method: the instant given, or [`now`] read on demand.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Arg {
+    /// The caller's instant.
+    At(Nanos),
+    /// Read [`now`] if a decision needs it.
+    Read,
+}
+
+impl guards_core::Clock for Arg {
+    #[inline]
+    fn now(&self) -> Nanos {
+        match self {
+            Arg::At(t) => *t,
+            Arg::Read => now(),
+        }
+    }
+}
+
+/// A fresh [`Once`] over [`now`].
+#[inline]
+pub(crate) fn once() -> Once {
+    Once::new(now)
+}
+
 /// Whether a `FakeClock` is installed (then [`now`] reads it).
 #[inline]
 pub(crate) fn fake_installed() -> bool {

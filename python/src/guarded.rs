@@ -80,12 +80,6 @@ impl Held {
     }
 }
 
-/// The clock, read at most once before the call.
-#[inline]
-fn now_once(now: &mut Option<Nanos>) -> Nanos {
-    *now.get_or_insert_with(clock::now)
-}
-
 impl Guard {
     /// The guard of `key` in `set`.
     pub(crate) fn keyed(
@@ -158,16 +152,14 @@ impl Guard {
     pub(crate) fn take<'py>(
         &self,
         py: Python<'py>,
-        now: &mut Option<Nanos>,
+        now: &clock::Once,
         op: Op<'_, 'py>,
     ) -> PyResult<Held> {
         match self {
-            Guard::Breaker(b) => {
-                PyCircuitBreaker::take(b.bind(py), now_once(now), op).map(Held::Breaker)
-            }
+            Guard::Breaker(b) => PyCircuitBreaker::take(b.bind(py), now, op).map(Held::Breaker),
             Guard::Keyed { set, key, name } => {
                 let op = keyed_op(op, name.bind(py));
-                PyKeyedBreakers::take(set.bind(py), *key, now_once(now), op).map(Held::Breaker)
+                PyKeyedBreakers::take(set.bind(py), *key, now, op).map(Held::Breaker)
             }
             Guard::Bulkhead(b) => PyBulkhead::take(b.bind(py), op).map(Held::Slot),
         }
@@ -188,11 +180,11 @@ impl Guard {
                 b.get().b.report(p, outcome);
             }
             (Guard::Breaker(b), Held::Breaker(p)) => {
-                PyCircuitBreaker::settle(b.bind(py), p, outcome, clock::now(), op);
+                PyCircuitBreaker::settle(b.bind(py), p, outcome, clock::now, op);
             }
             (Guard::Keyed { set, key, name }, Held::Breaker(p)) => {
                 let op = keyed_op(op, name.bind(py));
-                PyKeyedBreakers::settle(set.bind(py), *key, p, outcome, clock::now(), op);
+                PyKeyedBreakers::settle(set.bind(py), *key, p, outcome, clock::now, op);
             }
             // A permit always comes back to the guard that granted it.
             _ => {}
@@ -295,14 +287,14 @@ pub(crate) fn deadline_source<'a, 'py>(
 pub(crate) fn check_inherited(
     py: Python<'_>,
     deadline: &Bound<'_, PyAny>,
-    now: &mut Option<Nanos>,
+    now: &clock::Once,
 ) -> PyResult<()> {
     let d = deadline.call0()?;
     if d.is_none() {
         return Ok(());
     }
     let expired = match d.cast::<PyDeadline>() {
-        Ok(d) => d.get().d.is_expired(now_once(now)),
+        Ok(d) => d.get().d.is_expired(now.get()),
         Err(_) => d.call_method0(intern!(py, "is_expired"))?.is_truthy()?,
     };
     if expired {
@@ -341,11 +333,11 @@ fn run_checked<'py>(
     op: Op<'_, 'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = f.py();
-    let mut now = None;
+    let now = clock::once();
     if let Some(deadline) = deadline {
-        check_inherited(py, deadline, &mut now)?;
+        check_inherited(py, deadline, &now)?;
     }
-    let held = guard.take(py, &mut now, op)?;
+    let held = guard.take(py, &now, op)?;
     match f.call(args, kwargs) {
         Ok(v) => {
             guard.settle(py, held, Outcome::Success, op);

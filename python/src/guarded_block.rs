@@ -174,11 +174,11 @@ impl PyGuardedBase {
         };
         let op = blocks.operation.get().map(|o| o.bind(py));
         let op = Op::given(op);
-        let mut now = None;
+        let now = crate::clock::once();
         if let Some(d) = guarded::deadline_source(py, &blocks.deadline, blocks.deadline_gated) {
-            guarded::check_inherited(py, d, &mut now)?;
+            guarded::check_inherited(py, d, &now)?;
         }
-        let held = blocks.guard.take(py, &mut now, op)?;
+        let held = blocks.guard.take(py, &now, op)?;
         let call = PyBlockCall {
             owner: slf.clone().into_any().unbind(),
             guard: blocks.guard.clone_ref(py),

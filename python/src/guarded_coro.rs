@@ -460,12 +460,12 @@ impl PyGuardedCoroutine {
         let owner_obj = self.owner.bind(py);
         let owner = owner_obj.get();
         let op = Op::QualnameOf(owner_obj.as_any());
-        let mut now = None;
+        let now = crate::clock::once();
         let taken = match guarded::deadline_source(py, &owner.deadline, owner.deadline_gated) {
-            Some(d) => guarded::check_inherited(py, d, &mut now),
+            Some(d) => guarded::check_inherited(py, d, &now),
             None => Ok(()),
         }
-        .and_then(|()| owner.guard.take(py, &mut now, op));
+        .and_then(|()| owner.guard.take(py, &now, op));
         let held = match taken {
             Ok(held) => held,
             Err(e) => return (State::Done, Err(e)),

@@ -273,6 +273,14 @@ pub(crate) fn get_instant(field: &'static str, v: &Bound<'_, PyAny>) -> PyResult
 
 /// `now`: the given integer nanoseconds, or the clock's reading when absent or `None`.
 #[inline]
+/// A `now: int | None` argument as a clock read only when a decision needs it.
+pub(crate) fn now_arg(now: Option<&Bound<'_, PyAny>>) -> PyResult<crate::clock::Arg> {
+    match given(now) {
+        None => Ok(crate::clock::Arg::Read),
+        Some(v) => get_instant("now", v).map(crate::clock::Arg::At),
+    }
+}
+
 pub(crate) fn get_now(now: Option<&Bound<'_, PyAny>>) -> PyResult<Nanos> {
     match given(now) {
         None => Ok(crate::clock::now()),

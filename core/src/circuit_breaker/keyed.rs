@@ -19,7 +19,7 @@ use crate::error::ConfigError;
 use crate::outcome::Outcome;
 use crate::rng::{below_from_bits, mix64};
 use crate::sync::{set_mut, AtomicU64, Ordering};
-use crate::time::Nanos;
+use crate::time::{Clock, Nanos};
 
 /// Default number of slots of a [`KeyedBreakers`] set: 16.
 pub const DEFAULT_KEYED_SLOTS: usize = 16;
@@ -307,7 +307,7 @@ impl<const SLOTS: usize, const CAP: usize> KeyedBreakers<SLOTS, CAP> {
     pub fn try_acquire(
         &self,
         key: u64,
-        now: Nanos,
+        now: impl Clock,
     ) -> Result<KeyedBreakersPermit, KeyedBreakersRejected> {
         let breaker = self.get_or_insert(key)?;
         match breaker.try_acquire(now) {
@@ -322,7 +322,7 @@ impl<const SLOTS: usize, const CAP: usize> KeyedBreakers<SLOTS, CAP> {
         &self,
         permit: KeyedBreakersPermit,
         outcome: Outcome,
-        now: Nanos,
+        now: impl Clock,
     ) -> OutcomeEffect {
         match self.get(permit.key) {
             Some(b) => b.report(permit.permit, outcome, now),
@@ -332,7 +332,7 @@ impl<const SLOTS: usize, const CAP: usize> KeyedBreakers<SLOTS, CAP> {
 
     /// The call made with `permit` succeeded at `now` ([`CircuitBreaker::on_success`] of
     /// its key's breaker; [`OutcomeEffect::Discarded`] if the key is not in this set).
-    pub fn on_success(&self, permit: KeyedBreakersPermit, now: Nanos) -> OutcomeEffect {
+    pub fn on_success(&self, permit: KeyedBreakersPermit, now: impl Clock) -> OutcomeEffect {
         match self.get(permit.key) {
             Some(b) => b.on_success(permit.permit, now),
             None => OutcomeEffect::Discarded,
@@ -341,7 +341,7 @@ impl<const SLOTS: usize, const CAP: usize> KeyedBreakers<SLOTS, CAP> {
 
     /// The call made with `permit` failed, or was abandoned, at `now`
     /// ([`CircuitBreaker::on_failure`] of its key's breaker).
-    pub fn on_failure(&self, permit: KeyedBreakersPermit, now: Nanos) -> OutcomeEffect {
+    pub fn on_failure(&self, permit: KeyedBreakersPermit, now: impl Clock) -> OutcomeEffect {
         match self.get(permit.key) {
             Some(b) => b.on_failure(permit.permit, now),
             None => OutcomeEffect::Discarded,

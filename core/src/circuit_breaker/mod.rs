@@ -243,7 +243,7 @@ use crate::counter::Counter;
 use crate::error::ConfigError;
 use crate::outcome::{BreakerVerdict, Outcome};
 use crate::sync::{set_mut, AtomicU64, Ordering};
-use crate::time::Nanos;
+use crate::time::{Clock, Nanos, OnceClock};
 use state::{Word, CLOSED, HALF_OPEN, MAX_OPENS, OPEN};
 
 /// The three states.
@@ -511,7 +511,31 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
     ///   failed probe (an abandoned probe is a failure, [`crate::outcome`]), so the breaker
     ///   re-opens from the instant the last of them fell due; if that opening is already
     ///   over at `now`, this call is the first probe of the next half-open period.
-    pub fn try_acquire(&self, now: Nanos) -> Result<CircuitBreakerPermit, CircuitBreakerRejected> {
+    ///
+    /// `clock` is read only where the answer depends on time: never for a closed breaker
+    /// that does not time its calls ([`CircuitBreakerConfig::slow_call_duration`] off), once
+    /// otherwise (the permit then carries the instant, [`CircuitBreakerPermit::acquired_at`]).
+    pub fn try_acquire(
+        &self,
+        clock: impl Clock,
+    ) -> Result<CircuitBreakerPermit, CircuitBreakerRejected> {
+        self.acquire(&OnceClock::new(clock), self.times_calls())
+    }
+
+    /// Whether ordinary calls are timed (a slow-call duration is set): only then does a
+    /// closed breaker need the instant of acquisition.
+    #[inline]
+    fn times_calls(&self) -> bool {
+        self.config.slow_call_duration != Nanos::MAX
+    }
+
+    /// [`CircuitBreaker::try_acquire`]; `stamp` asks for the instant in a closed permit even
+    /// when the breaker would not need it.
+    fn acquire<C: Clock>(
+        &self,
+        now: &OnceClock<C>,
+        stamp: bool,
+    ) -> Result<CircuitBreakerPermit, CircuitBreakerRejected> {
         let counters = &self.hot.counters;
         // Ordering (S): acquire, so an open word comes with its generation's mark.
         let mut raw = self.state.load(Ordering::Acquire);
@@ -535,14 +559,16 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                         // open state is published); refuse for one open duration rather
                         // than spin.
                         counters.rejected_open.incr();
-                        let until = now.saturating_add(self.config.open_duration_for(w.opens));
+                        let until = now
+                            .get()
+                            .saturating_add(self.config.open_duration_for(w.opens));
                         return Err(CircuitBreakerRejected {
                             reason: CircuitBreakerRejectReason::Open,
                             retry_at: state::rounded_until(until),
                         });
                     }
                     let until = state::decode_mark(mark);
-                    if now < until {
+                    if now.get() < until {
                         counters.rejected_open.incr();
                         return Err(CircuitBreakerRejected {
                             reason: CircuitBreakerRejectReason::Open,
@@ -554,7 +580,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                         ..w.next(HALF_OPEN, w.opens)
                     };
                     // (P): the probe's due instant is written before the probe is issued.
-                    self.extend_probe_due(next.generation, now);
+                    self.extend_probe_due(next.generation, now.get());
                     // Ordering (S): a transition; one winner per generation by the
                     // compare-and-swap itself; a failure acquires the newer word (and so
                     // its mark) for the next round.
@@ -568,7 +594,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                             counters.open_to_half_open.incr();
                             counters.probes_admitted.incr();
                             return Ok(CircuitBreakerPermit::probe(
-                                now,
+                                now.get(),
                                 next.generation,
                                 self.config.probe_timeout,
                             ));
@@ -578,7 +604,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                 }
                 HALF_OPEN => {
                     if w.issued >= self.probes {
-                        if self.expire_overdue_probes(now) {
+                        if self.expire_overdue_probes(now.get()) {
                             // Re-opened: judge the call against the new open period.
                             // Ordering (S): acquire, as every load of the state word.
                             raw = self.state.load(Ordering::Acquire);
@@ -593,7 +619,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                         counters.rejected_half_open.incr();
                         return Err(CircuitBreakerRejected {
                             reason: CircuitBreakerRejectReason::HalfOpenFull,
-                            retry_at: now.saturating_add(self.config.probe_timeout),
+                            retry_at: now.get().saturating_add(self.config.probe_timeout),
                         });
                     }
                     let next = Word {
@@ -601,7 +627,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                         ..w
                     };
                     // (P): the probe's due instant is written before the probe is issued.
-                    self.extend_probe_due(w.generation, now);
+                    self.extend_probe_due(w.generation, now.get());
                     // Ordering (S): issuing a probe publishes nothing; at most K issue
                     // because every increment is a compare-and-swap of the one word.
                     match self.state.compare_exchange(
@@ -613,7 +639,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                         Ok(_) => {
                             counters.probes_admitted.incr();
                             return Ok(CircuitBreakerPermit::probe(
-                                now,
+                                now.get(),
                                 w.generation,
                                 self.config.probe_timeout,
                             ));
@@ -621,18 +647,24 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                         Err(actual) => raw = actual,
                     }
                 }
-                _ => return Ok(CircuitBreakerPermit::call(now, w.generation)),
+                _ => {
+                    // Closed: the instant matters only to time the call.
+                    let at = if stamp { now.get() } else { Nanos::ZERO };
+                    return Ok(CircuitBreakerPermit::call(at, w.generation));
+                }
             }
         }
     }
 
     /// [`CircuitBreaker::try_acquire`], returning a [`CircuitBreakerScope`] that reports a
     /// failure if dropped without an outcome.
+    /// The scope's permit always carries its instant of acquisition (`clock` is read once),
+    /// so that a scope dropped without an outcome can be judged at that instant.
     pub fn try_acquire_scoped(
         &self,
-        now: Nanos,
+        clock: impl Clock,
     ) -> Result<CircuitBreakerScope<'_, CAP>, CircuitBreakerRejected> {
-        self.try_acquire(now)
+        self.acquire(&OnceClock::new(clock), true)
             .map(|p| CircuitBreakerScope::new(self, p))
     }
 
@@ -643,15 +675,20 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
     /// cancelled probe is a failure; a cancelled ordinary call, a local refusal and an
     /// ignored error are not judged. Slowness is measured here, from the permit's
     /// acquisition to `now`, never reported.
+    ///
+    /// `clock` is read at most once, and only when the verdict depends on time: to time the
+    /// call (a slow-call duration is set), to place the outcome in a time window, or to
+    /// date a transition (the outcome that opens, re-opens or closes the breaker). A plain
+    /// success or failure in a count window that does not trip reads no clock.
     pub fn report(
         &self,
         permit: CircuitBreakerPermit,
         outcome: Outcome,
-        now: Nanos,
+        clock: impl Clock,
     ) -> OutcomeEffect {
         match outcome.breaker(permit.is_probe()) {
-            BreakerVerdict::Success => self.on_success(permit, now),
-            BreakerVerdict::Failure => self.on_failure(permit, now),
+            BreakerVerdict::Success => self.on_success(permit, clock),
+            BreakerVerdict::Failure => self.on_failure(permit, clock),
             BreakerVerdict::Ignore => {
                 self.on_ignore(permit);
                 OutcomeEffect::Ignored
@@ -661,14 +698,16 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
 
     /// The call made with `permit` succeeded; `now` is when it finished. A probe that
     /// succeeded but was slow counts as a failed probe.
-    pub fn on_success(&self, permit: CircuitBreakerPermit, now: Nanos) -> OutcomeEffect {
-        self.finish(permit, now, false)
+    /// `clock` is read as in [`CircuitBreaker::report`].
+    pub fn on_success(&self, permit: CircuitBreakerPermit, clock: impl Clock) -> OutcomeEffect {
+        self.finish(permit, &OnceClock::new(clock), false)
     }
 
     /// The call made with `permit` failed (by the caller's definition), or was abandoned;
     /// `now` is when it finished or was given up on.
-    pub fn on_failure(&self, permit: CircuitBreakerPermit, now: Nanos) -> OutcomeEffect {
-        self.finish(permit, now, true)
+    /// `clock` is read as in [`CircuitBreaker::report`].
+    pub fn on_failure(&self, permit: CircuitBreakerPermit, clock: impl Clock) -> OutcomeEffect {
+        self.finish(permit, &OnceClock::new(clock), true)
     }
 
     /// Hand `permit` back without judging the dependency (the call never reached it, or its
@@ -704,9 +743,10 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
     /// The state as a caller would meet it at `now`: an open breaker whose open period has
     /// ended reports [`BreakerState::HalfOpen`], since the next call will be a probe. Reading
     /// never changes the state.
-    pub fn state(&self, now: Nanos) -> BreakerState {
+    /// `clock` is read only when the breaker is open.
+    pub fn state(&self, clock: impl Clock) -> BreakerState {
         match self.snapshot() {
-            (w, Some(until)) if w.state == OPEN && now >= until => BreakerState::HalfOpen,
+            (w, Some(until)) if w.state == OPEN && clock.now() >= until => BreakerState::HalfOpen,
             (w, _) => BreakerState::from_code(w.state),
         }
     }
@@ -752,13 +792,14 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
 
     /// What the window holds, judged at `now` (the time window depends on it). Outside the
     /// closed state the window is not in use and this returns all zeros.
-    pub fn window_counts(&self, now: Nanos) -> WindowCounts {
+    /// `clock` is read only for a time window.
+    pub fn window_counts(&self, clock: impl Clock) -> WindowCounts {
         // Ordering (S): acquire, so a closed word comes with its emptied time window.
         let w = Word::unpack(self.state.load(Ordering::Acquire));
         if w.state != CLOSED {
             return WindowCounts::default();
         }
-        self.scan(w.generation, now)
+        self.scan(w.generation, &OnceClock::new(clock))
     }
 
     /// A snapshot of the counters.
@@ -782,12 +823,17 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
         }
     }
 
-    fn is_slow(&self, acquired_at: Nanos, now: Nanos) -> bool {
-        self.config.slow_call_duration != Nanos::MAX
-            && now.saturating_sub(acquired_at) >= self.config.slow_call_duration
+    fn is_slow<C: Clock>(&self, acquired_at: Nanos, now: &OnceClock<C>) -> bool {
+        self.times_calls()
+            && now.get().saturating_sub(acquired_at) >= self.config.slow_call_duration
     }
 
-    fn finish(&self, permit: CircuitBreakerPermit, now: Nanos, failed: bool) -> OutcomeEffect {
+    fn finish<C: Clock>(
+        &self,
+        permit: CircuitBreakerPermit,
+        now: &OnceClock<C>,
+        failed: bool,
+    ) -> OutcomeEffect {
         let slow = self.is_slow(permit.acquired_at(), now);
         if permit.is_probe() {
             self.finish_probe(permit.generation(), now, failed || slow)
@@ -818,7 +864,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
         w.state == CLOSED && w.generation == generation
     }
 
-    fn scan(&self, generation: u32, now: Nanos) -> WindowCounts {
+    fn scan<C: Clock>(&self, generation: u32, now: &OnceClock<C>) -> WindowCounts {
         match self.config.window_kind {
             WindowKind::Count => {
                 count_window::scan(self.window_cells(), count_window::tag_of(generation))
@@ -826,7 +872,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
             WindowKind::Time => time_window::scan(
                 self.window_cells(),
                 self.config.window_buckets,
-                self.period_of(now),
+                self.period_of(now.get()),
                 time_window::epoch_of(generation),
             ),
         }
@@ -843,7 +889,13 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
     }
 
     /// Record an ordinary outcome of `generation`.
-    fn record(&self, generation: u32, now: Nanos, failed: bool, slow: bool) -> OutcomeEffect {
+    fn record<C: Clock>(
+        &self,
+        generation: u32,
+        now: &OnceClock<C>,
+        failed: bool,
+        slow: bool,
+    ) -> OutcomeEffect {
         let counters = &self.hot.counters;
         if !self.is_closed_in(generation) {
             counters.discarded.incr();
@@ -875,7 +927,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
             WindowKind::Time => time_window::record(
                 self.window_cells(),
                 self.config.window_buckets,
-                self.period_of(now),
+                self.period_of(now.get()),
                 time_window::epoch_of(generation),
                 failed,
                 slow,
@@ -894,7 +946,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
             // Order this scan after every earlier evaluator's writes.
             // Ordering (E): release our window write, acquire every earlier evaluator's.
             self.hot.eval.fetch_add(1, Ordering::AcqRel);
-            if self.trips(self.scan(generation, now)) && self.trip(generation, now) {
+            if self.trips(self.scan(generation, now)) && self.trip(generation, now.get()) {
                 return OutcomeEffect::Opened;
             }
         }
@@ -1016,7 +1068,12 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
     }
 
     /// Judge a probe of half-open `generation`.
-    fn finish_probe(&self, generation: u32, now: Nanos, failed: bool) -> OutcomeEffect {
+    fn finish_probe<C: Clock>(
+        &self,
+        generation: u32,
+        now: &OnceClock<C>,
+        failed: bool,
+    ) -> OutcomeEffect {
         let counters = &self.hot.counters;
         loop {
             // Ordering (M): the mark first, acquire, which keeps the state load after it.
@@ -1029,7 +1086,7 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
                 return OutcomeEffect::Discarded;
             }
             if failed {
-                if self.open_from(w, raw, mark, now) {
+                if self.open_from(w, raw, mark, now.get()) {
                     counters.probe_failures.incr();
                     counters.half_open_to_open.incr();
                     return OutcomeEffect::Reopened;

@@ -7,7 +7,7 @@ use core::fmt;
 use super::CircuitBreaker;
 use crate::brownout::RefusalKind;
 use crate::outcome::Outcome;
-use crate::time::Nanos;
+use crate::time::{Clock, Nanos};
 
 /// Whether a permit is for an ordinary call or a half-open probe.
 #[repr(u8)]
@@ -68,7 +68,10 @@ impl CircuitBreakerPermit {
         }
     }
 
-    /// The `now` passed to `try_acquire`.
+    /// The instant of acquisition, when the breaker read it: for a probe, for an ordinary
+    /// call of a breaker that times its calls (a slow-call duration is set), and for the
+    /// permit of a [`CircuitBreakerScope`]. An ordinary call of a breaker that does not time
+    /// its calls carries [`Nanos::ZERO`]: nothing judges its duration, so no clock was read.
     pub const fn acquired_at(&self) -> Nanos {
         self.acquired_at
     }
@@ -297,7 +300,7 @@ impl<'a, const CAP: usize> CircuitBreakerScope<'a, CAP> {
 
     /// Report how the call ended at `now`, by the call contract
     /// ([`CircuitBreaker::report`]).
-    pub fn report(mut self, outcome: Outcome, now: Nanos) -> OutcomeEffect {
+    pub fn report(mut self, outcome: Outcome, now: impl Clock) -> OutcomeEffect {
         match self.permit.take() {
             Some(p) => self.breaker.report(p, outcome, now),
             None => OutcomeEffect::Discarded,
@@ -305,7 +308,7 @@ impl<'a, const CAP: usize> CircuitBreakerScope<'a, CAP> {
     }
 
     /// Report success at `now`.
-    pub fn success(mut self, now: Nanos) -> OutcomeEffect {
+    pub fn success(mut self, now: impl Clock) -> OutcomeEffect {
         match self.permit.take() {
             Some(p) => self.breaker.on_success(p, now),
             None => OutcomeEffect::Discarded,
@@ -313,7 +316,7 @@ impl<'a, const CAP: usize> CircuitBreakerScope<'a, CAP> {
     }
 
     /// Report failure at `now`.
-    pub fn failure(mut self, now: Nanos) -> OutcomeEffect {
+    pub fn failure(mut self, now: impl Clock) -> OutcomeEffect {
         match self.permit.take() {
             Some(p) => self.breaker.on_failure(p, now),
             None => OutcomeEffect::Discarded,
