@@ -266,7 +266,7 @@ proptest! {
                 let w = u128::from(weights[i].clamp(1, MAX_WEIGHT));
                 let total: u128 = weights.iter().map(|&w| u128::from(w.clamp(1, MAX_WEIGHT))).sum();
                 let exact = u128::from(allowance - n) * w / total;
-                prop_assert!(u128::from(s) >= 1 + exact && u128::from(s) <= 2 + exact);
+                prop_assert!(u128::from(s) > exact && u128::from(s) <= 2 + exact);
             } else {
                 prop_assert!(s <= 1);
             }
