@@ -26,6 +26,7 @@
 //! When it comes back and finds its record expired, it rejoins as a newcomer (share 0,
 //! growing as the others leave room).
 
+pub mod c_api;
 mod store;
 
 use std::collections::VecDeque;
@@ -97,7 +98,7 @@ impl FleetConfig {
 
     /// Check every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), FleetError> {
-        let bad = |field: &'static str, why: &str| Err(FleetError::Config(field, why.to_owned()));
+        let bad = |field: &'static str, why: &'static str| Err(FleetError::Config(field, why));
         check_name("service", &self.service)?;
         check_name("member", &self.member)?;
         if !(1..=MAX_WEIGHT).contains(&self.weight) {
@@ -127,10 +128,7 @@ fn check_name(field: &'static str, s: &str) -> Result<(), FleetError> {
     if ok {
         Ok(())
     } else {
-        Err(FleetError::Config(
-            field,
-            "1..=128 bytes of [A-Za-z0-9._-]".to_owned(),
-        ))
+        Err(FleetError::Config(field, "1..=128 bytes of [A-Za-z0-9._-]"))
     }
 }
 
@@ -138,7 +136,7 @@ fn check_name(field: &'static str, s: &str) -> Result<(), FleetError> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FleetError {
     /// A setting is invalid: the field and what is accepted.
-    Config(&'static str, String),
+    Config(&'static str, &'static str),
     /// The URL does not parse as a Redis URL.
     BadUrl(String),
     /// Redis refused the credentials (or requires some).
@@ -407,7 +405,7 @@ impl Fleet {
     ) -> Result<(), FleetError> {
         check_name("allowance name", name)?;
         if allowance == 0 || allowance > u64::from(u32::MAX) {
-            return Err(FleetError::Config("allowance", "1..=4294967295".to_owned()));
+            return Err(FleetError::Config("allowance", "1..=4294967295"));
         }
         let mut st = self.shared.lock();
         if st.attached.iter().any(|a| a.name == name) {
@@ -509,7 +507,7 @@ impl Agent {
             jitter: Jitter::Full,
         })
         .or_else(|_| Backoff::new(BackoffConfig::default()))
-        .map_err(|e| FleetError::Config("sync_interval", e.to_string()))?;
+        .map_err(|_| FleetError::Config("sync_interval", "10 ms..=60 s"))?;
         let seed = name_id(&shared.config.member) ^ u64::from(std::process::id());
         Ok(Agent {
             shared,
