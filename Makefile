@@ -40,12 +40,19 @@ demo: $(VENV)/.tools
 	@echo
 	$(MAKE) -s demo-node
 
-test: fmt-check clippy test-rust test-loom test-nostd test-c test-c-region test-python test-node version-check \
+test: fmt-check clippy redis-server test-rust test-loom test-nostd test-c test-c-region test-python test-node version-check \
 	package-core docs-check live-smoke test-dist
 	@echo "make test: all passed"
 
 fmt-check:
 	$(CARGO) fmt --all --check
+
+# The fleet tests (ffi/tests/fleet_redis.rs) start a real redis-server on a free port.
+.PHONY: redis-server
+redis-server:
+	@command -v redis-server >/dev/null || { apt-get -o DPkg::Lock::Timeout=600 install -y redis-server || \
+	  { apt-get update && apt-get -o DPkg::Lock::Timeout=600 install -y redis-server; }; }
+	@redis-server --version
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

@@ -231,6 +231,14 @@ enum guards_result
    * No region or no guard of that name (when asked not to create one).
    */
   GUARDS_RESULT_GUARD_NOT_FOUND = 506,
+  /**
+   * The fleet's Redis could not be reached, or answered an error, when joining.
+   */
+  GUARDS_RESULT_FLEET_UNAVAILABLE = 600,
+  /**
+   * The fleet's Redis refused the credentials (or requires some).
+   */
+  GUARDS_RESULT_FLEET_AUTH = 601,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -1109,6 +1117,12 @@ typedef struct guards_bulkhead guards_bulkhead;
 typedef struct guards_circuit_breaker guards_circuit_breaker;
 
 /**
+ * A fleet membership (opaque): the agent thread and the guards attached to it.
+ * Thread-safe.
+ */
+typedef struct guards_fleet guards_fleet;
+
+/**
  * A hedging policy with its own latency tracker (opaque). Thread-safe and lock-free.
  */
 typedef struct guards_hedging guards_hedging;
@@ -1175,6 +1189,32 @@ typedef struct guards_retry_policy guards_retry_policy;
  * A replay of vector files (opaque): see `guards_vectors_open`.
  */
 typedef struct guards_vectors guards_vectors;
+
+/**
+ * The agent's counters (`guards_fleet_get_stats`).
+ */
+typedef struct guards_fleet_stats {
+  /**
+   * Live members in the last view (0 before the first).
+   */
+  uint64_t members;
+  /**
+   * Successful syncs.
+   */
+  uint64_t syncs;
+  /**
+   * Failed syncs (Redis errors and timeouts).
+   */
+  uint64_t sync_errors;
+  /**
+   * 1 when the last sync succeeded.
+   */
+  uint8_t connected;
+  /**
+   * 1 when the shares are fallbacks (Redis unreachable for `stale_after`).
+   */
+  uint8_t fallen_back;
+} guards_fleet_stats;
 
 /**
  * The step to run (`guards_vectors_next`). Strings stay valid until the next
@@ -2958,6 +2998,86 @@ typedef struct guards_region_guard_info {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Join the fleet `service` at `url` as `member` (both 1..=128 bytes of `[A-Za-z0-9._-]`),
+ * syncing every `sync_interval_ms` (0: the default, 250 ms; else 10..=60000), with the
+ * other settings at their defaults (TTL 3 × the interval, stale after 2 ×, fallback the
+ * allowance ÷ the last known members). Connects once: `FLEET_UNAVAILABLE` if Redis
+ * cannot be reached, `FLEET_AUTH` if it refuses the credentials, `INVALID_ARGUMENT`
+ * naming `url`, `service`, `member` or `sync_interval` for bad values, `NULL_ARGUMENT`.
+ * Leave (and free) with `guards_fleet_leave`.
+ *
+ * # Safety
+ * `url`, `service`, `member` must be NULL or NUL-terminated strings; `out` NULL or valid
+ * for writes.
+ */
+guards_result guards_fleet_join(const char *url,
+                                const char *service,
+                                const char *member,
+                                uint64_t sync_interval_ms,
+                                struct guards_fleet **out);
+
+/**
+ * Attach the bulkhead `bulkhead` to the fleet-wide allowance `name` of `allowance` slots
+ * (1..=4294967295): its cap drops to 0 at once and follows this member's share from then
+ * on (attach before serving). The bulkhead must stay alive until `guards_fleet_leave`
+ * has returned. Errors: `INVALID_ARGUMENT` naming `name` (bad or already attached) or
+ * `allowance`; `NULL_ARGUMENT`.
+ *
+ * # Safety
+ * `f` and `bulkhead` must be NULL or live handles; `name` NULL or a NUL-terminated string.
+ */
+guards_result guards_fleet_attach_bulkhead(const struct guards_fleet *f,
+                                           const char *name,
+                                           uint64_t allowance,
+                                           const struct guards_bulkhead *bulkhead);
+
+/**
+ * The agent's counters into `*out`.
+ *
+ * # Safety
+ * `f` must be NULL or a live handle; `out` NULL or valid for writes.
+ */
+guards_result guards_fleet_get_stats(const struct guards_fleet *f, struct guards_fleet_stats *out);
+
+/**
+ * This member's share of the allowance `name` (the attached guard's cap) into `*share`,
+ * and its fair share in the last view into `*fair` (either may be NULL). `NOT_FOUND` if
+ * no allowance of that name is attached.
+ *
+ * # Safety
+ * `f` must be NULL or a live handle; `name` NULL or NUL-terminated; `share`, `fair` NULL
+ * or valid for writes.
+ */
+guards_result guards_fleet_get_share(const struct guards_fleet *f,
+                                     const char *name,
+                                     uint64_t *share,
+                                     uint64_t *fair);
+
+/**
+ * Leave the fleet: stop the agent, remove this member's record from Redis (best effort),
+ * free the handle. Attached bulkheads keep their last caps (set them with
+ * `guards_bulkhead_set_max_concurrent` if needed) and may be freed afterwards. NULL is a
+ * no-op.
+ *
+ * # Safety
+ * `f` must be NULL or a handle from `guards_fleet_join` not left before, and no other
+ * thread may use it during or after this call.
+ */
+void guards_fleet_leave(struct guards_fleet *f);
+
+/**
+ * Set the bulkhead's cap at runtime (0..=4294967295) without touching the permits in
+ * flight: a cap lowered below the calls in flight admits nothing until they drain; a cap
+ * raised admits at once. (A fleet-attached bulkhead's cap is the agent's to set.)
+ * Errors: `CONFIG_OUT_OF_RANGE` naming `max_concurrent`; `NULL_ARGUMENT`.
+ *
+ * # Safety
+ * `h` must be NULL or a live handle.
+ */
+guards_result guards_bulkhead_set_max_concurrent(const struct guards_bulkhead *h,
+                                                 uint64_t max_concurrent);
 
 /**
  * Open a replay of `path`: one vector file, or every `*.json` of a directory in name

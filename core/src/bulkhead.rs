@@ -276,6 +276,8 @@ pub struct Bulkhead {
     in_flight: AtomicU64,
     acquired: Counter,
     rejected: Counter,
+    /// The cap in force: `config.max_concurrent` until [`Bulkhead::set_max_concurrent`].
+    cap: AtomicU64,
 }
 
 impl Bulkhead {
@@ -286,6 +288,7 @@ impl Bulkhead {
             in_flight: AtomicU64::new(0),
             acquired: Counter::new(),
             rejected: Counter::new(),
+            cap: AtomicU64::new(0),
         };
         b.reset(config)?;
         Ok(b)
@@ -300,6 +303,7 @@ impl Bulkhead {
         set_mut(&mut self.in_flight, 0);
         self.acquired.reset();
         self.rejected.reset();
+        set_mut(&mut self.cap, config.max_concurrent);
         Ok(())
     }
 
@@ -311,7 +315,7 @@ impl Bulkhead {
     /// Take a slot if one is free; otherwise refuse, reporting the count at the cap.
     #[inline]
     pub fn try_acquire(&self) -> Result<BulkheadPermit, BulkheadRejected> {
-        let max = self.config.max_concurrent;
+        let max = self.cap.load(Ordering::Relaxed);
         let mut cur = self.in_flight.load(Ordering::Relaxed);
         loop {
             if cur >= max {
@@ -386,7 +390,7 @@ impl Bulkhead {
 
     /// Free slots right now.
     pub fn available(&self) -> u64 {
-        self.config.max_concurrent.saturating_sub(self.in_flight())
+        self.max_concurrent().saturating_sub(self.in_flight())
     }
 
     /// Counters and the in-flight gauge. Read without stopping traffic: the gauge first,
@@ -400,6 +404,34 @@ impl Bulkhead {
             released: acquired.saturating_sub(in_flight),
             in_flight,
         }
+    }
+
+    /// The cap in force now: the config's `max_concurrent` unless
+    /// [`Bulkhead::set_max_concurrent`] changed it ([`Bulkhead::config`] keeps the cap the
+    /// bulkhead was built with).
+    #[inline]
+    pub fn max_concurrent(&self) -> u64 {
+        self.cap.load(Ordering::Relaxed)
+    }
+
+    /// Change the cap at runtime, without touching the permits in flight: a cap raised
+    /// admits at once; a cap lowered below the in-flight count admits nothing until enough
+    /// permits come back. `0` is accepted (admit nothing: a fleet member with no share);
+    /// above [`MAX_CONCURRENT_LIMIT`] is an error naming `max_concurrent`. Returns the cap
+    /// it replaced.
+    ///
+    /// While a resize races acquisitions, the in-flight count stays at most the larger of
+    /// the old and new caps; once the resize has returned, an acquisition that starts
+    /// afterwards admits only under the new cap (`core/tests/loom_bulkhead_resize.rs`).
+    pub fn set_max_concurrent(&self, max_concurrent: u64) -> Result<u64, ConfigError> {
+        check_u64(
+            "max_concurrent",
+            max_concurrent,
+            0,
+            MAX_CONCURRENT_LIMIT,
+            "0..=4294967295 calls",
+        )?;
+        Ok(self.cap.swap(max_concurrent, Ordering::Relaxed))
     }
 }
 

@@ -138,6 +138,10 @@ pub enum GuardsResult {
     GuardMismatch = 505,
     /// No region or no guard of that name (when asked not to create one).
     GuardNotFound = 506,
+    /// The fleet's Redis could not be reached, or answered an error, when joining.
+    FleetUnavailable = 600,
+    /// The fleet's Redis refused the credentials (or requires some).
+    FleetAuth = 601,
 }
 
 impl GuardsResult {
@@ -186,6 +190,8 @@ impl GuardsResult {
         GuardsResult::RegionTimeout,
         GuardsResult::GuardMismatch,
         GuardsResult::GuardNotFound,
+        GuardsResult::FleetUnavailable,
+        GuardsResult::FleetAuth,
     ];
 
     /// The code numbered `n`, if there is one.
@@ -234,6 +240,8 @@ impl GuardsResult {
             504 => GuardsResult::RegionTimeout,
             505 => GuardsResult::GuardMismatch,
             506 => GuardsResult::GuardNotFound,
+            600 => GuardsResult::FleetUnavailable,
+            601 => GuardsResult::FleetAuth,
             _ => return None,
         })
     }
@@ -301,6 +309,8 @@ impl GuardsResult {
                 c"shared region: a guard of that name exists with another kind, capacity or config"
             }
             GuardsResult::GuardNotFound => c"shared region: no such region or guard",
+            GuardsResult::FleetUnavailable => c"fleet: redis unreachable or answering errors",
+            GuardsResult::FleetAuth => c"fleet: redis refused the credentials",
         }
     }
 
@@ -753,6 +763,8 @@ mod tests {
             (GuardsResult::RegionTimeout, 504),
             (GuardsResult::GuardMismatch, 505),
             (GuardsResult::GuardNotFound, 506),
+            (GuardsResult::FleetUnavailable, 600),
+            (GuardsResult::FleetAuth, 601),
         ];
         for (c, n) in fixed {
             assert_eq!(c as u32, n, "{c:?}");

@@ -45,6 +45,7 @@
 
 pub mod clock;
 pub mod error;
+pub mod fleet;
 pub mod gate;
 #[macro_use]
 pub mod handle;

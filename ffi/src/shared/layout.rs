@@ -53,7 +53,7 @@ use crate::shared::table::Record;
 pub const MAGIC: [u8; 8] = *b"GUARDSRG";
 
 /// The version of this layout.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 
 /// Sections start on page boundaries.
 pub const PAGE: u64 = 4096;

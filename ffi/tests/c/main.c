@@ -29,6 +29,7 @@ int main(void) {
   circuit_breaker_tests();
   keyed_breakers_tests();
   bulkhead_tests();
+  fleet_tests();
   retry_budget_tests();
   retry_policy_tests();
   retry_driver_tests();

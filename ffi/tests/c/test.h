@@ -66,6 +66,7 @@ void common_tests(void);
 void circuit_breaker_tests(void);
 void keyed_breakers_tests(void);
 void bulkhead_tests(void);
+void fleet_tests(void);
 void retry_budget_tests(void);
 void retry_policy_tests(void);
 void retry_driver_tests(void);

@@ -1,0 +1,162 @@
+/* The fleet API against a real redis-server started on a free loopback port (installed by
+ * `make redis-server`) and killed at the end: two members share an allowance of 6. */
+#include "test.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int free_port(void) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (s >= 0 && bind(s, (struct sockaddr *)&a, sizeof a) == 0 &&
+      getsockname(s, (struct sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  if (s >= 0) close(s);
+  return port;
+}
+
+static int can_connect(int port) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int ok = s >= 0 && connect(s, (struct sockaddr *)&a, sizeof a) == 0;
+  if (s >= 0) close(s);
+  return ok;
+}
+
+static void nap(void) {
+  struct timespec t = {0, 25 * 1000 * 1000};
+  nanosleep(&t, NULL);
+}
+
+static uint64_t share_of(guards_fleet *f) {
+  uint64_t share = 99, fair = 99;
+  if (guards_fleet_get_share(f, "stock", &share, &fair) != GUARDS_RESULT_OK) return 99;
+  return share;
+}
+
+static void test_two_members(void) {
+  int port = free_port();
+  CHECK(port > 0);
+  char port_s[16], url[64];
+  snprintf(port_s, sizeof port_s, "%d", port);
+  snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+  char *argv[] = {"redis-server", "--port", port_s, "--bind", "127.0.0.1", "--save", "",
+                  "--appendonly", "no", "--loglevel", "warning", NULL};
+  pid_t pid;
+  posix_spawn_file_actions_t quiet;
+  posix_spawn_file_actions_init(&quiet);
+  posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&quiet, 2, "/dev/null", O_WRONLY, 0);
+  int spawned = posix_spawnp(&pid, "redis-server", &quiet, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&quiet);
+  CHECK(spawned == 0); /* redis-server missing: run `make redis-server` */
+  if (spawned != 0) return;
+  int up = 0;
+  for (int i = 0; i < 800 && !up; i++) {
+    up = can_connect(port);
+    if (!up) nap();
+  }
+  CHECK(up);
+
+  guards_bulkhead_config cfg;
+  CHECK_RC(guards_bulkhead_config_default(&cfg), GUARDS_RESULT_OK);
+  guards_bulkhead *ba = NULL, *bb = NULL;
+  CHECK_RC(guards_bulkhead_new(&cfg, &ba), GUARDS_RESULT_OK);
+  CHECK_RC(guards_bulkhead_new(&cfg, &bb), GUARDS_RESULT_OK);
+  guards_fleet *a = NULL, *b = NULL;
+  CHECK_RC(guards_fleet_join(url, "shop", "a", 50, &a), GUARDS_RESULT_OK);
+  CHECK_RC(guards_fleet_join(url, "shop", "b", 50, &b), GUARDS_RESULT_OK);
+  CHECK_RC(guards_fleet_attach_bulkhead(a, "stock", 6, ba), GUARDS_RESULT_OK);
+  CHECK_RC(guards_fleet_attach_bulkhead(b, "stock", 6, bb), GUARDS_RESULT_OK);
+  CHECK_RC(guards_fleet_attach_bulkhead(a, "stock", 6, ba), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK_RC(guards_fleet_attach_bulkhead(a, "other", 0, ba), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(detail_has("allowance"));
+  int even = 0;
+  for (int i = 0; i < 800 && !even; i++) {
+    even = share_of(a) == 3 && share_of(b) == 3;
+    if (!even) nap();
+  }
+  CHECK(even);
+  /* The share is the bulkhead's cap: three calls, not four. */
+  guards_permit p[4];
+  for (int i = 0; i < 3; i++) CHECK_RC(guards_bulkhead_try_acquire(ba, &p[i]), GUARDS_RESULT_OK);
+  CHECK_RC(guards_bulkhead_try_acquire(ba, &p[3]), GUARDS_RESULT_BULKHEAD_FULL);
+  for (int i = 0; i < 3; i++) CHECK_RC(guards_bulkhead_release(ba, p[i]), GUARDS_RESULT_OK);
+  guards_fleet_stats s;
+  CHECK_RC(guards_fleet_get_stats(a, &s), GUARDS_RESULT_OK);
+  CHECK(s.members == 2 && s.connected == 1 && s.fallen_back == 0 && s.syncs > 0);
+  uint64_t share = 0;
+  CHECK_RC(guards_fleet_get_share(a, "nope", &share, NULL), GUARDS_RESULT_NOT_FOUND);
+  /* b leaves: a grows to the whole allowance. */
+  guards_fleet_leave(b);
+  int whole = 0;
+  for (int i = 0; i < 800 && !whole; i++) {
+    whole = share_of(a) == 6;
+    if (!whole) nap();
+  }
+  CHECK(whole);
+  guards_fleet_leave(a);
+  guards_fleet_leave(NULL);
+  guards_bulkhead_free(ba);
+  guards_bulkhead_free(bb);
+
+  /* Bad input: typed errors, never a crash. */
+  guards_fleet *x = NULL;
+  CHECK_RC(guards_fleet_join(NULL, "shop", "a", 0, &x), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_fleet_join("http://nope", "shop", "a", 0, &x), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(detail_has("url"));
+  CHECK_RC(guards_fleet_join(url, "bad name", "a", 0, &x), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(detail_has("service"));
+  CHECK_RC(guards_fleet_join(url, "shop", "a", 5, &x), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK_RC(guards_fleet_join(url, "shop", "a", 0, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  char closed[64];
+  snprintf(closed, sizeof closed, "redis://127.0.0.1:%d", free_port());
+  CHECK_RC(guards_fleet_join(closed, "shop", "a", 0, &x), GUARDS_RESULT_FLEET_UNAVAILABLE);
+  CHECK(x == NULL);
+}
+
+static void test_resize(void) {
+  guards_bulkhead_config cfg;
+  CHECK_RC(guards_bulkhead_config_default(&cfg), GUARDS_RESULT_OK);
+  cfg.max_concurrent = 2;
+  guards_bulkhead *h = NULL;
+  CHECK_RC(guards_bulkhead_new(&cfg, &h), GUARDS_RESULT_OK);
+  guards_permit p[2], q;
+  for (int i = 0; i < 2; i++) CHECK_RC(guards_bulkhead_try_acquire(h, &p[i]), GUARDS_RESULT_OK);
+  CHECK_RC(guards_bulkhead_set_max_concurrent(h, 1), GUARDS_RESULT_OK);
+  CHECK_RC(guards_bulkhead_release(h, p[0]), GUARDS_RESULT_OK);
+  CHECK_RC(guards_bulkhead_try_acquire(h, &q), GUARDS_RESULT_BULKHEAD_FULL);
+  CHECK_RC(guards_bulkhead_set_max_concurrent(h, 3), GUARDS_RESULT_OK);
+  CHECK_RC(guards_bulkhead_try_acquire(h, &q), GUARDS_RESULT_OK);
+  CHECK_RC(guards_bulkhead_set_max_concurrent(h, 1ull << 40), GUARDS_RESULT_CONFIG_OUT_OF_RANGE);
+  CHECK(detail_has("max_concurrent"));
+  CHECK_RC(guards_bulkhead_set_max_concurrent(NULL, 1), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_bulkhead_release(h, q), GUARDS_RESULT_OK);
+  CHECK_RC(guards_bulkhead_release(h, p[1]), GUARDS_RESULT_OK);
+  guards_bulkhead_free(h);
+}
+
+void fleet_tests(void) {
+  run("bulkhead_resize", test_resize);
+  run("fleet_two_members", test_two_members);
+}

@@ -1,0 +1,535 @@
+//! The fleet agent against a real `redis-server`, started by each test on a free loopback
+//! port (`make redis-server` installs Debian's package when it is missing) and killed at
+//! the end. Waits poll a condition a bounded number of times; assertions count.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use guards::fleet::{Fleet, FleetConfig, FleetError, FleetEvent};
+use guards_core::{Bulkhead, BulkheadConfig};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Redis {
+    fn start(extra: &[&str]) -> Redis {
+        Redis::on_port(free_port(), extra)
+    }
+
+    fn on_port(port: u16, extra: &[&str]) -> Redis {
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server not found: run `make redis-server` (installs it)");
+        let r = Redis { child, port };
+        assert!(
+            poll(400, || TcpStream::connect(("127.0.0.1", port)).is_ok()),
+            "redis-server did not listen on {port}"
+        );
+        r
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn con(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    fn kill(mut self) -> u16 {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.port
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Poll `f` every 25 ms, at most `n` times.
+fn poll(n: u32, mut f: impl FnMut() -> bool) -> bool {
+    for _ in 0..n {
+        if f() {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(25));
+    }
+    false
+}
+
+fn config(url: &str, service: &str, member: &str) -> FleetConfig {
+    let mut c = FleetConfig::new(url, service, member);
+    c.sync_interval = Duration::from_millis(50);
+    c.ttl = Duration::from_millis(900);
+    c.stale_after = Duration::from_millis(400);
+    c.io_timeout = Duration::from_millis(200);
+    c
+}
+
+struct Member {
+    fleet: Fleet,
+    bulkhead: Arc<Bulkhead>,
+}
+
+fn member(url: &str, service: &str, name: &str, allowance: u64) -> Member {
+    member_with(config(url, service, name), allowance)
+}
+
+fn member_with(c: FleetConfig, allowance: u64) -> Member {
+    let fleet = Fleet::join(c).unwrap();
+    let bulkhead = Arc::new(Bulkhead::new(BulkheadConfig { max_concurrent: 1 }).unwrap());
+    fleet
+        .attach_bulkhead("stock", allowance, Arc::clone(&bulkhead))
+        .unwrap();
+    Member { fleet, bulkhead }
+}
+
+fn shares(ms: &[&Member]) -> Vec<u64> {
+    ms.iter().map(|m| m.bulkhead.max_concurrent()).collect()
+}
+
+/// Worker threads hammering every member's bulkhead, counting the calls in flight across
+/// the fleet independently of the guards.
+struct Load {
+    stop: Arc<AtomicBool>,
+    max: Arc<AtomicU64>,
+    served: Arc<AtomicU64>,
+    threads: Vec<thread::JoinHandle<()>>,
+}
+
+impl Load {
+    fn new() -> Self {
+        Load {
+            stop: Arc::new(AtomicBool::new(false)),
+            max: Arc::new(AtomicU64::new(0)),
+            served: Arc::new(AtomicU64::new(0)),
+            threads: Vec::new(),
+        }
+    }
+
+    fn on(&mut self, b: &Arc<Bulkhead>, in_flight: &Arc<AtomicU64>, threads: usize) {
+        for _ in 0..threads {
+            let (b, now, stop, max, served) = (
+                Arc::clone(b),
+                Arc::clone(in_flight),
+                Arc::clone(&self.stop),
+                Arc::clone(&self.max),
+                Arc::clone(&self.served),
+            );
+            self.threads.push(thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    match b.try_acquire() {
+                        Ok(p) => {
+                            let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                            max.fetch_max(n, Ordering::SeqCst);
+                            served.fetch_add(1, Ordering::SeqCst);
+                            thread::sleep(Duration::from_millis(2));
+                            now.fetch_sub(1, Ordering::SeqCst);
+                            b.release(p);
+                        }
+                        Err(_) => thread::sleep(Duration::from_millis(1)),
+                    }
+                }
+            }));
+        }
+    }
+
+    fn stop(self) -> (u64, u64) {
+        self.stop.store(true, Ordering::SeqCst);
+        for t in self.threads {
+            t.join().unwrap();
+        }
+        (
+            self.max.load(Ordering::SeqCst),
+            self.served.load(Ordering::SeqCst),
+        )
+    }
+}
+
+#[test]
+fn members_share_one_allowance_and_rebalance() {
+    let redis = Redis::start(&[]);
+    let url = redis.url();
+    let a = member(&url, "shop", "a", 12);
+    let b = member(&url, "shop", "b", 12);
+    let c = member(&url, "shop", "c", 12);
+    let in_flight = Arc::new(AtomicU64::new(0));
+    let mut load = Load::new();
+    for m in [&a, &b, &c] {
+        load.on(&m.bulkhead, &in_flight, 6);
+    }
+    assert!(
+        poll(400, || shares(&[&a, &b, &c]) == [4, 4, 4]),
+        "{:?}",
+        shares(&[&a, &b, &c])
+    );
+    // A fourth joins: 12 over 4 members, reached by shrinking first, growing after.
+    let mut d = member(&url, "shop", "d", 12);
+    load.on(&d.bulkhead, &in_flight, 6);
+    assert!(
+        poll(400, || shares(&[&a, &b, &c, &d]) == [3, 3, 3, 3]),
+        "{:?}",
+        shares(&[&a, &b, &c, &d])
+    );
+    // d leaves: the others grow back to 4 each.
+    d.fleet.leave();
+    d.bulkhead.set_max_concurrent(0).unwrap();
+    assert!(
+        poll(400, || shares(&[&a, &b, &c]) == [4, 4, 4]),
+        "{:?}",
+        shares(&[&a, &b, &c])
+    );
+    let (max, served) = load.stop();
+    assert!(served > 0);
+    assert!(
+        max <= 12,
+        "{max} calls in flight over a fleet allowance of 12"
+    );
+    let ev = a.fleet.events();
+    assert!(ev.contains(&FleetEvent::MemberJoined("d".into())), "{ev:?}");
+    assert!(ev.contains(&FleetEvent::MemberLeft("d".into())), "{ev:?}");
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, FleetEvent::ShareChanged { to: 3, .. })));
+    let s = a.fleet.stats();
+    assert_eq!(
+        (s.members, s.allowances[0].share, s.allowances[0].fair),
+        (3, 4, 4)
+    );
+    assert!(s.syncs > 0 && s.connected);
+}
+
+#[test]
+fn a_crashed_member_record_expires_and_the_share_returns() {
+    let redis = Redis::start(&[]);
+    let url = redis.url();
+    let mut con = redis.con();
+    // A member that crashed holding 6 of 10: its record as it left it, with its TTL.
+    let key = "guards:fleet:{shop}:m:crashed";
+    let _: () = redis::cmd("HSET")
+        .arg(key)
+        .arg("w")
+        .arg("1")
+        .arg("h:stock")
+        .arg("6")
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("PEXPIRE")
+        .arg(key)
+        .arg(3000)
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("SADD")
+        .arg("guards:fleet:{shop}:members")
+        .arg("crashed")
+        .query(&mut con)
+        .unwrap();
+    let a = member(&url, "shop", "a", 10);
+    let b = member(&url, "shop", "b", 10);
+    // While its record lives, a and b share only what it leaves (4); sampled until it
+    // expires, each sample checked against a record seen alive after the shares were read.
+    let mut samples = 0;
+    let mut best = 0;
+    assert!(poll(400, || {
+        let sum: u64 = shares(&[&a, &b]).iter().sum();
+        let ttl: i64 = redis::cmd("PTTL").arg(key).query(&mut con).unwrap();
+        if ttl > 0 {
+            assert!(
+                sum <= 4,
+                "{sum} granted beside a live record holding 6 of 10"
+            );
+            samples += 1;
+            best = best.max(sum);
+        }
+        ttl < 0
+    }));
+    assert!(samples > 0);
+    assert_eq!(best, 4, "the room the crashed member left was not used");
+    // Once it expires, the whole allowance returns: 5 and 5.
+    assert!(poll(400, || shares(&[&a, &b]) == [5, 5]));
+    assert!(a
+        .fleet
+        .events()
+        .contains(&FleetEvent::MemberLeft("crashed".into())));
+}
+
+#[test]
+fn redis_killed_and_restarted_mid_load() {
+    let redis = Redis::start(&[]);
+    let url = redis.url();
+    let a = member(&url, "shop", "a", 8);
+    let b = member(&url, "shop", "b", 8);
+    assert!(poll(400, || shares(&[&a, &b]) == [4, 4]));
+    let in_flight = Arc::new(AtomicU64::new(0));
+    let mut load = Load::new();
+    load.on(&a.bulkhead, &in_flight, 4);
+    load.on(&b.bulkhead, &in_flight, 4);
+    let port = redis.kill();
+    assert!(poll(400, || a.fleet.stats().fallen_back
+        && b.fleet.stats().fallen_back));
+    // The fallback: 8 ÷ 2 last known members = 4 each; the guards keep serving.
+    assert_eq!(shares(&[&a, &b]), [4, 4]);
+    let served_before = load.served.load(Ordering::SeqCst);
+    assert!(poll(400, || load.served.load(Ordering::SeqCst)
+        > served_before + 50));
+    let redis = Redis::on_port(port, &[]);
+    assert!(poll(400, || a.fleet.stats().connected
+        && b.fleet.stats().connected));
+    // The new Redis is empty: both rejoin as newcomers and grow back to 4 each.
+    assert!(poll(400, || shares(&[&a, &b]) == [4, 4]
+        && !a.fleet.stats().fallen_back));
+    let (max, _) = load.stop();
+    assert!(max <= 8, "{max} in flight");
+    let ev = a.fleet.events();
+    assert!(
+        ev.iter().any(|e| matches!(e, FleetEvent::RedisLost(_))),
+        "{ev:?}"
+    );
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, FleetEvent::FellBack { share: 4, .. })));
+    assert!(ev.contains(&FleetEvent::RedisRegained));
+    assert!(a.fleet.stats().sync_errors > 0);
+    drop(redis);
+}
+
+/// A TCP proxy in front of Redis that delays every chunk while `slow` is set.
+fn slow_proxy(to: u16, slow: Arc<AtomicBool>, stop: Arc<AtomicBool>) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    l.set_nonblocking(true).unwrap();
+    thread::spawn(move || {
+        while !stop.load(Ordering::SeqCst) {
+            let Ok((client, _)) = l.accept() else {
+                thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            client.set_nonblocking(false).unwrap();
+            let Ok(server) = TcpStream::connect(("127.0.0.1", to)) else {
+                continue;
+            };
+            for (mut from, mut into) in [
+                (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                (server, client),
+            ] {
+                let (slow, stop) = (Arc::clone(&slow), Arc::clone(&stop));
+                from.set_read_timeout(Some(Duration::from_millis(100)))
+                    .unwrap();
+                thread::spawn(move || {
+                    let mut buf = [0u8; 16 * 1024];
+                    while !stop.load(Ordering::SeqCst) {
+                        match from.read(&mut buf) {
+                            Ok(0) => break,
+                            Ok(n) => {
+                                if slow.load(Ordering::SeqCst) {
+                                    thread::sleep(Duration::from_millis(600));
+                                }
+                                if into.write_all(&buf[..n]).is_err() {
+                                    break;
+                                }
+                            }
+                            Err(e)
+                                if e.kind() == std::io::ErrorKind::WouldBlock
+                                    || e.kind() == std::io::ErrorKind::TimedOut => {}
+                            Err(_) => break,
+                        }
+                    }
+                    let _ = into.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        }
+    });
+    port
+}
+
+#[test]
+fn redis_answering_slowly() {
+    let redis = Redis::start(&[]);
+    let (slow, stop) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let port = slow_proxy(redis.port, Arc::clone(&slow), Arc::clone(&stop));
+    let url = format!("redis://127.0.0.1:{port}");
+    let a = member(&url, "shop", "a", 6);
+    let b = member(&redis.url(), "shop", "b", 6);
+    assert!(poll(400, || shares(&[&a, &b]) == [3, 3]));
+    slow.store(true, Ordering::SeqCst);
+    assert!(poll(400, || a.fleet.stats().fallen_back));
+    // a keeps serving on its fallback share (6 ÷ 2 = 3) while Redis is slow for it.
+    assert_eq!(a.bulkhead.max_concurrent(), 3);
+    let p = a.bulkhead.try_acquire().unwrap();
+    a.bulkhead.release(p);
+    slow.store(false, Ordering::SeqCst);
+    assert!(poll(400, || {
+        let s = a.fleet.stats();
+        s.connected && !s.fallen_back && shares(&[&a, &b]) == [3, 3]
+    }));
+    assert!(a.fleet.stats().sync_errors > 0);
+    assert!(a.fleet.events().contains(&FleetEvent::RedisRegained));
+    stop.store(true, Ordering::SeqCst);
+}
+
+#[test]
+fn two_fleets_on_one_redis_are_independent() {
+    let redis = Redis::start(&[]);
+    let url = redis.url();
+    let a1 = member(&url, "shop", "a1", 10);
+    let a2 = member(&url, "shop", "a2", 10);
+    let b1 = member(&url, "search", "a1", 10);
+    assert!(poll(400, || shares(&[&a1, &a2, &b1]) == [5, 5, 10]));
+    assert_eq!(b1.fleet.stats().members, 1);
+}
+
+#[test]
+fn bad_urls_auth_and_settings() {
+    let bad = |url: &str| Fleet::join(config(url, "shop", "a")).unwrap_err();
+    assert!(
+        matches!(bad("http://nope"), FleetError::BadUrl(_)),
+        "{:?}",
+        bad("http://nope")
+    );
+    assert!(matches!(bad("not a url"), FleetError::BadUrl(_)));
+    let closed = free_port();
+    assert!(matches!(
+        bad(&format!("redis://127.0.0.1:{closed}")),
+        FleetError::Unavailable(_)
+    ));
+    let redis = Redis::start(&["--requirepass", "s3cret"]);
+    let e = bad(&redis.url());
+    assert!(matches!(e, FleetError::Auth(_)), "{e:?}");
+    let e = bad(&format!("redis://:wrong@127.0.0.1:{}", redis.port));
+    assert!(matches!(e, FleetError::Auth(_)), "{e:?}");
+    let ok = member(
+        &format!("redis://:s3cret@127.0.0.1:{}", redis.port),
+        "shop",
+        "a",
+        4,
+    );
+    assert!(poll(400, || ok.bulkhead.max_concurrent() == 4));
+    // Settings are checked before any connection.
+    let mut c = config(&redis.url(), "shop", "a");
+    c.member = "bad name".into();
+    assert!(matches!(
+        Fleet::join(c),
+        Err(FleetError::Config("member", _))
+    ));
+    let mut c = config(&redis.url(), "shop", "a");
+    c.stale_after = c.ttl;
+    assert!(matches!(
+        Fleet::join(c),
+        Err(FleetError::Config("stale_after", _))
+    ));
+    let e = ok
+        .fleet
+        .attach_bulkhead("stock", 4, Arc::clone(&ok.bulkhead))
+        .unwrap_err();
+    assert!(matches!(e, FleetError::Duplicate(_)));
+    let e = ok
+        .fleet
+        .attach_bulkhead("other", 0, Arc::clone(&ok.bulkhead))
+        .unwrap_err();
+    assert!(matches!(e, FleetError::Config("allowance", _)));
+}
+
+#[test]
+fn hostile_values_in_redis_stay_bounded() {
+    let redis = Redis::start(&[]);
+    let url = redis.url();
+    let a = member(&url, "shop", "a", 10);
+    let b = member(&url, "shop", "b", 10);
+    assert!(poll(400, || shares(&[&a, &b]) == [5, 5]));
+    let mut con = redis.con();
+    for (name, fields) in [
+        (
+            "garbage",
+            vec![("w", "lots"), ("h:stock", "not a number"), ("c:stock", "x")],
+        ),
+        (
+            "huge",
+            vec![
+                ("w", "4294967296000"),
+                ("h:stock", "18446744073709551615999"),
+            ],
+        ),
+    ] {
+        let key = format!("guards:fleet:{{shop}}:m:{name}");
+        for (k, v) in fields {
+            let _: () = redis::cmd("HSET")
+                .arg(&key)
+                .arg(k)
+                .arg(v)
+                .query(&mut con)
+                .unwrap();
+        }
+        let _: () = redis::cmd("PEXPIRE")
+            .arg(&key)
+            .arg(2000)
+            .query(&mut con)
+            .unwrap();
+        let _: () = redis::cmd("SADD")
+            .arg("guards:fleet:{shop}:members")
+            .arg(name)
+            .query(&mut con)
+            .unwrap();
+    }
+    // A garbage version too: claims against it fail, so nobody grows on it.
+    let _: () = redis::cmd("SET")
+        .arg("guards:fleet:{shop}:v:stock")
+        .arg("zzz")
+        .query(&mut con)
+        .unwrap();
+    let mut worst = 0;
+    assert!(poll(400, || {
+        let s = shares(&[&a, &b]);
+        worst = worst.max(s.iter().sum::<u64>());
+        a.fleet.stats().members == 4 && s.iter().all(|&x| x <= 3)
+    }));
+    // The hostile records look like members holding everything: nobody may grow, every
+    // share stays within its fair share of the four (3, 3, 2, 2 of 10).
+    for m in [&a, &b] {
+        let s = m.fleet.stats();
+        let al = &s.allowances[0];
+        assert!(al.share <= al.fair && al.fair <= 3, "{al:?}");
+    }
+    assert!(worst <= 10);
+    // Cleaned up (deleted; the version reset): the honest members grow back.
+    let _: () = redis::cmd("DEL")
+        .arg("guards:fleet:{shop}:m:garbage")
+        .arg("guards:fleet:{shop}:m:huge")
+        .arg("guards:fleet:{shop}:v:stock")
+        .query(&mut con)
+        .unwrap();
+    assert!(
+        poll(400, || shares(&[&a, &b]) == [5, 5]),
+        "{:?}",
+        shares(&[&a, &b])
+    );
+}
