@@ -397,7 +397,13 @@ mod tests {
             GuardsResult::RegionInvalid
         );
         assert_eq!(
-            code(Fixed { version: 2, ..f }, f.total_bytes),
+            code(
+                Fixed {
+                    version: LAYOUT_VERSION + 1,
+                    ..f
+                },
+                f.total_bytes
+            ),
             GuardsResult::RegionIncompatible
         );
         assert_eq!(
