@@ -7,8 +7,8 @@ wrapped in ``guards.AdmissionMiddleware`` configured the way a user would (one
 ``guards.Admission`` door with a limit per priority far above the load tool's
 connections, so the benchmark measures the door's cost, never a refusal). uvicorn
 serves it, one worker, access log off, on a socket bound to a free loopback port; prints
-``listening on 127.0.0.1:PORT`` and, when stopped (SIGTERM), one JSON line with the
-middleware's and the door's counters.
+``listening on 127.0.0.1:PORT`` and, when stopped (SIGTERM: the lifespan's shutdown),
+one JSON line with the middleware's and the door's counters.
 """
 
 from __future__ import annotations
@@ -24,6 +24,20 @@ BODY = b"ok\n"
 HEADERS = [(b"content-type", b"text/plain"), (b"content-length", str(len(BODY)).encode())]
 
 
+MIDDLEWARE = None  # the AdmissionMiddleware when GUARDS is admission
+
+
+def report() -> None:
+    """The counters, printed when uvicorn shuts the application down (it then re-raises
+    SIGTERM, so this is the last chance)."""
+    m = MIDDLEWARE
+    stats = {
+        "middleware": None if m is None else m.stats(),
+        "admission": None if m is None else m.admission.stats(),
+    }
+    print(json.dumps(stats), flush=True)
+
+
 async def app(scope, receive, send):  # type: ignore[no-untyped-def]
     if scope["type"] == "lifespan":
         while True:
@@ -31,6 +45,7 @@ async def app(scope, receive, send):  # type: ignore[no-untyped-def]
             if message["type"] == "lifespan.startup":
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                report()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
     await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
@@ -44,27 +59,22 @@ def main() -> int:
         return 2
     mode = args[0]
     http, loop = (args[1], args[2]) if len(args) == 3 else ("httptools", "uvloop")
+    global MIDDLEWARE
     served = app
-    middleware = None
     if mode == "admission":
         import guards
 
-        middleware = guards.AdmissionMiddleware(app, guards.Admission(limits=[LIMIT] * 8))
-        served = middleware
+        MIDDLEWARE = guards.AdmissionMiddleware(app, guards.Admission(limits=[LIMIT] * 8))
+        served = MIDDLEWARE
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     print(f"listening on 127.0.0.1:{sock.getsockname()[1]}", flush=True)
     config = uvicorn.Config(
-        served, http=http, loop=loop, lifespan="off", access_log=False, log_level="warning",
+        served, http=http, loop=loop, lifespan="on", access_log=False, log_level="warning",
         backlog=1024,
     )
     uvicorn.Server(config).run(sockets=[sock])
-    report = {
-        "middleware": None if middleware is None else middleware.stats(),
-        "admission": None if middleware is None else middleware.admission.stats(),
-    }
-    print(json.dumps(report), flush=True)
     return 0
 
 
