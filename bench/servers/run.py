@@ -237,8 +237,8 @@ def refused_by_door(v: Variant) -> Optional[int]:
         return None
     if "refused" in s:  # the C server's /stats
         return int(s["refused"])
-    mw = s.get("middleware") or {}
-    return int(mw.get("rejected", 0))
+    mw = s.get("middleware")
+    return None if mw is None else int(mw.get("rejected", 0))
 
 
 # ---------------------------------------------------------------- load
@@ -273,11 +273,14 @@ def measure(group: Group, args, server_cpu, load_cpu) -> None:
         start(v, server_cpu)
     try:
         for v in group.variants:
-            status, _ = _get(v.port, group.path)
-            if status != 200:
-                raise RuntimeError(f"{group.label} {v.name}: GET {group.path} answered {status}")
+            if group.tool == "wrk":  # (http.client speaks HTTP/1.1 only)
+                status, _ = _get(v.port, group.path)
+                if status != 200:
+                    raise RuntimeError(f"{group.label} {v.name}: GET {group.path} answered {status}")
             if args.warmup > 0:
-                load(group, v, args.warmup, args, load_cpu)  # JIT, caches, pools
+                w = load(group, v, args.warmup, args, load_cpu)  # JIT, caches, pools
+                if w["requests"] == 0 or w["non2xx"] == w["requests"]:
+                    raise RuntimeError(f"{group.label} {v.name}: nothing served in the warm-up: {w}")
         for r in range(args.rounds):
             order = group.variants if r % 2 == 0 else list(reversed(group.variants))
             for v in order:
@@ -390,6 +393,17 @@ def groups_for(args) -> list:
                 ],
             )
         )
+    # The noise floor: the same server without guards on both sides (two processes).
+    gs.append(
+        Group(
+            "http-aa",
+            "node:http A/A (no guards either side)",
+            [
+                Variant("without", [args.node, node_server, "http", "none"], env=node_env),
+                Variant("with", [args.node, node_server, "http", "none"], env=node_env),
+            ],
+        )
+    )
     gs.append(
         Group(
             "uvicorn",
@@ -461,7 +475,7 @@ def main() -> int:
     ap.add_argument("--c-server", default=None, help="a guards-server binary (examples/c)")
     ap.add_argument("--wrk", default="wrk")
     ap.add_argument("--h2load", default="h2load")
-    ap.add_argument("--only", default=None, help="comma-separated: express,fastify,http,uvicorn,uvicorn-h11,c,fastify-h2")
+    ap.add_argument("--only", default=None, help="comma-separated: express,fastify,http,http-aa,uvicorn,uvicorn-h11,c,fastify-h2")
     ap.add_argument("--no-pin", action="store_true", help="do not pin the server and the load tool to different cores")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench-servers.md"))
     args = ap.parse_args()
