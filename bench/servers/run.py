@@ -132,7 +132,8 @@ class Variant:
     proc: Optional[subprocess.Popen] = None
     port: int = 0
     final_stats: Optional[dict] = None
-    runs: list = field(default_factory=list)
+    runs: list = field(default_factory=list)  # in turns, alone on its core
+    together: list = field(default_factory=list)  # every variant loaded at once
 
 
 @dataclass
@@ -244,7 +245,35 @@ def refused_by_door(v: Variant) -> Optional[int]:
 # ---------------------------------------------------------------- load
 
 
+def cpu_ns(pid: int) -> int:
+    """CPU time the process's threads have run, in ns (the first field of each thread's
+    schedstat): time on a CPU, so time the machine gave to other processes is not in it."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass  # a thread that ended meanwhile
+    return total
+
+
 def load(group: Group, v: Variant, seconds: float, args, cpu: Optional[int]) -> dict:
+    assert v.proc is not None
+    before = cpu_ns(v.proc.pid)
+    res = _load(group, v, seconds, args, cpu)
+    used = cpu_ns(v.proc.pid) - before
+    # the server's CPU time per request served: the cost, with the machine's other load
+    # (time it was not running) left out
+    res["cpu_us"] = used / 1e3 / res["requests"] if res["requests"] and before else float("nan")
+    return res
+
+
+def _load(group: Group, v: Variant, seconds: float, args, cpu: Optional[int]) -> dict:
     url = f"http://127.0.0.1:{v.port}{group.path}"
     if group.tool == "wrk":
         cmd = [args.wrk, "-t1", f"-c{args.connections}", f"-d{int(seconds)}s", "--latency", url]
@@ -268,6 +297,15 @@ def load(group: Group, v: Variant, seconds: float, args, cpu: Optional[int]) -> 
         return parse_h2load(out.stdout, log.name)
 
 
+def _progress(group: Group, v: Variant, r: int, how: str, res: dict) -> None:
+    print(
+        f"  {group.label:<34} {v.name:<16} {how:<8} round {r + 1}: {res['rps']:>9.0f} req/s, "
+        f"p99 {res['p99'] * 1e3:7.2f} ms, cpu {res['cpu_us']:6.2f} us/req, non-2xx {res['non2xx']}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def measure(group: Group, args, server_cpu, load_cpu) -> None:
     for v in group.variants:
         start(v, server_cpu)
@@ -282,17 +320,36 @@ def measure(group: Group, args, server_cpu, load_cpu) -> None:
                 if w["requests"] == 0 or w["non2xx"] == w["requests"]:
                     raise RuntimeError(f"{group.label} {v.name}: nothing served in the warm-up: {w}")
         for r in range(args.rounds):
-            order = group.variants if r % 2 == 0 else list(reversed(group.variants))
-            for v in order:
-                res = load(group, v, args.duration, args, load_cpu)
-                res["round"] = r
-                v.runs.append(res)
-                print(
-                    f"  {group.label:<34} {v.name:<16} round {r + 1}: {res['rps']:>9.0f} req/s, "
-                    f"p99 {res['p99'] * 1e3:7.2f} ms, non-2xx {res['non2xx']}",
-                    file=sys.stderr,
-                    flush=True,
-                )
+            if args.mode in ("turns", "both"):
+                order = group.variants if r % 2 == 0 else list(reversed(group.variants))
+                for v in order:
+                    res = load(group, v, args.duration, args, load_cpu)
+                    res["round"] = r
+                    v.runs.append(res)
+                    _progress(group, v, r, "turns", res)
+            if args.mode in ("together", "both"):
+                # Every variant loaded at the same moment, the servers sharing one core and
+                # the load tools another: whatever else the machine runs then hits all alike.
+                results: dict = {}
+
+                def one(v: Variant) -> None:
+                    try:
+                        results[v.name] = load(group, v, args.duration, args, load_cpu)
+                    except Exception as e:  # noqa: BLE001 - reported below
+                        results[v.name] = e
+
+                threads = [threading.Thread(target=one, args=(v,)) for v in group.variants]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                for v in group.variants:
+                    res = results[v.name]
+                    if isinstance(res, Exception):
+                        raise res
+                    res["round"] = r
+                    v.together.append(res)
+                    _progress(group, v, r, "together", res)
     finally:
         stop_all(group.variants)
 
@@ -304,32 +361,41 @@ def _spread(values: list, fmt) -> str:
     return f"{fmt(statistics.median(values))} ({fmt(min(values))}–{fmt(max(values))})"
 
 
-def rows(groups: list) -> list:
+def rows(groups: list, how: str = "runs") -> list:
     out = []
     for g in groups:
         base = g.variants[0]
         for v in g.variants[1:]:
-            rps_ratio = [b["rps"] / a["rps"] for a, b in zip(base.runs, v.runs)]
-            p99_ratio = [b["p99"] / a["p99"] for a, b in zip(base.runs, v.runs)]
+            a_runs, b_runs = getattr(base, how), getattr(v, how)
+            if not a_runs:
+                continue
+            rps_ratio = [b["rps"] / a["rps"] for a, b in zip(a_runs, b_runs)]
+            p99_ratio = [b["p99"] / a["p99"] for a, b in zip(a_runs, b_runs)]
+            cpu_ratio = [b["cpu_us"] / a["cpu_us"] for a, b in zip(a_runs, b_runs)]
             rr, pr = statistics.median(rps_ratio), statistics.median(p99_ratio)
-            wrk_refused = sum(x["non2xx"] for x in v.runs)
-            base_refused = sum(x["non2xx"] for x in base.runs)
+            cr = statistics.median(cpu_ratio)
+            wrk_refused = sum(x["non2xx"] for x in b_runs)
+            base_refused = sum(x["non2xx"] for x in a_runs)
             door = refused_by_door(v)
-            served = sum(x["requests"] for x in v.runs)
-            sock = sum(x["socket_errors"] for x in v.runs) + sum(x["socket_errors"] for x in base.runs)
+            served = sum(x["requests"] for x in b_runs)
+            sock = sum(x["socket_errors"] for x in b_runs) + sum(x["socket_errors"] for x in a_runs)
             out.append(
                 {
                     "server": g.label if v.name == "with" else f"{g.label} ({v.name[5:]})",
                     "tool": g.tool,
-                    "rps_without": _spread([x["rps"] for x in base.runs], lambda x: f"{x:,.0f}"),
-                    "rps_with": _spread([x["rps"] for x in v.runs], lambda x: f"{x:,.0f}"),
+                    "rps_without": _spread([x["rps"] for x in a_runs], lambda x: f"{x:,.0f}"),
+                    "rps_with": _spread([x["rps"] for x in b_runs], lambda x: f"{x:,.0f}"),
                     "rps_ratio": f"{rr:.3f} ({min(rps_ratio):.3f}–{max(rps_ratio):.3f})",
-                    "p99_without": _spread([x["p99"] * 1e3 for x in base.runs], lambda x: f"{x:.2f}"),
-                    "p99_with": _spread([x["p99"] * 1e3 for x in v.runs], lambda x: f"{x:.2f}"),
+                    "p99_without": _spread([x["p99"] * 1e3 for x in a_runs], lambda x: f"{x:.2f}"),
+                    "p99_with": _spread([x["p99"] * 1e3 for x in b_runs], lambda x: f"{x:.2f}"),
                     "p99_ratio": f"{pr:.3f} ({min(p99_ratio):.3f}–{max(p99_ratio):.3f})",
                     "refusals": f"{wrk_refused} of {served:,}"
                     + ("" if door is None else f"; door {door}")
                     + (f"; baseline {base_refused}" if base_refused else ""),
+                    "cpu_without": _spread([x["cpu_us"] for x in a_runs], lambda x: f"{x:.1f}"),
+                    "cpu_with": _spread([x["cpu_us"] for x in b_runs], lambda x: f"{x:.1f}"),
+                    "cpu_ratio": f"{cr:.3f} ({min(cpu_ratio):.3f}–{max(cpu_ratio):.3f})",
+                    "cpu_ratio_value": cr,
                     "socket_errors": sock,
                     "goal": "met"
                     if rr >= RPS_GOAL and pr <= P99_GOAL
@@ -345,14 +411,8 @@ def rows(groups: list) -> list:
     return out
 
 
-def markdown(table: list, args) -> str:
+def _table(table: list) -> list:
     lines = [
-        f"{args.rounds} rounds of {args.duration:g} s per side (turns A B, B A, ...), "
-        f"{args.connections} concurrent requests; median (min–max) over the rounds; the ratio is "
-        "the median of each round's with ÷ without. p99 in ms. Refusals: responses the "
-        "load tool counted as not 2xx/3xx, of the requests the guarded side served; "
-        "door: the middleware's own refusal counter.",
-        "",
         "| server | rps without | rps with | ratio | p99 without | p99 with | ratio | refusals | goal |",
         "|---|---:|---:|---:|---:|---:|---:|---|---|",
     ]
@@ -361,12 +421,46 @@ def markdown(table: list, args) -> str:
             f"| {r['server']} | {r['rps_without']} | {r['rps_with']} | {r['rps_ratio']} | "
             f"{r['p99_without']} | {r['p99_with']} | {r['p99_ratio']} | {r['refusals']} | {r['goal']} |"
         )
-    errs = [r for r in table if r["socket_errors"]]
-    if errs:
-        lines.append("")
-        for r in errs:
-            lines.append(f"Socket errors reported by the load tool for {r['server']}: {r['socket_errors']}.")
-    return "\n".join(lines) + "\n"
+    lines += [
+        "",
+        "| server | CPU µs/request without | with | ratio |",
+        "|---|---:|---:|---:|",
+    ]
+    for r in table:
+        lines.append(f"| {r['server']} | {r['cpu_without']} | {r['cpu_with']} | {r['cpu_ratio']} |")
+    return lines
+
+
+def markdown(turns: list, together: list, args) -> str:
+    lines = [
+        f"{args.rounds} rounds of {args.duration:g} s per side, {args.connections} concurrent "
+        "requests (wrk -t1; h2load: "
+        f"{args.h2_connections} connections × {max(1, args.connections // args.h2_connections)} "
+        "streams); each figure is the median (min–max) over the rounds, each ratio the median "
+        "of the rounds' own ratios (with ÷ without of the same round). p99 in ms. Refusals: "
+        "responses the load tool counted as not 2xx/3xx, of the requests the guarded side "
+        "served; door: the middleware's own refusal counter over the server's life. CPU "
+        "µs/request: the server's own CPU time (every thread, from /proc/PID/task/*/schedstat) "
+        "over the requests it served.",
+        "",
+    ]
+    if turns:
+        lines += [
+            "**In turns** (A B, then B A, ...: each side alone on its core, saturated):",
+            "",
+        ] + _table(turns) + [""]
+    if together:
+        lines += [
+            "**Together** (every side loaded at the same moment, the servers sharing one core "
+            "and the load tools the other, so the machine's other load hits all alike; each "
+            "server gets its share of the core, so the rps ratio is the inverse of the cost "
+            "ratio):",
+            "",
+        ] + _table(together) + [""]
+    errs = [r for r in turns + together if r["socket_errors"]]
+    for r in errs:
+        lines.append(f"Socket errors reported by the load tool for {r['server']}: {r['socket_errors']}.")
+    return "\n".join(lines).rstrip() + "\n"
 
 
 # ---------------------------------------------------------------- main
@@ -476,6 +570,8 @@ def main() -> int:
     ap.add_argument("--wrk", default="wrk")
     ap.add_argument("--h2load", default="h2load")
     ap.add_argument("--only", default=None, help="comma-separated: express,fastify,http,http-aa,uvicorn,uvicorn-h11,c,fastify-h2")
+    ap.add_argument("--mode", choices=("turns", "together", "both"), default="both",
+                    help="turns: A B / B A, each alone; together: all sides loaded at once; both (default)")
     ap.add_argument("--no-pin", action="store_true", help="do not pin the server and the load tool to different cores")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench-servers.md"))
     args = ap.parse_args()
@@ -495,8 +591,9 @@ def main() -> int:
     started = time.time()
     for g in groups:
         measure(g, args, server_cpu, load_cpu)
-    table = rows(groups)
-    md = markdown(table, args)
+    table = rows(groups, "runs")
+    together = rows(groups, "together")
+    md = markdown(table, together, args)
     print(md)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
@@ -504,14 +601,14 @@ def main() -> int:
     raw = {
         g.key: {
             v.name: {"cmd": [os.path.basename(c) if os.path.isabs(c) else c for c in v.cmd],
-                     "runs": v.runs, "stats": v.final_stats}
+                     "turns": v.runs, "together": v.together, "stats": v.final_stats}
             for v in g.variants
         }
         for g in groups
     }
     with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
         json.dump({"args": {k: getattr(args, k) for k in ("rounds", "duration", "warmup", "connections")},
-                   "servers": raw, "rows": table}, f, indent=1)
+                   "servers": raw, "turns": table, "together": together}, f, indent=1)
     print(f"bench-servers: {time.time() - started:.0f} s; written to {args.out}", file=sys.stderr)
     return 0
 
