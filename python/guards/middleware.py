@@ -385,7 +385,7 @@ class AdmissionMiddleware(_Door):
             self.count("disconnected")
             ticket.report("cancelled")
         elif status is not None and status not in _OVERLOAD_STATUSES:
-            ticket.report("success")
+            ticket.on_success()
         else:
             self.release(ticket, status, False)
 
