@@ -1,6 +1,7 @@
 """One ASGI server for bench/servers/run.py: ``python asgi_server.py GUARDS [HTTP LOOP]``.
 
-``GUARDS`` is ``none`` or ``admission``; ``HTTP`` and ``LOOP`` are uvicorn's ``--http``
+``GUARDS`` is ``none``, ``empty`` (a pass-through ASGI middleware: the cost of one more
+layer, the floor under any middleware) or ``admission``; ``HTTP`` and ``LOOP`` are uvicorn's ``--http``
 and ``--loop`` (default ``httptools`` and ``uvloop``, what ``uvicorn[standard]`` runs).
 A plain ASGI application answers ``GET /`` with 200 ``ok``; with ``admission`` it is
 wrapped in ``guards.AdmissionMiddleware`` configured the way a user would (one
@@ -54,13 +55,19 @@ async def app(scope, receive, send):  # type: ignore[no-untyped-def]
 
 def main() -> int:
     args = sys.argv[1:]
-    if not args or args[0] not in ("none", "admission") or len(args) not in (1, 3):
-        print("usage: asgi_server.py none|admission [HTTP LOOP]", file=sys.stderr)
+    if not args or args[0] not in ("none", "empty", "admission") or len(args) not in (1, 3):
+        print("usage: asgi_server.py none|empty|admission [HTTP LOOP]", file=sys.stderr)
         return 2
     mode = args[0]
     http, loop = (args[1], args[2]) if len(args) == 3 else ("httptools", "uvloop")
     global MIDDLEWARE
     served = app
+    if mode == "empty":
+
+        async def empty(scope, receive, send):  # type: ignore[no-untyped-def]
+            await app(scope, receive, send)
+
+        served = empty
     if mode == "admission":
         import guards
 

@@ -2,12 +2,14 @@
 // One HTTP server for bench/servers/run.py: `node node_server.js FRAMEWORK GUARDS`.
 //
 //   FRAMEWORK  http | express | fastify | fastify-h2 (Fastify over cleartext HTTP/2)
-//   GUARDS     none | admission
+//   GUARDS     none | empty | admission
 //
 // `GET /` answers 200 "ok\n". With `admission`, every request goes through the package's
 // admission middleware for that framework, configured the way a user would (one
 // `Admission` door, a limit per priority far above the load tool's connections, so the
-// benchmark measures the door's cost, never a refusal). Prints `listening on
+// benchmark measures the door's cost, never a refusal). With `empty`, the same place holds
+// a middleware that does nothing (the framework's own cost of one more middleware or
+// hook: the floor under any admission middleware). Prints `listening on
 // 127.0.0.1:PORT` (port 0: a free one) and, on SIGTERM, one JSON line with the
 // middleware's counters, then exits.
 //
@@ -23,8 +25,8 @@ const guards = requireFromNode(nodeDir);
 
 const [framework, mode] = process.argv.slice(2);
 const FRAMEWORKS = ['http', 'express', 'fastify', 'fastify-h2'];
-if (!FRAMEWORKS.includes(framework) || !['none', 'admission'].includes(mode)) {
-  console.error(`usage: node node_server.js ${FRAMEWORKS.join('|')} none|admission`);
+if (!FRAMEWORKS.includes(framework) || !['none', 'empty', 'admission'].includes(mode)) {
+  console.error(`usage: node node_server.js ${FRAMEWORKS.join('|')} none|empty|admission`);
   process.exit(2);
 }
 const LIMIT = 4096; // per priority: far above the load tool's concurrent requests
@@ -40,7 +42,9 @@ async function start() {
       res.setHeader('Content-Type', 'text/plain');
       res.end(BODY);
     };
-    const h = door ? guards.httpAdmission(door, handler) : handler;
+    let h = handler;
+    if (door) h = guards.httpAdmission(door, handler);
+    else if (mode === 'empty') h = (req, res) => handler(req, res);
     if (door) statsOf = () => h.stats();
     const server = http.createServer(h);
     await new Promise((r) => server.listen(0, '127.0.0.1', r));
@@ -55,6 +59,8 @@ async function start() {
       const mw = guards.expressAdmission(door);
       statsOf = () => mw.stats();
       app.use(mw);
+    } else if (mode === 'empty') {
+      app.use((req, res, next) => next());
     }
     app.get('/', (req, res) => {
       res.type('text/plain').send(BODY);
@@ -69,6 +75,8 @@ async function start() {
     const hook = guards.fastifyAdmission(door);
     statsOf = () => hook.stats();
     app.addHook('onRequest', hook);
+  } else if (mode === 'empty') {
+    app.addHook('onRequest', (request, reply, done) => done());
   }
   app.get('/', (request, reply) => {
     reply.type('text/plain').send(BODY);

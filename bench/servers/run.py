@@ -483,7 +483,8 @@ def groups_for(args) -> list:
                 label,
                 [
                     Variant("without", [args.node, node_server, fw, "none"], env=node_env),
-                    Variant("with", [args.node, node_server, fw, "admission"], env=node_env),
+                    Variant("with an empty middleware", [args.node, node_server, fw, "empty"], env=node_env),
+                    Variant("with admission", [args.node, node_server, fw, "admission"], env=node_env),
                 ],
             )
         )
@@ -504,7 +505,8 @@ def groups_for(args) -> list:
             "ASGI app under uvicorn (httptools, uvloop)",
             [
                 Variant("without", [args.python, asgi_server, "none"], env=py_env),
-                Variant("with", [args.python, asgi_server, "admission"], env=py_env),
+                Variant("with an empty middleware", [args.python, asgi_server, "empty"], env=py_env),
+                Variant("with admission", [args.python, asgi_server, "admission"], env=py_env),
             ],
         )
     )
@@ -514,7 +516,8 @@ def groups_for(args) -> list:
             "ASGI app under uvicorn (h11, asyncio)",
             [
                 Variant("without", [args.python, asgi_server, "none", "h11", "asyncio"], env=py_env),
-                Variant("with", [args.python, asgi_server, "admission", "h11", "asyncio"], env=py_env),
+                Variant("with an empty middleware", [args.python, asgi_server, "empty", "h11", "asyncio"], env=py_env),
+                Variant("with admission", [args.python, asgi_server, "admission", "h11", "asyncio"], env=py_env),
             ],
         )
     )
@@ -541,7 +544,8 @@ def groups_for(args) -> list:
             "Fastify 5 over HTTP/2 (h2load)",
             [
                 Variant("without", [args.node, node_server, "fastify-h2", "none"], env=node_env),
-                Variant("with", [args.node, node_server, "fastify-h2", "admission"], env=node_env),
+                Variant("with an empty middleware", [args.node, node_server, "fastify-h2", "empty"], env=node_env),
+                Variant("with admission", [args.node, node_server, "fastify-h2", "admission"], env=node_env),
             ],
             tool="h2load",
         )
