@@ -20,7 +20,7 @@ MATURIN_TARGET := $(TARGET)/maturin
 	ffi-lib header header-check test-c test-c-plain test-c-shared test-c-valgrind test-c-sanitize \
 	test-c-cxx test-c-install test-c-vectors install node node-deps node-dts-check test-node bench-node demo-node \
 	test-c-region bench-region test-c-example print-version version-check package-core docs docs-rust \
-	docs-python docs-node docs-c docs-pages docs-check docs-shot live-build live-smoke live
+	docs-python docs-node docs-c docs-pages docs-check docs-shot live-build live-smoke live bench-servers
 
 help:
 	@echo "make demo   - run the demo"
@@ -28,6 +28,7 @@ help:
 	@echo "make bench  - run the criterion benchmarks and print ratios to the atomic baseline"
 	@echo "make install PREFIX=/usr/local - install libguards (.a, .so), include/guards.h, guards.pc"
 	@echo "make test-node / bench-node - the Node package's tests / its overhead beside opossum and cockatiel"
+	@echo "make bench-servers - guards' admission middleware inside Express, Fastify, node:http, uvicorn, the C server (wrk, h2load)"
 
 # Part 1: guards-core protecting a failing / slowing dependency (Rust, virtual time).
 # Part 2: the simulator replays the Basketly incident with every setting C0..C8 side by side.
@@ -536,3 +537,28 @@ live: live-build node
 	$(VPY) tests/live/run.py live-C8 --callers node --out $(LIVE_OUT)/runs || true; \
 	$(VPY) tests/live/summary.py $(LIVE_OUT)/runs; \
 	echo "make live: $$(( $$(date +%s) - start )) s"
+# ---- The cost inside a real server (bench/servers/; docs/benchmarks.md) ----
+# Express, Fastify, node:http, an ASGI app under uvicorn and examples/c's guards-server, each
+# started on a free loopback port without guards and with the package's admission
+# middleware, saturated by wrk (h2load for Fastify over HTTP/2) in turns, A B / B A, for
+# several rounds: requests per second and p99 with and without, in one run. The table goes
+# to stdout and target/bench-servers.md. BENCH_SERVERS_ARGS passes options to run.py
+# (e.g. `--only express,c --rounds 3`).
+BENCH_SRV := $(TARGET)/bench-servers
+BENCH_SERVERS_ARGS ?=
+
+$(BENCH_SRV)/pydeps/.installed: $(VENV)/.tools
+	rm -rf $(BENCH_SRV)/pydeps
+	$(VPY) -m pip install -q --target $(BENCH_SRV)/pydeps 'uvloop>=0.19' 'httptools>=0.6'
+	touch $@
+
+bench-servers: python node ffi-lib $(BENCH_SRV)/pydeps/.installed
+	@command -v wrk >/dev/null && command -v h2load >/dev/null || \
+	  apt-get -o DPkg::Lock::Timeout=600 install -y wrk nghttp2-client || \
+	  { apt-get update && apt-get -o DPkg::Lock::Timeout=600 install -y wrk nghttp2-client; }
+	rm -rf $(BENCH_SRV)/prefix
+	$(MAKE) -s install PREFIX=$(BENCH_SRV)/prefix
+	rm -f $(BENCH_SRV)/guards-server
+	PKG_CONFIG_PATH=$(BENCH_SRV)/prefix/lib/pkgconfig $(MAKE) -s -C examples/c OUT=$(BENCH_SRV)/guards-server
+	$(PYTHON) bench/servers/run.py --python $(VPY) --pythonpath $(BENCH_SRV)/pydeps \
+	  --c-server $(BENCH_SRV)/guards-server --out $(TARGET)/bench-servers.md $(BENCH_SERVERS_ARGS)

@@ -67,7 +67,13 @@ struct options {
   uint64_t attempt_timeout_ms;
   int workers;        /* 0: one process, threads only */
   const char *region; /* prefork: the region file (NULL: a unique name under /dev/shm) */
+  int guards;         /* GUARD_ALL, GUARD_ADMISSION or GUARD_NONE (--guards) */
 };
+
+/* --guards: which guards a request to /work goes through (all four by default;
+ * `admission`: the door only; `none`: straight to the backend, the baseline a benchmark
+ * measures the guards' cost against). */
+enum { GUARD_ALL, GUARD_ADMISSION, GUARD_NONE };
 
 static struct options opt = {
     .port = 8080, .threads = 64, .backend_ms = 50, .admission_limit = 64, .bulkhead = 12,
@@ -185,7 +191,7 @@ static uint32_t call_backend(uint64_t budget_ns) {
     sleep_ns(budget_ns);
     return GUARDS_OUTCOME_TIMEOUT;
   }
-  sleep_ns(takes);
+  if (takes > 0) sleep_ns(takes);
   return GUARDS_OUTCOME_SUCCESS;
 }
 
@@ -213,7 +219,42 @@ static void bulkhead_report(guards_permit p, uint32_t outcome, uint64_t now) {
 
 /* ---- the guarded request ---- */
 
+static uint64_t monotonic_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* The answer to a backend call that ended with `outcome`, with its timing headers. */
+static void answer(int fd, uint32_t outcome, uint64_t budget_ns, uint64_t started, uint64_t done) {
+  char ms[GUARDS_HEADER_VALUE_MAX], extra[192];
+  guards_millis_format(budget_ns, ms, sizeof ms, NULL);
+  snprintf(extra, sizeof extra,
+           "X-Attempt-Budget-Ms: %s\r\nX-Backend-Start-Ns: %llu\r\nX-Backend-End-Ns: %llu\r\n", ms,
+           (unsigned long long)started, (unsigned long long)done);
+  if (outcome == GUARDS_OUTCOME_SUCCESS) {
+    atomic_fetch_add(&host->served_ok, 1);
+    respond(fd, 200, "OK", extra, "ok\n");
+  } else if (outcome == GUARDS_OUTCOME_TIMEOUT) {
+    respond(fd, 504, "Gateway Timeout", extra, "the backend did not answer in time\n");
+  } else {
+    respond(fd, 502, "Bad Gateway", extra, "the backend failed\n");
+  }
+}
+
+/* --guards none: the backend call with the attempt timeout, no guard on the way. */
+static void unguarded(int fd) {
+  uint64_t budget = opt.attempt_timeout_ms * MS;
+  uint64_t started = monotonic_ns();
+  uint32_t outcome = call_backend(budget);
+  answer(fd, outcome, budget, started, monotonic_ns());
+}
+
 static void work(int fd, const char *req) {
+  if (opt.guards == GUARD_NONE) {
+    unguarded(fd);
+    return;
+  }
   uint64_t now = guards_now_ns();
   size_t len = 0;
   uint32_t priority = 1;
@@ -224,6 +265,15 @@ static void work(int fd, const char *req) {
   guards_permit admitted;
   if (guards_admission_try_acquire(door, now, priority, &admitted) != GUARDS_RESULT_OK) {
     refuse(fd, "admission", now);
+    return;
+  }
+  if (opt.guards == GUARD_ADMISSION) {
+    /* --guards admission: the door only, then the backend with the attempt timeout. */
+    uint64_t budget = opt.attempt_timeout_ms * MS;
+    uint32_t outcome = call_backend(budget);
+    uint64_t done = guards_now_ns();
+    guards_admission_report(door, admitted, outcome, done);
+    answer(fd, outcome, budget, now, done);
     return;
   }
 
@@ -279,20 +329,7 @@ static void work(int fd, const char *req) {
   bulkhead_report(slot, outcome, done);
   breaker_report(call, outcome, done);
   guards_admission_report(door, admitted, outcome, done);
-
-  char ms[GUARDS_HEADER_VALUE_MAX], extra[192];
-  guards_millis_format(budget.budget_ns, ms, sizeof ms, NULL);
-  snprintf(extra, sizeof extra,
-           "X-Attempt-Budget-Ms: %s\r\nX-Backend-Start-Ns: %llu\r\nX-Backend-End-Ns: %llu\r\n", ms,
-           (unsigned long long)started, (unsigned long long)done);
-  if (outcome == GUARDS_OUTCOME_SUCCESS) {
-    atomic_fetch_add(&host->served_ok, 1);
-    respond(fd, 200, "OK", extra, "ok\n");
-  } else if (outcome == GUARDS_OUTCOME_TIMEOUT) {
-    respond(fd, 504, "Gateway Timeout", extra, "the backend did not answer in time\n");
-  } else {
-    respond(fd, 502, "Bad Gateway", extra, "the backend failed\n");
-  }
+  answer(fd, outcome, budget.budget_ns, started, done);
 }
 
 static void stats(int fd) {
@@ -414,7 +451,7 @@ static void parse(int argc, char **argv) {
     if (!v) {
       fprintf(stderr, "usage: guards-server [--port N] [--threads N] [--backend-ms N] "
                       "[--admission-limit N] [--bulkhead N] [--attempt-timeout-ms N] "
-                      "[--workers N] [--region PATH]\n");
+                      "[--workers N] [--region PATH] [--guards all|admission|none]\n");
       exit(2);
     }
     if (strcmp(a, "--port") == 0) opt.port = (int)number(a, v);
@@ -425,6 +462,15 @@ static void parse(int argc, char **argv) {
     else if (strcmp(a, "--attempt-timeout-ms") == 0) opt.attempt_timeout_ms = number(a, v);
     else if (strcmp(a, "--workers") == 0) opt.workers = (int)number(a, v);
     else if (strcmp(a, "--region") == 0) opt.region = v;
+    else if (strcmp(a, "--guards") == 0) {
+      if (strcmp(v, "all") == 0) opt.guards = GUARD_ALL;
+      else if (strcmp(v, "admission") == 0) opt.guards = GUARD_ADMISSION;
+      else if (strcmp(v, "none") == 0) opt.guards = GUARD_NONE;
+      else {
+        fprintf(stderr, "guards-server: --guards wants all, admission or none, not \"%s\"\n", v);
+        exit(2);
+      }
+    }
     else {
       fprintf(stderr, "guards-server: unknown option %s\n", a);
       exit(2);

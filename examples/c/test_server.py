@@ -24,6 +24,10 @@ breaker and one bulkhead shared through a region file):
   7. a worker killed with SIGKILL is replaced by the supervisor; /admin/quit stops every
      worker, exit status 0 (LeakSanitizer in every worker), and the region file is
      removed.
+Then once with each of --guards none and --guards admission (the variants
+`make bench-servers` measures against each other):
+  8. none: the same burst is served in full (no door, no guard), and no guard counted it;
+     admission: the door refuses some of the burst with its 503, and only the door counted.
 Standard library only. Exits non-zero, naming the check, on the first failure.
 """
 
@@ -131,7 +135,59 @@ def main():
     except BaseException:
         prefork.kill()
         raise
+    for mode in ("none", "admission"):
+        variant = subprocess.Popen(
+            [
+                sys.argv[1],
+                "--port", "0",
+                "--threads", "64",
+                "--backend-ms", str(BACKEND_MS),
+                "--admission-limit", str(ADMISSION_LIMIT),
+                "--guards", mode,
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            run_guards_mode(variant, mode)
+        except BaseException:
+            variant.kill()
+            raise
     print("test_server: all passed")
+
+
+def run_guards_mode(server, mode):
+    """--guards none: every request of a burst served, nothing counted by any guard;
+    --guards admission: the door refuses part of the burst, the breaker sees nothing."""
+    line = server.stdout.readline().strip()
+    check(line.startswith("listening on 127.0.0.1:"), f"first line {line!r}")
+    port = int(line.rsplit(":", 1)[1])
+    results = burst(port)
+    codes = [status for status, _, _ in results]
+    s = stats(port)
+    ok = codes.count(200)
+    if mode == "none":
+        check(ok == BURST, f"--guards none: {BURST - ok} of the burst not served: {codes}")
+        check(s["admitted"] == 0 and s["refused"] == 0, f"--guards none: the door counted {s}")
+    else:
+        refused = [h for status, h, _ in results if status == 503]
+        check(ok + len(refused) == BURST, f"--guards admission: answers {codes}")
+        check(refused and all(h.get("x-refused-by") == "admission" for h in refused),
+              f"--guards admission: no 503 from the door in a burst of {BURST}: {codes}")
+        check(s["admitted"] == ok and s["refused"] == len(refused), f"--guards admission: {s}")
+    check(s["served_ok"] == ok, f"--guards {mode}: served_ok {s['served_ok']} != {ok}")
+    check(s["breaker_failures"] == 0 and s["outstanding_permits"] == 0, f"--guards {mode}: {s}")
+    for status, headers, _ in results:
+        if status == 200:
+            check(headers.get("x-attempt-budget-ms") == "1000",
+                  f"--guards {mode}: budget {headers.get('x-attempt-budget-ms')}")
+    check(get(port, "/admin/quit")[0] == 200, "/admin/quit")
+    try:
+        server.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        fail(f"--guards {mode}: the server did not stop after /admin/quit")
+    check(server.returncode == 0, f"--guards {mode}: exit status {server.returncode}")
+    print(f"test_server: --guards {mode}: {ok} of {BURST} served, {BURST - ok} refused by the door")
 
 
 def victim_alive(pid):

@@ -56,10 +56,36 @@ function makeDoor(admission, options = {}) {
     return Number.isInteger(p) && p >= 0 && p <= 7 ? p : 1;
   }
 
-  /** Admit `req`: a release callback, or null after answering 503 on `res`. */
+  // The hot path of every request: one native acquire, one native report, one 'close'
+  // listener shared by every request of this door (its ticket rides on the response
+  // under a symbol of this door's own), no closure per request.
+  const kTicket = Symbol('guards.admission.ticket');
+
+  /** Report the ticket on `res` with `outcome`, once (later calls do nothing). */
+  function release(res, outcome) {
+    const t = res[kTicket];
+    if (t === undefined || t < 0) return;
+    res[kTicket] = -1;
+    limitSeen(f.report(t, outcome));
+  }
+
+  // 'close' comes last on every path: after 'finish' when the response was written
+  // (writableFinished), alone when the client went away first.
+  function onClose() {
+    if (this[kTicket] < 0) return;
+    if (this.writableFinished) {
+      const s = this.statusCode;
+      if (s === 503 || s === 429) { stats.overloaded++; release(this, NUM.overloaded); } else release(this, NUM.success);
+    } else {
+      stats.disconnected++;
+      release(this, NUM.cancelled);
+    }
+  }
+
+  /** Admit `req`: true, or false after answering 503 on `res`. */
   function admit(req, res) {
     stats.requests++;
-    if (exempt.has(pathOf(req.url || '/'))) { stats.exempt++; return () => {}; }
+    if (exempt.has(pathOf(req.url || '/'))) { stats.exempt++; return true; }
     const t = f.acquire(priorityOf(req));
     if (t < 0) {
       stats.rejected++;
@@ -72,25 +98,14 @@ function makeDoor(admission, options = {}) {
       }
       res.end('503 Service Unavailable: overloaded, retry later\n');
       if (options.onReject) options.onReject(req);
-      return null;
+      return false;
     }
     stats.admitted++;
-    let done = false;
-    const release = (outcome) => {
-      if (done) return;
-      done = true;
-      limitSeen(f.report(t, outcome));
-    };
-    res.once('finish', () => {
-      const s = res.statusCode;
-      if (s === 503 || s === 429) { stats.overloaded++; release(NUM.overloaded); } else release(NUM.success);
-    });
-    res.once('close', () => {
-      if (!done) { stats.disconnected++; release(NUM.cancelled); }
-    });
-    return (outcome) => release(outcome === undefined ? NUM.ignored : outcome);
+    res[kTicket] = t;
+    res.on('close', onClose);
+    return true;
   }
-  return { admit, stats };
+  return { admit, release, stats };
 }
 
 /**
@@ -100,19 +115,18 @@ function makeDoor(admission, options = {}) {
 function httpAdmission(admission, handler, options) {
   if (typeof handler !== 'function') throw errors.badOption('TypeError', 'handler', 'httpAdmission: handler must be a function');
   const door = makeDoor(admission, options);
+  const fail = (res, err) => {
+    door.stats.errors++;
+    door.release(res, NUM.ignored);
+    if (!res.headersSent) { res.statusCode = 500; res.end(); } else res.destroy(err);
+  };
   const wrapped = (req, res) => {
-    const release = door.admit(req, res);
-    if (release === null) return;
-    const fail = (err) => {
-      door.stats.errors++;
-      release(NUM.ignored);
-      if (!res.headersSent) { res.statusCode = 500; res.end(); } else res.destroy(err);
-    };
+    if (!door.admit(req, res)) return;
     try {
       const r = handler(req, res);
-      if (r && typeof r.then === 'function') r.then(undefined, fail);
+      if (r && typeof r.then === 'function') r.then(undefined, (err) => fail(res, err));
     } catch (err) {
-      fail(err);
+      fail(res, err);
     }
   };
   wrapped.stats = () => ({ ...door.stats });
@@ -123,9 +137,7 @@ function httpAdmission(admission, handler, options) {
 function expressAdmission(admission, options) {
   const door = makeDoor(admission, options);
   const mw = (req, res, next) => {
-    const release = door.admit(req, res);
-    if (release === null) return;
-    next();
+    if (door.admit(req, res)) next();
   };
   mw.stats = () => ({ ...door.stats });
   return mw;
@@ -135,8 +147,7 @@ function expressAdmission(admission, options) {
 function fastifyAdmission(admission, options) {
   const door = makeDoor(admission, options);
   const hook = (request, reply, done) => {
-    const release = door.admit(request.raw, reply.raw);
-    if (release === null) {
+    if (!door.admit(request.raw, reply.raw)) {
       reply.hijack();
       return;
     }

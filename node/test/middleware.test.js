@@ -179,3 +179,34 @@ test('node:http: a handler that throws after writing headers destroys the respon
     assert.equal(handler.stats().errors, 1);
   } finally { s.closeAllConnections(); s.close(); }
 });
+
+test('Fastify over HTTP/2: the slot is released when the stream closes; a 503 the handler answers is an overload signal', async () => {
+  const http2 = require('node:http2');
+  const door = new g.Admission({ limits: limits(4) });
+  const hook = g.fastifyAdmission(door);
+  const app = Fastify({ http2: true });
+  app.addHook('onRequest', hook);
+  app.get('/ok', async () => 'ok');
+  app.get('/busy', async (req, reply) => { reply.code(503); return 'busy'; });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  const client = http2.connect(url);
+  const get = (p) => new Promise((resolve, reject) => {
+    const s = client.request({ ':path': p });
+    let status;
+    s.on('response', (h) => { status = h[':status']; });
+    s.on('data', () => {});
+    s.on('end', () => resolve(status));
+    s.on('error', reject);
+  });
+  try {
+    assert.deepEqual(await Promise.all([get('/ok'), get('/ok'), get('/busy')]), [200, 200, 503]);
+    for (let i = 0; i < 100 && door.inFlight > 0; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(door.inFlight, 0, 'every slot released');
+    const s = hook.stats();
+    assert.equal(s.admitted, 3);
+    assert.equal(s.overloaded, 1);
+    assert.equal(s.disconnected, 0);
+    assert.equal(door.stats().succeeded, 2);
+    assert.equal(door.stats().dropped, 1);
+  } finally { client.close(); await app.close(); }
+});

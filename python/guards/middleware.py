@@ -53,6 +53,7 @@ counters are in ``middleware.admission.stats()``.
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator
@@ -186,6 +187,7 @@ class _Door:
         elif not isinstance(admission, _n.Admission):
             fail_type("admission", "a guards.Admission or None", admission)
         self.admission = admission
+        self._acquire = admission.acquire
         self._priority = check_callable("priority", priority)
         self._exempt = _exempt_matcher(exempt)
         if deadline is not None and deadline not in ("grpc", "millis"):
@@ -200,6 +202,12 @@ class _Door:
         self._body = body
         self._lock = threading.Lock()
         self._counts = dict.fromkeys(_STATS, 0)
+        # The one counter every admitted request moves, without the lock: next() on an
+        # itertools.count is one C call, atomic under the GIL (the extension module does
+        # not run without it). stats() reads it with a next() of its own, and subtracts
+        # its reads.
+        self._admitted = itertools.count()
+        self._admitted_reads = 0
 
     metrics_kind = "admission_middleware"
 
@@ -207,10 +215,21 @@ class _Door:
         with self._lock:
             self._counts[key] += n
 
+    def admitted(self) -> None:
+        """Count one admitted request."""
+        next(self._admitted)
+
     def stats(self) -> dict[str, int]:
         """The middleware's counters (see the module docs)."""
         with self._lock:
-            return dict(self._counts)
+            counts = dict(self._counts)
+            counts["admitted"] = next(self._admitted) - self._admitted_reads
+            self._admitted_reads += 1
+        # A request is counted once, where it was decided (exempt, admitted or rejected);
+        # "requests" holds only those that raised before a decision (a priority callable's
+        # error): one count on a request's path, not two.
+        counts["requests"] += counts["exempt"] + counts["admitted"] + counts["rejected"]
+        return counts
 
     def priority_of(self, request: Any) -> Optional[int]:
         if self._priority is None:
@@ -222,9 +241,16 @@ class _Door:
 
     def admit(self, request: Any, path: Any) -> Any:
         """A ticket, or raise AdmissionRejected (emitted as a ``refusal`` named by the
-        request's path)."""
-        p = self.priority_of(request)
-        return self.admission.acquire(p, operation=path if isinstance(path, str) else None)
+        request's path). Any other error (from the priority callable) is counted as a
+        request that was neither admitted nor rejected, and raised."""
+        try:
+            p = None if self._priority is None else self.priority_of(request)
+            return self.admission.acquire(p, operation=path if isinstance(path, str) else None)
+        except AdmissionRejected:
+            raise
+        except BaseException:
+            self.count("requests")
+            raise
 
     def release(
         self,
@@ -294,61 +320,75 @@ class AdmissionMiddleware(_Door):
         """The ASGI application behind the door."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        # The hot path of every request: kept to one native acquire, one native report,
+        # one counter update and two small closures (see docs/benchmarks.md, "inside a
+        # real server").
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
-        self.count("requests")
-        if self._exempt(scope.get("path", "")):
+        path = scope.get("path", "")
+        if self._exempt(path):
             self.count("exempt")
             await self.app(scope, receive, send)
             return
         try:
-            ticket = self.admit(scope, scope.get("path"))
+            ticket = self._acquire(
+                None if self._priority is None else self.priority_of(scope),
+                operation=path if isinstance(path, str) else None,
+            )
         except AdmissionRejected as refused:
-            self.refused(refused, scope.get("path"))
+            self.refused(refused, path)
             await self._reject(send, refused)
             return
-        self.count("admitted")
-        status: list[int] = []
-        # [response complete, client went away before it was]
-        ended = [False, False]
+        except BaseException:
+            self.count("requests")  # neither admitted nor rejected (see admit)
+            raise
+        next(self._admitted)
+        status: Optional[int] = None
+        ended = False  # the response is complete
+        gone = False  # the client went away before it was
 
-        async def send_status(message: Any) -> None:
+        def send_status(message: Any) -> Any:
+            # A plain function returning the server's awaitable: no coroutine of its own.
+            nonlocal status, ended
             kind = message.get("type")
             if kind == "http.response.start":
-                status.append(message.get("status"))
+                status = message.get("status")
             elif kind == "http.response.body" and not message.get("more_body", False):
-                ended[0] = True
-            await send(message)
+                ended = True
+            return send(message)
 
         async def receive_watch() -> Any:
+            nonlocal gone
             message = await receive()
-            if message.get("type") == "http.disconnect" and not ended[0]:
-                ended[1] = True
+            if not ended and message.get("type") == "http.disconnect":
+                gone = True
             return message
 
-        deadline = self.deadline_of(scope.get("headers", ()))
-        token = None if deadline is None else publish(deadline)
-        failed = True
-        error: Optional[BaseException] = None
+        token = None
+        if self._deadline is not None:
+            deadline = self.deadline_of(scope.get("headers", ()))
+            if deadline is not None:
+                token = publish(deadline)
         try:
             await self.app(scope, receive_watch, send_status)
-            failed = False
         except BaseException as e:
-            error = e
             if isinstance(e, Exception):
                 self.count("errors")
+            self.release(ticket, status, True, e)
             raise
         finally:
             if token is not None:
                 _DEADLINE.reset(token)
-            gone = False
-            if not failed and (ended[1] or not ended[0]):
-                # The client went away mid-response (servers then drop what is sent, and
-                # a streaming response stops without an error): not a success.
-                self.count("disconnected")
-                gone = True
-            self.release(ticket, status[0] if status else None, failed, error, gone)
+        if gone or not ended:
+            # The client went away mid-response (servers then drop what is sent, and a
+            # streaming response stops without an error): not a success.
+            self.count("disconnected")
+            ticket.report("cancelled")
+        elif status is not None and status not in _OVERLOAD_STATUSES:
+            ticket.on_success()
+        else:
+            self.release(ticket, status, False)
 
     async def _reject(self, send: Any, refused: BaseException) -> None:
         headers = [(k.lower().encode(), v.encode()) for k, v in self._refusal_headers(refused)]
@@ -378,7 +418,6 @@ class WSGIAdmissionMiddleware(_Door):
         """The WSGI application behind the door."""
 
     def __call__(self, environ: Any, start_response: Any) -> Iterable[bytes]:
-        self.count("requests")
         if self._exempt(environ.get("PATH_INFO", "")):
             self.count("exempt")
             return self.app(environ, start_response)  # type: ignore[no-any-return]
@@ -388,7 +427,7 @@ class WSGIAdmissionMiddleware(_Door):
             self.refused(refused, environ.get("PATH_INFO"))
             start_response("503 Service Unavailable", self._refusal_headers(refused))
             return [self._body]
-        self.count("admitted")
+        self.admitted()
         status: list[int] = []
 
         def start_status(status_line: str, headers: Any, exc_info: Any = None) -> Any:
@@ -497,7 +536,6 @@ class AiohttpAdmissionMiddleware(_Door):
     async def __call__(self, request: Any, handler: Any) -> Any:
         from aiohttp import web  # noqa: PLC0415
 
-        self.count("requests")
         if self._exempt(request.path):
             self.count("exempt")
             return await handler(request)
@@ -507,7 +545,7 @@ class AiohttpAdmissionMiddleware(_Door):
             self.refused(refused, request.path)
             headers = dict(self._refusal_headers(refused, length=False))
             return web.Response(status=503, body=self._body, headers=headers)
-        self.count("admitted")
+        self.admitted()
         deadline = self.deadline_of(request.headers)
         token = None if deadline is None else publish(deadline)
         status: Optional[int] = None
