@@ -89,6 +89,13 @@
 //! one thread the aggregation is exact and the limit sequence is fully determined by the
 //! calls. The loom models in `core/tests/loom_limiter.rs` check each of these.
 //!
+//! # A ceiling from outside
+//! [`Limiter::set_max_limit`] caps the limit at run time, whatever the algorithm says: the
+//! fleet agent keeps a member's limiter at its share of a fleet-wide maximum this way. The
+//! ceiling's per-priority thresholds live in their own words, written only by the setter;
+//! an acquire takes the lower of the two thresholds of its priority (one more load), so
+//! the fold and the setter never write the same word and neither waits for the other.
+//!
 //! # Examples
 //! ```
 //! use guards_core::limit::{AimdConfig, LimitConfig};
@@ -163,6 +170,10 @@ const ONE_DAY: Nanos = Nanos::from_secs(86_400);
 const BUSY: u64 = 1;
 /// In-flight counts at or above this can only come from a wrapped decrement.
 const WRAPPED: u64 = 1 << 63;
+/// The ceiling word when no ceiling is set.
+const NO_CEILING: u64 = u64::MAX;
+/// The largest ceiling [`Limiter::set_max_limit`] accepts.
+const MAX_CEILING: u64 = u32::MAX as u64;
 
 /// The field name of each class's [`PartitionConfig::share`], `partitions[i].share` at
 /// index `i`: what a [`ConfigError`] about it names (bindings name their per-class
@@ -558,6 +569,10 @@ pub struct Limiter {
     // Read on every call, written once per fold at most.
     limit: AtomicU64,
     thresholds: [AtomicU64; MAX_PRIORITIES],
+    /// The ceiling set from outside ([`Limiter::set_max_limit`]); `u64::MAX`: none.
+    ceiling: AtomicU64,
+    /// Each priority's threshold under the ceiling; only the setter writes them.
+    ceiling_thresholds: [AtomicU64; MAX_PRIORITIES],
     /// `sequence << 1 | BUSY`.
     ctl: AtomicU64,
     window_start: AtomicU64,
@@ -588,6 +603,8 @@ impl Limiter {
             config: LimiterConfig::default(),
             limit: AtomicU64::new(0),
             thresholds: core::array::from_fn(|_| AtomicU64::new(0)),
+            ceiling: AtomicU64::new(0),
+            ceiling_thresholds: core::array::from_fn(|_| AtomicU64::new(0)),
             ctl: AtomicU64::new(0),
             window_start: AtomicU64::new(0),
             folded_samples: AtomicU64::new(0),
@@ -628,6 +645,10 @@ impl Limiter {
         set_mut(&mut self.limit, limit);
         for (t, p) in self.thresholds.iter_mut().zip(config.partitions.iter()) {
             set_mut(t, p.threshold(limit));
+        }
+        set_mut(&mut self.ceiling, NO_CEILING);
+        for t in &mut self.ceiling_thresholds {
+            set_mut(t, u64::MAX);
         }
         for a in [
             &mut self.ctl,
@@ -674,9 +695,84 @@ impl Limiter {
         &self.config
     }
 
-    /// The current limit.
+    /// The current limit: the algorithm's, or the ceiling set by
+    /// [`Limiter::set_max_limit`] when that is lower.
     pub fn limit(&self) -> u64 {
+        self.limit
+            .load(Ordering::Relaxed)
+            .min(self.ceiling.load(Ordering::Relaxed))
+    }
+
+    /// The algorithm's own limit, whatever the ceiling.
+    pub fn algorithm_limit(&self) -> u64 {
         self.limit.load(Ordering::Relaxed)
+    }
+
+    /// The ceiling set by [`Limiter::set_max_limit`], or `None` (the default, and after
+    /// [`Limiter::clear_max_limit`]).
+    pub fn max_limit(&self) -> Option<u64> {
+        match self.ceiling.load(Ordering::Relaxed) {
+            NO_CEILING => None,
+            c => Some(c),
+        }
+    }
+
+    /// Cap the limit at `max_limit` (`0..=2^32 − 1`; 0 refuses every call) from outside,
+    /// at run time, whatever the algorithm says: the fleet agent sets this member's share
+    /// of a fleet-wide maximum here. Each priority's threshold becomes the lower of its
+    /// threshold under the algorithm's limit and under `max_limit` (the same partition
+    /// rule). Permits in flight are kept: a ceiling lowered below the calls in flight
+    /// admits nothing until they drain below it. The algorithm keeps adapting beneath the
+    /// ceiling (its samples never show more in flight than the ceiling allows). Returns
+    /// the previous ceiling (`None`: there was none).
+    ///
+    /// Lock-free; calls racing each other end with the thresholds of the ceiling stored
+    /// last (each call rewrites them until the ceiling it read is still the one in force).
+    /// An acquire racing the call may still be admitted under the old thresholds; one
+    /// that starts after the call returned (and is ordered after it) sees the new ones.
+    pub fn set_max_limit(&self, max_limit: u64) -> Result<Option<u64>, ConfigError> {
+        check_u64(
+            "max_limit",
+            max_limit,
+            0,
+            MAX_CEILING,
+            "0..=4294967295 calls",
+        )?;
+        Ok(self.store_ceiling(max_limit))
+    }
+
+    /// Remove the ceiling of [`Limiter::set_max_limit`]: the algorithm's limit rules
+    /// again. Returns the previous ceiling.
+    pub fn clear_max_limit(&self) -> Option<u64> {
+        self.store_ceiling(NO_CEILING)
+    }
+
+    fn store_ceiling(&self, ceiling: u64) -> Option<u64> {
+        // AcqRel swap and AcqRel re-read (a read-modify-write reads the latest ceiling):
+        // a setter whose re-read sees its own ceiling is synchronised with the next setter's
+        // swap, so its threshold stores come before that setter's in every word's order.
+        let old = self.ceiling.swap(ceiling, Ordering::AcqRel);
+        let mut c = ceiling;
+        loop {
+            for (t, p) in self
+                .ceiling_thresholds
+                .iter()
+                .zip(self.config.partitions.iter())
+            {
+                let v = if c == NO_CEILING {
+                    u64::MAX
+                } else {
+                    p.threshold(c).min(c)
+                };
+                t.store(v, Ordering::Relaxed);
+            }
+            let now = self.ceiling.fetch_add(0, Ordering::AcqRel);
+            if now == c {
+                break;
+            }
+            c = now;
+        }
+        (old != NO_CEILING).then_some(old)
     }
 
     /// Calls in flight now.
@@ -686,9 +782,16 @@ impl Limiter {
 
     /// The current threshold of `priority` on the shared in-flight count.
     pub fn threshold(&self, priority: Priority) -> u64 {
-        self.thresholds
-            .get(priority.index())
-            .map_or(0, |t| t.load(Ordering::Relaxed))
+        let i = priority.index();
+        let own = self
+            .thresholds
+            .get(i)
+            .map_or(0, |t| t.load(Ordering::Relaxed));
+        let ceiling = self
+            .ceiling_thresholds
+            .get(i)
+            .map_or(0, |t| t.load(Ordering::Relaxed));
+        own.min(ceiling)
     }
 
     /// A duration: the retry-after hint a rejection would carry now (its `retry_at` is the

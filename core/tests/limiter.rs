@@ -39,6 +39,8 @@ struct Model {
     max_in_flight: u64,
     last_rtt: u64,
     windows: u64,
+    /// The ceiling of `set_max_limit`; `None`: none.
+    ceiling: Option<u64>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -68,18 +70,33 @@ impl Model {
             max_in_flight: 0,
             last_rtt: 0,
             windows: 0,
+            ceiling: None,
         }
     }
 
-    fn threshold(&self, level: usize) -> u64 {
+    /// A level's threshold under a limit of `l` (the partition rule).
+    fn threshold_under(&self, level: usize, l: u64) -> u64 {
         let part = self.cfg.partitions[level];
-        let l = self.alg.limit();
         let shared = if part.share >= 1.0 {
             l
         } else {
             ((l as f64 * part.share).floor() as u64).max(1)
         };
         shared.min(part.max_in_flight)
+    }
+
+    /// The lower of the level's threshold under the algorithm's limit and under the
+    /// ceiling, which never exceeds the ceiling itself (a ceiling of 0 admits nothing).
+    fn threshold(&self, level: usize) -> u64 {
+        let own = self.threshold_under(level, self.alg.limit());
+        match self.ceiling {
+            None => own,
+            Some(c) => own.min(self.threshold_under(level, c).min(c)),
+        }
+    }
+
+    fn limit(&self) -> u64 {
+        self.alg.limit().min(self.ceiling.unwrap_or(u64::MAX))
     }
 
     fn retry_after(&self) -> Nanos {
@@ -98,7 +115,7 @@ impl Model {
         if self.in_flight >= t {
             let reason = if self.in_flight >= self.cfg.partitions[level].max_in_flight {
                 LimiterRejectReason::PartitionCap
-            } else if self.in_flight >= self.alg.limit() {
+            } else if self.in_flight >= self.limit() {
                 LimiterRejectReason::LimitReached
             } else {
                 LimiterRejectReason::ReservedForHigherPriority
@@ -231,17 +248,20 @@ enum Op {
         outcome: u8,
         dt_ms: u64,
     },
+    /// `set_max_limit(Some(n))` or `clear_max_limit()`.
+    Ceiling(Option<u64>),
 }
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
     prop::collection::vec(
         prop_oneof![
-            (0u8..8, 0u64..30).prop_map(|(level, dt_ms)| Op::Acquire { level, dt_ms }),
-            (any::<usize>(), 0u8..3, 0u64..80).prop_map(|(pick, outcome, dt_ms)| Op::Release {
+            8 => (0u8..8, 0u64..30).prop_map(|(level, dt_ms)| Op::Acquire { level, dt_ms }),
+            8 => (any::<usize>(), 0u8..3, 0u64..80).prop_map(|(pick, outcome, dt_ms)| Op::Release {
                 pick,
                 outcome,
                 dt_ms
             }),
+            1 => prop::option::weighted(0.8, 0u64..30).prop_map(Op::Ceiling),
         ],
         1..200,
     )
@@ -301,8 +321,18 @@ proptest! {
                         _ => limiter.on_ignore(permit),
                     }
                 }
+                Op::Ceiling(c) => {
+                    let old = match c {
+                        Some(n) => limiter.set_max_limit(n).unwrap(),
+                        None => limiter.clear_max_limit(),
+                    };
+                    prop_assert_eq!(old, model.ceiling);
+                    model.ceiling = c;
+                }
             }
-            prop_assert_eq!(limiter.limit(), model.alg.limit());
+            prop_assert_eq!(limiter.limit(), model.limit());
+            prop_assert_eq!(limiter.algorithm_limit(), model.alg.limit());
+            prop_assert_eq!(limiter.max_limit(), model.ceiling);
             prop_assert_eq!(limiter.in_flight(), model.in_flight);
             prop_assert_eq!(limiter.stats().windows, model.windows);
             for level in 0..8u8 {
@@ -731,4 +761,154 @@ fn retry_after_is_clamped() {
         .unwrap();
     limiter.on_success(a, Nanos(702 * MS)); // 1 ms
     assert_eq!(limiter.retry_after(), Nanos(10 * MS));
+}
+
+/// Two threads acquire and release against a fixed limit of 16 while a third lowers,
+/// raises, zeroes and clears a ceiling: the holders (counted outside the limiter) never
+/// exceed 16, no permit is lost, and once the resizer has set its last ceiling of 4 and
+/// everyone has drained, no more than 4 are ever held at once again.
+#[test]
+fn stress_ceiling_resized_under_load() {
+    let limiter = Arc::new(
+        Limiter::new(LimiterConfig {
+            limit: LimitConfig::Fixed(16),
+            ..LimiterConfig::default()
+        })
+        .unwrap(),
+    );
+    let holders = Arc::new(AtomicU64::new(0));
+    let phase = Arc::new(Barrier::new(3));
+    let run = |limiter: &Limiter, holders: &AtomicU64, rng: &Rng, bound: u64, steps: u64| {
+        let mut held = Vec::new();
+        let mut peak = 0;
+        for i in 0..steps {
+            if held.len() < 10 && rng.below(2) == 0 {
+                if let Ok(permit) = limiter.try_acquire(Nanos(i), p(0)) {
+                    let h = holders.fetch_add(1, Ordering::SeqCst) + 1;
+                    assert!(h <= bound, "{h} held, bound {bound}");
+                    peak = peak.max(h);
+                    held.push(permit);
+                }
+            } else if let Some(permit) = held.pop() {
+                holders.fetch_sub(1, Ordering::SeqCst);
+                limiter.on_success(permit, Nanos(i));
+            }
+        }
+        for permit in held {
+            holders.fetch_sub(1, Ordering::SeqCst);
+            limiter.on_ignore(permit);
+        }
+        peak
+    };
+    let workers: Vec<_> = (0..2u64)
+        .map(|t| {
+            let (limiter, holders, phase) = (
+                Arc::clone(&limiter),
+                Arc::clone(&holders),
+                Arc::clone(&phase),
+            );
+            std::thread::spawn(move || {
+                let rng = Rng::new(t + 7);
+                run(&limiter, &holders, &rng, 16, 40_000);
+                phase.wait(); // the resizer has set its last ceiling
+                run(&limiter, &holders, &rng, 4, 20_000)
+            })
+        })
+        .collect();
+    let rng = Rng::new(99);
+    for _ in 0..2_000 {
+        match rng.below(5) {
+            0 => {
+                limiter.clear_max_limit();
+            }
+            _ => {
+                limiter.set_max_limit(rng.below(20)).unwrap();
+            }
+        }
+        std::thread::yield_now();
+    }
+    limiter.set_max_limit(4).unwrap();
+    phase.wait();
+    let peaks: Vec<u64> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    assert!(peaks.iter().all(|&p| p <= 4), "{peaks:?}");
+    assert!(peaks.contains(&4), "the ceiling was reachable: {peaks:?}");
+    let s = limiter.stats();
+    assert_eq!(s.in_flight, 0);
+    assert_eq!(s.acquired, s.succeeded + s.ignored);
+    assert_eq!(limiter.limit(), 4);
+    assert_eq!(limiter.algorithm_limit(), 16);
+}
+
+#[test]
+fn a_ceiling_caps_every_priority_and_keeps_the_partition_rule() {
+    let mut cfg = LimiterConfig {
+        limit: LimitConfig::Fixed(20),
+        ..LimiterConfig::default()
+    };
+    for (i, part) in cfg.partitions.iter_mut().enumerate().skip(1) {
+        part.share = 0.5;
+        if i >= 2 {
+            part.max_in_flight = 3;
+        }
+    }
+    let l = Limiter::new(cfg).unwrap();
+    assert_eq!(l.max_limit(), None);
+    assert_eq!(l.set_max_limit(8), Ok(None));
+    assert_eq!(
+        (l.limit(), l.algorithm_limit(), l.max_limit()),
+        (8, 20, Some(8))
+    );
+    assert_eq!([0, 1, 2].map(|i| l.threshold(p(i))), [8, 4, 3]);
+    let held: Vec<_> = (0..8)
+        .map(|_| l.try_acquire(Nanos(1), p(0)).unwrap())
+        .collect();
+    let r = l.try_acquire(Nanos(1), p(0)).unwrap_err();
+    assert_eq!(
+        (r.reason, r.threshold, r.in_flight),
+        (LimiterRejectReason::LimitReached, 8, 8)
+    );
+    // Lowered below the calls in flight: nothing is admitted until they drain below it.
+    assert_eq!(l.set_max_limit(2), Ok(Some(8)));
+    let mut held = held.into_iter();
+    for _ in 0..6 {
+        l.on_ignore(held.next().unwrap());
+        assert!(l.try_acquire(Nanos(2), p(0)).is_err());
+    }
+    l.on_ignore(held.next().unwrap());
+    let again = l.try_acquire(Nanos(3), p(0)).unwrap();
+    assert!(l.try_acquire(Nanos(3), p(0)).is_err());
+    // 0 admits nothing, whatever the share (a share's floor of 1 does not apply).
+    assert_eq!(l.set_max_limit(0), Ok(Some(2)));
+    assert_eq!([0, 1, 2].map(|i| l.threshold(p(i))), [0, 0, 0]);
+    assert_eq!(l.clear_max_limit(), Some(0));
+    assert_eq!([0, 1, 2].map(|i| l.threshold(p(i))), [20, 10, 3]);
+    l.on_ignore(again);
+    l.on_ignore(held.next().unwrap());
+    assert_eq!(l.in_flight(), 0);
+    let e = l.set_max_limit(1 << 32).unwrap_err();
+    assert_eq!(e.field(), "max_limit");
+    assert_eq!(l.max_limit(), None, "a refused ceiling changes nothing");
+}
+
+/// An adaptive limit keeps adapting beneath a ceiling: drops halve it, and the ceiling,
+/// when it is lower, is what admits.
+#[test]
+fn an_adaptive_limit_adapts_beneath_the_ceiling() {
+    let l = Limiter::new(LimiterConfig {
+        limit: LimitConfig::Aimd(AimdConfig {
+            initial_limit: 20,
+            ..AimdConfig::default()
+        }),
+        min_window_samples: 1,
+        ..LimiterConfig::default()
+    })
+    .unwrap();
+    l.set_max_limit(6).unwrap();
+    let t = Nanos::from_millis(1_000);
+    let a = l.try_acquire(t, p(0)).unwrap();
+    l.on_dropped(a, t.saturating_add(Nanos::from_millis(200)));
+    assert_eq!(l.algorithm_limit(), 10);
+    assert_eq!(l.limit(), 6);
+    l.set_max_limit(40).unwrap();
+    assert_eq!(l.limit(), 10);
 }

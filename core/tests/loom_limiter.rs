@@ -230,3 +230,60 @@ fn foreign_releases_never_brick_the_count() {
         assert_eq!(l.in_flight(), 0);
     });
 }
+
+/// A ceiling lowered from none to 1 while two threads race for a fixed limit of 2: during
+/// the race at most 2 are admitted; after it, exactly 1.
+#[test]
+fn ceiling_lowered_while_two_acquire() {
+    loom::model(|| {
+        let l = Arc::new(Limiter::new(fixed(2)).unwrap());
+        let spawn = |l: &Arc<Limiter>| {
+            let l = Arc::clone(l);
+            thread::spawn(move || l.try_acquire(Nanos(MS), Priority::CRITICAL).ok())
+        };
+        let (t1, t2) = (spawn(&l), spawn(&l));
+        assert_eq!(l.set_max_limit(1).unwrap(), None);
+        let held: Vec<_> = [t1.join().unwrap(), t2.join().unwrap()]
+            .into_iter()
+            .flatten()
+            .collect();
+        assert!(held.len() <= 2);
+        assert_eq!(l.in_flight(), held.len() as u64);
+        for permit in held {
+            l.on_ignore(permit);
+        }
+        let p = l.try_acquire(Nanos(MS), Priority::CRITICAL).unwrap();
+        assert!(l.try_acquire(Nanos(MS), Priority::CRITICAL).is_err());
+        assert_eq!(l.threshold(Priority::CRITICAL), 1);
+        l.on_ignore(p);
+    });
+}
+
+/// Two setters race (3 and 1) while a fold publishes a new algorithm limit: whichever
+/// ceiling is stored last, the thresholds in force afterwards are that ceiling's, and the
+/// fold's limit is kept beneath it.
+#[test]
+fn two_setters_and_a_fold_end_with_the_last_ceiling() {
+    loom::model(|| {
+        let l = Arc::new(Limiter::new(aimd(4, 1)).unwrap());
+        let l1 = Arc::clone(&l);
+        let t1 = thread::spawn(move || {
+            l1.set_max_limit(3).unwrap();
+        });
+        let l2 = Arc::clone(&l);
+        let t2 = thread::spawn(move || {
+            l2.set_max_limit(1).unwrap();
+        });
+        // A drop folds a window and halves the algorithm's limit (4 -> 2).
+        let permit = l.try_acquire(Nanos(MS), Priority::CRITICAL);
+        if let Ok(permit) = permit {
+            l.on_dropped(permit, Nanos(200 * MS));
+        }
+        t1.join().unwrap();
+        t2.join().unwrap();
+        let c = l.max_limit().unwrap();
+        assert!(c == 1 || c == 3);
+        assert_eq!(l.threshold(Priority::CRITICAL), c.min(l.algorithm_limit()));
+        assert_eq!(l.limit(), c.min(l.algorithm_limit()));
+    });
+}

@@ -75,6 +75,31 @@ fn token_deposits_never_overshoot_the_cap() {
 }
 
 /// gRPC: a failure and a success race; the count stays within 0..=max and both apply.
+/// A shrink races a deposit and a withdrawal: the deposit may have read the old capacity,
+/// so the balance ends at most one ratio above the new capacity; no later deposit adds to
+/// it, and the capacity in force is the new one.
+#[test]
+fn token_shrink_races_deposit_and_withdraw() {
+    loom::model(|| {
+        let b = Arc::new(token(4.0, 0.5));
+        assert!(b.withdraw()); // 3 tokens: room for a deposit under the old capacity
+        let b1 = Arc::clone(&b);
+        let t1 = thread::spawn(move || b1.deposit());
+        let b2 = Arc::clone(&b);
+        let t2 = thread::spawn(move || b2.withdraw());
+        assert_eq!(b.set_capacity(1.0).unwrap(), 4 * MICROS_PER_TOKEN);
+        t1.join().unwrap();
+        let withdrew = t2.join().unwrap();
+        let after = b.tokens_micros();
+        assert!(after <= MICROS_PER_TOKEN + MICROS_PER_TOKEN / 2, "{after}");
+        assert_eq!(b.capacity_micros(), MICROS_PER_TOKEN);
+        b.deposit();
+        assert!(b.tokens_micros() <= after.max(MICROS_PER_TOKEN));
+        let s = b.stats();
+        assert_eq!(s.withdrawals, 1 + u64::from(withdrew));
+    });
+}
+
 #[test]
 fn grpc_success_and_failure_both_apply() {
     loom::model(|| {

@@ -65,6 +65,12 @@ impl Bucket {
 
     /// Take `cost` if the balance covers it; otherwise change nothing. A zero cost always
     /// succeeds without a write.
+    /// Lower the balance to at most `max`; returns the micro-tokens removed.
+    pub(crate) fn clamp(&self, max: u64) -> u64 {
+        let prev = self.micros.fetch_min(max, Ordering::Relaxed);
+        prev.saturating_sub(max)
+    }
+
     #[inline]
     pub(crate) fn try_take(&self, cost: u64) -> bool {
         if cost == 0 {

@@ -3,6 +3,7 @@
 use crate::counter::Counter;
 use crate::error::{check_f64, ConfigError, ConfigErrorKind};
 use crate::retry_policy::{RetryCause, RetryGate};
+use crate::sync::{set_mut, AtomicU64, Ordering};
 use crate::time::Nanos;
 
 use super::bucket::Bucket;
@@ -89,8 +90,8 @@ impl TokenBudgetConfig {
 #[derive(Debug)]
 pub struct TokenBudget {
     config: TokenBudgetConfig,
-    capacity_micros: u64,
-    ratio_micros: u64,
+    capacity_micros: AtomicU64,
+    ratio_micros: AtomicU64,
     bucket: Bucket,
     deposits: Counter,
     withdrawals: Counter,
@@ -105,8 +106,8 @@ impl TokenBudget {
                 capacity: 0.0,
                 ratio: 0.0,
             },
-            capacity_micros: 0,
-            ratio_micros: 0,
+            capacity_micros: AtomicU64::new(0),
+            ratio_micros: AtomicU64::new(0),
             bucket: Bucket::new(0),
             deposits: Counter::new(),
             withdrawals: Counter::new(),
@@ -122,16 +123,20 @@ impl TokenBudget {
     pub fn reset(&mut self, config: TokenBudgetConfig) -> Result<(), ConfigError> {
         config.validate()?;
         self.config = config;
-        self.capacity_micros = micros_of(config.capacity);
-        self.ratio_micros = micros_of(config.ratio);
-        self.bucket.set_mut(self.capacity_micros);
+        let capacity = micros_of(config.capacity);
+        set_mut(&mut self.capacity_micros, capacity);
+        set_mut(&mut self.ratio_micros, micros_of(config.ratio));
+        self.bucket.set_mut(capacity);
         self.deposits.reset();
         self.withdrawals.reset();
         self.refusals.reset();
         Ok(())
     }
 
-    /// The configuration this budget was built with.
+    /// The configuration this budget was built (or last [`reset`](Self::reset)) with;
+    /// [`set_capacity`](Self::set_capacity) and [`set_ratio`](Self::set_ratio) do not
+    /// change it (read [`capacity_micros`](Self::capacity_micros) and
+    /// [`ratio_micros`](Self::ratio_micros) for the values in force).
     pub fn config(&self) -> &TokenBudgetConfig {
         &self.config
     }
@@ -140,8 +145,10 @@ impl TokenBudget {
     #[inline]
     pub fn deposit(&self) {
         self.deposits.incr();
-        self.bucket
-            .add_capped(self.ratio_micros, self.capacity_micros);
+        self.bucket.add_capped(
+            self.ratio_micros.load(Ordering::Relaxed),
+            self.capacity_micros.load(Ordering::Relaxed),
+        );
     }
 
     /// May a retry go? Takes one token and returns `true`, or returns `false` and changes
@@ -165,14 +172,49 @@ impl TokenBudget {
         self.bucket.load()
     }
 
-    /// The capacity in micro-tokens, after rounding.
+    /// The capacity in force, in micro-tokens, after rounding.
     pub fn capacity_micros(&self) -> u64 {
-        self.capacity_micros
+        self.capacity_micros.load(Ordering::Relaxed)
     }
 
-    /// The tokens earned per first attempt, in micro-tokens, after rounding.
+    /// The tokens earned per first attempt in force, in micro-tokens, after rounding.
     pub fn ratio_micros(&self) -> u64 {
-        self.ratio_micros
+        self.ratio_micros.load(Ordering::Relaxed)
+    }
+
+    /// Resize the bucket at run time to `capacity` tokens (`0.0..=1e9`, rounded to the
+    /// nearest micro-token; 0 refuses every retry): the fleet agent sets this member's
+    /// share of a fleet-wide burst here. A smaller bucket drops the tokens above its new
+    /// size at once; a larger one starts filling from the balance it has (it is not
+    /// topped up). Returns the previous capacity in micro-tokens.
+    ///
+    /// Lock-free. A deposit racing a shrink may have read the old capacity and land after
+    /// the clamp, so the balance can exceed the new capacity by at most one `ratio` per
+    /// racing deposit; no later deposit adds to a balance above the capacity, and
+    /// withdrawals bring it down.
+    pub fn set_capacity(&self, capacity: f64) -> Result<u64, ConfigError> {
+        check_f64(
+            "capacity",
+            capacity,
+            0.0,
+            1e9,
+            "a number of tokens in 0.0..=1e9",
+        )?;
+        let micros = micros_of(capacity);
+        let old = self.capacity_micros.swap(micros, Ordering::Relaxed);
+        self.bucket.clamp(micros);
+        Ok(old)
+    }
+
+    /// Change the tokens earned per first attempt at run time (the same range and rounding
+    /// as [`TokenBudgetConfig::ratio`]). Returns the previous ratio in micro-tokens.
+    pub fn set_ratio(&self, ratio: f64) -> Result<u64, ConfigError> {
+        TokenBudgetConfig {
+            capacity: DEFAULT_TOKEN_CAPACITY,
+            ratio,
+        }
+        .validate()?;
+        Ok(self.ratio_micros.swap(micros_of(ratio), Ordering::Relaxed))
     }
 
     /// Counters: deposits (first attempts seen, including those capped), withdrawals
@@ -276,6 +318,54 @@ mod tests {
             Some(("ratio", ConfigErrorKind::OutOfRange))
         );
         assert_eq!(e(10.0, 0.0), None);
+    }
+
+    #[test]
+    fn a_shrink_drops_the_tokens_above_the_new_size_and_a_growth_refills_by_deposits() {
+        let b = budget(10.0, 0.5);
+        assert_eq!(b.set_capacity(3.0), Ok(10_000_000));
+        assert_eq!(b.tokens_micros(), 3_000_000);
+        b.deposit();
+        assert_eq!(b.tokens_micros(), 3_000_000, "capped at the new size");
+        assert_eq!(b.set_capacity(5.0), Ok(3_000_000));
+        assert_eq!(b.tokens_micros(), 3_000_000, "a growth is not topped up");
+        for _ in 0..10 {
+            b.deposit();
+        }
+        assert_eq!(b.tokens_micros(), 5_000_000);
+        assert_eq!(b.set_capacity(0.0), Ok(5_000_000));
+        assert!(!b.withdraw(), "capacity 0 refuses every retry");
+        b.deposit();
+        assert_eq!(b.tokens_micros(), 0);
+        assert_eq!(
+            b.config().capacity,
+            10.0,
+            "config() is what it was built with"
+        );
+    }
+
+    #[test]
+    fn a_resize_validates_and_changes_nothing_on_error() {
+        let b = budget(10.0, 0.1);
+        assert_eq!(
+            b.set_capacity(f64::NAN).map_err(|e| e.field()),
+            Err("capacity")
+        );
+        assert_eq!(
+            b.set_capacity(-1.0).map_err(|e| e.kind()),
+            Err(ConfigErrorKind::Negative)
+        );
+        assert_eq!(
+            b.set_capacity(2e9).map_err(|e| e.kind()),
+            Err(ConfigErrorKind::OutOfRange)
+        );
+        assert_eq!(b.set_ratio(1e-7).map_err(|e| e.field()), Err("ratio"));
+        assert_eq!(b.capacity_micros(), 10_000_000);
+        assert_eq!(b.ratio_micros(), 100_000);
+        assert_eq!(b.set_ratio(0.0), Ok(100_000));
+        assert!(b.withdraw());
+        b.deposit();
+        assert_eq!(b.tokens_micros(), 9_000_000, "ratio 0 earns nothing");
     }
 
     #[test]
