@@ -3034,6 +3034,36 @@ guards_result guards_fleet_attach_bulkhead(const struct guards_fleet *f,
                                            const struct guards_bulkhead *bulkhead);
 
 /**
+ * Attach the limiter `limiter` to the fleet-wide maximum `name` of `allowance` calls in
+ * flight (1..=4294967295): its ceiling (`guards_limiter_set_max_limit`) drops to 0 at
+ * once and follows this member's share; the algorithm adapts beneath it. The same
+ * lifetime rule and errors as `guards_fleet_attach_bulkhead`.
+ *
+ * # Safety
+ * `f` and `limiter` must be NULL or live handles; `name` NULL or a NUL-terminated string.
+ */
+guards_result guards_fleet_attach_limiter(const struct guards_fleet *f,
+                                          const char *name,
+                                          uint64_t allowance,
+                                          const struct guards_limiter *limiter);
+
+/**
+ * Attach the token-bucket retry budget `budget` to the fleet-wide burst `name` of
+ * `allowance` tokens (1..=1000000000): its capacity (`guards_retry_budget_set_capacity`)
+ * drops to 0 at once (no retry goes until the first share arrives) and follows this
+ * member's share; its earn ratio is unchanged (earned per first attempt, the fleet's
+ * total already follows the traffic). `INVALID_ARGUMENT` naming `budget` for a budget of
+ * another mode; otherwise as `guards_fleet_attach_bulkhead`.
+ *
+ * # Safety
+ * `f` and `budget` must be NULL or live handles; `name` NULL or a NUL-terminated string.
+ */
+guards_result guards_fleet_attach_retry_budget(const struct guards_fleet *f,
+                                               const char *name,
+                                               uint64_t allowance,
+                                               const struct guards_retry_budget *budget);
+
+/**
  * The agent's counters into `*out`.
  *
  * # Safety
@@ -3078,6 +3108,35 @@ void guards_fleet_leave(struct guards_fleet *f);
  */
 guards_result guards_bulkhead_set_max_concurrent(const struct guards_bulkhead *h,
                                                  uint64_t max_concurrent);
+
+/**
+ * Cap the limiter's limit at `max_limit` at run time (0..=4294967295; 0 refuses every
+ * call; `UINT64_MAX` removes the ceiling), whatever its algorithm says, without touching
+ * the permits in flight: a ceiling below the calls in flight admits nothing until they
+ * drain; the algorithm adapts beneath it. The previous ceiling goes to
+ * `*previous` (may be NULL; `UINT64_MAX` when there was none). (A fleet-attached
+ * limiter's ceiling is the agent's to set.) Errors: `CONFIG_OUT_OF_RANGE` naming
+ * `max_limit`; `NULL_ARGUMENT`.
+ *
+ * # Safety
+ * `h` must be NULL or a live handle; `previous` NULL or valid for writes.
+ */
+guards_result guards_limiter_set_max_limit(const struct guards_limiter *h,
+                                           uint64_t max_limit,
+                                           uint64_t *previous);
+
+/**
+ * Resize a token-bucket retry budget's bucket at run time to `capacity` tokens
+ * (0..=1e9, rounded to micro-tokens; 0 refuses every retry): tokens above a smaller
+ * capacity are dropped at once, a larger bucket fills from the balance it has.
+ * Errors: `CONFIG_OUT_OF_RANGE` naming `capacity`; `INVALID_ARGUMENT` naming `budget`
+ * for a budget of another mode; `NULL_ARGUMENT`.
+ *
+ * # Safety
+ * `h` must be NULL or a live handle.
+ */
+guards_result guards_retry_budget_set_capacity(const struct guards_retry_budget *h,
+                                               double capacity);
 
 /**
  * Open a replay of `path`: one vector file, or every `*.json` of a directory in name

@@ -533,3 +533,193 @@ fn hostile_values_in_redis_stay_bounded() {
         shares(&[&a, &b])
     );
 }
+
+#[test]
+fn limiters_and_token_budgets_follow_their_shares() {
+    use guards_core::retry_budget::{TokenBudget, TokenBudgetConfig};
+    use guards_core::{Limiter, LimiterConfig, Nanos, Outcome, Priority};
+    let redis = Redis::start(&[]);
+    let url = redis.url();
+    let join = |name: &str| {
+        let fleet = Fleet::join(config(&url, "shop", name)).unwrap();
+        let limiter = Arc::new(Limiter::new(LimiterConfig::default()).unwrap());
+        let budget = Arc::new(
+            TokenBudget::new(TokenBudgetConfig {
+                capacity: 100.0,
+                ratio: 1.0,
+            })
+            .unwrap(),
+        );
+        fleet
+            .attach_limiter("search", 9, Arc::clone(&limiter))
+            .unwrap();
+        fleet
+            .attach_token_budget("retries", 30, Arc::clone(&budget))
+            .unwrap();
+        // Attached: nothing is admitted and the full bucket is emptied until a share arrives.
+        (fleet, limiter, budget)
+    };
+    let mut ms = vec![join("a"), join("b"), join("c")];
+    let ceilings = |ms: &[(Fleet, Arc<Limiter>, Arc<TokenBudget>)]| -> Vec<Option<u64>> {
+        ms.iter().map(|m| m.1.max_limit()).collect()
+    };
+    let bursts = |ms: &[(Fleet, Arc<Limiter>, Arc<TokenBudget>)]| -> Vec<u64> {
+        ms.iter()
+            .map(|m| m.2.capacity_micros() / 1_000_000)
+            .collect()
+    };
+    assert!(
+        poll(400, || ceilings(&ms) == [Some(3); 3]
+            && bursts(&ms) == [10; 3]),
+        "{:?} {:?}",
+        ceilings(&ms),
+        bursts(&ms)
+    );
+    // Load on the limiters, counted independently of them.
+    let stop = Arc::new(AtomicBool::new(false));
+    let now = Arc::new(AtomicU64::new(0));
+    let max = Arc::new(AtomicU64::new(0));
+    let mut threads = Vec::new();
+    let spawn_load = |l: &Arc<Limiter>, threads: &mut Vec<thread::JoinHandle<u64>>| {
+        for _ in 0..4 {
+            let (l, stop, now, max) = (
+                Arc::clone(l),
+                Arc::clone(&stop),
+                Arc::clone(&now),
+                Arc::clone(&max),
+            );
+            threads.push(thread::spawn(move || {
+                let t0 = std::time::Instant::now();
+                let mut served = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    let at = |t: std::time::Instant| Nanos(t.duration_since(t0).as_nanos() as u64);
+                    match l.try_acquire(at(std::time::Instant::now()), Priority::CRITICAL) {
+                        Ok(p) => {
+                            let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                            max.fetch_max(n, Ordering::SeqCst);
+                            thread::sleep(Duration::from_millis(2));
+                            now.fetch_sub(1, Ordering::SeqCst);
+                            l.report(p, Outcome::Success, at(std::time::Instant::now()));
+                            served += 1;
+                        }
+                        Err(_) => thread::sleep(Duration::from_millis(1)),
+                    }
+                }
+                served
+            }));
+        }
+    };
+    for m in &ms {
+        spawn_load(&m.1, &mut threads);
+    }
+    // Deposits fill each bucket to its share, no further.
+    for m in &ms {
+        for _ in 0..50 {
+            m.2.deposit();
+        }
+    }
+    let balance = |ms: &[(Fleet, Arc<Limiter>, Arc<TokenBudget>)]| -> u64 {
+        ms.iter().map(|m| m.2.tokens_micros()).sum::<u64>()
+    };
+    assert_eq!(balance(&ms), 30_000_000);
+    // A fourth member: the maximum 9 and the burst 30 split four ways, never summing above.
+    ms.push(join("d"));
+    spawn_load(&ms[3].1, &mut threads);
+    let fair = |ms: &[(Fleet, Arc<Limiter>, Arc<TokenBudget>)]| {
+        let c: Vec<u64> = ceilings(ms).iter().map(|c| c.unwrap()).collect();
+        c.iter().sum::<u64>() == 9
+            && c.iter().all(|&c| c >= 2)
+            && bursts(ms).iter().sum::<u64>() == 30
+            && bursts(ms).iter().all(|&b| b >= 7)
+    };
+    let mut samples = 0;
+    assert!(poll(400, || {
+        // No deposits meanwhile: balances only fall (shrinks clamp them), so this sum is
+        // exact even though the members are read one after another.
+        samples += 1;
+        assert!(balance(&ms) <= 30_000_000, "{} micro-tokens", balance(&ms));
+        fair(&ms)
+    }));
+    assert!(samples > 0);
+    for m in &ms {
+        for _ in 0..50 {
+            m.2.deposit();
+        }
+    }
+    assert_eq!(balance(&ms), 30_000_000);
+    stop.store(true, Ordering::SeqCst);
+    let served: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(served > 0);
+    let max = max.load(Ordering::SeqCst);
+    assert!(max <= 9, "{max} calls in flight over a fleet maximum of 9");
+    // A burst above a token budget's range is refused at attach.
+    let e = ms[0]
+        .0
+        .attach_token_budget("big", 2_000_000_000, Arc::clone(&ms[0].2))
+        .unwrap_err();
+    assert!(matches!(e, FleetError::Config("allowance", _)), "{e:?}");
+}
+
+/// The member process of `a_member_killed_with_sigkill_gives_its_share_back`: runs only when
+/// the test binary is started again with `GUARDS_FLEET_CHILD` set to a Redis URL.
+#[test]
+fn fleet_child_member() {
+    let Ok(url) = std::env::var("GUARDS_FLEET_CHILD") else {
+        return;
+    };
+    let m = member(&url, "shop", "child", 10);
+    let in_flight = Arc::new(AtomicU64::new(0));
+    let mut load = Load::new();
+    load.on(&m.bulkhead, &in_flight, 4);
+    // Killed by the parent long before this; bounded in case the parent died first.
+    thread::sleep(Duration::from_secs(30));
+    let _ = load.stop();
+}
+
+#[test]
+fn a_member_killed_with_sigkill_gives_its_share_back() {
+    let redis = Redis::start(&[]);
+    let url = redis.url();
+    let a = member(&url, "shop", "a", 10);
+    let b = member(&url, "shop", "b", 10);
+    assert!(poll(400, || shares(&[&a, &b]) == [5, 5]));
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "fleet_child_member", "--nocapture"])
+        .env("GUARDS_FLEET_CHILD", &url)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The child joins and takes its share: a and b shrink to leave it room.
+    let mut con = redis.con();
+    let child_held = |con: &mut redis::Connection| -> u64 {
+        let v: Option<String> = redis::cmd("HGET")
+            .arg("guards:fleet:{shop}:m:child")
+            .arg("h:stock")
+            .query(con)
+            .unwrap();
+        v.and_then(|v| v.parse().ok()).unwrap_or(0)
+    };
+    assert!(
+        poll(400, || a.fleet.stats().members == 3
+            && child_held(&mut con) >= 3
+            && shares(&[&a, &b]).iter().sum::<u64>()
+                + child_held(&mut con)
+                <= 10),
+        "{:?} child {}",
+        shares(&[&a, &b]),
+        child_held(&mut con)
+    );
+    child.kill().unwrap(); // SIGKILL: no leave, no cleanup
+    let _ = child.wait();
+    // Its record expires after the TTL, and its share returns.
+    assert!(
+        poll(400, || shares(&[&a, &b]) == [5, 5]),
+        "{:?}",
+        shares(&[&a, &b])
+    );
+    assert!(a
+        .fleet
+        .events()
+        .contains(&FleetEvent::MemberLeft("child".into())));
+}

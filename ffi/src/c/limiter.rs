@@ -360,6 +360,11 @@ impl guards_limiter {
     pub fn new(cfg: &guards_limiter_config) -> Result<Self, Failure> {
         GateHandle::new(cfg.to_core()?).map(guards_limiter)
     }
+
+    /// Core's limiter (for the fleet agent).
+    pub(crate) fn limiter(&self) -> &Limiter {
+        &self.0.gate
+    }
 }
 
 /// Write the default config to `out` (a Vegas limit, a 100 ms window, every priority

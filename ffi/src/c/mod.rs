@@ -519,6 +519,24 @@ pub(crate) unsafe fn bytes<'a>(
     Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) })
 }
 
+/// `p` as a UTF-8 string, or `NULL_ARGUMENT` / `INVALID_ARGUMENT` naming `name`.
+///
+/// # Safety
+/// A non-null `p` must point to a NUL-terminated string that outlives the result.
+pub(crate) unsafe fn c_str<'a>(p: *const c_char, name: &'static str) -> Result<&'a str, Failure> {
+    if p.is_null() {
+        return Err(Failure::argument(
+            GuardsResult::NullArgument,
+            name,
+            "a non-NULL string",
+        ));
+    }
+    // SAFETY: non-null and NUL-terminated (the caller's contract).
+    unsafe { CStr::from_ptr(p) }
+        .to_str()
+        .map_err(|_| Failure::argument(GuardsResult::InvalidArgument, name, "a UTF-8 string"))
+}
+
 /// An output pointer checked for NULL and alignment; written (once) with [`Out::set`].
 pub(crate) struct Out<T>(*mut T);
 

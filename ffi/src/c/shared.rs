@@ -33,7 +33,7 @@
 //! function is written out, as a short call of a generic one (`region_guard`,
 //! `size_for`, `init_in_for`, `attach_for`).
 
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, c_void};
 
 use super::adaptive_throttle::{guards_adaptive_throttle_config, guards_adaptive_throttle_stats};
 use super::admission::{guards_admission_config, guards_admission_stats};
@@ -50,8 +50,8 @@ use super::retry_budget::{
     guards_retry_budget_config, guards_retry_budget_stats, guards_retry_receipt,
 };
 use super::{
-    arg, boundary, fail_arg, fail_code, fail_with, guards_permit, hot, hot_out_ok, hot_outcome,
-    hot_priority, hot_ref, Out,
+    arg, boundary, c_str, fail_arg, fail_code, fail_with, guards_permit, hot, hot_out_ok,
+    hot_outcome, hot_priority, hot_ref, Out,
 };
 use crate::error::{Detail, Failure, GuardsResult};
 use crate::permit::{PermitSlots, PermitToken};
@@ -225,24 +225,6 @@ impl guards_region_guard {
         };
         Box::new(guards_region_guard { guard, receipts })
     }
-}
-
-/// `name` as a guard name (UTF-8, 1..=64 bytes).
-///
-/// # Safety
-/// `name` must be NULL or a NUL-terminated string.
-unsafe fn c_str<'a>(name: *const c_char, what: &'static str) -> Result<&'a str, Failure> {
-    if name.is_null() {
-        return Err(Failure::argument(
-            GuardsResult::NullArgument,
-            what,
-            "a non-NULL string",
-        ));
-    }
-    // SAFETY: non-NULL and NUL-terminated (the caller's contract).
-    unsafe { CStr::from_ptr(name) }
-        .to_str()
-        .map_err(|_| Failure::argument(GuardsResult::InvalidArgument, what, "a UTF-8 string"))
 }
 
 /// The generic get-or-create: `K` from core config `config`, as a handle.

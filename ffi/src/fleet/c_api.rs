@@ -11,14 +11,17 @@
 
 #![allow(non_camel_case_types)]
 
-use std::ffi::{c_char, CStr};
+use std::ffi::c_char;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use super::{Fleet, FleetConfig, FleetError, Resizable};
 use crate::c::bulkhead::guards_bulkhead;
-use crate::c::{arg, boundary, free_handle, Out};
+use crate::c::limiter::guards_limiter;
+use crate::c::retry_budget::guards_retry_budget;
+use crate::c::{arg, boundary, c_str, free_handle, Out};
 use crate::error::{Failure, GuardsResult};
+use guards_core::retry_budget::{RetryBudget, TokenBudget};
 
 /// A fleet membership (opaque): the agent thread and the guards attached to it.
 /// Thread-safe.
@@ -63,40 +66,23 @@ fn failure(e: &FleetError) -> Failure {
     }
 }
 
-/// # Safety
-/// A non-null `p` must point to a NUL-terminated string.
-unsafe fn text<'a>(p: *const c_char, name: &'static str) -> Result<&'a str, Failure> {
-    if p.is_null() {
-        return Err(Failure::argument(
-            GuardsResult::NullArgument,
-            name,
-            "a non-NULL string",
-        ));
-    }
-    // SAFETY: non-null and NUL-terminated (caller's contract).
-    unsafe { CStr::from_ptr(p) }
-        .to_str()
-        .map_err(|_| Failure::argument(GuardsResult::InvalidArgument, name, "UTF-8 text"))
-}
+/// A C handle the agent resizes (see the lifetime rule on `guards_fleet_attach_*`).
+struct HandleRef<T>(*const T);
 
-/// A bulkhead handle the agent resizes (see the lifetime rule on
-/// `guards_fleet_attach_bulkhead`).
-struct BulkheadRef(*const guards_bulkhead);
-
-// SAFETY: `guards_bulkhead` is thread-safe (atomics only); the caller keeps it alive
+// SAFETY: the handles are thread-safe (atomics only); the caller keeps the handle alive
 // until `guards_fleet_leave` has returned.
-unsafe impl Send for BulkheadRef {}
+unsafe impl<T> Send for HandleRef<T> {}
 // SAFETY: as above.
-unsafe impl Sync for BulkheadRef {}
+unsafe impl<T> Sync for HandleRef<T> {}
 
-impl BulkheadRef {
-    fn get(&self) -> &guards_bulkhead {
+impl<T> HandleRef<T> {
+    fn get(&self) -> &T {
         // SAFETY: live until the fleet is left (the caller's contract).
         unsafe { &*self.0 }
     }
 }
 
-impl Resizable for BulkheadRef {
+impl Resizable for HandleRef<guards_bulkhead> {
     fn in_flight(&self) -> u64 {
         self.get().bulkhead().in_flight()
     }
@@ -104,7 +90,49 @@ impl Resizable for BulkheadRef {
         self.get().bulkhead().max_concurrent()
     }
     fn set_cap(&self, cap: u64) {
-        let _ = self.get().bulkhead().set_max_concurrent(cap);
+        Resizable::set_cap(self.get().bulkhead(), cap)
+    }
+}
+
+impl Resizable for HandleRef<guards_limiter> {
+    fn in_flight(&self) -> u64 {
+        Resizable::in_flight(self.get().limiter())
+    }
+    fn cap(&self) -> u64 {
+        Resizable::cap(self.get().limiter())
+    }
+    fn set_cap(&self, cap: u64) {
+        Resizable::set_cap(self.get().limiter(), cap)
+    }
+}
+
+/// A token-bucket budget (checked at attach: the mode never changes afterwards, as
+/// `guards_retry_budget` has no reset).
+struct TokenRef(HandleRef<guards_retry_budget>);
+
+impl TokenRef {
+    fn token(&self) -> Option<&TokenBudget> {
+        match self.0.get().budget() {
+            RetryBudget::TokenBucket(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+impl Resizable for TokenRef {
+    fn in_flight(&self) -> u64 {
+        self.token().map_or(0, Resizable::in_flight)
+    }
+    fn cap(&self) -> u64 {
+        self.token().map_or(0, Resizable::cap)
+    }
+    fn set_cap(&self, cap: u64) {
+        if let Some(b) = self.token() {
+            b.set_cap(cap);
+        }
+    }
+    fn max_cap(&self) -> u64 {
+        self.token().map_or(0, Resizable::max_cap)
     }
 }
 
@@ -131,9 +159,9 @@ pub unsafe extern "C" fn guards_fleet_join(
         // SAFETY: the caller's contract.
         let (url, service, member) = unsafe {
             (
-                text(url, "url")?,
-                text(service, "service")?,
-                text(member, "member")?,
+                c_str(url, "url")?,
+                c_str(service, "service")?,
+                c_str(member, "member")?,
             )
         };
         let out = Out::new(out, "out")?;
@@ -155,6 +183,26 @@ pub unsafe extern "C" fn guards_fleet_join(
     })
 }
 
+/// Attach `guard` (checked non-NULL as `what`) to the allowance `name`.
+///
+/// # Safety
+/// `f` must be NULL or a live handle; `name` NULL or a NUL-terminated string.
+unsafe fn attach(
+    f: *const guards_fleet,
+    name: *const c_char,
+    allowance: u64,
+    guard: Box<dyn Resizable>,
+) -> Result<(), Failure> {
+    // SAFETY: the caller's contract.
+    let f = unsafe { arg(f, "fleet") }?;
+    // SAFETY: the caller's contract.
+    let name = unsafe { c_str(name, "name") }?;
+    let fleet = f.fleet.lock().unwrap_or_else(|p| p.into_inner());
+    fleet
+        .attach(name, allowance, guard)
+        .map_err(|e| failure(&e))
+}
+
 /// Attach the bulkhead `bulkhead` to the fleet-wide allowance `name` of `allowance` slots
 /// (1..=4294967295): its cap drops to 0 at once and follows this member's share from then
 /// on (attach before serving). The bulkhead must stay alive until `guards_fleet_leave`
@@ -172,15 +220,63 @@ pub unsafe extern "C" fn guards_fleet_attach_bulkhead(
 ) -> GuardsResult {
     boundary(|| {
         // SAFETY: the caller's contract.
-        let f = unsafe { arg(f, "fleet") }?;
-        // SAFETY: the caller's contract.
         let _ = unsafe { arg(bulkhead, "bulkhead") }?;
         // SAFETY: the caller's contract.
-        let name = unsafe { text(name, "name") }?;
-        let fleet = f.fleet.lock().unwrap_or_else(|p| p.into_inner());
-        fleet
-            .attach(name, allowance, Box::new(BulkheadRef(bulkhead)))
-            .map_err(|e| failure(&e))
+        unsafe { attach(f, name, allowance, Box::new(HandleRef(bulkhead))) }
+    })
+}
+
+/// Attach the limiter `limiter` to the fleet-wide maximum `name` of `allowance` calls in
+/// flight (1..=4294967295): its ceiling (`guards_limiter_set_max_limit`) drops to 0 at
+/// once and follows this member's share; the algorithm adapts beneath it. The same
+/// lifetime rule and errors as `guards_fleet_attach_bulkhead`.
+///
+/// # Safety
+/// `f` and `limiter` must be NULL or live handles; `name` NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn guards_fleet_attach_limiter(
+    f: *const guards_fleet,
+    name: *const c_char,
+    allowance: u64,
+    limiter: *const guards_limiter,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let _ = unsafe { arg(limiter, "limiter") }?;
+        // SAFETY: the caller's contract.
+        unsafe { attach(f, name, allowance, Box::new(HandleRef(limiter))) }
+    })
+}
+
+/// Attach the token-bucket retry budget `budget` to the fleet-wide burst `name` of
+/// `allowance` tokens (1..=1000000000): its capacity (`guards_retry_budget_set_capacity`)
+/// drops to 0 at once (no retry goes until the first share arrives) and follows this
+/// member's share; its earn ratio is unchanged (earned per first attempt, the fleet's
+/// total already follows the traffic). `INVALID_ARGUMENT` naming `budget` for a budget of
+/// another mode; otherwise as `guards_fleet_attach_bulkhead`.
+///
+/// # Safety
+/// `f` and `budget` must be NULL or live handles; `name` NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn guards_fleet_attach_retry_budget(
+    f: *const guards_fleet,
+    name: *const c_char,
+    allowance: u64,
+    budget: *const guards_retry_budget,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let b = unsafe { arg(budget, "budget") }?;
+        if !matches!(b.budget(), RetryBudget::TokenBucket(_)) {
+            return Err(Failure::argument(
+                GuardsResult::InvalidArgument,
+                "budget",
+                "a token-bucket retry budget",
+            ));
+        }
+        let guard = TokenRef(HandleRef(budget));
+        // SAFETY: the caller's contract.
+        unsafe { attach(f, name, allowance, Box::new(guard)) }
     })
 }
 
@@ -230,7 +326,7 @@ pub unsafe extern "C" fn guards_fleet_get_share(
         // SAFETY: the caller's contract.
         let f = unsafe { arg(f, "fleet") }?;
         // SAFETY: the caller's contract.
-        let name = unsafe { text(name, "name") }?;
+        let name = unsafe { c_str(name, "name") }?;
         let s = f.fleet.lock().unwrap_or_else(|p| p.into_inner()).stats();
         let a = s
             .allowances
@@ -279,6 +375,66 @@ pub unsafe extern "C" fn guards_bulkhead_set_max_concurrent(
         // SAFETY: the caller's contract.
         let h = unsafe { arg(h, "bulkhead") }?;
         h.bulkhead().set_max_concurrent(max_concurrent)?;
+        Ok(())
+    })
+}
+
+/// Cap the limiter's limit at `max_limit` at run time (0..=4294967295; 0 refuses every
+/// call; `UINT64_MAX` removes the ceiling), whatever its algorithm says, without touching
+/// the permits in flight: a ceiling below the calls in flight admits nothing until they
+/// drain; the algorithm adapts beneath it. The previous ceiling goes to
+/// `*previous` (may be NULL; `UINT64_MAX` when there was none). (A fleet-attached
+/// limiter's ceiling is the agent's to set.) Errors: `CONFIG_OUT_OF_RANGE` naming
+/// `max_limit`; `NULL_ARGUMENT`.
+///
+/// # Safety
+/// `h` must be NULL or a live handle; `previous` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn guards_limiter_set_max_limit(
+    h: *const guards_limiter,
+    max_limit: u64,
+    previous: *mut u64,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let h = unsafe { arg(h, "limiter") }?;
+        let old = if max_limit == u64::MAX {
+            h.limiter().clear_max_limit()
+        } else {
+            h.limiter().set_max_limit(max_limit)?
+        };
+        if let Ok(o) = Out::new(previous, "previous") {
+            // SAFETY: valid for writes (caller's contract).
+            unsafe { o.set(old.unwrap_or(u64::MAX)) };
+        }
+        Ok(())
+    })
+}
+
+/// Resize a token-bucket retry budget's bucket at run time to `capacity` tokens
+/// (0..=1e9, rounded to micro-tokens; 0 refuses every retry): tokens above a smaller
+/// capacity are dropped at once, a larger bucket fills from the balance it has.
+/// Errors: `CONFIG_OUT_OF_RANGE` naming `capacity`; `INVALID_ARGUMENT` naming `budget`
+/// for a budget of another mode; `NULL_ARGUMENT`.
+///
+/// # Safety
+/// `h` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn guards_retry_budget_set_capacity(
+    h: *const guards_retry_budget,
+    capacity: f64,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let h = unsafe { arg(h, "budget") }?;
+        let RetryBudget::TokenBucket(b) = h.budget() else {
+            return Err(Failure::argument(
+                GuardsResult::InvalidArgument,
+                "budget",
+                "a token-bucket retry budget",
+            ));
+        };
+        b.set_capacity(capacity)?;
         Ok(())
     })
 }

@@ -38,7 +38,8 @@ use std::time::{Duration, Instant};
 
 use guards_core::backoff::{Backoff, BackoffConfig, Jitter};
 use guards_core::fleet::{decide, fallback_share, MemberRecord, MAX_WEIGHT};
-use guards_core::{Bulkhead, Nanos, Rng};
+use guards_core::retry_budget::TokenBudget;
+use guards_core::{Bulkhead, Limiter, Nanos, Rng};
 
 pub use store::{name_id, Keys};
 
@@ -226,14 +227,21 @@ pub struct FleetStats {
     pub allowances: Vec<AllowanceStats>,
 }
 
-/// A guard the agent can resize.
+/// A guard the agent can resize: a bulkhead (its cap), a limiter (its ceiling,
+/// [`Limiter::set_max_limit`]) or a token budget (its burst, [`TokenBudget::set_capacity`]).
 pub trait Resizable: Send + Sync {
-    /// Calls in flight now.
+    /// What it holds of the allowance now: calls in flight (a bulkhead, a limiter) or whole
+    /// tokens in the bucket, rounded up (a token budget).
     fn in_flight(&self) -> u64;
-    /// The cap in force.
+    /// The cap in force (this member's share).
     fn cap(&self) -> u64;
-    /// Change the cap (see [`Bulkhead::set_max_concurrent`]).
+    /// Change the cap (see [`Bulkhead::set_max_concurrent`]); the agent never passes more
+    /// than [`Resizable::max_cap`].
     fn set_cap(&self, cap: u64);
+    /// The largest cap this guard can take; [`Fleet::attach`] refuses a larger allowance.
+    fn max_cap(&self) -> u64 {
+        u64::from(u32::MAX)
+    }
 }
 
 impl Resizable for Bulkhead {
@@ -249,6 +257,47 @@ impl Resizable for Bulkhead {
     }
 }
 
+/// A limiter's share is its ceiling: the algorithm adapts beneath it, and a limiter with
+/// no ceiling reports the largest one.
+impl Resizable for Limiter {
+    fn in_flight(&self) -> u64 {
+        Limiter::in_flight(self)
+    }
+    fn cap(&self) -> u64 {
+        self.max_limit().unwrap_or(u64::from(u32::MAX))
+    }
+    fn set_cap(&self, cap: u64) {
+        // In range: the allowance is checked at attach.
+        let _ = self.set_max_limit(cap);
+    }
+}
+
+/// Micro-tokens per token.
+const MICROS: u64 = 1_000_000;
+
+/// A token budget's share is its burst (whole tokens); what it holds is its balance,
+/// rounded up, which a shrink clamps at once. Its earn ratio is left alone: it is earned
+/// per first attempt, so the fleet's total already follows the traffic, not the number
+/// of members.
+impl Resizable for TokenBudget {
+    fn in_flight(&self) -> u64 {
+        self.tokens_micros().div_ceil(MICROS)
+    }
+    fn cap(&self) -> u64 {
+        self.capacity_micros() / MICROS
+    }
+    fn set_cap(&self, cap: u64) {
+        // At most `max_cap`: checked at attach.
+        let _ = self.set_capacity(cap as f64);
+    }
+    fn max_cap(&self) -> u64 {
+        MAX_BUDGET_TOKENS
+    }
+}
+
+/// The largest burst, in tokens, a token budget takes (its capacity's range).
+const MAX_BUDGET_TOKENS: u64 = 1_000_000_000;
+
 impl<T: Resizable + ?Sized> Resizable for Arc<T> {
     fn in_flight(&self) -> u64 {
         (**self).in_flight()
@@ -258,6 +307,9 @@ impl<T: Resizable + ?Sized> Resizable for Arc<T> {
     }
     fn set_cap(&self, cap: u64) {
         (**self).set_cap(cap)
+    }
+    fn max_cap(&self) -> u64 {
+        (**self).max_cap()
     }
 }
 
@@ -407,6 +459,12 @@ impl Fleet {
         if allowance == 0 || allowance > u64::from(u32::MAX) {
             return Err(FleetError::Config("allowance", "1..=4294967295"));
         }
+        if allowance > guard.max_cap() {
+            return Err(FleetError::Config(
+                "allowance",
+                "at most the guard's largest cap (1e9 tokens for a token budget)",
+            ));
+        }
         let mut st = self.shared.lock();
         if st.attached.iter().any(|a| a.name == name) {
             return Err(FleetError::Duplicate(name.to_owned()));
@@ -433,6 +491,29 @@ impl Fleet {
         bulkhead: Arc<Bulkhead>,
     ) -> Result<(), FleetError> {
         self.attach(name, allowance, Box::new(bulkhead))
+    }
+
+    /// Attach a limiter: its ceiling ([`Limiter::set_max_limit`]) follows this member's
+    /// share of a fleet-wide maximum (see [`Fleet::attach`]).
+    pub fn attach_limiter(
+        &self,
+        name: &str,
+        allowance: u64,
+        limiter: Arc<Limiter>,
+    ) -> Result<(), FleetError> {
+        self.attach(name, allowance, Box::new(limiter))
+    }
+
+    /// Attach a token budget: its burst ([`TokenBudget::set_capacity`]) follows this
+    /// member's share of a fleet-wide burst of `allowance` tokens (`1..=1e9`; see
+    /// [`Fleet::attach`]).
+    pub fn attach_token_budget(
+        &self,
+        name: &str,
+        allowance: u64,
+        budget: Arc<TokenBudget>,
+    ) -> Result<(), FleetError> {
+        self.attach(name, allowance, Box::new(budget))
     }
 
     /// The agent's counters and each allowance's share.

@@ -23,13 +23,13 @@
 
 #![allow(non_camel_case_types)]
 
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::session::{Reply, Session, Step};
 use super::spec;
 use super::value::{Entry, Record, Scalar};
-use crate::c::{arg, boundary, Out};
+use crate::c::{arg, boundary, c_str, Out};
 use crate::error::{self, Failure, GuardsResult};
 
 /// A replay of vector files (opaque): see `guards_vectors_open`.
@@ -165,24 +165,6 @@ pub struct guards_vectors_summary {
 
 fn c_string(s: &str) -> CString {
     CString::new(s.replace('\0', "\\0")).unwrap_or_default()
-}
-
-/// `p` as a UTF-8 string, or `NULL_ARGUMENT` / `INVALID_ARGUMENT` naming `name`.
-///
-/// # Safety
-/// A non-null `p` must point to a NUL-terminated string that outlives the result.
-unsafe fn c_str<'a>(p: *const c_char, name: &'static str) -> Result<&'a str, Failure> {
-    if p.is_null() {
-        return Err(Failure::argument(
-            GuardsResult::NullArgument,
-            name,
-            "a non-NULL string",
-        ));
-    }
-    // SAFETY: non-null and NUL-terminated (caller's contract).
-    unsafe { CStr::from_ptr(p) }
-        .to_str()
-        .map_err(|_| Failure::argument(GuardsResult::InvalidArgument, name, "a UTF-8 string"))
 }
 
 /// The name an argument error names: the config field's schema name when it is one (so a

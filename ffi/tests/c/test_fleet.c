@@ -105,6 +105,50 @@ static void test_two_members(void) {
   CHECK(s.members == 2 && s.connected == 1 && s.fallen_back == 0 && s.syncs > 0);
   uint64_t share = 0;
   CHECK_RC(guards_fleet_get_share(a, "nope", &share, NULL), GUARDS_RESULT_NOT_FOUND);
+  /* A limiter's ceiling and a token budget's burst follow their shares the same way. */
+  guards_limiter_config lc;
+  CHECK_RC(guards_limiter_config_default(&lc), GUARDS_RESULT_OK);
+  guards_limiter *la = NULL, *lb = NULL;
+  CHECK_RC(guards_limiter_new(&lc, &la), GUARDS_RESULT_OK);
+  CHECK_RC(guards_limiter_new(&lc, &lb), GUARDS_RESULT_OK);
+  guards_retry_budget_config rc;
+  CHECK_RC(guards_retry_budget_config_default(&rc), GUARDS_RESULT_OK);
+  guards_retry_budget *ra = NULL, *rb = NULL, *grpc = NULL;
+  CHECK_RC(guards_retry_budget_new(&rc, &ra), GUARDS_RESULT_OK);
+  CHECK_RC(guards_retry_budget_new(&rc, &rb), GUARDS_RESULT_OK);
+  rc.mode = GUARDS_RETRY_BUDGET_MODE_GRPC;
+  CHECK_RC(guards_retry_budget_new(&rc, &grpc), GUARDS_RESULT_OK);
+  CHECK_RC(guards_fleet_attach_limiter(a, "search", 4, la), GUARDS_RESULT_OK);
+  CHECK_RC(guards_fleet_attach_limiter(b, "search", 4, lb), GUARDS_RESULT_OK);
+  CHECK_RC(guards_fleet_attach_retry_budget(a, "retries", 8, ra), GUARDS_RESULT_OK);
+  CHECK_RC(guards_fleet_attach_retry_budget(b, "retries", 8, rb), GUARDS_RESULT_OK);
+  CHECK_RC(guards_fleet_attach_retry_budget(a, "g", 8, grpc), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(detail_has("budget"));
+  CHECK_RC(guards_fleet_attach_retry_budget(a, "big", 2000000000ull, ra),
+           GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(detail_has("allowance"));
+  CHECK_RC(guards_fleet_attach_limiter(a, "x", 4, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  int split = 0;
+  for (int i = 0; i < 800 && !split; i++) {
+    uint64_t l1 = 0, l2 = 0, t1 = 0, t2 = 0;
+    guards_fleet_get_share(a, "search", &l1, NULL);
+    guards_fleet_get_share(b, "search", &l2, NULL);
+    guards_fleet_get_share(a, "retries", &t1, NULL);
+    guards_fleet_get_share(b, "retries", &t2, NULL);
+    split = l1 == 2 && l2 == 2 && t1 == 4 && t2 == 4;
+    if (!split) nap();
+  }
+  CHECK(split);
+  guards_permit lp[3];
+  for (int i = 0; i < 2; i++) CHECK_RC(guards_limiter_try_acquire(la, 0, 1, &lp[i]), GUARDS_RESULT_OK);
+  CHECK_RC(guards_limiter_try_acquire(la, 0, 1, &lp[2]), GUARDS_RESULT_LIMITER_LIMIT_REACHED);
+  for (int i = 0; i < 2; i++)
+    CHECK_RC(guards_limiter_report(la, lp[i], GUARDS_OUTCOME_SUCCESS, 1000), GUARDS_RESULT_OK);
+  /* The burst was emptied at attach; deposits fill it to the share (4 tokens), no more. */
+  for (int i = 0; i < 100; i++) CHECK_RC(guards_retry_budget_deposit(ra, 0), GUARDS_RESULT_OK);
+  int64_t micros = 0;
+  CHECK_RC(guards_retry_budget_tokens_micros(ra, 0, &micros), GUARDS_RESULT_OK);
+  CHECK(micros == 4000000);
   /* b leaves: a grows to the whole allowance. */
   guards_fleet_leave(b);
   int whole = 0;
@@ -117,6 +161,11 @@ static void test_two_members(void) {
   guards_fleet_leave(NULL);
   guards_bulkhead_free(ba);
   guards_bulkhead_free(bb);
+  guards_limiter_free(la);
+  guards_limiter_free(lb);
+  guards_retry_budget_free(ra);
+  guards_retry_budget_free(rb);
+  guards_retry_budget_free(grpc);
 
   /* Bad input: typed errors, never a crash. */
   guards_fleet *x = NULL;
@@ -156,7 +205,51 @@ static void test_resize(void) {
   guards_bulkhead_free(h);
 }
 
+static void test_limiter_and_budget_resize(void) {
+  guards_limiter_config lc;
+  CHECK_RC(guards_limiter_config_default(&lc), GUARDS_RESULT_OK);
+  guards_limiter *l = NULL;
+  CHECK_RC(guards_limiter_new(&lc, &l), GUARDS_RESULT_OK);
+  uint64_t prev = 0;
+  CHECK_RC(guards_limiter_set_max_limit(l, 1, &prev), GUARDS_RESULT_OK);
+  CHECK(prev == UINT64_MAX);
+  guards_permit p, q;
+  CHECK_RC(guards_limiter_try_acquire(l, 0, 1, &p), GUARDS_RESULT_OK);
+  CHECK_RC(guards_limiter_try_acquire(l, 0, 1, &q), GUARDS_RESULT_LIMITER_LIMIT_REACHED);
+  CHECK_RC(guards_limiter_set_max_limit(l, UINT64_MAX, &prev), GUARDS_RESULT_OK);
+  CHECK(prev == 1);
+  CHECK_RC(guards_limiter_try_acquire(l, 0, 1, &q), GUARDS_RESULT_OK);
+  CHECK_RC(guards_limiter_set_max_limit(l, 1ull << 40, NULL), GUARDS_RESULT_CONFIG_OUT_OF_RANGE);
+  CHECK(detail_has("max_limit"));
+  CHECK_RC(guards_limiter_set_max_limit(NULL, 1, NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK_RC(guards_limiter_report(l, p, GUARDS_OUTCOME_SUCCESS, 1000), GUARDS_RESULT_OK);
+  CHECK_RC(guards_limiter_report(l, q, GUARDS_OUTCOME_SUCCESS, 1000), GUARDS_RESULT_OK);
+  guards_limiter_free(l);
+
+  guards_retry_budget_config rc;
+  CHECK_RC(guards_retry_budget_config_default(&rc), GUARDS_RESULT_OK);
+  guards_retry_budget *b = NULL, *g = NULL;
+  CHECK_RC(guards_retry_budget_new(&rc, &b), GUARDS_RESULT_OK);
+  /* Full at 10 tokens; shrunk to 1, one retry goes and the next does not. */
+  CHECK_RC(guards_retry_budget_set_capacity(b, 1.0), GUARDS_RESULT_OK);
+  guards_retry_receipt r;
+  CHECK_RC(guards_retry_budget_withdraw(b, 0, GUARDS_RETRY_CAUSE_TIMEOUT, &r), GUARDS_RESULT_OK);
+  CHECK_RC(guards_retry_budget_withdraw(b, 0, GUARDS_RETRY_CAUSE_TIMEOUT, &r),
+           GUARDS_RESULT_RETRY_BUDGET_EXHAUSTED);
+  CHECK_RC(guards_retry_budget_set_capacity(b, -1.0), GUARDS_RESULT_CONFIG_NEGATIVE);
+  CHECK(detail_has("capacity"));
+  CHECK_RC(guards_retry_budget_set_capacity(b, 2e9), GUARDS_RESULT_CONFIG_OUT_OF_RANGE);
+  CHECK_RC(guards_retry_budget_set_capacity(NULL, 1.0), GUARDS_RESULT_NULL_ARGUMENT);
+  rc.mode = GUARDS_RETRY_BUDGET_MODE_GRPC;
+  CHECK_RC(guards_retry_budget_new(&rc, &g), GUARDS_RESULT_OK);
+  CHECK_RC(guards_retry_budget_set_capacity(g, 1.0), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(detail_has("budget"));
+  guards_retry_budget_free(b);
+  guards_retry_budget_free(g);
+}
+
 void fleet_tests(void) {
+  run("limiter_and_budget_resize", test_limiter_and_budget_resize);
   run("bulkhead_resize", test_resize);
   run("fleet_two_members", test_two_members);
 }
