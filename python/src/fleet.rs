@@ -413,6 +413,7 @@ impl PyFleet {
         slf
     }
 
+    #[pyo3(signature = (*_args))]
     fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> bool {
         self.leave(py);
         false
