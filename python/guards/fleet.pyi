@@ -12,7 +12,7 @@ __all__ = ["Fleet", "FleetError", "FleetUnavailable", "FleetAuthError"]
 
 _Duration = Union[float, int, Any]
 
-class AllowanceStats(TypedDict):
+class _AllowanceStats(TypedDict):
     name: str
     allowance: int
     share: int
@@ -20,14 +20,14 @@ class AllowanceStats(TypedDict):
     claims_won: int
     claims_lost: int
 
-class FleetStats(TypedDict):
+class _FleetStats(TypedDict):
     members: int
     syncs: int
     sync_errors: int
     connected: bool
     fallen_back: bool
     events_dropped: int
-    allowances: list[AllowanceStats]
+    allowances: list[_AllowanceStats]
 
 _EventKind = Literal[
     "share_changed", "member_joined", "member_left", "redis_lost", "redis_regained", "fell_back"
@@ -60,7 +60,7 @@ class Fleet:
         """Keep ``guard``'s cap at this member's share of the fleet-wide ``allowance``."""
     def share(self, name: str) -> int:
         """This member's share of allowance ``name`` now (``KeyError`` if not attached)."""
-    def stats(self) -> FleetStats: ...
+    def stats(self) -> _FleetStats: ...
     def events(self) -> list[dict[str, Any]]:
         """The events since the last call; each has ``kind`` (one of ``_EventKind``)."""
     def leave(self) -> None: ...

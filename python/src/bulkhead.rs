@@ -117,7 +117,11 @@ impl PyBulkhead {
     /// Change the cap at run time (`0..=2**32-1`; 0 admits nothing) without touching the
     /// permits in flight: a lowered cap admits nothing until enough of them come back.
     /// Returns the cap it replaced.
-    fn set_max_concurrent(&self, py: Python<'_>, max_concurrent: &Bound<'_, PyAny>) -> PyResult<u64> {
+    fn set_max_concurrent(
+        &self,
+        py: Python<'_>,
+        max_concurrent: &Bound<'_, PyAny>,
+    ) -> PyResult<u64> {
         let cap = util::get_u64("max_concurrent", max_concurrent, Ctx::Arg)?;
         self.b
             .set_max_concurrent(cap)

@@ -123,8 +123,12 @@ fn fleet_error(py: Python<'_>, e: FleetError, ctx: Ctx) -> PyErr {
             "redis://[user:password@]host:port[/db] or valkey://...",
             &format!("invalid `url`: {why}"),
         ),
-        FleetError::Auth(why) => FleetAuthError::new_err(format!("redis refused the credentials: {why}")),
-        FleetError::Unavailable(why) => FleetUnavailable::new_err(format!("redis unavailable: {why}")),
+        FleetError::Auth(why) => {
+            FleetAuthError::new_err(format!("redis refused the credentials: {why}"))
+        }
+        FleetError::Unavailable(why) => {
+            FleetUnavailable::new_err(format!("redis unavailable: {why}"))
+        }
         FleetError::Duplicate(name) => {
             PyValueError::new_err(format!("allowance `{name}` is already attached"))
         }

@@ -191,7 +191,9 @@ impl PyRetryBudget {
     #[getter]
     fn capacity(&self) -> Option<f64> {
         match &*self.b {
-            RetryBudget::TokenBucket(t) => Some(t.capacity_micros() as f64 / MICROS_PER_TOKEN as f64),
+            RetryBudget::TokenBucket(t) => {
+                Some(t.capacity_micros() as f64 / MICROS_PER_TOKEN as f64)
+            }
             _ => None,
         }
     }
