@@ -141,6 +141,7 @@ fn duration_of(n: Nanos) -> Duration {
 
 /// A member of a fleet. See the module docs of `guards.fleet`.
 #[pyclass(module = "guards.fleet", name = "Fleet", frozen)]
+#[derive(Debug)]
 pub struct PyFleet {
     fleet: Mutex<Fleet>,
     left: AtomicBool,
