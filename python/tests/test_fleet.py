@@ -435,3 +435,20 @@ def test_leave_twice_and_attach_after_leave(redis: Redis, service: str) -> None:
         with g as same:
             assert same is g
     assert g.left
+
+
+def test_the_fleet_keeps_an_attached_guard_alive_until_it_leaves(
+    redis: Redis, service: str
+) -> None:
+    b = guards.Bulkhead()
+    before = sys.getrefcount(b)
+    f = Fleet(redis.url, service, "m", sync_interval=INTERVAL)
+    f.attach("stock", 3, b)
+    assert sys.getrefcount(b) == before + 1
+    f.leave()
+    assert sys.getrefcount(b) == before
+    g = Fleet(redis.url, service, "m2", sync_interval=INTERVAL)
+    g.attach("stock", 3, b)
+    assert sys.getrefcount(b) == before + 1
+    del g  # garbage collection leaves too
+    assert sys.getrefcount(b) == before
