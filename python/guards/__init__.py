@@ -29,6 +29,7 @@ from . import middleware as _middleware
 from . import prometheus as _prometheus
 from . import retry as _retry
 from . import shared as shared  # host-wide guards: guards.shared.Region
+from . import fleet as fleet  # fleet-wide allowances through Redis: guards.fleet.Fleet
 from .context import *  # noqa: F401,F403
 from .middleware import *  # noqa: F401,F403
 from .prometheus import *  # noqa: F401,F403

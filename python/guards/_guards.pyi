@@ -21,6 +21,9 @@ __all__ = [
     "RetriesExhausted",
     "DeadlineExceeded",
     "ConfigError",
+    "FleetError",
+    "FleetUnavailable",
+    "FleetAuthError",
     "HeaderError",
     "monotonic_ns",
     "now_ns",
@@ -136,6 +139,16 @@ class RetriesExhausted(GuardError):
     """Attempts made before giving up."""
 
 class DeadlineExceeded(GuardError, TimeoutError): ...
+
+class FleetError(RuntimeError):
+    """A fleet member could not do what was asked: Redis could not be used, or the member
+    has left."""
+
+class FleetUnavailable(FleetError):
+    """Redis could not be reached (or answered an error) when joining the fleet."""
+
+class FleetAuthError(FleetError):
+    """Redis refused the credentials of the fleet's URL (or requires some)."""
 
 class HeaderError(ValueError):
     """A deadline header could not be parsed; ``kind`` names why."""
@@ -772,6 +785,12 @@ class RetryBudget:
     def on_failure(self, now: _Instant | None = None) -> None: ...
     def tokens(self, now: _Instant | None = None) -> float: ...
     def tokens_micros(self, now: _Instant | None = None) -> int: ...
+    @property
+    def capacity(self) -> float | None:
+        """The token bucket's capacity in force, in tokens; ``None`` in the other modes."""
+    def set_capacity(self, capacity: float) -> float:
+        """Resize the token bucket (``0.0..=1e9`` tokens); returns the previous capacity.
+        ``ValueError`` in the other modes."""
     def stats(self) -> dict[str, int]: ...
 
 # A retry gate: a native guard that gates retries, an object with
@@ -800,7 +819,10 @@ class Bulkhead:
     def from_littles_law(rate_per_sec: float, p99: _Duration, headroom: float) -> Bulkhead: ...
     def config(self) -> dict[str, Any]: ...
     @property
-    def max_concurrent(self) -> int: ...
+    def max_concurrent(self) -> int:
+        """The cap in force (``config()`` keeps the cap it was built with)."""
+    def set_max_concurrent(self, max_concurrent: int) -> int:
+        """Change the cap at run time (``0..=2**32-1``); returns the cap it replaced."""
     def acquire(self, *, operation: str | None = None) -> BulkheadPermit: ...
     def call(self, fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         """``fn(*args, **kwargs)`` in a slot, given back however the call ends."""
@@ -1130,6 +1152,13 @@ class Limiter:
     def limit(self) -> int: ...
     @property
     def in_flight(self) -> int: ...
+    @property
+    def max_limit(self) -> int | None:
+        """The ceiling of ``set_max_limit``, or ``None``."""
+    def set_max_limit(self, max_limit: int) -> int | None:
+        """Cap the limit at ``max_limit`` (``0..=2**32-1``); returns the previous ceiling."""
+    def clear_max_limit(self) -> int | None:
+        """Remove the ceiling; returns the previous one."""
     def threshold(self, priority: int | None = None) -> int: ...
     @property
     def retry_after(self) -> float: ...

@@ -106,10 +106,26 @@ impl PyBulkhead {
         config::to_dict(py, &BULKHEAD, self.b.config())
     }
 
-    /// Most calls in flight at once.
+    /// Most calls in flight at once: the cap in force (`set_max_concurrent`, or a fleet
+    /// the bulkhead is attached to, may have changed it; `config()` keeps the cap it was
+    /// built with).
     #[getter]
     fn max_concurrent(&self) -> u64 {
-        self.b.config().max_concurrent
+        self.b.max_concurrent()
+    }
+
+    /// Change the cap at run time (`0..=2**32-1`; 0 admits nothing) without touching the
+    /// permits in flight: a lowered cap admits nothing until enough of them come back.
+    /// Returns the cap it replaced.
+    fn set_max_concurrent(
+        &self,
+        py: Python<'_>,
+        max_concurrent: &Bound<'_, PyAny>,
+    ) -> PyResult<u64> {
+        let cap = util::get_u64("max_concurrent", max_concurrent, Ctx::Arg)?;
+        self.b
+            .set_max_concurrent(cap)
+            .map_err(|e| errors::config_error(py, e))
     }
 
     /// Take a slot: a permit, or `BulkheadFull` (with `in_flight` and `max_concurrent`).
@@ -184,7 +200,7 @@ impl PyBulkhead {
     fn __repr__(&self) -> String {
         format!(
             "Bulkhead(max_concurrent={}, in_flight={})",
-            self.b.config().max_concurrent,
+            self.b.max_concurrent(),
             self.b.in_flight()
         )
     }

@@ -8,7 +8,9 @@
 
 use guards::error::{Detail, Failure, GuardsResult};
 use guards_core::{ConfigError as CoreConfigError, Nanos};
-use pyo3::exceptions::{PyException, PyMemoryError, PyTimeoutError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyException, PyMemoryError, PyRuntimeError, PyTimeoutError, PyTypeError, PyValueError,
+};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -81,6 +83,26 @@ pyo3::create_exception!(
     "A deadline header (`grpc-timeout` or milliseconds) could not be parsed. `kind` names \
      why (`empty`, `missing_unit`, `unknown_unit`, `no_digits`, `invalid_character`, \
      `too_many_digits`, `overflow`)."
+);
+
+pyo3::create_exception!(
+    guards,
+    FleetError,
+    PyRuntimeError,
+    "A fleet member could not do what was asked (not a guard's refusal): Redis could not \
+     be used, or the member has left."
+);
+pyo3::create_exception!(
+    guards,
+    FleetUnavailable,
+    FleetError,
+    "Redis could not be reached (or answered an error) when joining the fleet."
+);
+pyo3::create_exception!(
+    guards,
+    FleetAuthError,
+    FleetError,
+    "Redis refused the credentials of the fleet's URL (or requires some)."
 );
 
 /// `DeadlineExceeded(GuardError, TimeoutError)`: two bases, so it is built by calling
@@ -276,6 +298,9 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(t.name()?, t)?;
     }
     m.add("ConfigError", cfg)?;
+    m.add("FleetError", py.get_type::<FleetError>())?;
+    m.add("FleetUnavailable", py.get_type::<FleetUnavailable>())?;
+    m.add("FleetAuthError", py.get_type::<FleetAuthError>())?;
     let hdr = py.get_type::<HeaderError>();
     hdr.setattr("kind", py.None())?;
     m.add("HeaderError", hdr)?;

@@ -31,6 +31,7 @@ mod config;
 mod deadline;
 mod errors;
 mod events;
+mod fleet;
 mod guarded;
 mod guarded_block;
 mod guarded_coro;
@@ -115,6 +116,7 @@ check_pyclass_alignment!(
     shared::PySharedAdmission,
     shared::PySharedKeyedBreakers,
     shared::PySharedPermit,
+    fleet::PyFleet,
     sim::PySimRun,
     sim::PySimResult,
 );
@@ -154,6 +156,7 @@ fn guards_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     queue_discipline::register(m)?;
     sim::register(m)?;
     shared::register(m)?;
+    fleet::register(m)?;
     vectors::register(m)?;
     Ok(())
 }

@@ -273,6 +273,29 @@ impl PyLimiter {
         self.l.in_flight()
     }
 
+    /// The ceiling set by `set_max_limit` (or by a fleet the limiter is attached to), or
+    /// `None`.
+    #[getter]
+    fn max_limit(&self) -> Option<u64> {
+        self.l.max_limit()
+    }
+
+    /// Cap the limit at `max_limit` (`0..=2**32-1`; 0 refuses every call) whatever the
+    /// algorithm says; the algorithm keeps adapting beneath it and the permits in flight
+    /// are kept. Returns the previous ceiling (`None`: there was none).
+    fn set_max_limit(&self, py: Python<'_>, max_limit: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+        let c = util::get_u64("max_limit", max_limit, Ctx::Arg)?;
+        self.l
+            .set_max_limit(c)
+            .map_err(|e| errors::config_error(py, e))
+    }
+
+    /// Remove the ceiling: the algorithm's limit rules again. Returns the previous
+    /// ceiling.
+    fn clear_max_limit(&self) -> Option<u64> {
+        self.l.clear_max_limit()
+    }
+
     /// How many calls of class `priority` may be in flight now.
     #[pyo3(signature = (priority = None))]
     fn threshold(&self, priority: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {

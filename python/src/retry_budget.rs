@@ -186,6 +186,36 @@ impl PyRetryBudget {
         self.b.mode().name()
     }
 
+    /// The token bucket's capacity in force, in tokens (`set_capacity`, or a fleet the
+    /// budget is attached to, may have changed it); `None` in the other modes.
+    #[getter]
+    fn capacity(&self) -> Option<f64> {
+        match &*self.b {
+            RetryBudget::TokenBucket(t) => {
+                Some(t.capacity_micros() as f64 / MICROS_PER_TOKEN as f64)
+            }
+            _ => None,
+        }
+    }
+
+    /// Resize the token bucket at run time to `capacity` tokens (`0.0..=1e9`; 0 refuses
+    /// every retry): a smaller bucket drops the tokens above its size at once, a larger
+    /// one fills from the balance it has. Returns the previous capacity in tokens. Only
+    /// the `"token_bucket"` mode can be resized (`ValueError` otherwise).
+    fn set_capacity(&self, py: Python<'_>, capacity: &Bound<'_, PyAny>) -> PyResult<f64> {
+        let c = util::get_f64("capacity", capacity, util::Ctx::Arg)?;
+        match &*self.b {
+            RetryBudget::TokenBucket(t) => t
+                .set_capacity(c)
+                .map(|old| old as f64 / MICROS_PER_TOKEN as f64)
+                .map_err(|e| errors::config_error(py, e)),
+            _ => Err(PyValueError::new_err(format!(
+                "only a token_bucket budget can be resized, not a {} one",
+                self.mode()
+            ))),
+        }
+    }
+
     /// The settings: `mode` and that mode's settings (durations in seconds).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = match self.b.config() {
