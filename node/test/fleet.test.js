@@ -245,7 +245,7 @@ test('a limiter\'s ceiling and a token budget\'s capacity follow their shares', 
 });
 
 test('a guard in a region is attached like a private one', async () => {
-  const file = `guards-fleet-test-${process.pid}`;
+  const file = path.join(require('node:os').tmpdir(), `guards-fleet-test-${process.pid}`);
   const region = g.Region.open(file, { maxGuards: 4 });
   try {
     const fleet = await g.Fleet.join(options(service(), 'host'));
@@ -257,8 +257,7 @@ test('a guard in a region is attached like a private one', async () => {
       `got ${pool.maxConcurrent} and ${limiter.maxLimit}`);
     await fleet.leave();
   } finally {
-    region.close?.();
-    require('node:fs').rmSync(path.join('/dev/shm', file), { force: true });
+    g.Region.remove(file);
   }
 });
 
