@@ -586,6 +586,63 @@ export interface RegionGuardInfo {
   /** Bytes it takes in the region. */
   size: number
 }
+/** Settings of a fleet member (`Fleet.join`; docs/fleet.md). Durations in ms. */
+export interface FleetOptions {
+  /** `redis://[user:password@]host:port[/db]` (or `valkey://`). */
+  url: string
+  /** The fleet's name: members of one service share its allowances. 1..=128 characters of [A-Za-z0-9._-]. */
+  service: string
+  /** This member's name, unique in the fleet (host name, pod name). Same rules. */
+  member: string
+  /** How often the agent syncs. Default 250 ms; 10..=60000. */
+  syncIntervalMs?: number
+  /** How long this member's record lives without a heartbeat. Default 3 × syncIntervalMs; at least 2 × syncIntervalMs, at most 600000. */
+  ttlMs?: number
+  /** How long the last shares are kept while Redis is unreachable, before falling back. Default 2 × syncIntervalMs; less than ttlMs. */
+  staleAfterMs?: number
+  /** The share to fall back to after staleAfterMs (never above the last share). Default: the allowance ÷ the last known members; 0: strict. */
+  fallbackFloor?: number | null
+  /** The timeout of each Redis call. Default syncIntervalMs; 1..=60000. */
+  ioTimeoutMs?: number
+  /** This member's relative size. Default 1; 1..=1000. */
+  weight?: number
+}
+/** Something a fleet's agent saw or did (`Fleet.events()`). */
+export type FleetEvent =
+  | {
+      /** An attached guard's share (its cap) changed. */
+      kind: 'shareChanged'
+      /** The allowance. */
+      allowance: string
+      /** The share before. */
+      from: number
+      /** The share now. */
+      to: number
+    }
+  | {
+      /** A member appeared in the fleet, or left it (it left, or its record expired). */
+      kind: 'memberJoined' | 'memberLeft'
+      /** Its name. */
+      member: string
+    }
+  | {
+      /** A sync failed after the last one succeeded. */
+      kind: 'redisLost'
+      /** Why. */
+      error: string
+    }
+  | {
+      /** A sync succeeded after failures. */
+      kind: 'redisRegained'
+    }
+  | {
+      /** Redis was unreachable for staleAfterMs: the guard fell back to this share. */
+      kind: 'fellBack'
+      /** The allowance. */
+      allowance: string
+      /** The fallback share. */
+      share: number
+    }
 /** Options of `circuit_breaker` (durations in ms, or exact ns as a bigint). */
 export interface CircuitBreakerOptions {
   /** Judge the last N calls (count) or the last T (time). Default 'count'; "count" or "time". */
@@ -1124,8 +1181,17 @@ export declare class Bulkhead {
   get inFlight(): number
   /** Free slots. */
   get available(): number
-  /** The cap. */
+  /**
+   * The cap in force (`config.maxConcurrent` unless `setMaxConcurrent` or a `Fleet`
+   * changed it).
+   */
   get maxConcurrent(): number
+  /**
+   * Change the cap at run time (`0..=2^32 − 1`; 0 admits nothing), keeping the calls in
+   * flight: a cap lowered below them admits nothing until they drain. Returns the cap it
+   * replaced. A bulkhead attached to a `Fleet` has its cap set by the fleet.
+   */
+  setMaxConcurrent(maxConcurrent: number): number
   /** `{ acquired, rejected, released, inFlight, maxConcurrent }`. */
   stats(): BulkheadStats
   /** The config (camelCase). */
@@ -1272,6 +1338,46 @@ export declare class Deadline {
    * without a deadline).
    */
   attemptBudget(attemptTimeout: number | bigint, margin?: number | bigint, now?: bigint): AttemptBudgetDecision
+}
+
+/**
+ * A member of a fleet: this process's share of fleet-wide allowances, kept by a
+ * background agent through Redis (docs/fleet.md). Made by `Fleet.join`; a member until
+ * `leave()`, referenced or not.
+ */
+export declare class Fleet {
+  /**
+   * Join the fleet `service` as `member` through the Redis (or Valkey) at `url`; resolves
+   * once connected, with the first heartbeat written and the agent started. Rejects with
+   * a `TypeError` / `RangeError` naming a bad option (an unparsable `url` is a
+   * `TypeError`), or a `FleetError`: `GUARDS_FLEET_UNAVAILABLE` (Redis unreachable, or
+   * answering an error), `GUARDS_FLEET_AUTH` (credentials refused or missing).
+   */
+  static join(options: FleetOptions): Promise<Fleet>
+  /**
+   * Attach `guard` to the fleet-wide allowance `name` (1..=128 characters of
+   * `[A-Za-z0-9._-]`) of `allowance` units (`1..=2^32 − 1`; a retry budget's at most
+   * 1e9 tokens): a `Bulkhead` or `RegionBulkhead` (its cap), a `Limiter` or
+   * `RegionLimiter` (its `maxLimit`), or a `'token_bucket'` `RetryBudget` (its
+   * capacity). The guard's cap drops to 0 at once and grows to this member's share as
+   * the fleet leaves room: attach before serving. The fleet holds the guard until
+   * `leave()`.
+   */
+  attach(name: string, allowance: number, guard: Bulkhead | Limiter | RetryBudget | RegionBulkhead | RegionLimiter): void
+  /** The agent's counters, and each attached allowance's share. */
+  stats(): FleetStats
+  /** This member's share of the allowance `name` now (its guard's cap). */
+  share(name: string): number
+  /** The events seen since the last call, oldest first (after `leave()`: none). */
+  events(): FleetEvent[]
+  /**
+   * Leave the fleet: stop the agent, delete this member's record (best effort: the
+   * others take its share at once rather than after the TTL) and release the guards,
+   * which keep their last caps. Resolves when done; idempotent.
+   */
+  leave(): Promise<void>
+  /** Whether `leave()` was called. */
+  get left(): boolean
 }
 
 /**
@@ -1474,8 +1580,23 @@ export declare class Limiter {
   tryAcquire(priority?: number, now?: bigint): LimiterPermitHandle
   /** The last refusal of this object's fast path, as the error to throw. */
   _lastRejection(): void
-  /** The current limit. */
+  /** The current limit: the algorithm's, held under `maxLimit` when one is set. */
   get limit(): number
+  /** The ceiling set on the limit by `setMaxLimit` (or a `Fleet`), or `null` (none). */
+  get maxLimit(): number | null
+  /**
+   * Cap the limit at `maxLimit` (`0..=2^32 − 1`; 0 refuses every call) at run time,
+   * whatever the algorithm says (it keeps adapting beneath); each priority's threshold
+   * is held under it by the same partition rule. Calls in flight are kept. Returns the
+   * ceiling it replaced, or `null`. A limiter attached to a `Fleet` has its ceiling set
+   * by the fleet.
+   */
+  setMaxLimit(maxLimit: number): number | null
+  /**
+   * Remove the ceiling: the algorithm's limit rules again. Returns the ceiling it
+   * removed, or `null`.
+   */
+  clearMaxLimit(): number | null
   /** Calls in flight. */
   get inFlight(): number
   /** The in-flight count at which `priority` is refused. */
@@ -1648,8 +1769,10 @@ export declare class RegionBulkhead {
   get inFlight(): number
   /** Free slots. */
   get available(): number
-  /** The cap. */
+  /** The cap in force, all processes (see `Bulkhead.maxConcurrent`). */
   get maxConcurrent(): number
+  /** Change the cap at run time, for every process (see `Bulkhead.setMaxConcurrent`). */
+  setMaxConcurrent(maxConcurrent: number): number
   /** `{ acquired, rejected, released, inFlight, maxConcurrent }`, all processes. */
   stats(): BulkheadStats
   /** The config (camelCase). */
@@ -1769,6 +1892,12 @@ export declare class RegionLimiter {
   tryAcquire(priority?: number, now?: bigint): RegionPermit
   /** The current limit. */
   get limit(): number
+  /** The ceiling set on the limit, for every process (see `Limiter.maxLimit`). */
+  get maxLimit(): number | null
+  /** Cap the limit at `maxLimit` for every process (see `Limiter.setMaxLimit`). */
+  setMaxLimit(maxLimit: number): number | null
+  /** Remove the ceiling (see `Limiter.clearMaxLimit`). */
+  clearMaxLimit(): number | null
   /** Calls in flight, all processes. */
   get inFlight(): number
   /** Counters and gauges, all processes (see `Limiter.stats`). */
@@ -1846,6 +1975,16 @@ export declare class RetryBudget {
   tokens(now?: bigint): number
   /** The balance at `now` in micro-tokens, exactly (negative only in the windowed mode). */
   tokensMicros(now?: bigint): number
+  /** The token bucket's capacity in force, in tokens (`null` in the other modes). */
+  get capacity(): number | null
+  /**
+   * Resize the token bucket at run time to `capacity` tokens (`0..=1e9`; 0 refuses every
+   * retry): a smaller bucket drops the tokens above it at once, a larger one fills from
+   * the balance it has. Returns the capacity it replaced. Only the `'token_bucket'` mode
+   * has a capacity to resize (a `TypeError` in the others). A budget attached to a
+   * `Fleet` has its capacity set by the fleet.
+   */
+  setCapacity(capacity: number): number
   /** The mode's name. */
   get mode(): 'token_bucket' | 'grpc' | 'aws' | 'windowed'
   /** `{ deposits, withdrawals, refusals, refunds, failures, tokens }`. */
@@ -2062,6 +2201,40 @@ export declare function encodeMillis(timeout: number | bigint): string
 
 /** [`CHANGED`] for the JavaScript layer. */
 export declare const FAST_CHANGED: number
+
+/** A field of `FleetStats.allowances`: one attached allowance. */
+export interface FleetAllowanceStats {
+  /** The allowance's name. */
+  name: string
+  /** The fleet-wide allowance. */
+  allowance: number
+  /** This member's share now (the attached guard's cap). */
+  share: number
+  /** Its fair share in the last view of the fleet. */
+  fair: number
+  /** Growth claims this member won. */
+  claimsWon: number
+  /** Growth claims lost to another member's claim. */
+  claimsLost: number
+}
+
+/** The fleet agent's counters (`Fleet.stats()`). */
+export interface FleetStats {
+  /** Live members in the last view (0 before the first sync). */
+  members: number
+  /** Successful syncs. */
+  syncs: number
+  /** Failed syncs (Redis errors and timeouts). */
+  syncErrors: number
+  /** Whether the last sync succeeded. */
+  connected: boolean
+  /** Whether the shares are fallbacks (Redis unreachable for `staleAfterMs`). */
+  fallenBack: boolean
+  /** Events dropped because `events()` was not called (the agent keeps the last 1024). */
+  eventsDropped: number
+  /** Each attached allowance. */
+  allowances: Array<FleetAllowanceStats>
+}
 
 /**
  * `unixSecs` (a whole number, or a bigint) as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37

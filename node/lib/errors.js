@@ -44,6 +44,12 @@ const InternalError = def('InternalError', 'GUARDS_INTERNAL', GuardsError);
 const RegionError = def('RegionError', 'GUARDS_REGION_INVALID', GuardsError);
 /** A guard of that name exists with another kind, capacity or config (`field` says which). */
 const GuardMismatchError = def('GuardMismatchError', 'GUARDS_GUARD_MISMATCH', RegionError);
+/**
+ * A fleet member could not join or attach (`code`: GUARDS_FLEET_UNAVAILABLE: Redis
+ * unreachable; GUARDS_FLEET_AUTH: credentials refused; GUARDS_FLEET_DUPLICATE: an
+ * allowance or a guard attached twice; GUARDS_FLEET_LEFT: the member has left).
+ */
+const FleetError = def('FleetError', 'GUARDS_FLEET_UNAVAILABLE', GuardsError);
 
 const byKind = {
   BREAKER_OPEN: BreakerOpenError,
@@ -66,6 +72,10 @@ const byKind = {
   GUARD_NOT_FOUND: RegionError,
   PERMIT_SLOTS_EXHAUSTED: RegionError,
   GUARD_MISMATCH: GuardMismatchError,
+  FLEET_UNAVAILABLE: FleetError,
+  FLEET_AUTH: FleetError,
+  FLEET_DUPLICATE: FleetError,
+  FLEET_LEFT: FleetError,
 };
 
 function make(kind, message, detailsJson) {
@@ -99,5 +109,6 @@ module.exports = {
   GuardsError, RejectedError, BreakerOpenError, BreakersFullError, BulkheadFullError,
   LimitExceededError, AdmissionRejectedError, QueueFullError, ThrottledError,
   BudgetExhaustedError, RetriesExhaustedError, DeadlineExceededError, AttemptTimeoutError,
-  PermitError, RetryDriverError, InternalError, RegionError, GuardMismatchError, badOption,
+  PermitError, RetryDriverError, InternalError, RegionError, GuardMismatchError, FleetError,
+  badOption,
 };

@@ -29,7 +29,7 @@ export type {
   RetryDecision, AttemptBudgetDecision, HedgeDecision, HedgingStats, AdaptiveThrottleStats,
   ThrottleWindow, BrownoutStats, LatencySummary, LatencyTrackerStats, DequeuedWaiter, DroppedWaiter,
   QueueDisciplineStats, HttpClassification, OutcomeVerdicts, ConfigField, ReclaimCounts,
-  RegionGuardKind, RegionGuardInfo,
+  RegionGuardKind, RegionGuardInfo, FleetOptions, FleetEvent, FleetStats, FleetAllowanceStats,
 } from '../index';
 
 export {
@@ -37,7 +37,7 @@ export {
   KeyedBreakersPermit, BulkheadPermit, LimiterPermit, AdmissionPermit, nowNs, outcomeVerdicts,
   classifyHttp, parseRetryAfter, parseHttpDate, outcomeOfStatus, formatHttpDate,
   encodeGrpcTimeout, parseGrpcTimeout, encodeMillis, parseMillis, stableOffsetMs, nextStableRun,
-  configSchema, RegionPermit,
+  configSchema, RegionPermit, Fleet,
 } from '../index';
 
 /** A region budget's receipt: a `RetryReceipt` (the same class). */
@@ -1065,6 +1065,16 @@ export declare class RegionError extends GuardsError {
     | 'GUARDS_REGION_TIMEOUT' | 'GUARDS_GUARD_MISMATCH' | 'GUARDS_GUARD_NOT_FOUND' | 'GUARDS_PERMIT_SLOTS_EXHAUSTED';
   /** For `GUARDS_REGION_IO`: the system's error number. */
   errno?: number;
+}
+/** A fleet member could not join Redis, or refused an `attach`. */
+export declare class FleetError extends GuardsError {
+  /**
+   * The error's code: Redis unreachable (`join`), credentials refused (`join`), an
+   * allowance or a guard attached twice, or an `attach` after `leave()`.
+   */
+  code: 'GUARDS_FLEET_UNAVAILABLE' | 'GUARDS_FLEET_AUTH' | 'GUARDS_FLEET_DUPLICATE' | 'GUARDS_FLEET_LEFT';
+  /** For GUARDS_FLEET_DUPLICATE: the allowance. */
+  allowance?: string;
 }
 /** A guard of that name exists with another kind, capacity or config. */
 export declare class GuardMismatchError extends RegionError {

@@ -47,6 +47,8 @@ module.exports = {
   RegionBrownout: region.RegionBrownout,
   RegionPermit: region.RegionPermit,
   RegionRetryReceipt: region.RegionRetryReceipt,
+  // fleet-wide allowances through Redis (docs/fleet.md)
+  Fleet: native.Fleet,
   // the idiomatic layer
   Retry, retry, Guarded, guarded, createFetch,
   httpAdmission: middleware.httpAdmission,

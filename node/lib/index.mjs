@@ -11,7 +11,7 @@ export const {
   RetryReceipt, Deadline, QueueDiscipline, Limit,
   Region, RegionCircuitBreaker, RegionKeyedBreakers, RegionBulkhead, RegionLimiter,
   RegionAdmission, RegionRetryBudget, RegionHedging, RegionLatencyTracker,
-  RegionAdaptiveThrottle, RegionBrownout, RegionPermit, RegionRetryReceipt,
+  RegionAdaptiveThrottle, RegionBrownout, RegionPermit, RegionRetryReceipt, Fleet,
   Retry, retry, Guarded, guarded, createFetch,
   httpAdmission, expressAdmission, fastifyAdmission, priorityFromHeader, prometheusCollector,
   classifyError, OUTCOMES,
@@ -21,5 +21,5 @@ export const {
   GuardsError, RejectedError, BreakerOpenError, BreakersFullError, BulkheadFullError,
   LimitExceededError, AdmissionRejectedError, QueueFullError, ThrottledError,
   BudgetExhaustedError, RetriesExhaustedError, DeadlineExceededError, AttemptTimeoutError,
-  PermitError, RetryDriverError, InternalError, RegionError, GuardMismatchError,
+  PermitError, RetryDriverError, InternalError, RegionError, GuardMismatchError, FleetError,
 } = guards;

@@ -661,6 +661,63 @@ export interface RegionGuardInfo {
   /** Bytes it takes in the region. */
   size: number
 }
+/** Settings of a fleet member (\`Fleet.join\`; docs/fleet.md). Durations in ms. */
+export interface FleetOptions {
+  /** \`redis://[user:password@]host:port[/db]\` (or \`valkey://\`). */
+  url: string
+  /** The fleet's name: members of one service share its allowances. 1..=128 characters of [A-Za-z0-9._-]. */
+  service: string
+  /** This member's name, unique in the fleet (host name, pod name). Same rules. */
+  member: string
+  /** How often the agent syncs. Default 250 ms; 10..=60000. */
+  syncIntervalMs?: number
+  /** How long this member's record lives without a heartbeat. Default 3 × syncIntervalMs; at least 2 × syncIntervalMs, at most 600000. */
+  ttlMs?: number
+  /** How long the last shares are kept while Redis is unreachable, before falling back. Default 2 × syncIntervalMs; less than ttlMs. */
+  staleAfterMs?: number
+  /** The share to fall back to after staleAfterMs (never above the last share). Default: the allowance ÷ the last known members; 0: strict. */
+  fallbackFloor?: number | null
+  /** The timeout of each Redis call. Default syncIntervalMs; 1..=60000. */
+  ioTimeoutMs?: number
+  /** This member's relative size. Default 1; 1..=1000. */
+  weight?: number
+}
+/** Something a fleet's agent saw or did (\`Fleet.events()\`). */
+export type FleetEvent =
+  | {
+      /** An attached guard's share (its cap) changed. */
+      kind: 'shareChanged'
+      /** The allowance. */
+      allowance: string
+      /** The share before. */
+      from: number
+      /** The share now. */
+      to: number
+    }
+  | {
+      /** A member appeared in the fleet, or left it (it left, or its record expired). */
+      kind: 'memberJoined' | 'memberLeft'
+      /** Its name. */
+      member: string
+    }
+  | {
+      /** A sync failed after the last one succeeded. */
+      kind: 'redisLost'
+      /** Why. */
+      error: string
+    }
+  | {
+      /** A sync succeeded after failures. */
+      kind: 'redisRegained'
+    }
+  | {
+      /** Redis was unreachable for staleAfterMs: the guard fell back to this share. */
+      kind: 'fellBack'
+      /** The allowance. */
+      allowance: string
+      /** The fallback share. */
+      share: number
+    }
 `;
 
 for (const [iface, name, extra] of configs) {

@@ -20,13 +20,13 @@ use crate::shared::{self, Placed};
 use crate::token::Tokens;
 
 pub(crate) struct BulkheadCore {
-    g: InPlace<CoreBulkhead>,
+    pub(crate) g: InPlace<CoreBulkhead>,
     _mem: Option<Uint8Array>,
 }
 
 /// What one JavaScript object holds.
 pub(crate) struct BulkheadLocal {
-    core: Arc<BulkheadCore>,
+    pub(crate) core: Arc<BulkheadCore>,
     /// The fast path's parked permits.
     tokens: Tokens<BulkheadPermit>,
     last: Cell<Option<BulkheadRejected>>,
@@ -79,6 +79,18 @@ pub(crate) fn read_config(
     Ok((c, 0))
 }
 
+/// `setMaxConcurrent(maxConcurrent)` on `g`: the cap it replaced.
+pub(crate) fn set_max_concurrent(env: &Env, g: &CoreBulkhead, v: &Unknown<'_>) -> Result<f64> {
+    let cap = args::whole(env, "maxConcurrent", v, u64::from(u32::MAX))?;
+    g.set_max_concurrent(cap).map(num).map_err(|_| {
+        errors::range_error(
+            env,
+            "maxConcurrent",
+            "`maxConcurrent` must be a whole number in 0..=4294967295",
+        )
+    })
+}
+
 // The fast path (see `fast`): `acquire()` a token, or -1 when full (-3: no permit slot);
 // `release(token)` true, or false if it was released before (nothing done).
 fast_fn!(
@@ -125,7 +137,7 @@ fast_fn!(
 /// worker threads (`Bulkhead.shared`).
 #[napi]
 pub struct Bulkhead {
-    l: Rc<BulkheadLocal>,
+    pub(crate) l: Rc<BulkheadLocal>,
 }
 
 #[napi]
@@ -246,10 +258,19 @@ impl Bulkhead {
         num(self.l.core.g.available())
     }
 
-    /// The cap.
+    /// The cap in force (`config.maxConcurrent` unless `setMaxConcurrent` or a `Fleet`
+    /// changed it).
     #[napi(getter, catch_unwind)]
     pub fn max_concurrent(&self) -> f64 {
-        num(self.l.core.g.config().max_concurrent)
+        num(self.l.core.g.max_concurrent())
+    }
+
+    /// Change the cap at run time (`0..=2^32 − 1`; 0 admits nothing), keeping the calls in
+    /// flight: a cap lowered below them admits nothing until they drain. Returns the cap it
+    /// replaced. A bulkhead attached to a `Fleet` has its cap set by the fleet.
+    #[napi(catch_unwind, ts_args_type = "maxConcurrent: number")]
+    pub fn set_max_concurrent(&self, env: Env, max_concurrent: Unknown<'_>) -> Result<f64> {
+        set_max_concurrent(&env, &self.l.core.g, &max_concurrent)
     }
 
     /// `{ acquired, rejected, released, inFlight, maxConcurrent }`.
@@ -264,7 +285,7 @@ impl Bulkhead {
                 ("rejected", num(s.rejected)),
                 ("released", num(s.released)),
                 ("inFlight", num(s.in_flight)),
-                ("maxConcurrent", num(g.config().max_concurrent)),
+                ("maxConcurrent", num(g.max_concurrent())),
             ],
         )
     }

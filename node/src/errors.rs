@@ -103,8 +103,26 @@ pub(crate) fn quote(s: &str) -> String {
 /// Make the error of `kind` and throw it; the returned `Error` tells napi-rs that an
 /// exception is pending.
 pub(crate) fn throw(env: &Env, kind: &str, message: &str, details: Details) -> Error {
-    let made = env
-        .get_instance_data::<Installed>()
+    match made(env, kind, message, &details) {
+        Some(value) => {
+            let _ = env.throw(value);
+            Error::from_status(Status::PendingException)
+        }
+        None => fallback(env, kind, message),
+    }
+}
+
+/// The error of `kind`, not thrown: for a promise to reject with (an async task's
+/// `resolve`). Without a factory, a plain `Error` whose message starts with the code.
+pub(crate) fn rejection(env: &Env, kind: &str, message: &str, details: Details) -> Error {
+    match made(env, kind, message, &details) {
+        Some(value) => Error::from(value),
+        None => Error::new(Status::GenericFailure, format!("GUARDS_{kind}: {message}")),
+    }
+}
+
+fn made<'e>(env: &'e Env, kind: &str, message: &str, details: &Details) -> Option<Unknown<'e>> {
+    env.get_instance_data::<Installed>()
         .ok()
         .flatten()
         .and_then(|Installed(f)| {
@@ -115,14 +133,7 @@ pub(crate) fn throw(env: &Env, kind: &str, message: &str, details: Details) -> E
                 details.json(),
             )))
             .ok()
-        });
-    match made {
-        Some(value) => {
-            let _ = env.throw(value);
-            Error::from_status(Status::PendingException)
-        }
-        None => fallback(env, kind, message),
-    }
+        })
 }
 
 fn fallback(env: &Env, kind: &str, msg: &str) -> Error {

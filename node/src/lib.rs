@@ -49,6 +49,7 @@ pub mod brownout;
 pub mod bulkhead;
 pub mod circuit_breaker;
 pub mod deadline;
+pub mod fleet;
 pub mod hedging;
 pub mod http;
 pub mod keyed_breakers;

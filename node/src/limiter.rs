@@ -36,6 +36,18 @@ pub(crate) fn read_config(env: &Env, options: Option<Unknown<'_>>) -> Result<(Li
     Ok((c, 0))
 }
 
+/// `setMaxLimit(maxLimit)` on `g`: the ceiling it replaced.
+pub(crate) fn set_max_limit(env: &Env, g: &CoreLimiter, v: &Unknown<'_>) -> Result<Option<f64>> {
+    let c = args::whole(env, "maxLimit", v, u64::from(u32::MAX))?;
+    g.set_max_limit(c).map(|o| o.map(num)).map_err(|_| {
+        errors::range_error(
+            env,
+            "maxLimit",
+            "`maxLimit` must be a whole number in 0..=4294967295",
+        )
+    })
+}
+
 pub(crate) fn rejection_error(env: &Env, r: &LimiterRejected, now: Nanos) -> Error {
     let after = ms(r.retry_after(now));
     errors::throw(
@@ -130,7 +142,7 @@ pub(crate) fn stats_object<'e>(
 /// classes may be held to a share of it. Lock-free; shareable by worker threads.
 #[napi]
 pub struct Limiter {
-    l: Rc<LimiterLocal>,
+    pub(crate) l: Rc<LimiterLocal>,
 }
 
 #[napi]
@@ -206,10 +218,33 @@ impl Limiter {
         }
     }
 
-    /// The current limit.
+    /// The current limit: the algorithm's, held under `maxLimit` when one is set.
     #[napi(getter, catch_unwind)]
     pub fn limit(&self) -> f64 {
         num(self.l.core.g.limit())
+    }
+
+    /// The ceiling set on the limit by `setMaxLimit` (or a `Fleet`), or `null` (none).
+    #[napi(getter, catch_unwind)]
+    pub fn max_limit(&self) -> Option<f64> {
+        self.l.core.g.max_limit().map(num)
+    }
+
+    /// Cap the limit at `maxLimit` (`0..=2^32 − 1`; 0 refuses every call) at run time,
+    /// whatever the algorithm says (it keeps adapting beneath); each priority's threshold
+    /// is held under it by the same partition rule. Calls in flight are kept. Returns the
+    /// ceiling it replaced, or `null`. A limiter attached to a `Fleet` has its ceiling set
+    /// by the fleet.
+    #[napi(catch_unwind, ts_args_type = "maxLimit: number")]
+    pub fn set_max_limit(&self, env: Env, max_limit: Unknown<'_>) -> Result<Option<f64>> {
+        set_max_limit(&env, &self.l.core.g, &max_limit)
+    }
+
+    /// Remove the ceiling: the algorithm's limit rules again. Returns the ceiling it
+    /// removed, or `null`.
+    #[napi(catch_unwind)]
+    pub fn clear_max_limit(&self) -> Option<f64> {
+        self.l.core.g.clear_max_limit().map(num)
     }
 
     /// Calls in flight.

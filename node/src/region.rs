@@ -1650,8 +1650,9 @@ impl RegionKeyedBreakers {
 // ---------------------------------------------------------------------------------------
 // Bulkhead
 
-struct BulkheadLocal {
-    g: Shared<CoreBulkhead>,
+pub(crate) struct BulkheadLocal {
+    /// An `Arc` so that a `Fleet` can hold the guard too.
+    pub(crate) g: std::sync::Arc<Shared<CoreBulkhead>>,
     tokens: Tokens<PermitToken>,
     last: Cell<Option<Refusal<BulkheadRejected>>>,
 }
@@ -1758,7 +1759,7 @@ fast_fn!(
 /// that uses it. Same options, refusals and methods as `Bulkhead`.
 #[napi]
 pub struct RegionBulkhead {
-    l: Rc<BulkheadLocal>,
+    pub(crate) l: Rc<BulkheadLocal>,
 }
 
 #[napi]
@@ -1781,7 +1782,7 @@ impl RegionBulkhead {
         })?;
         Ok(RegionBulkhead {
             l: Rc::new(BulkheadLocal {
-                g,
+                g: std::sync::Arc::new(g),
                 tokens: Tokens::new(),
                 last: Cell::new(None),
             }),
@@ -1832,10 +1833,16 @@ impl RegionBulkhead {
         num(self.l.g.available())
     }
 
-    /// The cap.
+    /// The cap in force, all processes (see `Bulkhead.maxConcurrent`).
     #[napi(getter, catch_unwind)]
     pub fn max_concurrent(&self) -> f64 {
-        num(self.l.g.config().max_concurrent)
+        num(self.l.g.max_concurrent())
+    }
+
+    /// Change the cap at run time, for every process (see `Bulkhead.setMaxConcurrent`).
+    #[napi(catch_unwind, ts_args_type = "maxConcurrent: number")]
+    pub fn set_max_concurrent(&self, env: Env, max_concurrent: Unknown<'_>) -> Result<f64> {
+        crate::bulkhead::set_max_concurrent(&env, &self.l.g, &max_concurrent)
     }
 
     /// `{ acquired, rejected, released, inFlight, maxConcurrent }`, all processes.
@@ -1849,7 +1856,7 @@ impl RegionBulkhead {
                 ("rejected", num(s.rejected)),
                 ("released", num(s.released)),
                 ("inFlight", num(s.in_flight)),
-                ("maxConcurrent", num(self.l.g.config().max_concurrent)),
+                ("maxConcurrent", num(self.l.g.max_concurrent())),
             ],
         )
     }
@@ -1882,8 +1889,9 @@ impl RegionBulkhead {
 // ---------------------------------------------------------------------------------------
 // Limiter
 
-struct LimiterLocal {
-    g: Shared<CoreLimiter>,
+pub(crate) struct LimiterLocal {
+    /// An `Arc` so that a `Fleet` can hold the guard too.
+    pub(crate) g: std::sync::Arc<Shared<CoreLimiter>>,
     tokens: Tokens<PermitToken>,
     last: Cell<Option<Refusal<LimiterRejected>>>,
 }
@@ -1967,7 +1975,7 @@ fast_fn!(
 /// options, refusals and methods as `Limiter`.
 #[napi]
 pub struct RegionLimiter {
-    l: Rc<LimiterLocal>,
+    pub(crate) l: Rc<LimiterLocal>,
 }
 
 #[napi]
@@ -1990,7 +1998,7 @@ impl RegionLimiter {
         })?;
         Ok(RegionLimiter {
             l: Rc::new(LimiterLocal {
-                g,
+                g: std::sync::Arc::new(g),
                 tokens: Tokens::new(),
                 last: Cell::new(None),
             }),
@@ -2041,6 +2049,24 @@ impl RegionLimiter {
     #[napi(getter, catch_unwind)]
     pub fn limit(&self) -> f64 {
         num(self.l.g.limit())
+    }
+
+    /// The ceiling set on the limit, for every process (see `Limiter.maxLimit`).
+    #[napi(getter, catch_unwind)]
+    pub fn max_limit(&self) -> Option<f64> {
+        self.l.g.max_limit().map(num)
+    }
+
+    /// Cap the limit at `maxLimit` for every process (see `Limiter.setMaxLimit`).
+    #[napi(catch_unwind, ts_args_type = "maxLimit: number")]
+    pub fn set_max_limit(&self, env: Env, max_limit: Unknown<'_>) -> Result<Option<f64>> {
+        crate::limiter::set_max_limit(&env, &self.l.g, &max_limit)
+    }
+
+    /// Remove the ceiling (see `Limiter.clearMaxLimit`).
+    #[napi(catch_unwind)]
+    pub fn clear_max_limit(&self) -> Option<f64> {
+        self.l.g.clear_max_limit().map(num)
     }
 
     /// Calls in flight, all processes.

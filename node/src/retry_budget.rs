@@ -278,6 +278,42 @@ impl RetryBudget {
         Ok(self.core.g.tokens_micros(now) as f64)
     }
 
+    /// The token bucket's capacity in force, in tokens (`null` in the other modes).
+    #[napi(getter, catch_unwind)]
+    pub fn capacity(&self) -> Option<f64> {
+        match &*self.core.g {
+            CoreBudget::TokenBucket(t) => Some(t.capacity_micros() as f64 / 1e6),
+            _ => None,
+        }
+    }
+
+    /// Resize the token bucket at run time to `capacity` tokens (`0..=1e9`; 0 refuses every
+    /// retry): a smaller bucket drops the tokens above it at once, a larger one fills from
+    /// the balance it has. Returns the capacity it replaced. Only the `'token_bucket'` mode
+    /// has a capacity to resize (a `TypeError` in the others). A budget attached to a
+    /// `Fleet` has its capacity set by the fleet.
+    #[napi(catch_unwind, ts_args_type = "capacity: number")]
+    pub fn set_capacity(&self, env: Env, capacity: Unknown<'_>) -> Result<f64> {
+        let CoreBudget::TokenBucket(t) = &*self.core.g else {
+            return Err(type_error(
+                &env,
+                "capacity",
+                &format!(
+                    "RetryBudget.setCapacity: only a 'token_bucket' budget has a capacity to resize, not a {:?} one",
+                    self.core.g.mode().name()
+                ),
+            ));
+        };
+        let c = args::number(&env, "capacity", &capacity)?;
+        t.set_capacity(c).map(|old| old as f64 / 1e6).map_err(|_| {
+            range_error(
+                &env,
+                "capacity",
+                &format!("`capacity` must be a number of tokens in 0..=1e9, not {c}"),
+            )
+        })
+    }
+
     /// The mode's name.
     #[napi(
         getter,

@@ -27,6 +27,60 @@ test('Bulkhead: the cap, release once, execute, stats', async () => {
   assert.throws(() => new g.Bulkhead({ maxConcurrent: 0 }), (e) => e instanceof RangeError && e.option === 'maxConcurrent');
 });
 
+test('run-time resizes: Bulkhead.setMaxConcurrent, Limiter.setMaxLimit, RetryBudget.setCapacity', () => {
+  const b = new g.Bulkhead({ maxConcurrent: 2 });
+  const p1 = b.tryAcquire();
+  const p2 = b.tryAcquire();
+  assert.equal(b.setMaxConcurrent(1), 2, 'returns the cap it replaced');
+  assert.equal(b.maxConcurrent, 1);
+  assert.equal(b.config.maxConcurrent, 2, 'the config keeps the cap it was built with');
+  assert.equal(b.inFlight, 2, 'calls in flight are kept');
+  p1.release();
+  assert.throws(() => b.tryAcquire(), (e) => e instanceof g.BulkheadFullError && e.maxConcurrent === 1);
+  p2.release();
+  b.tryAcquire().release();
+  assert.equal(b.setMaxConcurrent(0), 1);
+  assert.throws(() => b.tryAcquire(), g.BulkheadFullError);
+  assert.equal(b.stats().maxConcurrent, 0);
+  assert.throws(() => b.setMaxConcurrent(2 ** 32), (e) => e instanceof RangeError && e.option === 'maxConcurrent');
+  assert.throws(() => b.setMaxConcurrent(-1), (e) => e instanceof RangeError && e.option === 'maxConcurrent');
+  assert.throws(() => b.setMaxConcurrent('3'), (e) => e instanceof TypeError && e.option === 'maxConcurrent');
+  // one bulkhead in a SharedArrayBuffer: a resize through one view is seen through the other
+  const shared = g.Bulkhead.shared({ maxConcurrent: 4 });
+  g.Bulkhead.fromShared(shared.sharedMemory).setMaxConcurrent(3);
+  assert.equal(shared.maxConcurrent, 3);
+
+  const l = new g.Limiter({ limit: 10 });
+  assert.equal(l.maxLimit, null);
+  assert.equal(l.setMaxLimit(2), null, 'no ceiling before');
+  assert.equal(l.maxLimit, 2);
+  assert.equal(l.limit, 2, 'the limit is held under the ceiling');
+  const held = [l.tryAcquire(), l.tryAcquire()];
+  assert.throws(() => l.tryAcquire(), g.LimitExceededError);
+  for (const p of held) p.report('ignored');
+  assert.equal(l.setMaxLimit(0), 2);
+  assert.throws(() => l.tryAcquire(), g.LimitExceededError);
+  assert.equal(l.clearMaxLimit(), 0);
+  assert.equal(l.clearMaxLimit(), null);
+  assert.equal(l.limit, 10);
+  assert.throws(() => l.setMaxLimit(2 ** 32), (e) => e instanceof RangeError && e.option === 'maxLimit');
+  assert.throws(() => l.setMaxLimit(null), (e) => e instanceof TypeError && e.option === 'maxLimit');
+
+  const t = new g.RetryBudget({ capacity: 10, ratio: 1 });
+  assert.equal(t.capacity, 10);
+  assert.equal(t.setCapacity(3), 10);
+  assert.equal(t.capacity, 3);
+  assert.ok(t.tokens() <= 3, 'a smaller bucket drops what is above it');
+  for (let i = 0; i < 10; i++) t.deposit();
+  assert.equal(t.tokens(), 3);
+  assert.throws(() => t.setCapacity(-1), (e) => e instanceof RangeError && e.option === 'capacity');
+  assert.throws(() => t.setCapacity(2e9), (e) => e instanceof RangeError && e.option === 'capacity');
+  assert.throws(() => t.setCapacity(NaN), (e) => e instanceof RangeError && e.option === 'capacity');
+  const grpc = new g.RetryBudget({ mode: 'grpc' });
+  assert.equal(grpc.capacity, null);
+  assert.throws(() => grpc.setCapacity(3), (e) => e instanceof TypeError && e.option === 'capacity' && /token_bucket/.test(e.message));
+});
+
 test('Limiter: fixed limit, priorities, AIMD grows and halves, limitChange event', async () => {
   const l = new g.Limiter({ limit: 2 });
   assert.equal(l.limit, 2);

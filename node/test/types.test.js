@@ -40,7 +40,7 @@ test('every schema field is an option of its interface, and nothing else is', ()
 test('every class the package exports is declared', () => {
   for (const c of ['CircuitBreaker', 'KeyedBreakers', 'Bulkhead', 'Limiter', 'Admission', 'RetryBudget',
     'RetryPolicy', 'RetryDriver', 'Backoff', 'Deadline', 'Hedging', 'LatencyTracker', 'AdaptiveThrottle',
-    'QueueDiscipline', 'Brownout']) {
+    'QueueDiscipline', 'Brownout', 'Fleet']) {
     assert.match(dts, new RegExp(`export declare class ${c} `), c);
     assert.equal(typeof g[c], 'function', c);
   }

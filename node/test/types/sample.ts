@@ -102,6 +102,30 @@ async function main(): Promise<void> {
   console.log(n, s, state, v.ok, text, st.inFlight, left, verdicts.breakerCall, g.OUTCOMES[0], g.version);
   console.log(g.classifyError(new Error('x')).outcome, g.classifyHttp(503, '5').retryAfterMs);
   g.prometheusCollector({ stock, pool, door });
+
+  // a fleet-wide allowance: this member's share of 48 through Redis
+  const fleet: g.Fleet = await g.Fleet.join({ url: 'redis://127.0.0.1:6379', service: 'shop-api', member: 'host-1', syncIntervalMs: 250 });
+  fleet.attach('stock', 48, pool);
+  fleet.attach('calls', 100, new g.Limiter({ limit: 20 }));
+  fleet.attach('retries', 50, budget);
+  const fs: g.FleetStats = fleet.stats();
+  const share: number = fleet.share('stock') + fs.allowances[0].claimsWon;
+  for (const e of fleet.events()) {
+    if (e.kind === 'shareChanged') console.log(e.allowance, e.from, e.to);
+    else if (e.kind === 'redisLost') console.log(e.error);
+  }
+  // @ts-expect-error not a fleet option
+  await g.Fleet.join({ url: 'redis://x', service: 's', member: 'm', syncInterval: 250 });
+  // @ts-expect-error not a guard a fleet resizes
+  fleet.attach('breaker', 1, stock);
+  await fleet.leave();
+  const ceiling: number | null = new g.Limiter().maxLimit;
+  const was: number = pool.setMaxConcurrent(8);
+  const capacity: number | null = budget.capacity;
+  console.log(share, ceiling, was, capacity, budget.setCapacity(5), new g.Limiter().setMaxLimit(3));
+  try { await g.Fleet.join({ url: 'redis://x', service: 's', member: 'm' }); } catch (e) {
+    if (e instanceof g.FleetError && e.code === 'GUARDS_FLEET_AUTH') console.log(e.message);
+  }
 }
 
 void main;
