@@ -18,7 +18,7 @@ MATURIN_TARGET := $(TARGET)/maturin
 
 .PHONY: demo test fmt-check clippy test-rust test-loom test-nostd test-python python bench help \
 	ffi-lib header header-check test-c test-c-plain test-c-shared test-c-valgrind test-c-sanitize \
-	test-c-cxx test-c-install test-c-vectors install node node-deps node-dts-check test-node bench-node demo-node \
+	test-c-cxx test-c-install test-c-vectors install node node-deps node-dts-check test-node bench-node demo-node demo-fleet \
 	test-c-region bench-region test-c-example print-version version-check package-core docs docs-rust \
 	docs-python docs-node docs-c docs-pages docs-check docs-shot live-build live-smoke live bench-servers
 
@@ -97,10 +97,11 @@ $(VENV)/.tools: python/pyproject.toml
 python: $(VENV)/.tools
 	PATH=$(VENV)/bin:$$PATH CARGO_TARGET_DIR=$(MATURIN_TARGET) $(VPY) -m pip install -q --no-build-isolation './python[test]'
 
-test-python: python
+test-python: python redis-server
 	$(VPY) -m pytest python/tests -q
 	$(VPY) -m mypy.stubtest guards._guards
 	$(VPY) -m mypy.stubtest guards.shared
+	$(VPY) -m mypy.stubtest guards.fleet
 
 bench:
 	$(CARGO) bench -p guards-core --benches -- --warm-up-time 1 --measurement-time 3
@@ -264,12 +265,16 @@ node-dts-check: node
 
 # The node:test suites (test/*.test.js; test/vectors/ is the conformance backend they
 # load), after the index.d.ts drift check.
-test-node: node-dts-check
+test-node: node-dts-check redis-server
 	cd node && node --test --test-concurrency=1 test/*.test.js
 
 bench-node: node
 	cd node && node bench/overhead.js
 	cd node && node bench/region.js
+
+# Four hosts sharing one allowance through a local redis-server (examples/fleet/).
+demo-fleet: python redis-server
+	$(VPY) examples/fleet/demo.py
 
 demo-node: node
 	cd node && node examples/demo.js
