@@ -40,6 +40,9 @@ demo: $(VENV)/.tools
 	@echo "plot written to out/compare.png"
 	@echo
 	$(MAKE) -s demo-node
+	@echo
+	$(MAKE) -s redis-server
+	$(VPY) examples/fleet/demo.py
 
 test: fmt-check clippy redis-server test-rust test-loom test-nostd test-c test-c-region test-python test-node version-check \
 	package-core docs-check live-smoke test-dist
