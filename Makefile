@@ -20,7 +20,7 @@ MATURIN_TARGET := $(TARGET)/maturin
 	ffi-lib header header-check test-c test-c-plain test-c-shared test-c-valgrind test-c-sanitize \
 	test-c-cxx test-c-install test-c-vectors install node node-deps node-dts-check test-node bench-node demo-node demo-fleet \
 	test-c-region bench-region test-c-example print-version version-check package-core docs docs-rust \
-	docs-python docs-node docs-c docs-pages docs-check docs-shot live-build live-smoke live bench-servers
+	docs-python docs-node docs-c docs-pages docs-check docs-shot live-build live-smoke live live-faults live-soak bench-servers
 
 help:
 	@echo "make demo   - run the demo"
@@ -534,8 +534,21 @@ live-build: python $(LIVE_OUT)/live-stock
 
 # 30 s of live-C8: checks only that every request is accounted for and that every process
 # exits cleanly with its guards back to 0 (never the figures: it cannot flake on a busy machine).
+# Then 25 s at the healthy rate with the dependency killed with SIGKILL at 8 s and a new one
+# started on its port at 11 s: again every request accounted for and every guard back to 0.
 live-smoke: live-build
 	$(VPY) tests/live/run.py live-C8 --duration 30 --smoke --out $(LIVE_OUT)/smoke
+	$(VPY) tests/live/run.py live-C8 --healthy --restart-stock 8:3 --duration 25 --smoke --out $(LIVE_OUT)/smoke
+
+# The faults, measured against the simulator (not in CI): the dependency restarted mid-run
+# (the simulator's counterpart: an outage of stock over the same seconds), with each caller
+# tier; then the 10-minute soak at the healthy rate (RSS slope of every process).
+live-faults: live-build node
+	$(VPY) tests/live/run.py live-C8 --healthy --restart-stock 10:5 --duration 40 --callers node --out $(LIVE_OUT)/runs || true
+	$(VPY) tests/live/run.py live-C8 --healthy --restart-stock 10:5 --duration 40 --out $(LIVE_OUT)/runs || true
+
+live-soak: live-build
+	$(VPY) tests/live/run.py live-C8 --soak --out $(LIVE_OUT)/runs
 
 # The full comparison, measured vs predicted, for each setting, and live-C8 again with
 # the Node callers (not in CI: many minutes).

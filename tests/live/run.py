@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import statistics
+import signal
 import subprocess
 import sys
 import time
@@ -41,6 +42,12 @@ NCPU = os.cpu_count() or 1
 def fmt_clock(s: float) -> str:
     s = int(round(s))
     return f"{s // 3600:02}:{s // 60 % 60:02}:{s % 60:02}"
+
+
+def fmt_instant(s: float) -> str:
+    """Seconds since midnight as a topology instant, to the millisecond."""
+    ms = int(round(s * 1000))
+    return f"{ms // 3_600_000:02}:{ms // 60_000 % 60:02}:{ms // 1000 % 60:02}.{ms % 1000:03}"
 
 
 def get_json(port: int, path: str, timeout: float = 5.0) -> Any:
@@ -80,9 +87,9 @@ def machine_cpu() -> tuple[float, float, float]:
 
 
 class Proc:
-    def __init__(self, name: str, argv: list[str], outdir: str) -> None:
+    def __init__(self, name: str, argv: list[str], outdir: str, log_mode: str = "w") -> None:
         self.name = name
-        self.log = open(os.path.join(outdir, f"{name}.log"), "w")
+        self.log = open(os.path.join(outdir, f"{name}.log"), log_mode)
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log, text=True)
         self.port = 0
 
@@ -103,7 +110,10 @@ def build_stock(root: str) -> str:
 
 
 def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
-             seed: int, faults: bool = False) -> dict[str, Any]:
+             seed: int, restart_stock: Optional[tuple[float, float]] = None) -> dict[str, Any]:
+    """Run the cast. ``restart_stock = (at, down)``: the dependency is killed with SIGKILL
+    ``at`` seconds after the start and a new one is started on the same port ``down``
+    seconds later (the callers keep their connections' pools and guards)."""
     root = os.path.dirname(os.path.dirname(HERE))
     stock_exe = build_stock(root)
     py = sys.executable
@@ -125,6 +135,7 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
                 "--db-timeout-ms", str(s["db_timeout_ms"]), "--max-run-s", str(int(bound))]
         if s["reserve_limit"]:
             argv += ["--reserve-limit", str(s["reserve_limit"]), "--view-limit", str(s["view_limit"])]
+        stock_argv = argv
         procs["stock"] = Proc("stock", argv, outdir)
         stock_port = procs["stock"].wait_listening()
         cfg_shop = {**cast["shop"], "t0_ns": t0, "stock_port": stock_port}
@@ -153,14 +164,30 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
         last_m = machine_cpu()
         last_t = time.monotonic()
         inside: dict[int, list[int]] = {}
-        killed = None
+        killed: Optional[dict[str, Any]] = None
         while procs["loadgen"].p.poll() is None:
             time.sleep(0.2)
             now_ns = time.monotonic_ns()
             sec = (now_ns - t0) // NS
+            if restart_stock is not None:
+                at, down = restart_stock
+                since = (now_ns - t0) / NS
+                if killed is None and since >= at:
+                    old = procs["stock"]
+                    old.p.send_signal(signal.SIGKILL)
+                    old.p.wait()
+                    old.log.close()
+                    killed = {"at_s": since, "exit": old.p.returncode, "restarted_at_s": None}
+                elif killed is not None and killed["restarted_at_s"] is None and since >= at + down:
+                    procs["stock"] = Proc("stock", stock_argv + ["--port", str(stock_port)], outdir,
+                                          log_mode="a")
+                    procs["stock"].wait_listening()
+                    killed["restarted_at_s"] = (time.monotonic_ns() - t0) / NS
+                    last_cpu["stock"] = 0.0
             try:
-                st = get_json(stock_port, "/stats", 2.0)
-                inside.setdefault(sec, []).append(int(st["inside"]))
+                if procs["stock"].p.poll() is None:
+                    st = get_json(stock_port, "/stats", 2.0)
+                    inside.setdefault(sec, []).append(int(st["inside"]))
             except OSError:
                 pass
             if time.monotonic() - last_t >= 1.0:
@@ -283,7 +310,7 @@ def back_to_normal(series: dict[str, list[float]], entries: list[dict[str, Any]]
 
 
 def compare(cast: dict[str, Any], res: dict[str, Any], sims: list[dict[str, list[float]]],
-            n: int, label: str) -> dict[str, Any]:
+            n: int, label: str, window: Optional[tuple[int, int, int]] = None) -> dict[str, Any]:
     live = live_series(res, n, cast)
     keys = list(live)
     pred = {k: [statistics.mean(s[k][i] for s in sims) for i in range(n)] for k in keys}
@@ -291,7 +318,9 @@ def compare(cast: dict[str, Any], res: dict[str, Any], sims: list[dict[str, list
     # The hiccup window: from 2 s after the first slow-down starts to 1 s before it ends
     # (Basketly: 20:00:02 to 20:00:19), as interval indices since the start.
     sl = cast["db"]["slowdowns"] or cast["db"]["outages"]
-    if sl:
+    if window is not None:
+        a, b, end_idx = window
+    elif sl:
         a, b = int(sl[0][0]) + 2, int(sl[0][1]) - 1
         end_idx = int(sl[0][1])
     else:
@@ -325,7 +354,18 @@ def compare(cast: dict[str, Any], res: dict[str, Any], sims: list[dict[str, list
                 row("refusals", f"{op} {r}", f"{pre}.{r}", 0.20, 0.0)
         row("calls", f"{op} calls to {stock}", f"{pre}.calls", 0.20, 0.0)
         row("calls", f"{op} retries", f"{pre}.retries", 0.20, 0.0)
-    row("gauge", f"inside {stock} (mean)", f"svc.{stock}.inside_avg", 0.20, 0.0)
+    # The gauge is read from stock's /stats, which its own workers answer: a saturated stock
+    # leaves it unanswered, and a second without a reading is not a second with 0 inside.
+    seen = [i for i in range(a, b + 1) if str(i) in res["inside"]]
+    if len(seen) * 2 > b - a + 1:
+        lv = statistics.mean(res["inside"][str(i)] for i in seen)
+        row("gauge", f"inside {stock} (mean of {len(seen)} s read)", None, 0.20, 0.0,
+            lv=lv, pv=mean_window(pred[f"svc.{stock}.inside_avg"], a, b))
+    elif window is None:  # (with the dependency restarted, it was down: nothing to read)
+        rows.append({"kind": "gauge", "name": f"inside {stock} (read in {len(seen)} of {b - a + 1} s)",
+                     "measured": None, "predicted": mean_window(pred[f"svc.{stock}.inside_avg"], a, b),
+                     "sim_sd": 0.0, "diff": None, "rel": None, "ok": False,
+                     "tolerance": "not measured: stock's /stats went unanswered"})
     lb = back_to_normal(live, cast["entries"], end_idx)
     pbs = [back_to_normal(s, cast["entries"], end_idx) for s in sims]
     # The simulator's seeds spread widely here (breakers that flap): the prediction is
@@ -422,7 +462,7 @@ def write_report(outdir: str, label: str, cmp: Optional[dict[str, Any]], valid: 
         lines.append("| figure | measured | predicted (sd) | difference | tolerance | within |")
         lines.append("|---|---|---|---|---|---|")
         for r in cmp["rows"]:
-            m = "never" if r["measured"] is None else f"{r['measured']:.1f}"
+            m = ("never" if r["kind"] == "time" else "n/a") if r["measured"] is None else f"{r['measured']:.1f}"
             p = "never" if r["predicted"] is None else f"{r['predicted']:.1f} ({r['sim_sd']:.1f})"
             d = "" if r["diff"] is None else f"{r['diff']:+.1f}" + (
                 f" ({r['rel'] * 100:+.0f} %)" if r["rel"] is not None else "")
@@ -493,6 +533,101 @@ def plot(outdir: str, cmp: dict[str, Any], cast: dict[str, Any], start: float, l
     return path
 
 
+def restart_shutdown(shut: dict[str, Any], res: dict[str, Any]) -> dict[str, Any]:
+    """The clean-shutdown checks of a run whose dependency was killed: the killed process
+    must have died of SIGKILL, the new one must exit 0 like every other."""
+    k = res.get("killed")
+    checks = dict(shut["checks"])
+    checks["the dependency was killed with SIGKILL"] = bool(k) and k["exit"] == -signal.SIGKILL
+    checks["a new dependency was started on its port"] = bool(k) and k["restarted_at_s"] is not None
+    return {"ok": all(checks.values()), "checks": checks, "exit_codes": shut["exit_codes"]}
+
+
+def restart_report(res: dict[str, Any], cast: dict[str, Any], n: int) -> dict[str, Any]:
+    """What the callers did while the dependency was down, and how long until full
+    goodput came back after the new one started (``back_to_normal``)."""
+    k = res.get("killed") or {}
+    live = live_series(res, n, cast)
+    if not k or k.get("restarted_at_s") is None:
+        return {"ok": False, "why": "the dependency was not restarted", "killed": k}
+    a, b = int(k["at_s"]), int(k["restarted_at_s"])
+    shop, stock = cast["shop"]["name"], cast["stock"]["name"]
+    down: dict[str, float] = {}
+    for e in cast["entries"]:
+        for kind in ("full", "degraded", "failed"):
+            down[f"{e['name']} {kind}"] = mean_window(live[f"entry.{e['name']}.{kind}"], a, max(a, b - 1))
+    for op in cast["edges"]["stock_ops"]:
+        pre = f"edge.{shop}->{stock}.{op}"
+        for r in ("calls", "retries", "breaker_rejections", "bulkhead_rejections", "budget_refusals"):
+            down[f"{op} {r}"] = mean_window(live[f"{pre}.{r}"], a, max(a, b - 1))
+    before = {f"{e['name']} full": mean_window(live[f"entry.{e['name']}.full"], 2, max(2, a - 1))
+              for e in cast["entries"]}
+    back = back_to_normal(live, cast["entries"], b)
+    return {"ok": True, "killed_at_s": k["at_s"], "restarted_at_s": k["restarted_at_s"],
+            "killed_exit": k["exit"], "before_per_s": before, "while_down_per_s": down,
+            "back_to_normal_s": None if back is None else back - k["restarted_at_s"]}
+
+
+def soak_report(res: dict[str, Any]) -> dict[str, Any]:
+    """Each process's RSS over the run: the least-squares slope after the first minute
+    (KiB a minute) and the RSS at its start and end. A process grows if its RSS over the
+    last minute is above its RSS over the second minute by more than 10 % and 4 MiB."""
+    samples = [s for s in res["samples"] if s["sec"] >= 0]
+    out: dict[str, Any] = {"ok": True, "processes": {}}
+    if len(samples) < 180:
+        return {"ok": False, "why": f"{len(samples)} samples: a soak needs at least 3 minutes"}
+    for name in samples[0]["rss_kb"]:
+        pts = [(s["sec"], s["rss_kb"][name]) for s in samples if s["rss_kb"].get(name)]
+        tail = [(t, r) for t, r in pts if t >= 60]
+        if len(tail) < 2:
+            continue
+        mt = statistics.mean(t for t, _ in tail)
+        mr = statistics.mean(r for _, r in tail)
+        slope = sum((t - mt) * (r - mr) for t, r in tail) / max(1e-9, sum((t - mt) ** 2 for t, _ in tail))
+        second = statistics.mean(r for t, r in pts if 60 <= t < 120)
+        last_t = pts[-1][0]
+        last = statistics.mean(r for t, r in pts if t > last_t - 60)
+        grows = last > second * 1.10 and last - second > 4096
+        out["processes"][name] = {"rss_start_kib": pts[0][1], "rss_minute_2_kib": second,
+                                  "rss_last_minute_kib": last, "slope_kib_per_min": slope * 60,
+                                  "grows": grows}
+        out["ok"] = out["ok"] and not grows
+    return out
+
+
+def extra_text(extra: dict[str, Any]) -> str:
+    lines = []
+    r = extra.get("restart")
+    if r:
+        lines += ["", "## dependency restart", ""]
+        if not r["ok"]:
+            lines.append(f"FAILED: {r['why']}")
+        else:
+            lines.append(f"killed at {r['killed_at_s']:.1f} s (exit {r['killed_exit']}), new one "
+                         f"listening at {r['restarted_at_s']:.1f} s; back to normal "
+                         + ("never" if r["back_to_normal_s"] is None else f"{r['back_to_normal_s']:.1f} s")
+                         + " after it started")
+            lines.append("")
+            lines.append("| per second | before | while down |")
+            lines.append("|---|---|---|")
+            for k, v in r["while_down_per_s"].items():
+                b = r["before_per_s"].get(k)
+                lines.append(f"| {k} | {'' if b is None else f'{b:.1f}'} | {v:.1f} |")
+    s = extra.get("soak")
+    if s:
+        lines += ["", "## soak: RSS", ""]
+        if "why" in s:
+            lines.append(f"FAILED: {s['why']}")
+        else:
+            lines.append("| process | start KiB | minute 2 KiB | last minute KiB | slope KiB/min | grows |")
+            lines.append("|---|---|---|---|---|---|")
+            for k, v in s["processes"].items():
+                lines.append(f"| {k} | {v['rss_start_kib']} | {v['rss_minute_2_kib']:.0f} | "
+                             f"{v['rss_last_minute_kib']:.0f} | {v['slope_kib_per_min']:+.1f} | "
+                             f"{'YES' if v['grows'] else 'no'} |")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("topology", help="a guards.sim preset (live-C8) or a topology JSON file")
@@ -503,7 +638,28 @@ def main() -> int:
     ap.add_argument("--sim-seeds", type=int, default=8, help="simulator seeds to average")
     ap.add_argument("--smoke", action="store_true",
                     help="check the accounting and the clean shutdown only (no figures)")
+    ap.add_argument("--healthy", action="store_true",
+                    help="leave out the topology's slow-downs and outages (the healthy rate)")
+    ap.add_argument("--restart-stock", metavar="AT:DOWN",
+                    help="kill the dependency with SIGKILL AT s after the start and start a new "
+                         "one on its port DOWN s later; reports the fault instead of the comparison")
+    ap.add_argument("--soak", action="store_true",
+                    help="the healthy rate for --duration (default 600 s); reports each "
+                         "process's RSS slope instead of the comparison")
     a = ap.parse_args()
+    restart = None
+    if a.restart_stock:
+        try:
+            at, down = (float(x) for x in a.restart_stock.split(":"))
+        except ValueError:
+            ap.error(f"--restart-stock wants AT:DOWN in seconds, not {a.restart_stock!r}")
+        if not (at > 0 and down >= 0):
+            ap.error("--restart-stock: AT must be > 0 and DOWN >= 0")
+        restart = (at, down)
+    if a.soak:
+        a.healthy = True
+        if a.duration is None:
+            a.duration = 600.0
     if os.path.exists(a.topology):
         t = json.load(open(a.topology))
         label = os.path.basename(a.topology)
@@ -515,39 +671,70 @@ def main() -> int:
         label = a.topology
         cfg = guards.sim.basketly_config(a.topology)
         duration = a.duration or (topo.clock(cfg["until"]) - topo.clock(cfg["start"]))
+    if a.healthy:
+        for svc in t["services"]:
+            svc["slowdowns"], svc["outages"] = [], []
+        label += "-healthy"
+    if restart is not None:
+        label += f"-restart-{a.restart_stock}"
+    if a.soak:
+        label += "-soak"
     cast = topo.cast(t)
     outdir = os.path.join(a.out, f"{label}-{a.callers}")
     os.makedirs(outdir, exist_ok=True)
     with open(os.path.join(outdir, "topology.json"), "w") as f:
         json.dump(t, f, indent=1)
     t_start = time.monotonic()
-    res = run_cast(cast, duration, outdir, a.callers, a.seed)
+    res = run_cast(cast, duration, outdir, a.callers, a.seed, restart)
     n = int(duration)
     acc = accounting(res)
     shut = clean_shutdown(res)
     valid = validity(res, n)
     cmp = None
-    if not a.smoke:
+    extra: dict[str, Any] = {}
+    if restart is not None:
+        extra["restart"] = restart_report(res, cast, n)
+        shut = restart_shutdown(shut, res)
+    if a.soak:
+        extra["soak"] = soak_report(res)
+    if not a.smoke and not a.soak:
         sims = []
         until = fmt_clock(cast["start"] + n)
+        window = None
+        sim_t = t
+        k = res.get("killed")
+        if restart is not None and k and k["restarted_at_s"] is not None:
+            # The simulator's counterpart of the restart: the dependency refuses every call
+            # (an error at once, as a closed port does) from the kill to the new start.
+            sim_t = json.loads(json.dumps(t))
+            for svc in sim_t["services"]:
+                if svc["name"] == cast["stock"]["name"]:
+                    svc["outages"] = [{"start": fmt_instant(cast["start"] + k["at_s"]),
+                                       "end": fmt_instant(cast["start"] + k["restarted_at_s"])}]
+            window = (int(k["at_s"]) + 1, max(int(k["at_s"]) + 1, int(k["restarted_at_s"]) - 1),
+                      int(k["restarted_at_s"]) + 1)
         for s in range(1, a.sim_seeds + 1):
-            r = guards.sim.simulate(t, seed=s, until=until)
+            r = guards.sim.simulate(sim_t, seed=s, until=until)
             sims.append({k: [float(v or 0.0) for v in vals] for k, vals in r.series.items() if k != "t"})
-        cmp = compare(cast, res, sims, n, label)
+        cmp = compare(cast, res, sims, n, label, window)
         if valid["valid"]:
             plot(outdir, cmp, cast, cast["start"], f"{label} ({a.callers} callers)")
     text = write_report(outdir, label, cmp, valid, acc, shut, cast["start"], a.callers)
+    text += extra_text(extra)
+    with open(os.path.join(outdir, "report.md"), "w") as f:
+        f.write(text)
     rep = {"label": label, "callers": a.callers, "duration": duration, "accounting": acc,
            "shutdown": shut, "validity": valid, "comparison": cmp and {k: cmp[k] for k in ("window", "rows", "back")},
            "live_series": cmp and cmp["live"], "predicted_series": cmp and cmp["pred"],
            "loadgen": {k: v for k, v in res["loadgen"].items() if k != "series"},
            "shop_series": res["shop_series"], "shop_gauges": res["shop_gauges"], "stock_stats": res["stock_stats"], "db_stats": res["db_stats"],
-           "samples": res["samples"], "wall_s": time.monotonic() - t_start}
+           "samples": res["samples"], "faults": extra, "wall_s": time.monotonic() - t_start}
     with open(os.path.join(outdir, "report.json"), "w") as f:
         json.dump(rep, f, indent=1)
     print(text)
     print(f"written to {outdir} in {time.monotonic() - t_start:.0f} s")
-    return 0 if acc["ok"] and shut["ok"] else 1
+    ok = acc["ok"] and shut["ok"] and all(v.get("ok", True) for v in extra.values())
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

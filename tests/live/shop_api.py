@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import collections
 import json
+import os
 import socket
 import sys
 import time
@@ -295,8 +296,8 @@ async def main() -> int:
     sock.listen(4096)
     print(f"listening on 127.0.0.1:{sock.getsockname()[1]}", flush=True)
     server = uvicorn.Server(uvicorn.Config(app, lifespan="off", access_log=False, log_level="warning",
-                                           backlog=4096, timeout_keep_alive=60, http="h11",
-                                           loop="asyncio"))
+                                           backlog=4096, timeout_keep_alive=60, http=os.environ.get("LIVE_HTTP", "h11"),
+                                           loop=os.environ.get("LIVE_LOOP", "asyncio")))
     serving = asyncio.ensure_future(server.serve(sockets=[sock]))
     try:
         await asyncio.wait_for(shop.stop.wait(), a.max_run_s)
