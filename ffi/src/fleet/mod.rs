@@ -741,11 +741,14 @@ impl Fleet {
         if st.breakers.iter().any(|b| b.name == name) {
             return Err(FleetError::Duplicate(name.to_owned()));
         }
+        // Outcomes recorded before the attach count only through the window.
+        let sample = breaker.window(Nanos(crate::clock::now_ns()));
+        let recorded_at_sample = breaker.recorded();
         st.breakers.push(AttachedBreaker {
             name: name.to_owned(),
             breaker,
-            sample: (0, 0),
-            recorded_at_sample: (0, 0),
+            sample,
+            recorded_at_sample,
             opened_on: None,
             opened_by_fleet: false,
             published: (0, 0),
@@ -1024,6 +1027,7 @@ impl Agent {
         }
         // Breakers: publish this member's counts, open on the fleet's evidence.
         let now = Nanos(crate::clock::now_ns());
+        let mut opened = Vec::new();
         for b in st.breakers.iter_mut() {
             let own = b.counts(now);
             let others: Vec<MemberRecord> = view
@@ -1050,7 +1054,7 @@ impl Agent {
                 b.opened_by_fleet = true;
                 b.opened_on_evidence += 1;
                 published = (0, 0);
-                events.push(FleetEvent::BreakerOpenedOnFleetEvidence {
+                opened.push(FleetEvent::BreakerOpenedOnFleetEvidence {
                     name: b.name.clone(),
                     fleet_calls: fleet.calls,
                     fleet_failures: fleet.failures,
@@ -1060,6 +1064,10 @@ impl Agent {
             b.published = published;
             fields.push((format!("c:{}", b.name), published.0.to_string()));
             fields.push((format!("f:{}", b.name), published.1.to_string()));
+        }
+        // An opening is done: report it now, whatever the writes below do.
+        for e in opened {
+            st.emit(e);
         }
         // Members joined / left.
         let now: Vec<String> = view.members.iter().map(|m| m.name.clone()).collect();
