@@ -727,7 +727,9 @@ fn a_member_killed_with_sigkill_gives_its_share_back() {
 // ---- Breaker evidence ----
 
 use guards::fleet::BreakerStats;
-use guards_core::circuit_breaker::{BreakerState, CircuitBreaker, CircuitBreakerConfig, WindowKind};
+use guards_core::circuit_breaker::{
+    BreakerState, CircuitBreaker, CircuitBreakerConfig, WindowKind,
+};
 use guards_core::fleet::MAX_WINDOW_CALLS;
 use guards_core::Nanos;
 
@@ -860,10 +862,11 @@ fn one_member_alone_never_opens_anyone() {
     let s = pay(&y);
     assert_eq!((s.fleet_members, s.opened_on_evidence), (1, 0), "{s:?}");
     assert_eq!(y.breaker.state(now()), BreakerState::Closed);
-    assert!(y.fleet.events().iter().all(|e| !matches!(
-        e,
-        FleetEvent::BreakerOpenedOnFleetEvidence { .. }
-    )));
+    assert!(y
+        .fleet
+        .events()
+        .iter()
+        .all(|e| !matches!(e, FleetEvent::BreakerOpenedOnFleetEvidence { .. })));
 }
 
 #[test]
@@ -877,14 +880,25 @@ fn hostile_breaker_counts_open_nothing() {
     let max = u64::MAX.to_string();
     let rows: [(&str, &[(&str, &str)]); 4] = [
         ("evil", &[("c:pay", &max), ("f:pay", &max), ("w", "7")]),
-        ("garbage", &[("c:pay", "lots"), ("f:pay", "-3"), ("h:pay", "x")]),
+        (
+            "garbage",
+            &[("c:pay", "lots"), ("f:pay", "-3"), ("h:pay", "x")],
+        ),
         ("inverted", &[("c:pay", "0"), ("f:pay", "1000")]),
-        ("overflow", &[("c:pay", "99999999999999999999999"), ("f:pay", "5")]),
+        (
+            "overflow",
+            &[("c:pay", "99999999999999999999999"), ("f:pay", "5")],
+        ),
     ];
     for (m, fields) in rows {
         let _: () = redis::cmd("HSET")
             .arg(key(m))
-            .arg(fields.iter().flat_map(|(k, v)| [*k, *v]).collect::<Vec<_>>())
+            .arg(
+                fields
+                    .iter()
+                    .flat_map(|(k, v)| [*k, *v])
+                    .collect::<Vec<_>>(),
+            )
             .query(&mut con)
             .unwrap();
         let _: () = redis::cmd("SADD")

@@ -54,8 +54,8 @@ use std::time::{Duration, Instant};
 use guards_core::backoff::{Backoff, BackoffConfig, Jitter};
 use guards_core::circuit_breaker::{BreakerState, CircuitBreaker};
 use guards_core::fleet::{
-    decide, fallback_share, open_on_fleet_evidence, FleetEvidence, MemberRecord,
-    MAX_WINDOW_CALLS, MAX_WEIGHT, MIN_EVIDENCE_MEMBERS,
+    decide, fallback_share, open_on_fleet_evidence, FleetEvidence, MemberRecord, MAX_WEIGHT,
+    MAX_WINDOW_CALLS, MIN_EVIDENCE_MEMBERS,
 };
 use guards_core::retry_budget::TokenBudget;
 use guards_core::{Bulkhead, Limiter, Nanos, Rng};
