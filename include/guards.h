@@ -3064,6 +3064,24 @@ guards_result guards_fleet_attach_retry_budget(const struct guards_fleet *f,
                                                const struct guards_retry_budget *budget);
 
 /**
+ * Attach the circuit breaker `breaker` to the fleet's evidence under `name` (1..=128
+ * bytes of `[A-Za-z0-9._-]`; breaker names are apart from allowance names): each sync
+ * the agent publishes its window counts and, while it is closed with fewer calls than its
+ * `minimum_calls`, opens it when the fleet's calls (at least `minimum_calls`, from at
+ * least two other members) fail at its `failure_rate_threshold` or more, exactly as a
+ * local trip opens it (see docs/fleet.md, "Breaker evidence"). Nothing else about the
+ * breaker changes; its `now_ns` must be `guards_now_ns`'s timeline. The same lifetime
+ * rule as `guards_fleet_attach_bulkhead`. Errors: `INVALID_ARGUMENT` naming `name` (bad
+ * or already attached); `NULL_ARGUMENT`.
+ *
+ * # Safety
+ * `f` and `breaker` must be NULL or live handles; `name` NULL or a NUL-terminated string.
+ */
+guards_result guards_fleet_attach_breaker(const struct guards_fleet *f,
+                                          const char *name,
+                                          const struct guards_circuit_breaker *breaker);
+
+/**
  * The agent's counters into `*out`.
  *
  * # Safety

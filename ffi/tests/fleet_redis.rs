@@ -723,3 +723,215 @@ fn a_member_killed_with_sigkill_gives_its_share_back() {
         .events()
         .contains(&FleetEvent::MemberLeft("child".into())));
 }
+
+// ---- Breaker evidence ----
+
+use guards::fleet::BreakerStats;
+use guards_core::circuit_breaker::{
+    BreakerState, CircuitBreaker, CircuitBreakerConfig, WindowKind,
+};
+use guards_core::fleet::MAX_WINDOW_CALLS;
+use guards_core::Nanos;
+
+fn now() -> Nanos {
+    Nanos(guards::clock::now_ns())
+}
+
+/// A count window of 50 calls judged from 20, opening at 30 % failures for a minute.
+fn breaker() -> Arc<CircuitBreaker> {
+    Arc::new(
+        CircuitBreaker::new(CircuitBreakerConfig {
+            window_kind: WindowKind::Count,
+            window_size: 50,
+            minimum_calls: 20,
+            failure_rate_threshold: 0.3,
+            slow_call_duration: Nanos::MAX,
+            open_duration: Nanos::from_secs(60),
+            max_open_duration: Nanos::from_secs(60),
+            ..CircuitBreakerConfig::default()
+        })
+        .unwrap(),
+    )
+}
+
+struct BreakerMember {
+    fleet: Fleet,
+    breaker: Arc<CircuitBreaker>,
+}
+
+fn breaker_member(url: &str, service: &str, name: &str) -> BreakerMember {
+    let fleet = Fleet::join(config(url, service, name)).unwrap();
+    let breaker = breaker();
+    fleet.attach_breaker("pay", Arc::clone(&breaker)).unwrap();
+    BreakerMember { fleet, breaker }
+}
+
+/// `calls` calls, `failures` of them failed; calls the breaker refuses are skipped.
+fn calls(b: &CircuitBreaker, calls: u64, failures: u64) {
+    for i in 0..calls {
+        if let Ok(p) = b.try_acquire(now()) {
+            if i < failures {
+                let _ = b.on_failure(p, now());
+            } else {
+                let _ = b.on_success(p, now());
+            }
+        }
+    }
+}
+
+fn pay(m: &BreakerMember) -> BreakerStats {
+    m.fleet
+        .stats()
+        .breakers
+        .into_iter()
+        .find(|b| b.name == "pay")
+        .unwrap()
+}
+
+/// Wait until `m` has synced `n` more times (bounded).
+fn more_syncs(m: &BreakerMember, n: u64) {
+    let start = m.fleet.stats().syncs;
+    assert!(poll(400, || m.fleet.stats().syncs >= start + n), "no syncs");
+}
+
+#[test]
+fn members_with_few_calls_open_on_the_fleets_evidence() {
+    let r = Redis::start(&[]);
+    let url = r.url();
+    let a = breaker_member(&url, "brk", "a");
+    let b = breaker_member(&url, "brk", "b");
+    let c = breaker_member(&url, "brk", "c");
+    let d = breaker_member(&url, "brk", "d");
+    // A fails 30 calls (it trips on its own at the 20th); B and C have 2 successes each,
+    // D 20 successes, as many as its minimum.
+    calls(&a.breaker, 30, 30);
+    assert_eq!(a.breaker.state(now()), BreakerState::Open);
+    calls(&b.breaker, 2, 0);
+    calls(&c.breaker, 2, 0);
+    calls(&d.breaker, 20, 0);
+    let open = |m: &BreakerMember| m.breaker.state(now()) == BreakerState::Open;
+    assert!(poll(400, || open(&b) && open(&c)), "b and c did not open");
+    for m in [&b, &c] {
+        let s = pay(m);
+        assert_eq!(s.opened_on_evidence, 1);
+        assert_eq!(m.breaker.stats().closed_to_open, 1);
+        // A publishes the 20 failures that opened it; D its 20 successes.
+        assert!(s.fleet_calls >= 40 && s.fleet_failures == 20, "{s:?}");
+        assert!(s.fleet_members >= 2, "{s:?}");
+        let ev = m.fleet.events();
+        assert!(
+            ev.iter().any(|e| matches!(
+                e,
+                FleetEvent::BreakerOpenedOnFleetEvidence { name, fleet_failures: 20, members, .. }
+                    if name == "pay" && *members >= 2
+            )),
+            "{ev:?}"
+        );
+        // Opened the way a local trip opens: refused for the open duration.
+        assert!(m.breaker.try_acquire(now()).is_err());
+    }
+    // D has enough calls of its own, all successes: it stays closed, sync after sync.
+    more_syncs(&d, 5);
+    assert_eq!(d.breaker.state(now()), BreakerState::Closed);
+    assert_eq!(pay(&d).opened_on_evidence, 0);
+    assert_eq!(pay(&d).calls, 20);
+    // A opened on its own: the agent did not count it.
+    assert_eq!(pay(&a).opened_on_evidence, 0);
+    assert_eq!(a.breaker.stats().closed_to_open, 1);
+    // B and C, opened on evidence, publish nothing while open (no echo).
+    assert_eq!((pay(&b).calls, pay(&c).calls), (0, 0));
+}
+
+#[test]
+fn one_member_alone_never_opens_anyone() {
+    let r = Redis::start(&[]);
+    let url = r.url();
+    // A fleet of one: its own failures, too few to judge, never open it on evidence.
+    let solo = breaker_member(&url, "solo", "x");
+    calls(&solo.breaker, 2, 2);
+    more_syncs(&solo, 5);
+    assert_eq!(solo.fleet.stats().members, 1);
+    assert_eq!(solo.breaker.state(now()), BreakerState::Closed);
+    // Two members: one failing plenty, one with no calls. The evidence comes from one
+    // member only, so the other stays closed.
+    let x = breaker_member(&url, "pair", "x");
+    let y = breaker_member(&url, "pair", "y");
+    calls(&x.breaker, 30, 30);
+    assert!(poll(400, || pay(&y).fleet_calls >= 20), "{:?}", pay(&y));
+    more_syncs(&y, 5);
+    let s = pay(&y);
+    assert_eq!((s.fleet_members, s.opened_on_evidence), (1, 0), "{s:?}");
+    assert_eq!(y.breaker.state(now()), BreakerState::Closed);
+    assert!(y
+        .fleet
+        .events()
+        .iter()
+        .all(|e| !matches!(e, FleetEvent::BreakerOpenedOnFleetEvidence { .. })));
+}
+
+#[test]
+fn hostile_breaker_counts_open_nothing() {
+    let r = Redis::start(&[]);
+    let url = r.url();
+    let b = breaker_member(&url, "hostile-brk", "b");
+    calls(&b.breaker, 2, 0);
+    let mut con = r.con();
+    let key = |m: &str| format!("guards:fleet:{{hostile-brk}}:m:{m}");
+    let max = u64::MAX.to_string();
+    let rows: [(&str, &[(&str, &str)]); 4] = [
+        ("evil", &[("c:pay", &max), ("f:pay", &max), ("w", "7")]),
+        (
+            "garbage",
+            &[("c:pay", "lots"), ("f:pay", "-3"), ("h:pay", "x")],
+        ),
+        ("inverted", &[("c:pay", "0"), ("f:pay", "1000")]),
+        (
+            "overflow",
+            &[("c:pay", "99999999999999999999999"), ("f:pay", "5")],
+        ),
+    ];
+    for (m, fields) in rows {
+        let _: () = redis::cmd("HSET")
+            .arg(key(m))
+            .arg(
+                fields
+                    .iter()
+                    .flat_map(|(k, v)| [*k, *v])
+                    .collect::<Vec<_>>(),
+            )
+            .query(&mut con)
+            .unwrap();
+        let _: () = redis::cmd("SADD")
+            .arg("guards:fleet:{hostile-brk}:members")
+            .arg(m)
+            .query(&mut con)
+            .unwrap();
+    }
+    assert!(poll(400, || b.fleet.stats().members == 5));
+    more_syncs(&b, 5);
+    let s = pay(&b);
+    // Only "evil" counts, clamped: one member, however loud, opens nothing.
+    assert_eq!(s.fleet_members, 1, "{s:?}");
+    assert_eq!(s.fleet_calls, MAX_WINDOW_CALLS + 2, "{s:?}");
+    assert_eq!(s.fleet_failures, MAX_WINDOW_CALLS, "{s:?}");
+    assert_eq!(s.opened_on_evidence, 0);
+    assert_eq!(b.breaker.state(now()), BreakerState::Closed);
+    assert!(b.fleet.stats().connected);
+}
+
+#[test]
+fn a_breaker_name_attaches_once() {
+    let r = Redis::start(&[]);
+    let m = breaker_member(&r.url(), "dup-brk", "a");
+    assert_eq!(
+        m.fleet.attach_breaker("pay", breaker()),
+        Err(FleetError::Duplicate("pay".into()))
+    );
+    assert!(matches!(
+        m.fleet.attach_breaker("bad name", breaker()),
+        Err(FleetError::Config("breaker name", _))
+    ));
+    // An allowance of the same name is another namespace.
+    let bh = Arc::new(Bulkhead::new(BulkheadConfig { max_concurrent: 1 }).unwrap());
+    assert!(m.fleet.attach_bulkhead("pay", 4, bh).is_ok());
+}

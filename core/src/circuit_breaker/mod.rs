@@ -802,6 +802,34 @@ impl<const CAP: usize> CircuitBreaker<CAP> {
         self.scan(w.generation, &OnceClock::new(clock))
     }
 
+    /// The number of calls the window must hold before its rates are judged: the
+    /// configured [`CircuitBreakerConfig::minimum_calls`], or what 0 ("automatic") stands
+    /// for.
+    pub fn minimum_calls(&self) -> u64 {
+        self.min_calls
+    }
+
+    /// Open a closed breaker at `now` on evidence from outside its own window (for example
+    /// the fleet's window counts, [`crate::fleet::open_on_fleet_evidence`]). It opens exactly
+    /// as a local trip does: the same closed → open transition of the generation it finds
+    /// closed, the same open duration (grown on consecutive openings), the same half-open
+    /// path afterwards, counted in [`CircuitBreakerStats::closed_to_open`]. Permits still
+    /// out are of the closed generation, so their outcomes are discarded.
+    ///
+    /// Returns whether this call opened it: `false` when the breaker is open or half-open
+    /// already, or when a concurrent transition (a local trip, another caller) left the
+    /// closed generation first. Lock-free: it is the compare-and-swap a tripping report
+    /// uses, so it races with one as two reports do (one opening per generation).
+    /// `clock` is read once, only when the breaker is closed.
+    pub fn open_on_evidence(&self, clock: impl Clock) -> bool {
+        // Ordering (S): acquire, as every load of the state word.
+        let w = Word::unpack(self.state.load(Ordering::Acquire));
+        if w.state != CLOSED {
+            return false;
+        }
+        self.trip(w.generation, clock.now())
+    }
+
     /// A snapshot of the counters.
     pub fn stats(&self) -> CircuitBreakerStats {
         let c = &self.hot.counters;
@@ -1142,6 +1170,65 @@ mod tests {
     fn succeed(b: &CircuitBreaker, t: Nanos) -> OutcomeEffect {
         let p = b.try_acquire(t).unwrap();
         b.on_success(p, t)
+    }
+
+    #[test]
+    fn opens_on_evidence_as_a_local_trip_does() {
+        let b = c6();
+        assert_eq!(b.minimum_calls(), 20);
+        // Two calls of its own, far below the minimum: it would never trip locally.
+        let _ = fail(&b, ms(0));
+        let out = b.try_acquire(ms(1)).unwrap();
+        assert!(b.open_on_evidence(ms(10)));
+        let st = b.status();
+        assert_eq!(
+            (st.state, st.generation, st.consecutive_opens),
+            (BreakerState::Open, 1, 1)
+        );
+        assert_eq!(st.half_open_at, ms(5_010));
+        assert_eq!(b.stats().closed_to_open, 1);
+        // Open already: nothing more, and the permit of the closed period is discarded.
+        assert!(!b.open_on_evidence(ms(11)));
+        assert_eq!(b.on_failure(out, ms(12)), OutcomeEffect::Discarded);
+        let r = b.try_acquire(ms(100)).unwrap_err();
+        assert_eq!(
+            (r.reason, r.retry_at),
+            (CircuitBreakerRejectReason::Open, ms(5_010))
+        );
+        // The same half-open path: half-open is not closed, so evidence cannot re-open it.
+        let probes: [CircuitBreakerPermit; 3] =
+            core::array::from_fn(|_| b.try_acquire(ms(5_010)).unwrap());
+        assert!(!b.open_on_evidence(ms(5_011)));
+        for p in probes {
+            let _ = b.on_success(p, ms(5_012));
+        }
+        assert_eq!(b.state(ms(5_012)), BreakerState::Closed);
+        assert_eq!(b.stats().half_open_to_closed, 1);
+        // Closed again with an empty window: a second opening on evidence.
+        assert!(b.open_on_evidence(ms(6_000)));
+        assert_eq!(b.stats().closed_to_open, 2);
+        assert_eq!(b.status().half_open_at, ms(11_000));
+    }
+
+    #[test]
+    fn evidence_and_a_local_trip_open_once() {
+        // The local trip first: the evidence finds it open.
+        let b = c6();
+        for i in 0..20 {
+            let _ = fail(&b, ms(i));
+        }
+        assert!(!b.open_on_evidence(ms(20)));
+        assert_eq!(b.stats().closed_to_open, 1);
+        // The evidence first: the tripping report is discarded.
+        let b = c6();
+        let permits: [CircuitBreakerPermit; 20] =
+            core::array::from_fn(|i| b.try_acquire(ms(i as u64)).unwrap());
+        assert!(b.open_on_evidence(ms(20)));
+        for p in permits {
+            assert_eq!(b.on_failure(p, ms(21)), OutcomeEffect::Discarded);
+        }
+        let st = b.status();
+        assert_eq!((st.generation, b.stats().closed_to_open), (1, 1));
     }
 
     #[test]

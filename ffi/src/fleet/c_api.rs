@@ -15,13 +15,15 @@ use std::ffi::c_char;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::{Fleet, FleetConfig, FleetError, Resizable};
+use super::{Fleet, FleetConfig, FleetError, Resizable, Trippable};
 use crate::c::bulkhead::guards_bulkhead;
+use crate::c::circuit_breaker::guards_circuit_breaker;
 use crate::c::limiter::guards_limiter;
 use crate::c::retry_budget::guards_retry_budget;
 use crate::c::{arg, boundary, c_str, free_handle, Out};
 use crate::error::{Failure, GuardsResult};
 use guards_core::retry_budget::{RetryBudget, TokenBudget};
+use guards_core::Nanos;
 
 /// A fleet membership (opaque): the agent thread and the guards attached to it.
 /// Thread-safe.
@@ -61,7 +63,7 @@ fn failure(e: &FleetError) -> Failure {
         FleetError::Duplicate(_) => Failure::argument(
             GuardsResult::InvalidArgument,
             "name",
-            "an allowance name not attached yet",
+            "a name not attached yet",
         ),
     }
 }
@@ -103,6 +105,27 @@ impl Resizable for HandleRef<guards_limiter> {
     }
     fn set_cap(&self, cap: u64) {
         Resizable::set_cap(self.get().limiter(), cap)
+    }
+}
+
+impl Trippable for HandleRef<guards_circuit_breaker> {
+    fn window(&self, now: Nanos) -> (u64, u64) {
+        self.get().breaker().window(now)
+    }
+    fn recorded(&self) -> (u64, u64) {
+        self.get().breaker().recorded()
+    }
+    fn is_closed(&self, now: Nanos) -> bool {
+        self.get().breaker().is_closed(now)
+    }
+    fn minimum_calls(&self) -> u64 {
+        self.get().breaker().minimum_calls()
+    }
+    fn failure_rate_threshold(&self) -> f64 {
+        self.get().breaker().failure_rate_threshold()
+    }
+    fn open_on_evidence(&self, now: Nanos) -> bool {
+        self.get().breaker().open_on_evidence(now)
     }
 }
 
@@ -183,7 +206,7 @@ pub unsafe extern "C" fn guards_fleet_join(
     })
 }
 
-/// Attach `guard` (checked non-NULL as `what`) to the allowance `name`.
+/// Attach `guard` to the allowance `name`.
 ///
 /// # Safety
 /// `f` must be NULL or a live handle; `name` NULL or a NUL-terminated string.
@@ -194,13 +217,24 @@ unsafe fn attach(
     guard: Box<dyn Resizable>,
 ) -> Result<(), Failure> {
     // SAFETY: the caller's contract.
+    unsafe { with_fleet(f, name, |fleet, name| fleet.attach(name, allowance, guard)) }
+}
+
+/// Run `op` on the fleet behind `f` with the name `name` (both checked).
+///
+/// # Safety
+/// As [`attach`].
+unsafe fn with_fleet(
+    f: *const guards_fleet,
+    name: *const c_char,
+    op: impl FnOnce(&Fleet, &str) -> Result<(), FleetError>,
+) -> Result<(), Failure> {
+    // SAFETY: the caller's contract.
     let f = unsafe { arg(f, "fleet") }?;
     // SAFETY: the caller's contract.
     let name = unsafe { c_str(name, "name") }?;
     let fleet = f.fleet.lock().unwrap_or_else(|p| p.into_inner());
-    fleet
-        .attach(name, allowance, guard)
-        .map_err(|e| failure(&e))
+    op(&fleet, name).map_err(|e| failure(&e))
 }
 
 /// Attach the bulkhead `bulkhead` to the fleet-wide allowance `name` of `allowance` slots
@@ -277,6 +311,33 @@ pub unsafe extern "C" fn guards_fleet_attach_retry_budget(
         let guard = TokenRef(HandleRef(budget));
         // SAFETY: the caller's contract.
         unsafe { attach(f, name, allowance, Box::new(guard)) }
+    })
+}
+
+/// Attach the circuit breaker `breaker` to the fleet's evidence under `name` (1..=128
+/// bytes of `[A-Za-z0-9._-]`; breaker names are apart from allowance names): each sync
+/// the agent publishes its window counts and, while it is closed with fewer calls than its
+/// `minimum_calls`, opens it when the fleet's calls (at least `minimum_calls`, from at
+/// least two other members) fail at its `failure_rate_threshold` or more, exactly as a
+/// local trip opens it (see docs/fleet.md, "Breaker evidence"). Nothing else about the
+/// breaker changes; its `now_ns` must be `guards_now_ns`'s timeline. The same lifetime
+/// rule as `guards_fleet_attach_bulkhead`. Errors: `INVALID_ARGUMENT` naming `name` (bad
+/// or already attached); `NULL_ARGUMENT`.
+///
+/// # Safety
+/// `f` and `breaker` must be NULL or live handles; `name` NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn guards_fleet_attach_breaker(
+    f: *const guards_fleet,
+    name: *const c_char,
+    breaker: *const guards_circuit_breaker,
+) -> GuardsResult {
+    boundary(|| {
+        // SAFETY: the caller's contract.
+        let _ = unsafe { arg(breaker, "breaker") }?;
+        let guard = Box::new(HandleRef(breaker));
+        // SAFETY: the caller's contract.
+        unsafe { with_fleet(f, name, |fleet, name| fleet.attach_trippable(name, guard)) }
     })
 }
 

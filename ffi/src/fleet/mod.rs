@@ -25,6 +25,21 @@
 //! and reports `RedisLost` / `RedisRegained` / `FellBack` events and counters.
 //! When it comes back and finds its record expired, it rejoins as a newcomer (share 0,
 //! growing as the others leave room).
+//!
+//! # Breaker evidence
+//!
+//! A breaker attached with [`Fleet::attach_breaker`] is never resized: each sync the agent
+//! publishes its window counts (calls, failures) under the breaker's name, sums the other
+//! members' ([`FleetEvidence::from_records`], every record sanitized) with its own, and
+//! opens the local breaker ([`CircuitBreaker::open_on_evidence`]) when
+//! [`open_on_fleet_evidence`] holds for the breaker's own `minimum_calls` and failure-rate
+//! threshold: too few calls of its own, enough in the fleet, from at least
+//! [`MIN_EVIDENCE_MEMBERS`] *other* members (this member's own counts add to the calls and
+//! the rate, never to the members, so no single other member can open it). While a breaker
+//! that opened on its own is open or half-open it keeps publishing the counts that opened
+//! it (its window at the last sync while closed, plus the outcomes recorded after it);
+//! one opened on the fleet's evidence publishes nothing until it closes, so evidence is
+//! never echoed back.
 
 pub mod c_api;
 mod store;
@@ -37,9 +52,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use guards_core::backoff::{Backoff, BackoffConfig, Jitter};
-use guards_core::fleet::{decide, fallback_share, MemberRecord, MAX_WEIGHT};
+use guards_core::circuit_breaker::{BreakerState, CircuitBreaker};
+use guards_core::fleet::{
+    decide, fallback_share, open_on_fleet_evidence, FleetEvidence, MemberRecord, MAX_WEIGHT,
+    MAX_WINDOW_CALLS, MIN_EVIDENCE_MEMBERS,
+};
 use guards_core::retry_budget::TokenBudget;
 use guards_core::{Bulkhead, Limiter, Nanos, Rng};
+
+use crate::handle::AnyBreaker;
 
 pub use store::{name_id, Keys};
 
@@ -144,7 +165,7 @@ pub enum FleetError {
     Auth(String),
     /// Redis could not be reached (or answered an error) when joining.
     Unavailable(String),
-    /// An allowance of this name is already attached.
+    /// An allowance (or a breaker) of this name is already attached.
     Duplicate(String),
 }
 
@@ -189,6 +210,18 @@ pub enum FleetEvent {
         /// The fallback share.
         share: u64,
     },
+    /// An attached breaker with too few calls of its own opened on the fleet's evidence
+    /// (see [`Fleet::attach_breaker`]).
+    BreakerOpenedOnFleetEvidence {
+        /// The breaker's name.
+        name: String,
+        /// Calls in the fleet's windows (this member's included).
+        fleet_calls: u64,
+        /// Failures among them.
+        fleet_failures: u64,
+        /// Other members that contributed calls.
+        members: u32,
+    },
 }
 
 /// One attached allowance, as [`Fleet::stats`] reports it.
@@ -208,6 +241,25 @@ pub struct AllowanceStats {
     pub claims_lost: u64,
 }
 
+/// One attached breaker, as [`Fleet::stats`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreakerStats {
+    /// Its name.
+    pub name: String,
+    /// Calls this member published at the last sync.
+    pub calls: u64,
+    /// Failures this member published at the last sync.
+    pub failures: u64,
+    /// The fleet's evidence at the last sync: calls (this member's included).
+    pub fleet_calls: u64,
+    /// Failures among them.
+    pub fleet_failures: u64,
+    /// Other members that contributed calls.
+    pub fleet_members: u32,
+    /// Times the agent opened the breaker on the fleet's evidence.
+    pub opened_on_evidence: u64,
+}
+
 /// Counters of the agent.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FleetStats {
@@ -225,6 +277,8 @@ pub struct FleetStats {
     pub events_dropped: u64,
     /// Each attached allowance.
     pub allowances: Vec<AllowanceStats>,
+    /// Each attached breaker.
+    pub breakers: Vec<BreakerStats>,
 }
 
 /// A guard the agent can resize: a bulkhead (its cap), a limiter (its ceiling,
@@ -313,6 +367,148 @@ impl<T: Resizable + ?Sized> Resizable for Arc<T> {
     }
 }
 
+/// A circuit breaker the agent feeds the fleet's evidence to ([`Fleet::attach_breaker`]).
+/// `now` is on the timeline of [`crate::clock::now_ns`] (every binding's default clock).
+pub trait Trippable: Send + Sync {
+    /// Calls and failures in its window at `now` (zeros unless closed).
+    fn window(&self, now: Nanos) -> (u64, u64);
+    /// Ordinary outcomes recorded since it was built: calls (successes and failures) and
+    /// failures.
+    fn recorded(&self) -> (u64, u64);
+    /// Whether it is closed at `now`.
+    fn is_closed(&self, now: Nanos) -> bool;
+    /// The calls its window needs before its rates are judged.
+    fn minimum_calls(&self) -> u64;
+    /// The failure rate at which it opens.
+    fn failure_rate_threshold(&self) -> f64;
+    /// Open it at `now` if it is closed ([`CircuitBreaker::open_on_evidence`]); whether
+    /// this call opened it.
+    fn open_on_evidence(&self, now: Nanos) -> bool;
+}
+
+impl<const CAP: usize> Trippable for CircuitBreaker<CAP> {
+    fn window(&self, now: Nanos) -> (u64, u64) {
+        let w = self.window_counts(now);
+        (w.calls, w.failures)
+    }
+    fn recorded(&self) -> (u64, u64) {
+        let s = self.stats();
+        (s.successes.saturating_add(s.failures), s.failures)
+    }
+    fn is_closed(&self, now: Nanos) -> bool {
+        self.state(now) == BreakerState::Closed
+    }
+    fn minimum_calls(&self) -> u64 {
+        CircuitBreaker::minimum_calls(self)
+    }
+    fn failure_rate_threshold(&self) -> f64 {
+        self.config().failure_rate_threshold
+    }
+    fn open_on_evidence(&self, now: Nanos) -> bool {
+        CircuitBreaker::open_on_evidence(self, now)
+    }
+}
+
+impl AnyBreaker {
+    /// The breaker inside, whatever its capacity, as a [`Trippable`].
+    fn trippable(&self) -> &dyn Trippable {
+        match self {
+            AnyBreaker::C128(b) => &**b,
+            AnyBreaker::C1024(b) => &**b,
+            AnyBreaker::C8192(b) => &**b,
+            AnyBreaker::C65536(b) => &**b,
+        }
+    }
+}
+
+impl Trippable for AnyBreaker {
+    fn window(&self, now: Nanos) -> (u64, u64) {
+        self.trippable().window(now)
+    }
+    fn recorded(&self) -> (u64, u64) {
+        self.trippable().recorded()
+    }
+    fn is_closed(&self, now: Nanos) -> bool {
+        self.trippable().is_closed(now)
+    }
+    fn minimum_calls(&self) -> u64 {
+        self.trippable().minimum_calls()
+    }
+    fn failure_rate_threshold(&self) -> f64 {
+        self.trippable().failure_rate_threshold()
+    }
+    fn open_on_evidence(&self, now: Nanos) -> bool {
+        self.trippable().open_on_evidence(now)
+    }
+}
+
+impl<T: Trippable + ?Sized> Trippable for Arc<T> {
+    fn window(&self, now: Nanos) -> (u64, u64) {
+        (**self).window(now)
+    }
+    fn recorded(&self) -> (u64, u64) {
+        (**self).recorded()
+    }
+    fn is_closed(&self, now: Nanos) -> bool {
+        (**self).is_closed(now)
+    }
+    fn minimum_calls(&self) -> u64 {
+        (**self).minimum_calls()
+    }
+    fn failure_rate_threshold(&self) -> f64 {
+        (**self).failure_rate_threshold()
+    }
+    fn open_on_evidence(&self, now: Nanos) -> bool {
+        (**self).open_on_evidence(now)
+    }
+}
+
+struct AttachedBreaker {
+    name: String,
+    breaker: Box<dyn Trippable>,
+    /// The window at the last sync that found it closed, and `recorded()` then.
+    sample: (u64, u64),
+    recorded_at_sample: (u64, u64),
+    /// While it is open on its own: the counts that opened it (published until it closes).
+    opened_on: Option<(u64, u64)>,
+    /// Whether the agent opened it (it then publishes nothing until it closes).
+    opened_by_fleet: bool,
+    published: (u64, u64),
+    fleet: FleetEvidence,
+    opened_on_evidence: u64,
+}
+
+impl AttachedBreaker {
+    /// What to publish at `now` (see "Breaker evidence" in the module docs).
+    fn counts(&mut self, now: Nanos) -> (u64, u64) {
+        if self.breaker.is_closed(now) {
+            let w = self.breaker.window(now);
+            self.sample = w;
+            self.recorded_at_sample = self.breaker.recorded();
+            self.opened_on = None;
+            self.opened_by_fleet = false;
+            return clamp_counts(w);
+        }
+        if self.opened_by_fleet {
+            return (0, 0);
+        }
+        let (sample, at) = (self.sample, self.recorded_at_sample);
+        let recorded = self.breaker.recorded();
+        *self.opened_on.get_or_insert_with(|| {
+            clamp_counts((
+                sample.0.saturating_add(recorded.0.saturating_sub(at.0)),
+                sample.1.saturating_add(recorded.1.saturating_sub(at.1)),
+            ))
+        })
+    }
+}
+
+/// `calls <= MAX_WINDOW_CALLS`, `failures <= calls`.
+fn clamp_counts((calls, failures): (u64, u64)) -> (u64, u64) {
+    let calls = calls.min(MAX_WINDOW_CALLS);
+    (calls, failures.min(calls))
+}
+
 struct Attached {
     name: String,
     allowance: u64,
@@ -324,6 +520,7 @@ struct Attached {
 
 struct State {
     attached: Vec<Attached>,
+    breakers: Vec<AttachedBreaker>,
     events: VecDeque<FleetEvent>,
     stats: FleetStats,
     last_members: Vec<String>,
@@ -416,6 +613,7 @@ impl Fleet {
             keys,
             state: Mutex::new(State {
                 attached: Vec::new(),
+                breakers: Vec::new(),
                 events: VecDeque::new(),
                 stats: FleetStats {
                     connected: true,
@@ -516,6 +714,52 @@ impl Fleet {
         self.attach(name, allowance, Box::new(budget))
     }
 
+    /// Attach `breaker` under `name` (1..=128 bytes of `[A-Za-z0-9._-]`; the breakers'
+    /// names are their own namespace, apart from the allowances'): each sync the agent
+    /// publishes its window counts and, while it is closed with fewer calls than its
+    /// `minimum_calls`, opens it when the fleet's evidence meets its failure-rate
+    /// threshold (see "Breaker evidence" in the module docs), with a
+    /// [`FleetEvent::BreakerOpenedOnFleetEvidence`]. The breaker is otherwise untouched
+    /// and its clock must be [`crate::clock::now_ns`]'s timeline. Kept until
+    /// [`Fleet::leave`].
+    pub fn attach_breaker(
+        &self,
+        name: &str,
+        breaker: Arc<CircuitBreaker>,
+    ) -> Result<(), FleetError> {
+        self.attach_trippable(name, Box::new(breaker))
+    }
+
+    /// Attach any [`Trippable`] breaker (see [`Fleet::attach_breaker`]).
+    pub fn attach_trippable(
+        &self,
+        name: &str,
+        breaker: Box<dyn Trippable>,
+    ) -> Result<(), FleetError> {
+        check_name("breaker name", name)?;
+        let mut st = self.shared.lock();
+        if st.breakers.iter().any(|b| b.name == name) {
+            return Err(FleetError::Duplicate(name.to_owned()));
+        }
+        // Outcomes recorded before the attach count only through the window.
+        let sample = breaker.window(Nanos(crate::clock::now_ns()));
+        let recorded_at_sample = breaker.recorded();
+        st.breakers.push(AttachedBreaker {
+            name: name.to_owned(),
+            breaker,
+            sample,
+            recorded_at_sample,
+            opened_on: None,
+            opened_by_fleet: false,
+            published: (0, 0),
+            fleet: FleetEvidence::default(),
+            opened_on_evidence: 0,
+        });
+        drop(st);
+        self.shared.wake.notify_all();
+        Ok(())
+    }
+
     /// The agent's counters and each allowance's share.
     pub fn stats(&self) -> FleetStats {
         let st = self.shared.lock();
@@ -530,6 +774,19 @@ impl Fleet {
                 fair: a.fair,
                 claims_won: a.claims_won,
                 claims_lost: a.claims_lost,
+            })
+            .collect();
+        s.breakers = st
+            .breakers
+            .iter()
+            .map(|b| BreakerStats {
+                name: b.name.clone(),
+                calls: b.published.0,
+                failures: b.published.1,
+                fleet_calls: b.fleet.calls,
+                fleet_failures: b.fleet.failures,
+                fleet_members: b.fleet.members,
+                opened_on_evidence: b.opened_on_evidence,
             })
             .collect();
         s
@@ -551,13 +808,35 @@ impl Fleet {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        self.shared.lock().attached.clear();
+        let mut st = self.shared.lock();
+        st.attached.clear();
+        st.breakers.clear();
     }
 }
 
 impl Drop for Fleet {
     fn drop(&mut self) {
         self.leave();
+    }
+}
+
+/// Join the allowance `a` as a newcomer: cap 0 at once, publishing held = the calls still
+/// in flight (first sync, an expired record, or an allowance not published yet).
+fn join_as_newcomer(
+    a: &Attached,
+    in_flight: u64,
+    fields: &mut Vec<(String, String)>,
+    events: &mut Vec<FleetEvent>,
+) {
+    let before = a.guard.cap();
+    a.guard.set_cap(0);
+    fields.push((format!("h:{}", a.name), in_flight.to_string()));
+    if before != 0 {
+        events.push(FleetEvent::ShareChanged {
+            allowance: a.name.clone(),
+            from: before,
+            to: 0,
+        });
     }
 }
 
@@ -714,38 +993,17 @@ impl Agent {
             let cap = a.guard.cap();
             let in_flight = a.guard.in_flight();
             let before = cap;
-            let Some(me) = me.filter(|_| me_listed) else {
-                // Not in the view (first sync, or our record expired): join as a newcomer.
-                a.guard.set_cap(0);
-                fields.push((format!("h:{}", a.name), in_flight.to_string()));
-                if before != 0 {
-                    events.push(FleetEvent::ShareChanged {
-                        allowance: a.name.clone(),
-                        from: before,
-                        to: 0,
-                    });
-                }
-                continue;
-            };
-            // A member that had not published this allowance yet publishes held 0 first.
+            // Not in the view (first sync, or our record expired), or not published for
+            // this allowance yet: join it as a newcomer.
             let published = view
                 .members
                 .iter()
                 .find(|m| m.name == cfg.member)
                 .and_then(|m| m.record(&a.name));
-            if published.is_none() {
-                records.remove(me);
-                a.guard.set_cap(0);
-                fields.push((format!("h:{}", a.name), in_flight.to_string()));
-                if before != 0 {
-                    events.push(FleetEvent::ShareChanged {
-                        allowance: a.name.clone(),
-                        from: before,
-                        to: 0,
-                    });
-                }
+            let (Some(me), Some(_)) = (me.filter(|_| me_listed), published) else {
+                join_as_newcomer(a, in_flight, &mut fields, &mut events);
                 continue;
-            }
+            };
             let d = decide(a.allowance, &records, me, cap, in_flight);
             a.fair = d.fair;
             if d.claim {
@@ -766,6 +1024,50 @@ impl Agent {
                     });
                 }
             }
+        }
+        // Breakers: publish this member's counts, open on the fleet's evidence.
+        let now = Nanos(crate::clock::now_ns());
+        let mut opened = Vec::new();
+        for b in st.breakers.iter_mut() {
+            let own = b.counts(now);
+            let others: Vec<MemberRecord> = view
+                .members
+                .iter()
+                .filter(|m| m.name != cfg.member)
+                .filter_map(|m| m.breaker(&b.name))
+                .collect();
+            let o = FleetEvidence::from_records(&others);
+            let fleet = FleetEvidence {
+                calls: o.calls.saturating_add(own.0),
+                failures: o.failures.saturating_add(own.1),
+                members: o.members,
+            };
+            b.fleet = fleet;
+            let threshold = b.breaker.failure_rate_threshold();
+            let minimum = b.breaker.minimum_calls();
+            let mut published = own;
+            if fleet.members >= MIN_EVIDENCE_MEMBERS
+                && b.breaker.is_closed(now)
+                && open_on_fleet_evidence(own.0, minimum, threshold, &fleet)
+                && b.breaker.open_on_evidence(now)
+            {
+                b.opened_by_fleet = true;
+                b.opened_on_evidence += 1;
+                published = (0, 0);
+                opened.push(FleetEvent::BreakerOpenedOnFleetEvidence {
+                    name: b.name.clone(),
+                    fleet_calls: fleet.calls,
+                    fleet_failures: fleet.failures,
+                    members: fleet.members,
+                });
+            }
+            b.published = published;
+            fields.push((format!("c:{}", b.name), published.0.to_string()));
+            fields.push((format!("f:{}", b.name), published.1.to_string()));
+        }
+        // An opening is done: report it now, whatever the writes below do.
+        for e in opened {
+            st.emit(e);
         }
         // Members joined / left.
         let now: Vec<String> = view.members.iter().map(|m| m.name.clone()).collect();

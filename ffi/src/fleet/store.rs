@@ -6,7 +6,8 @@
 //! - `guards:fleet:{S}:members`: a set of member names;
 //! - `guards:fleet:{S}:m:<member>`: a hash per member, expiring after the TTL unless the
 //!   member's heartbeat renews it: `w` (weight), `h:<allowance>` (held, per allowance the
-//!   member takes part in), `c:<allowance>` / `f:<allowance>` (breaker window counts);
+//!   member takes part in), `c:<breaker>` / `f:<breaker>` (the window counts of each
+//!   breaker it attached);
 //! - `guards:fleet:{S}:v:<allowance>`: the claim version of one allowance.
 //!
 //! Each script is one atomic step on the server, so a view is a consistent snapshot and a
@@ -75,6 +76,10 @@ pub struct Member {
     /// that does not parse reads as `u64::MAX` (clamped to the allowance: the member holds
     /// everything), counts that do not parse as 0.
     pub allowances: Vec<(String, u64, u64, u64)>,
+    /// `(breaker, calls, failures)` for each breaker whose window counts it publishes
+    /// (`c:<breaker>` / `f:<breaker>`, with or without a held of that name); counts that
+    /// do not parse read as 0 (sanitize with `MemberRecord::sanitized` before use).
+    pub breakers: Vec<(String, u64, u64)>,
 }
 
 impl Member {
@@ -89,6 +94,21 @@ impl Member {
                 held,
                 calls,
                 failures,
+            })
+    }
+}
+
+impl Member {
+    /// This member's published window counts for the breaker `name`, as a record
+    /// (unsanitized) with no held, or `None` if it publishes none.
+    pub fn breaker(&self, name: &str) -> Option<MemberRecord> {
+        self.breakers
+            .iter()
+            .find(|b| b.0 == name)
+            .map(|&(_, calls, failures)| MemberRecord {
+                calls,
+                failures,
+                ..MemberRecord::new(name_id(&self.name), self.weight, 0)
             })
     }
 }
@@ -261,6 +281,23 @@ fn parse_member(name: String, fields: &[Value]) -> Member {
             counts.push((a.to_owned(), false, num.unwrap_or(0)));
         }
     }
+    let mut breakers: Vec<(String, u64, u64)> = Vec::new();
+    for (name, calls, n) in &counts {
+        let i = match breakers.iter().position(|b| &b.0 == name) {
+            Some(i) => i,
+            None => {
+                breakers.push((name.clone(), 0, 0));
+                breakers.len() - 1
+            }
+        };
+        if let Some(b) = breakers.get_mut(i) {
+            if *calls {
+                b.1 = *n;
+            } else {
+                b.2 = *n;
+            }
+        }
+    }
     let allowances = held
         .into_iter()
         .map(|(a, h)| {
@@ -278,6 +315,7 @@ fn parse_member(name: String, fields: &[Value]) -> Member {
         name,
         weight,
         allowances,
+        breakers,
     }
 }
 
@@ -317,6 +355,9 @@ mod tests {
             (1, vec![("stock".into(), u64::MAX, 0, 0)])
         );
         assert_eq!(view.members[0].record("stock").unwrap().held, 7);
+        assert_eq!(b.breakers, vec![("stock".into(), 0, 0)]);
+        assert_eq!(b.breaker("stock").map(|r| (r.calls, r.held)), Some((0, 0)));
+        assert!(view.members[0].breaker("stock").is_none());
         assert!(view.members[0].record("other").is_none());
         assert_eq!(parse_view(Value::Nil, 1).members.len(), 0);
     }

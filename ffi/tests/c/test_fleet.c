@@ -149,6 +149,36 @@ static void test_two_members(void) {
   int64_t micros = 0;
   CHECK_RC(guards_retry_budget_tokens_micros(ra, 0, &micros), GUARDS_RESULT_OK);
   CHECK(micros == 4000000);
+  /* Breakers attach to the fleet's evidence under their own names. */
+  guards_circuit_breaker_config bc;
+  CHECK_RC(guards_circuit_breaker_config_default(&bc), GUARDS_RESULT_OK);
+  guards_circuit_breaker *cba = NULL, *cbb = NULL;
+  CHECK_RC(guards_circuit_breaker_new(&bc, &cba), GUARDS_RESULT_OK);
+  CHECK_RC(guards_circuit_breaker_new(&bc, &cbb), GUARDS_RESULT_OK);
+  CHECK_RC(guards_fleet_attach_breaker(a, "pay", cba), GUARDS_RESULT_OK);
+  CHECK_RC(guards_fleet_attach_breaker(b, "pay", cbb), GUARDS_RESULT_OK);
+  CHECK_RC(guards_fleet_attach_breaker(a, "stock", cba), GUARDS_RESULT_OK); /* not an allowance */
+  CHECK_RC(guards_fleet_attach_breaker(a, "pay", cba), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(detail_has("name"));
+  CHECK_RC(guards_fleet_attach_breaker(a, "bad name", cba), GUARDS_RESULT_INVALID_ARGUMENT);
+  CHECK(detail_has("breaker name"));
+  CHECK_RC(guards_fleet_attach_breaker(a, "x", NULL), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK(detail_has("breaker"));
+  CHECK_RC(guards_fleet_attach_breaker(a, NULL, cba), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK(detail_has("name"));
+  CHECK_RC(guards_fleet_attach_breaker(NULL, "x", cba), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK(detail_has("fleet"));
+  /* Two members, no failures: the agent syncs and leaves the breakers closed. */
+  CHECK_RC(guards_fleet_get_stats(a, &s), GUARDS_RESULT_OK);
+  uint64_t synced = s.syncs;
+  for (int i = 0; i < 800 && s.syncs < synced + 3; i++) {
+    nap();
+    CHECK_RC(guards_fleet_get_stats(a, &s), GUARDS_RESULT_OK);
+  }
+  CHECK(s.syncs >= synced + 3);
+  guards_breaker_state st = GUARDS_BREAKER_STATE_OPEN;
+  CHECK_RC(guards_circuit_breaker_state(cba, guards_now_ns(), &st), GUARDS_RESULT_OK);
+  CHECK(st == GUARDS_BREAKER_STATE_CLOSED);
   /* b leaves: a grows to the whole allowance. */
   guards_fleet_leave(b);
   int whole = 0;
@@ -166,6 +196,8 @@ static void test_two_members(void) {
   guards_retry_budget_free(ra);
   guards_retry_budget_free(rb);
   guards_retry_budget_free(grpc);
+  guards_circuit_breaker_free(cba);
+  guards_circuit_breaker_free(cbb);
 
   /* Bad input: typed errors, never a crash. */
   guards_fleet *x = NULL;
