@@ -19,8 +19,8 @@ use guards_core::{Nanos, Priority};
 use super::config::{check, check_limit, Config, OpsAction};
 use crate::error::SimError;
 use crate::topology::{
-    Action, Arrivals, CallPolicy, Dist, EdgeSpec, EntrySpec, FleetAllowance, FleetGuard,
-    FleetSpec, OpSpec, Outage, ServiceSpec, Slowdown, Step, TimedEvent, Topology, WorkSpec,
+    Action, Arrivals, CallPolicy, Dist, EdgeSpec, EntrySpec, FleetAllowance, FleetGuard, FleetSpec,
+    OpSpec, Outage, ServiceSpec, Slowdown, Step, TimedEvent, Topology, WorkSpec,
 };
 
 /// Service indices.
@@ -425,7 +425,9 @@ impl Config {
                 "a fleet-wide burst of the retry budget: switch it on (budget=on)",
             ));
         }
-        let ttl = f.ttl.unwrap_or(Nanos::new(f.sync_interval.as_u64().saturating_mul(3)));
+        let ttl = f
+            .ttl
+            .unwrap_or(Nanos::new(f.sync_interval.as_u64().saturating_mul(3)));
         if ttl.as_u64() < f.sync_interval.as_u64().saturating_mul(2) {
             return Err(SimError::bad_value(
                 "fleet.ttl_ms",

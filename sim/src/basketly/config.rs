@@ -1717,9 +1717,9 @@ impl Value<'_> {
 
     /// Milliseconds in `lo..=hi`.
     fn millis_in(&self, lo: f64, hi: f64) -> Result<Nanos, SimError> {
-        let x = self.float(lo, hi).map_err(|_| {
-            self.bad(&format!("a number of milliseconds in {lo}..={hi}"))
-        })?;
+        let x = self
+            .float(lo, hi)
+            .map_err(|_| self.bad(&format!("a number of milliseconds in {lo}..={hi}")))?;
         Nanos::from_secs_f64(x / 1e3).ok_or_else(|| self.bad("milliseconds"))
     }
 

@@ -145,7 +145,12 @@ impl Sim {
             if al.allowance.is_none() {
                 continue;
             }
-            let cap = f.caps.get(inst).and_then(|c| c.get(a)).copied().unwrap_or(0);
+            let cap = f
+                .caps
+                .get(inst)
+                .and_then(|c| c.get(a))
+                .copied()
+                .unwrap_or(0);
             match al.guard {
                 FleetGuard::Bulkhead(g) => {
                     if let Some(g) = ins.gates.get(g) {
@@ -226,10 +231,7 @@ impl Sim {
             return;
         }
         let ttl = f.spec.ttl();
-        let live = |r: &Option<Record>| {
-            r.as_ref()
-                .is_some_and(|r| now < r.at.saturating_add(ttl))
-        };
+        let live = |r: &Option<Record>| r.as_ref().is_some_and(|r| now < r.at.saturating_add(ttl));
         let me_listed = live(&f.records[inst]);
         let ins = &self.svcs[svc].instances[inst];
         let active = ins.active;

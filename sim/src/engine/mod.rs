@@ -1074,10 +1074,18 @@ fn validate(t: &Topology) -> Result<(), SimError> {
 
 /// Check a service's fleet: the agent's ranges for the interval and the TTL, guards that
 /// exist (a budget must be a token bucket), allowances core's resizes accept.
-fn validate_fleet(s: &crate::topology::ServiceSpec, f: &crate::topology::FleetSpec) -> Result<(), SimError> {
+fn validate_fleet(
+    s: &crate::topology::ServiceSpec,
+    f: &crate::topology::FleetSpec,
+) -> Result<(), SimError> {
     use crate::topology::{FleetGuard, FleetSpec};
     use guards_core::retry_budget::RetryBudgetConfig;
-    let bad = |what: String| Err(SimError::topology(format!("service {}: fleet {what}", s.name)));
+    let bad = |what: String| {
+        Err(SimError::topology(format!(
+            "service {}: fleet {what}",
+            s.name
+        )))
+    };
     if s.client {
         return bad("on a client".into());
     }
@@ -1098,7 +1106,9 @@ fn validate_fleet(s: &crate::topology::ServiceSpec, f: &crate::topology::FleetSp
                 if g >= s.bulkheads.len() {
                     return bad(format!("allowance {}: no bulkhead {g}", a.name));
                 }
-                if a.allowance.is_some_and(|x| x > guards_core::bulkhead::MAX_CONCURRENT_LIMIT) {
+                if a.allowance
+                    .is_some_and(|x| x > guards_core::bulkhead::MAX_CONCURRENT_LIMIT)
+                {
                     return bad(format!("allowance {}: at most 4294967295 calls", a.name));
                 }
             }

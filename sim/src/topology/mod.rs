@@ -164,8 +164,7 @@ impl FleetSpec {
     /// The agent's default sync interval, 250 ms.
     pub const DEFAULT_SYNC_INTERVAL: Nanos = Nanos::from_millis(250);
     /// The shortest and longest sync interval accepted.
-    pub const SYNC_INTERVAL_RANGE: (Nanos, Nanos) =
-        (Nanos::from_millis(10), Nanos::from_secs(60));
+    pub const SYNC_INTERVAL_RANGE: (Nanos, Nanos) = (Nanos::from_millis(10), Nanos::from_secs(60));
 
     /// The TTL in force: `ttl`, or 3 × the interval.
     pub fn ttl(&self) -> Nanos {
