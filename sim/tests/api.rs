@@ -132,7 +132,8 @@ fn every_documented_key_is_accepted() {
             k if k.ends_with(".deadline") && k != "db.deadline" => "attempt",
             k if k.ends_with("_p") => "0.5",
             "hiccup" | "budget" | "admission" | "codel" | "breaker" | "bulkhead" | "brownout"
-            | "hedge" | "scale" | "agents" | "burst" | "trace" => "on",
+            | "hedge" | "scale" | "agents" | "burst" | "trace" | "fleet" => "on",
+            "fleet.sync_interval_ms" => "100",
             k if k.ends_with("deadline_check")
                 || k.ends_with(".cancel")
                 || k.ends_with("idempotency_key")

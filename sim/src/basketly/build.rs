@@ -19,8 +19,8 @@ use guards_core::{Nanos, Priority};
 use super::config::{check, check_limit, Config, OpsAction};
 use crate::error::SimError;
 use crate::topology::{
-    Action, Arrivals, CallPolicy, Dist, EdgeSpec, EntrySpec, OpSpec, Outage, ServiceSpec, Slowdown,
-    Step, TimedEvent, Topology, WorkSpec,
+    Action, Arrivals, CallPolicy, Dist, EdgeSpec, EntrySpec, FleetAllowance, FleetGuard, FleetSpec,
+    OpSpec, Outage, ServiceSpec, Slowdown, Step, TimedEvent, Topology, WorkSpec,
 };
 
 /// Service indices.
@@ -130,6 +130,7 @@ impl Config {
                 None => shop.bulkheads.push(self.bulkhead),
             }
         }
+        shop.fleet = self.fleet_spec()?;
         if let Some(b) = self.burst {
             // C3's burst: every cart view arriving at that instant fails at once.
             shop.outages.push(Outage {
@@ -360,6 +361,7 @@ impl Config {
                 action: Action::Scale {
                     service: SHOPAPI,
                     instances: n,
+                    lb_delay: self.scale_lb_delay,
                 },
             });
         }
@@ -384,6 +386,63 @@ impl Config {
             entries,
             events,
         })
+    }
+
+    /// shop-api's fleet (`fleet.*`): the stock bulkhead's allowance `stock` and the retry
+    /// budget's burst `retry_burst`, each measured when its guard is on and enforced when
+    /// its allowance is set; `None` without any `fleet` setting.
+    fn fleet_spec(&self) -> Result<Option<FleetSpec>, SimError> {
+        let f = &self.fleet;
+        if !f.on && f.stock.is_none() && f.retry_burst.is_none() {
+            return Ok(None);
+        }
+        let mut allowances = Vec::new();
+        let bulkhead = self.bulkhead_on && self.bulkhead_limit.is_none();
+        if bulkhead {
+            allowances.push(FleetAllowance {
+                name: "stock".into(),
+                guard: FleetGuard::Bulkhead(0),
+                allowance: f.stock,
+            });
+        } else if let Some(a) = f.stock {
+            return Err(SimError::bad_value(
+                "fleet.stock",
+                &a.to_string(),
+                "a fleet-wide allowance of the stock bulkhead: switch it on (bulkhead=on, \
+                 without bulkhead.limit)",
+            ));
+        }
+        if self.budget_on {
+            allowances.push(FleetAllowance {
+                name: "retry_burst".into(),
+                guard: FleetGuard::Budget(0),
+                allowance: f.retry_burst,
+            });
+        } else if let Some(a) = f.retry_burst {
+            return Err(SimError::bad_value(
+                "fleet.retry_burst",
+                &a.to_string(),
+                "a fleet-wide burst of the retry budget: switch it on (budget=on)",
+            ));
+        }
+        let ttl = f
+            .ttl
+            .unwrap_or(Nanos::new(f.sync_interval.as_u64().saturating_mul(3)));
+        if ttl.as_u64() < f.sync_interval.as_u64().saturating_mul(2) {
+            return Err(SimError::bad_value(
+                "fleet.ttl_ms",
+                &format!("{}", ttl.as_u64() as f64 / 1e6),
+                &format!(
+                    "at least 2 x fleet.sync_interval_ms ({} ms), as the fleet agent requires",
+                    f.sync_interval.as_u64().saturating_mul(2) as f64 / 1e6
+                ),
+            ));
+        }
+        Ok(Some(FleetSpec {
+            sync_interval: f.sync_interval,
+            ttl: f.ttl,
+            allowances,
+        }))
     }
 
     /// Core's check of every guard switched on, reported on the override key at fault

@@ -192,6 +192,11 @@ pub struct Config {
     pub hedge: HedgingConfig,
     /// `scale.at`, `scale.instances`: scale shop-api at a time (Replay A). `scale=off` removes it.
     pub scale: Option<(Nanos, u32)>,
+    /// `scale.lb_delay_ms`: the instances the scale adds start (and join the fleet) at
+    /// `scale.at` but get calls from the load balancer only this long after (default 0).
+    pub scale_lb_delay: Nanos,
+    /// `fleet`, `fleet.*`: fleet guards on shop-api ([`Fleet`]).
+    pub fleet: Fleet,
     /// `ops.action` (`none` | `shed` | `flush`), `ops.at`: an operator action on shop-api.
     pub ops: Option<(Nanos, OpsAction)>,
     /// `agents`, `agents.reads`, `agents.period_s`, `agents.offsets` (`aligned` | `stable`),
@@ -232,7 +237,40 @@ const FIXED_KEYS: &[&str] = &[
     "agents",
     "burst",
     "trace",
+    "fleet",
 ];
+
+/// Fleet guards on shop-api (docs/basketly.md, "Fleet guards"): its instances share a
+/// fleet-wide allowance of the stock bulkhead and of the retry budget's burst, sized by
+/// guards-core's fleet arithmetic at each instance's own syncs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fleet {
+    /// `fleet`: `on` measures the fleet-wide stock calls in flight and retry tokens
+    /// without resizing anything; `off` removes the fleet (and its allowances).
+    pub on: bool,
+    /// `fleet.stock`: fleet-wide allowance of the per-instance stock bulkhead (`off`: none).
+    pub stock: Option<u64>,
+    /// `fleet.retry_burst`: fleet-wide burst of the per-instance token bucket, in whole
+    /// tokens (`off`: none).
+    pub retry_burst: Option<u64>,
+    /// `fleet.sync_interval_ms`: how often each instance syncs (default 250 ms).
+    pub sync_interval: Nanos,
+    /// `fleet.ttl_ms`: how long a record lives after its write (`None`, the default: 3 ×
+    /// the interval; at least 2 × the interval).
+    pub ttl: Option<Nanos>,
+}
+
+impl Default for Fleet {
+    fn default() -> Self {
+        Fleet {
+            on: false,
+            stock: None,
+            retry_burst: None,
+            sync_interval: crate::topology::FleetSpec::DEFAULT_SYNC_INTERVAL,
+            ttl: None,
+        }
+    }
+}
 
 /// Replay P's periodic agents.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -278,6 +316,9 @@ pub const PRESETS: &[&str] = &[
     "17y",
     "A-C0",
     "A-C7",
+    "A-C7-fleet",
+    "A-C7-fleet-lb",
+    "13a-fleet",
     "H-none",
     "H-retry",
     "H-hedge",
@@ -327,6 +368,9 @@ pub const PRESET_INFO: &[(&str, &str)] = &[
     ("17y", "C0 with no retries anywhere (one attempt at every layer), to 20:01:30"),
     ("A-C0", "C0, and shop-api scales from 4 to 8 instances at 20:00:10"),
     ("A-C7", "C7, and shop-api scales from 4 to 8 instances at 20:00:10"),
+    ("A-C7-fleet", "A-C7 with fleet guards: the stock bulkhead is a fleet-wide allowance of 48 calls shared by the live instances (fleet.stock=48)"),
+    ("A-C7-fleet-lb", "A-C7-fleet with the new instances in the load balancer 2 s after they start (scale.lb_delay_ms=2000)"),
+    ("13a-fleet", "13a with fleet guards: the retry budget's burst is a fleet-wide 40 tokens shared by the 8 instances (fleet.retry_burst=40)"),
     ("H-none", "a healthy database, 1 % of stock calls stall 250 ms, no timeout (60 s)"),
     ("H-retry", "H-none with a 60 ms timeout and one retry, deadlines and cancels"),
     ("H-hedge", "H-none with a hedge after the tracked P95, paid from the retry budget, loser cancelled"),
@@ -510,6 +554,30 @@ const RUN_KEYS: &[(&str, &str)] = &[
     ("scale", "off: no scaling event"),
     ("scale.at", "when shop-api scales, HH:MM:SS"),
     ("scale.instances", "shop-api instances after scaling"),
+    (
+        "scale.lb_delay_ms",
+        "ms from scale.at until the load balancer sends calls to the new instances (they start and join the fleet at scale.at; default 0)",
+    ),
+    (
+        "fleet",
+        "on | off: on measures fleet-wide stock calls in flight and retry tokens (summary fleet, fleet.* columns) without resizing; off removes the fleet",
+    ),
+    (
+        "fleet.stock",
+        "fleet-wide allowance of shop-api's stock bulkhead, shared by the live instances (integer >= 1, or off)",
+    ),
+    (
+        "fleet.retry_burst",
+        "fleet-wide burst of shop-api's retry token buckets in tokens, shared by the live instances (integer >= 1, or off)",
+    ),
+    (
+        "fleet.sync_interval_ms",
+        "how often each shop-api instance syncs its fleet record, ms (10..=60000, default 250)",
+    ),
+    (
+        "fleet.ttl_ms",
+        "how long a fleet record lives without a sync, ms (at least 2 x the interval, at most 600000; default 3 x the interval)",
+    ),
     (
         "ops.action",
         "none | shed | flush: operator action on shop-api",
@@ -767,6 +835,8 @@ impl Config {
                 ..schema::HEDGING.defaults()
             },
             scale: None,
+            scale_lb_delay: Nanos::ZERO,
+            fleet: Fleet::default(),
             ops: None,
             agents: None,
             burst: None,
@@ -841,9 +911,21 @@ impl Config {
                 c.scale = Some((clock::hms(20, 0, 10), 8));
                 c
             }
-            "A-C7" => {
+            "A-C7" | "A-C7-fleet" | "A-C7-fleet-lb" => {
                 let mut c = Self::c_line(7);
                 c.scale = Some((clock::hms(20, 0, 10), 8));
+                if name != "A-C7" {
+                    c.fleet.stock = Some(48);
+                }
+                if name == "A-C7-fleet-lb" {
+                    c.scale_lb_delay = Nanos::from_secs(2);
+                }
+                c
+            }
+            "13a-fleet" => {
+                let mut c = Self::c_line(4);
+                c.shopapi_instances = 8;
+                c.fleet.retry_burst = Some(40);
                 c
             }
             "H-none" | "H-retry" | "H-hedge" => {
@@ -1328,6 +1410,32 @@ impl Config {
                 let at = self.scale.map_or(clock::hms(20, 0, 10), |s| s.0);
                 self.scale = Some((at, v.count(1, 10_000)?));
             }
+            "scale.lb_delay_ms" => {
+                self.scale_lb_delay = v.millis_in(0.0, 3_600_000.0)?;
+            }
+            "fleet" => {
+                if v.flag()? {
+                    self.fleet.on = true;
+                } else {
+                    self.fleet = Fleet::default();
+                }
+            }
+            "fleet.stock" => {
+                self.fleet.stock = v.allowance(u64::from(u32::MAX), "calls")?;
+            }
+            "fleet.retry_burst" => {
+                self.fleet.retry_burst = v.allowance(1_000_000_000, "tokens")?;
+            }
+            "fleet.sync_interval_ms" => {
+                self.fleet.sync_interval = v.millis_in(10.0, 60_000.0)?;
+            }
+            "fleet.ttl_ms" => {
+                self.fleet.ttl = if value == "default" {
+                    None
+                } else {
+                    Some(v.millis_in(1.0, 600_000.0)?)
+                };
+            }
             "ops.action" => {
                 let at = self.ops.map_or(clock::hms(20, 2, 0), |o| o.0);
                 self.ops = match value {
@@ -1604,6 +1712,25 @@ impl Value<'_> {
         match self.value.parse::<u32>() {
             Ok(x) if x >= lo && x <= hi => Ok(x),
             _ => Err(self.bad(&format!("an integer in {lo}..={hi}"))),
+        }
+    }
+
+    /// Milliseconds in `lo..=hi`.
+    fn millis_in(&self, lo: f64, hi: f64) -> Result<Nanos, SimError> {
+        let x = self
+            .float(lo, hi)
+            .map_err(|_| self.bad(&format!("a number of milliseconds in {lo}..={hi}")))?;
+        Nanos::from_secs_f64(x / 1e3).ok_or_else(|| self.bad("milliseconds"))
+    }
+
+    /// A fleet-wide allowance: an integer in `1..=hi`, or `off`.
+    fn allowance(&self, hi: u64, what: &str) -> Result<Option<u64>, SimError> {
+        if self.value == "off" || self.value == "none" {
+            return Ok(None);
+        }
+        match self.value.parse::<u64>() {
+            Ok(x) if (1..=hi).contains(&x) => Ok(Some(x)),
+            _ => Err(self.bad(&format!("a number of {what} in 1..={hi}, or off"))),
         }
     }
 

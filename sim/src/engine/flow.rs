@@ -399,6 +399,7 @@ impl Sim {
         let (svc, inst) = (c.svc as usize, c.inst as usize);
         if let Some(b) = self.topo.edges[e].policy.budget {
             self.svcs[svc].instances[inst].budgets[b].deposit(now);
+            self.fleet_note(svc);
         }
         self.attempt(r, false);
     }
@@ -470,7 +471,8 @@ impl Sim {
                     gticket = Some(Held {
                         epoch: ins.gates_epoch,
                         ticket: t,
-                    })
+                    });
+                    self.fleet_note(svc);
                 }
                 None => {
                     self.return_breaker(svc, inst, e, bticket, Report::NotSent);

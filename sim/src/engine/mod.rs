@@ -7,6 +7,7 @@
 //! cancellation) is in `flow.rs`; the counters in `metrics.rs`.
 
 pub(crate) mod call;
+mod fleet;
 mod flow;
 pub(crate) mod metrics;
 mod queue;
@@ -52,6 +53,10 @@ enum Kind {
     Hedge(CallRef, u32),
     /// A timed operator action.
     Action(u32),
+    /// A fleet member (service, instance) syncs.
+    FleetSync(u32, u32),
+    /// The load balancer starts sending calls to the first `n` instances of a service.
+    LbJoin(u32, u32),
 }
 
 /// One service instance.
@@ -187,6 +192,8 @@ pub struct Sim {
     tracer: Option<Box<tracer::Tracer>>,
     /// Bytes of one closed interval in the history (and again in the result).
     row_bytes: u64,
+    /// Per service: its fleet, if it has one.
+    fleets: Vec<Option<fleet::FleetState>>,
 }
 
 /// Events between two checks of the memory estimate.
@@ -271,12 +278,14 @@ impl Sim {
             stopped: None,
             tracer: None,
             row_bytes: Metrics::row_bytes(t.entries.len(), t.edges.len(), t.services.len()),
+            fleets: Vec::new(),
             topo: topology,
         };
         sim.schedule_arrivals();
         for (i, ev) in sim.topo.events.clone().iter().enumerate() {
             sim.schedule(ev.at, Kind::Action(i as u32), false);
         }
+        sim.fleet_init();
         Ok(sim)
     }
 
@@ -498,12 +507,18 @@ impl Sim {
                     self.apply_action(ev.action);
                 }
             }
+            Kind::FleetSync(svc, inst) => self.fleet_sync(svc as usize, inst as usize),
+            Kind::LbJoin(svc, n) => self.lb_join(svc as usize, n),
         }
     }
 
     fn apply_action(&mut self, action: Action) {
         match action {
-            Action::Scale { service, instances } => self.scale(service, instances),
+            Action::Scale {
+                service,
+                instances,
+                lb_delay,
+            } => self.scale(service, instances, lb_delay),
             Action::Shed { service, max_queue } => {
                 let s = &mut self.svcs[service];
                 s.shed = Some(max_queue);
@@ -515,7 +530,9 @@ impl Sim {
         }
     }
 
-    fn scale(&mut self, svc: usize, n: u32) {
+    /// Scale `svc` to `n` instances. Started instances run (and join the fleet) at once;
+    /// the load balancer sends them calls after `lb_delay` (removed ones get none from now).
+    fn scale(&mut self, svc: usize, n: u32, lb_delay: Nanos) {
         let have = self.svcs[svc].instances.len() as u32;
         for _ in have..n {
             // Validated at construction: building the same instance again cannot fail.
@@ -525,13 +542,39 @@ impl Sim {
             }
         }
         let s = &mut self.svcs[svc];
-        s.active.clear();
+        let was: Vec<u32> = std::mem::take(&mut s.active);
         for (i, inst) in s.instances.iter_mut().enumerate() {
             inst.active = (i as u32) < n;
-            if inst.active {
+            let routed = lb_delay.is_zero() || was.contains(&(i as u32));
+            if inst.active && routed {
                 s.active.push(i as u32);
             }
         }
+        if !lb_delay.is_zero() {
+            let at = self.now.saturating_add(lb_delay);
+            self.schedule(at, Kind::LbJoin(svc as u32, n), false);
+        }
+        if self.fleets.get(svc).is_some_and(Option::is_some) {
+            for i in 0..self.svcs[svc].instances.len() {
+                if self.svcs[svc].instances[i].active {
+                    self.fleet_join(svc, i);
+                } else {
+                    self.fleet_removed(svc, i);
+                }
+            }
+        }
+    }
+
+    /// The load balancer sends calls to the instances of `svc` below `n` that run.
+    fn lb_join(&mut self, svc: usize, n: u32) {
+        let s = &mut self.svcs[svc];
+        s.active = s
+            .instances
+            .iter()
+            .enumerate()
+            .filter(|(i, inst)| inst.active && (*i as u32) < n)
+            .map(|(i, _)| i as u32)
+            .collect();
     }
 
     /// Pick an active instance of `svc` for a new call.
@@ -613,6 +656,7 @@ impl Sim {
                 }
             }
             self.metrics.close(&sg, &eg);
+            self.fleet_close();
         }
     }
 
@@ -708,6 +752,7 @@ impl Sim {
                 values: gauge(|g| g.wait_max as f64 / 1e6),
             });
         }
+        self.fleet_columns(&mut columns);
         let latencies = self
             .topo
             .edges
@@ -741,6 +786,9 @@ impl Sim {
                 .unwrap_or_default(),
         };
         r.summary = crate::summary::summary(&r, &self.topo);
+        if let Some(f) = self.fleet_summary() {
+            r.summary.push(("fleet".into(), f));
+        }
         r
     }
 }
@@ -955,6 +1003,11 @@ fn validate(t: &Topology) -> Result<(), SimError> {
             }
         }
     }
+    for s in &t.services {
+        if let Some(f) = &s.fleet {
+            validate_fleet(s, f)?;
+        }
+    }
     // Calls are delivered at once, by direct calls: a cycle of services calling each
     // other would nest without bound.
     let mut state = vec![0u8; t.services.len()]; // 0 new, 1 on the path, 2 done
@@ -1002,7 +1055,9 @@ fn validate(t: &Topology) -> Result<(), SimError> {
     }
     for ev in &t.events {
         let svc = match ev.action {
-            Action::Scale { service, instances } => {
+            Action::Scale {
+                service, instances, ..
+            } => {
                 if instances == 0 {
                     return Err(SimError::topology("scale to zero instances"));
                 }
@@ -1012,6 +1067,66 @@ fn validate(t: &Topology) -> Result<(), SimError> {
         };
         if svc >= t.services.len() || t.services[svc].client {
             return Err(SimError::topology(format!("timed action on service {svc}")));
+        }
+    }
+    Ok(())
+}
+
+/// Check a service's fleet: the agent's ranges for the interval and the TTL, guards that
+/// exist (a budget must be a token bucket), allowances core's resizes accept.
+fn validate_fleet(
+    s: &crate::topology::ServiceSpec,
+    f: &crate::topology::FleetSpec,
+) -> Result<(), SimError> {
+    use crate::topology::{FleetGuard, FleetSpec};
+    use guards_core::retry_budget::RetryBudgetConfig;
+    let bad = |what: String| {
+        Err(SimError::topology(format!(
+            "service {}: fleet {what}",
+            s.name
+        )))
+    };
+    if s.client {
+        return bad("on a client".into());
+    }
+    let (lo, hi) = FleetSpec::SYNC_INTERVAL_RANGE;
+    if f.sync_interval < lo || f.sync_interval > hi {
+        return bad("sync_interval must be in 10ms..=60s".into());
+    }
+    let ttl = f.ttl();
+    if ttl.as_u64() < f.sync_interval.as_u64().saturating_mul(2) || ttl > Nanos::from_secs(600) {
+        return bad("ttl must be in 2 x sync_interval..=600s".into());
+    }
+    for (i, a) in f.allowances.iter().enumerate() {
+        if f.allowances[..i].iter().any(|b| b.name == a.name) {
+            return bad(format!("allowance {} named twice", a.name));
+        }
+        match a.guard {
+            FleetGuard::Bulkhead(g) => {
+                if g >= s.bulkheads.len() {
+                    return bad(format!("allowance {}: no bulkhead {g}", a.name));
+                }
+                if a.allowance
+                    .is_some_and(|x| x > guards_core::bulkhead::MAX_CONCURRENT_LIMIT)
+                {
+                    return bad(format!("allowance {}: at most 4294967295 calls", a.name));
+                }
+            }
+            FleetGuard::Budget(b) => {
+                match s.budgets.get(b) {
+                    Some(RetryBudgetConfig::TokenBucket(_)) => {}
+                    Some(_) => {
+                        return bad(format!(
+                            "allowance {}: budget {b} is not a token bucket",
+                            a.name
+                        ))
+                    }
+                    None => return bad(format!("allowance {}: no budget {b}", a.name)),
+                }
+                if a.allowance.is_some_and(|x| x > 1_000_000_000) {
+                    return bad(format!("allowance {}: at most 1e9 tokens", a.name));
+                }
+            }
         }
     }
     Ok(())

@@ -290,7 +290,10 @@ impl Sim {
             .enumerate()
         {
             if o.instances != n.instances {
-                self.scale(si, n.instances);
+                self.scale(si, n.instances, Nanos::ZERO);
+            }
+            if n.fleet.is_some() {
+                self.fleet_reapply(si);
             }
             for inst in 0..self.svcs[si].instances.len() {
                 self.dispatch(si, inst);
@@ -354,6 +357,9 @@ fn same_shape(old: &Topology, new: &Topology) -> Result<(), SimError> {
     for (o, n) in old.services.iter().zip(&new.services) {
         if o.name != n.name || o.client != n.client || o.ops.len() != n.ops.len() {
             return Err(fixed(&format!("service {}", o.name)));
+        }
+        if o.fleet != n.fleet {
+            return Err(fixed(&format!("the fleet of service {}", o.name)));
         }
         for (oo, no) in o.ops.iter().zip(&n.ops) {
             let same_steps = oo.name == no.name

@@ -30,4 +30,22 @@ impl Gate {
     pub(crate) fn release(&self, t: GateTicket) {
         self.bulkhead.release(t);
     }
+
+    /// Permits out now.
+    pub(crate) fn in_flight(&self) -> u64 {
+        self.bulkhead.in_flight()
+    }
+
+    /// The cap in force.
+    pub(crate) fn cap(&self) -> u64 {
+        self.bulkhead.max_concurrent()
+    }
+
+    /// A fleet share: core's run-time resize (a cap below the permits out admits nothing
+    /// until enough come back).
+    pub(crate) fn set_cap(&self, cap: u64) {
+        // Shares never exceed the allowance, checked against core's limit when the
+        // topology is validated.
+        let _ = self.bulkhead.set_max_concurrent(cap);
+    }
 }

@@ -193,6 +193,8 @@ struct WireService {
     limiters: Vec<LimiterConfig>,
     #[serde(default)]
     balance: Balance,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fleet: Option<FleetSpec>,
     #[serde(default)]
     ops: Vec<WireOp>,
 }
@@ -288,6 +290,12 @@ struct WireScale {
     service: Ref,
     #[serde(default = "one")]
     instances: u32,
+    #[serde(default, skip_serializing_if = "is_zero", with = "units::duration")]
+    lb_delay: Nanos,
+}
+
+fn is_zero(d: &Nanos) -> bool {
+    d.is_zero()
 }
 
 #[derive(Serialize, Deserialize)]
@@ -513,6 +521,7 @@ impl Topology {
                 bulkheads: s.bulkheads.clone(),
                 limiters: s.limiters.clone(),
                 balance: s.balance,
+                fleet: s.fleet.clone(),
                 ops,
             });
         }
@@ -568,6 +577,7 @@ impl Topology {
                 (Some(s), None, None) => Action::Scale {
                     service: svc("scale", &s.service)?,
                     instances: s.instances,
+                    lb_delay: s.lb_delay,
                 },
                 (None, Some(s), None) => Action::Shed {
                     service: svc("shed", &s.service)?,
@@ -635,6 +645,7 @@ impl Topology {
                     bulkheads: s.bulkheads.clone(),
                     limiters: s.limiters.clone(),
                     balance: s.balance,
+                    fleet: s.fleet.clone(),
                     ops: s
                         .ops
                         .iter()
@@ -710,10 +721,15 @@ impl Topology {
                         flush: None,
                     };
                     match ev.action {
-                        Action::Scale { service, instances } => {
+                        Action::Scale {
+                            service,
+                            instances,
+                            lb_delay,
+                        } => {
                             w.scale = Some(WireScale {
                                 service: svc(service),
                                 instances,
+                                lb_delay,
                             })
                         }
                         Action::Shed { service, max_queue } => {

@@ -98,6 +98,10 @@ pub struct ServiceSpec {
     pub limiters: Vec<LimiterConfig>,
     /// How callers spread calls over this service's instances.
     pub balance: Balance,
+    /// Fleet guards: the instances share fleet-wide allowances of their bulkheads or
+    /// token budgets, sized by guards-core's fleet arithmetic ([`FleetSpec`]), or only
+    /// measured fleet-wide.
+    pub fleet: Option<FleetSpec>,
     /// The operations this service runs.
     pub ops: Vec<OpSpec>,
 }
@@ -119,9 +123,84 @@ impl ServiceSpec {
             bulkheads: Vec::new(),
             limiters: Vec::new(),
             balance: Balance::Random,
+            fleet: None,
             ops,
         }
     }
+}
+
+/// Fleet guards on one service, modelled on the fleet agent: every instance is a member
+/// that, at its own sync events (every `sync_interval`, each at its own phase), reads the
+/// records the members last wrote (a record lives `ttl` after its write), decides each
+/// allowance's share with `guards_core::fleet::decide` (shrink at once, grow only into
+/// the room the view leaves free) and writes its record (`held = max(cap, in_flight)`).
+/// The store is atomic and has no latency, so a claim never loses a race. Instances that
+/// run from the start begin at their fair share; an instance added later joins with a
+/// share of 0 and grows. A removed instance shrinks to 0 and leaves once drained.
+///
+/// As JSON: `{"sync_interval": "250ms", "ttl": "750ms", "allowances": [{"name":
+/// "stock", "guard": {"bulkhead": 0}, "allowance": 48}]}` (`ttl` defaults to 3 × the
+/// interval; an allowance `null` only measures).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetSpec {
+    /// How often each member syncs (10 ms..=60 s, like the agent's).
+    #[serde(default = "default_sync_interval", with = "units::duration")]
+    pub sync_interval: Nanos,
+    /// How long a record lives after its write (`None`: 3 × the interval); at least 2 ×
+    /// the interval, like the agent's.
+    #[serde(default, with = "units::opt_duration")]
+    pub ttl: Option<Nanos>,
+    /// The shared allowances.
+    #[serde(default)]
+    pub allowances: Vec<FleetAllowance>,
+}
+
+fn default_sync_interval() -> Nanos {
+    FleetSpec::DEFAULT_SYNC_INTERVAL
+}
+
+impl FleetSpec {
+    /// The agent's default sync interval, 250 ms.
+    pub const DEFAULT_SYNC_INTERVAL: Nanos = Nanos::from_millis(250);
+    /// The shortest and longest sync interval accepted.
+    pub const SYNC_INTERVAL_RANGE: (Nanos, Nanos) = (Nanos::from_millis(10), Nanos::from_secs(60));
+
+    /// The TTL in force: `ttl`, or 3 × the interval.
+    pub fn ttl(&self) -> Nanos {
+        self.ttl
+            .unwrap_or(Nanos::new(self.sync_interval.as_u64().saturating_mul(3)))
+    }
+
+    /// Whether any allowance is enforced (not only measured).
+    pub fn enforces(&self) -> bool {
+        self.allowances.iter().any(|a| a.allowance.is_some())
+    }
+}
+
+/// One fleet-wide allowance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetAllowance {
+    /// Name used in output columns (`fleet.<service>.<name>.*`) and the summary.
+    pub name: String,
+    /// The per-instance guard whose cap is the member's share.
+    pub guard: FleetGuard,
+    /// The fleet-wide allowance: a bulkhead's calls in flight, a token bucket's burst in
+    /// whole tokens (`None`: the guards keep their own caps and are only measured).
+    #[serde(default)]
+    pub allowance: Option<u64>,
+}
+
+/// The guard an allowance resizes: an index into the service's lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum FleetGuard {
+    /// [`ServiceSpec::bulkheads`]`[i]`, resized with `Bulkhead::set_max_concurrent`.
+    Bulkhead(usize),
+    /// [`ServiceSpec::budgets`]`[i]`, a token bucket resized with
+    /// `TokenBudget::set_capacity`.
+    Budget(usize),
 }
 
 /// How a caller picks one instance of the callee.
@@ -436,6 +515,9 @@ pub enum Action {
         service: ServiceId,
         /// The new number of instances.
         instances: u32,
+        /// New instances start (and join the service's fleet) at once but get calls from
+        /// the load balancer only this long after (0: at once).
+        lb_delay: Nanos,
     },
     /// From now on, refuse (overloaded) every call that would have to wait when the
     /// instance's queue already holds `max_queue` calls.
