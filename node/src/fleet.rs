@@ -29,7 +29,7 @@ use napi::bindgen_prelude::*;
 use napi::{JsValue, Task, ValueType};
 use napi_derive::napi;
 
-use guards::fleet::{self as gf, FleetConfig, FleetError, FleetEvent, Resizable};
+use guards::fleet::{self as gf, EventField, FleetConfig, FleetError, FleetEvent, Resizable};
 use guards::names::{Bulkhead as CoreBulkhead, Limiter as CoreLimiter, RetryBudget as CoreBudget};
 use guards::shared::Shared;
 use guards_core::retry_budget::TokenBudget;
@@ -823,37 +823,29 @@ impl Fleet {
 
 fn event<'e>(env: &'e Env, e: FleetEvent) -> Result<Object<'e>> {
     let mut o = Object::new(env)?;
-    match e {
-        FleetEvent::ShareChanged {
-            allowance,
-            from,
-            to,
-        } => {
-            o.set("kind", "shareChanged")?;
-            o.set("allowance", allowance)?;
-            o.set("from", num(from))?;
-            o.set("to", num(to))?;
-        }
-        FleetEvent::MemberJoined(m) => {
-            o.set("kind", "memberJoined")?;
-            o.set("member", m)?;
-        }
-        FleetEvent::MemberLeft(m) => {
-            o.set("kind", "memberLeft")?;
-            o.set("member", m)?;
-        }
-        FleetEvent::RedisLost(error) => {
-            o.set("kind", "redisLost")?;
-            o.set("error", error)?;
-        }
-        FleetEvent::RedisRegained => {
-            o.set("kind", "redisRegained")?;
-        }
-        FleetEvent::FellBack { allowance, share } => {
-            o.set("kind", "fellBack")?;
-            o.set("allowance", allowance)?;
-            o.set("share", num(share))?;
+    o.set("kind", camel(e.kind()))?;
+    for (name, v) in e.fields() {
+        match v {
+            EventField::Text(t) => o.set(camel(name), t)?,
+            EventField::Count(n) => o.set(camel(name), num(n))?,
         }
     }
     Ok(o)
+}
+
+/// `share_changed` → `shareChanged`: the JS spelling of the agent's snake_case names.
+fn camel(snake: &str) -> String {
+    let mut out = String::with_capacity(snake.len());
+    let mut up = false;
+    for c in snake.chars() {
+        if c == '_' {
+            up = true;
+        } else if up {
+            out.push(c.to_ascii_uppercase());
+            up = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

@@ -16,7 +16,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use guards::fleet::{
-    AllowanceStats, Fleet, FleetConfig, FleetError, FleetEvent, FleetStats, Resizable,
+    AllowanceStats, EventField, Fleet, FleetConfig, FleetError, FleetEvent, FleetStats, Resizable,
 };
 use guards_core::retry_budget::{RetryBudget, MICROS_PER_TOKEN};
 use guards_core::Nanos;
@@ -183,36 +183,11 @@ fn allowance_dict<'py>(py: Python<'py>, a: &AllowanceStats) -> PyResult<Bound<'p
 
 fn event_dict<'py>(py: Python<'py>, e: &FleetEvent) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    match e {
-        FleetEvent::ShareChanged {
-            allowance,
-            from,
-            to,
-        } => {
-            d.set_item("kind", "share_changed")?;
-            d.set_item("allowance", allowance)?;
-            d.set_item("from", from)?;
-            d.set_item("to", to)?;
-        }
-        FleetEvent::MemberJoined(m) => {
-            d.set_item("kind", "member_joined")?;
-            d.set_item("member", m)?;
-        }
-        FleetEvent::MemberLeft(m) => {
-            d.set_item("kind", "member_left")?;
-            d.set_item("member", m)?;
-        }
-        FleetEvent::RedisLost(why) => {
-            d.set_item("kind", "redis_lost")?;
-            d.set_item("error", why)?;
-        }
-        FleetEvent::RedisRegained => {
-            d.set_item("kind", "redis_regained")?;
-        }
-        FleetEvent::FellBack { allowance, share } => {
-            d.set_item("kind", "fell_back")?;
-            d.set_item("allowance", allowance)?;
-            d.set_item("share", share)?;
+    d.set_item("kind", e.kind())?;
+    for (name, v) in e.fields() {
+        match v {
+            EventField::Text(t) => d.set_item(name, t)?,
+            EventField::Count(n) => d.set_item(name, n)?,
         }
     }
     Ok(d)

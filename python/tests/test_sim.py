@@ -172,10 +172,13 @@ def test_latencies_match_the_summary(c8: sim.SimResult) -> None:
 
 
 def test_presets_and_keys_are_listed() -> None:
-    assert len(sim.PRESETS) == 45
-    assert sim.PRESETS[:2] == ("healthy", "C0") and sim.PRESETS[35] == "jitter-full"
-    assert sim.PRESETS[36:] == tuple(f"live-C{n}" for n in range(9))
+    assert len(sim.PRESETS) == 48
+    assert sim.PRESETS[:2] == ("healthy", "C0") and sim.PRESETS[38] == "jitter-full"
+    assert sim.PRESETS[39:] == tuple(f"live-C{n}" for n in range(9))
+    assert {"A-C7-fleet", "A-C7-fleet-lb", "13a-fleet"} <= set(sim.PRESETS)
     assert "stock_call.idempotency_key" in sim.KEYS and "HOP.attempt_timeout" in sim.KEYS
+    assert {"fleet.stock", "fleet.retry_burst", "fleet.sync_interval_ms", "fleet.ttl_ms",
+            "scale.lb_delay_ms"} <= set(sim.KEYS)
     # A guard's keys are its config's fields, generated from the schema.
     assert {"breaker.failure_rate_threshold", "breaker.window_size", "HOP.retry.max_attempts",
             "HOP.retry.backoff.base", "budget.ratio", "hedge.delay_quantile",
@@ -342,7 +345,9 @@ def test_compare_puts_settings_side_by_side() -> None:
     header = text.splitlines()[1].split()
     assert header == ["C0", "C8"]
     rows = {m.key: v for m, v in cmp.rows()}
-    assert set(rows) == {m.key for m in (*sim.GENERIC_METRICS, *sim.METRICS)}
+    # Every metric but the fleet rows (neither run has fleet guards: they apply to none).
+    assert set(rows) == {m.key for m in (*sim.GENERIC_METRICS, *sim.METRICS)
+                         if not m.key.startswith("fleet_")}
     assert rows["actions_full"] == [rows["goodput"][0], rows["goodput"][1]]
     assert len(cmp.to_csv().splitlines()) == 1 + len(rows)
     d = json.loads(json.dumps(cmp.to_dict()))

@@ -19,7 +19,7 @@ Value = Union[float, str, None]
 CASES = [
     (["C0", "C4", "C8"], 1, "20:00:25"),
     (["C6", "15t", "17x"], 2, "20:00:10"),
-    (["C1", "H-hedge", "A-C7"], 3, "20:00:40"),
+    (["C1", "H-hedge", "A-C7", "A-C7-fleet"], 3, "20:00:40"),
 ]
 
 
@@ -78,6 +78,10 @@ def reference_value(key: str, r: sim.SimResult, w: Windows) -> Value:
     if key == "stock_p99_ms":
         v = r.summary["stock_latency_ms"]["p99"]
         return float(v) if isinstance(v, (int, float)) else None
+    if key.startswith("fleet_stock_"):
+        stock = r.summary.get("fleet", {}).get("shop-api", {}).get("stock", {})
+        v = stock.get(key[len("fleet_stock_"):])
+        return float(v) if isinstance(v, (int, float)) else None
     column = {"cart_failed": "entry.cart.failed"}.get(key, key)
     return during(column)
 
@@ -91,7 +95,8 @@ def test_basketly_rows_match_the_reference(settings: list[str], seed: int, until
         "stock_calls_x", "stock_refused", "budget_refusals", "breaker_rejections",
         "bulkhead_rejections", "db_done", "db_stale", "duplicate_commits",
         "reserve_timeouts_pct", "shopapi_queue", "inside_stock", "goodput_after",
-        "db_stale_after", "recovered_at", "stock_p99_ms",
+        "db_stale_after", "recovered_at", "stock_p99_ms", "fleet_stock_in_flight_max",
+        "fleet_stock_cap_sum_max",
     ]
     compared = 0
     for s, r in cmp.results.items():
@@ -103,9 +108,14 @@ def test_basketly_rows_match_the_reference(settings: list[str], seed: int, until
             # The same numbers, bit for bit, and the same types (floats stay floats).
             assert type(got) is type(want), (m.key, s, got, want)
             assert got == want, (m.key, s, got, want)
-            compared += want is not None
+            if m.key.startswith("fleet_"):
+                # Only a run with fleet guards has them.
+                assert (want is not None) == ("fleet" in s), (m.key, s, want)
+            else:
+                compared += want is not None
     # Most cells have a value (the run ending inside the hiccup has no "after" rows).
-    assert compared >= len(sim.METRICS) * len(settings) - 3 * len(settings)
+    rows = len([m for m in sim.METRICS if not m.key.startswith("fleet_")])
+    assert compared >= rows * len(settings) - 3 * len(settings)
 
 
 def test_rows_keep_labels_sections_and_units() -> None:

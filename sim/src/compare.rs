@@ -97,6 +97,8 @@ enum Read {
     Recovered,
     /// The summary's stock-call P99 in ms.
     StockP99,
+    /// A number of the summary, by its dotted path (`Null` when the run has none).
+    Summary(&'static str),
 }
 
 /// One row of a comparison.
@@ -243,6 +245,20 @@ pub const BASKETLY_METRICS: &[Metric] = &[
         Unit::Ms,
         Read::StockP99,
     ),
+    m(
+        "fleet_stock_in_flight_max",
+        "stock calls in flight, fleet-wide max",
+        Section::Run,
+        Unit::Count,
+        Read::Summary("fleet.shop-api.stock.in_flight_max"),
+    ),
+    m(
+        "fleet_stock_cap_sum_max",
+        "stock bulkhead caps summed, max",
+        Section::Run,
+        Unit::Count,
+        Read::Summary("fleet.shop-api.stock.cap_sum_max"),
+    ),
 ];
 
 /// The clock-time windows a comparison reads a run over, each in whole milliseconds (as
@@ -367,6 +383,7 @@ impl Metric {
                 r.summary_value("stock_latency_ms.p99")
                     .and_then(SummaryValue::as_f64),
             ),
+            Read::Summary(path) => number(r.summary_value(path).and_then(SummaryValue::as_f64)),
         }
     }
 }

@@ -224,6 +224,65 @@ pub enum FleetEvent {
     },
 }
 
+/// A field of a [`FleetEvent`], as the bindings hand it on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventField<'a> {
+    /// A name or a message.
+    Text(&'a str),
+    /// A count or a share.
+    Count(u64),
+}
+
+impl FleetEvent {
+    /// The event's kind in snake_case (`share_changed`, `member_joined`, `member_left`,
+    /// `redis_lost`, `redis_regained`, `fell_back`, `breaker_opened_on_fleet_evidence`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FleetEvent::ShareChanged { .. } => "share_changed",
+            FleetEvent::MemberJoined(_) => "member_joined",
+            FleetEvent::MemberLeft(_) => "member_left",
+            FleetEvent::RedisLost(_) => "redis_lost",
+            FleetEvent::RedisRegained => "redis_regained",
+            FleetEvent::FellBack { .. } => "fell_back",
+            FleetEvent::BreakerOpenedOnFleetEvidence { .. } => "breaker_opened_on_fleet_evidence",
+        }
+    }
+
+    /// The event's fields as (snake_case name, value), in a fixed order: what a binding
+    /// puts beside `kind` in the event it hands out.
+    pub fn fields(&self) -> Vec<(&'static str, EventField<'_>)> {
+        use EventField::{Count, Text};
+        match self {
+            FleetEvent::ShareChanged {
+                allowance,
+                from,
+                to,
+            } => vec![
+                ("allowance", Text(allowance)),
+                ("from", Count(*from)),
+                ("to", Count(*to)),
+            ],
+            FleetEvent::MemberJoined(m) | FleetEvent::MemberLeft(m) => vec![("member", Text(m))],
+            FleetEvent::RedisLost(error) => vec![("error", Text(error))],
+            FleetEvent::RedisRegained => Vec::new(),
+            FleetEvent::FellBack { allowance, share } => {
+                vec![("allowance", Text(allowance)), ("share", Count(*share))]
+            }
+            FleetEvent::BreakerOpenedOnFleetEvidence {
+                name,
+                fleet_calls,
+                fleet_failures,
+                members,
+            } => vec![
+                ("name", Text(name)),
+                ("fleet_calls", Count(*fleet_calls)),
+                ("fleet_failures", Count(*fleet_failures)),
+                ("members", Count(u64::from(*members))),
+            ],
+        }
+    }
+}
+
 /// One attached allowance, as [`Fleet::stats`] reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllowanceStats {
