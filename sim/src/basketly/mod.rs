@@ -23,7 +23,8 @@ mod build;
 mod config;
 
 pub use config::{
-    keys, Agents, Burst, Change, Config, Hop, OpsAction, AT_ONCE, GUARDS, PRESETS, PRESET_INFO,
+    keys, Agents, Burst, Change, Config, Fleet, Hop, OpsAction, AT_ONCE, GUARDS, PRESETS,
+    PRESET_INFO,
 };
 
 use guards_core::Nanos;
