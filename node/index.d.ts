@@ -643,6 +643,18 @@ export type FleetEvent =
       /** The fallback share. */
       share: number
     }
+  | {
+      /** An attached breaker with too few calls of its own opened on the fleet's evidence. */
+      kind: 'breakerOpenedOnFleetEvidence'
+      /** The breaker's name (as given to `attachBreaker`). */
+      name: string
+      /** Calls in the fleet's windows (this member's included). */
+      fleetCalls: number
+      /** Failures among them. */
+      fleetFailures: number
+      /** Other members that contributed calls. */
+      members: number
+    }
 /** Options of `circuit_breaker` (durations in ms, or exact ns as a bigint). */
 export interface CircuitBreakerOptions {
   /** Judge the last N calls (count) or the last T (time). Default 'count'; "count" or "time". */
@@ -1364,6 +1376,18 @@ export declare class Fleet {
    * `leave()`.
    */
   attach(name: string, allowance: number, guard: Bulkhead | Limiter | RetryBudget | RegionBulkhead | RegionLimiter): void
+  /**
+   * Attach `breaker` under `name` (1..=128 characters of `[A-Za-z0-9._-]`; breaker
+   * names are their own namespace, apart from the allowances'): each sync the agent
+   * publishes its window's calls and failures and, while it is closed with fewer calls
+   * than its `minimumCalls`, opens it when the fleet's windows (with calls from at
+   * least two other members) hold `minimumCalls` calls failing at its
+   * `failureRateThreshold` or more, with a `'breakerOpenedOnFleetEvidence'` event
+   * (docs/fleet.md, "Breaker evidence"). The breaker is otherwise untouched; it must
+   * be used with the default clock (no `now` arguments). The fleet holds it until
+   * `leave()`.
+   */
+  attachBreaker(name: string, breaker: CircuitBreaker): void
   /** The agent's counters, and each attached allowance's share. */
   stats(): FleetStats
   /** This member's share of the allowance `name` now (its guard's cap). */
@@ -2218,6 +2242,24 @@ export interface FleetAllowanceStats {
   claimsLost: number
 }
 
+/** A field of `FleetStats.breakers`: one attached breaker. */
+export interface FleetBreakerStats {
+  /** The breaker's name. */
+  name: string
+  /** Calls this member published at the last sync. */
+  calls: number
+  /** Failures this member published at the last sync. */
+  failures: number
+  /** The fleet's evidence at the last sync: calls (this member's included). */
+  fleetCalls: number
+  /** Failures among them. */
+  fleetFailures: number
+  /** Other members that contributed calls. */
+  fleetMembers: number
+  /** Times the agent opened the breaker on the fleet's evidence. */
+  openedOnEvidence: number
+}
+
 /** The fleet agent's counters (`Fleet.stats()`). */
 export interface FleetStats {
   /** Live members in the last view (0 before the first sync). */
@@ -2234,6 +2276,8 @@ export interface FleetStats {
   eventsDropped: number
   /** Each attached allowance. */
   allowances: Array<FleetAllowanceStats>
+  /** Each attached breaker. */
+  breakers: Array<FleetBreakerStats>
 }
 
 /**

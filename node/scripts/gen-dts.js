@@ -718,6 +718,18 @@ export type FleetEvent =
       /** The fallback share. */
       share: number
     }
+  | {
+      /** An attached breaker with too few calls of its own opened on the fleet's evidence. */
+      kind: 'breakerOpenedOnFleetEvidence'
+      /** The breaker's name (as given to \`attachBreaker\`). */
+      name: string
+      /** Calls in the fleet's windows (this member's included). */
+      fleetCalls: number
+      /** Failures among them. */
+      fleetFailures: number
+      /** Other members that contributed calls. */
+      members: number
+    }
 `;
 
 for (const [iface, name, extra] of configs) {

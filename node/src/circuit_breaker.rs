@@ -33,7 +33,7 @@ pub(crate) struct BreakerCore {
 
 /// What one JavaScript object holds: the guard, and what this thread last saw of it.
 pub(crate) struct BreakerLocal {
-    core: Arc<BreakerCore>,
+    pub(crate) core: Arc<BreakerCore>,
     /// The fast path's parked permits.
     tokens: Tokens<BreakerPermit>,
     /// The stored state this object last saw (for `stateChange` events).
@@ -213,7 +213,7 @@ fast_fn!(
 /// a dependency, and by worker threads (`CircuitBreaker.shared`).
 #[napi]
 pub struct CircuitBreaker {
-    l: Rc<BreakerLocal>,
+    pub(crate) l: Rc<BreakerLocal>,
 }
 
 #[napi]

@@ -29,13 +29,17 @@ use napi::bindgen_prelude::*;
 use napi::{JsValue, Task, ValueType};
 use napi_derive::napi;
 
-use guards::fleet::{self as gf, EventField, FleetConfig, FleetError, FleetEvent, Resizable};
+use guards::fleet::{
+    self as gf, EventField, FleetConfig, FleetError, FleetEvent, Resizable, Trippable,
+};
+use guards::names::Nanos;
 use guards::names::{Bulkhead as CoreBulkhead, Limiter as CoreLimiter, RetryBudget as CoreBudget};
 use guards::shared::Shared;
 use guards_core::retry_budget::TokenBudget;
 
 use crate::args;
 use crate::bulkhead::{Bulkhead, BulkheadCore};
+use crate::circuit_breaker::{BreakerCore, CircuitBreaker};
 use crate::convert::num;
 use crate::errors::{self, quote, range_error, type_error, Details};
 use crate::gate::GateCore;
@@ -130,6 +134,32 @@ impl Resizable for Guard {
             }
             Core::None => {}
         }
+    }
+}
+
+/// A `CircuitBreaker` attached to a fleet, held through its JavaScript object's `Arc`: the
+/// agent reads its window and may open it on the fleet's evidence (its clock is the
+/// default one, `guards::clock::now_ns`'s timeline).
+struct BreakerGuard(Arc<BreakerCore>);
+
+impl Trippable for BreakerGuard {
+    fn window(&self, now: Nanos) -> (u64, u64) {
+        self.0.g.window(now)
+    }
+    fn recorded(&self) -> (u64, u64) {
+        self.0.g.recorded()
+    }
+    fn is_closed(&self, now: Nanos) -> bool {
+        self.0.g.is_closed(now)
+    }
+    fn minimum_calls(&self) -> u64 {
+        Trippable::minimum_calls(&self.0.g)
+    }
+    fn failure_rate_threshold(&self) -> f64 {
+        self.0.g.failure_rate_threshold()
+    }
+    fn open_on_evidence(&self, now: Nanos) -> bool {
+        Trippable::open_on_evidence(&self.0.g, now)
     }
 }
 
@@ -520,6 +550,7 @@ impl Task for JoinTask {
                 let instance = Fleet {
                     inner: RefCell::new(Some(f)),
                     attached: RefCell::new(Vec::new()),
+                    breakers: RefCell::new(Vec::new()),
                     left: Cell::new(false),
                     keep: RefCell::new(None),
                 }
@@ -613,6 +644,27 @@ pub struct FleetStats {
     pub events_dropped: f64,
     /// Each attached allowance.
     pub allowances: Vec<FleetAllowanceStats>,
+    /// Each attached breaker.
+    pub breakers: Vec<FleetBreakerStats>,
+}
+
+/// A field of `FleetStats.breakers`: one attached breaker.
+#[napi(object)]
+pub struct FleetBreakerStats {
+    /// The breaker's name.
+    pub name: String,
+    /// Calls this member published at the last sync.
+    pub calls: f64,
+    /// Failures this member published at the last sync.
+    pub failures: f64,
+    /// The fleet's evidence at the last sync: calls (this member's included).
+    pub fleet_calls: f64,
+    /// Failures among them.
+    pub fleet_failures: f64,
+    /// Other members that contributed calls.
+    pub fleet_members: f64,
+    /// Times the agent opened the breaker on the fleet's evidence.
+    pub opened_on_evidence: f64,
 }
 
 /// A member of a fleet: this process's share of fleet-wide allowances, kept by a
@@ -623,6 +675,8 @@ pub struct Fleet {
     inner: RefCell<Option<gf::Fleet>>,
     /// The addresses of the attached guards (one guard, one allowance).
     attached: RefCell<Vec<(usize, String)>>,
+    /// The addresses of the attached breakers, and their names.
+    breakers: RefCell<Vec<(usize, String)>>,
     left: Cell<bool>,
     /// A reference to this object, held until `leave()`.
     keep: RefCell<Option<ObjectRef<false>>>,
@@ -736,6 +790,92 @@ impl Fleet {
         Ok(())
     }
 
+    /// Attach `breaker` under `name` (1..=128 characters of `[A-Za-z0-9._-]`; breaker
+    /// names are their own namespace, apart from the allowances'): each sync the agent
+    /// publishes its window's calls and failures and, while it is closed with fewer calls
+    /// than its `minimumCalls`, opens it when the fleet's windows (with calls from at
+    /// least two other members) hold `minimumCalls` calls failing at its
+    /// `failureRateThreshold` or more, with a `'breakerOpenedOnFleetEvidence'` event
+    /// (docs/fleet.md, "Breaker evidence"). The breaker is otherwise untouched; it must
+    /// be used with the default clock (no `now` arguments). The fleet holds it until
+    /// `leave()`.
+    #[napi(catch_unwind, ts_args_type = "name: string, breaker: CircuitBreaker")]
+    pub fn attach_breaker(&self, env: Env, name: Unknown<'_>, breaker: Unknown<'_>) -> Result<()> {
+        let name = args::string(&env, "name", &name)?;
+        if !is_name(&name) {
+            return Err(range_error(
+                &env,
+                "name",
+                &format!(
+                    "Fleet.attachBreaker: `name` must be 1..=128 characters of [A-Za-z0-9._-], not {}",
+                    quote(&name)
+                ),
+            ));
+        }
+        let Some(b) = as_instance::<CircuitBreaker>(&env, &breaker) else {
+            return Err(type_error(
+                &env,
+                "breaker",
+                &format!(
+                    "Fleet.attachBreaker: `breaker` must be a CircuitBreaker, not {}",
+                    args::what(&breaker)
+                ),
+            ));
+        };
+        let core = Arc::clone(&b.l.core);
+        if self.left.get() {
+            return Err(has_left(&env, "attachBreaker"));
+        }
+        let address = &core.g as *const _ as usize;
+        let duplicate = |what: String, other: &str| {
+            errors::throw(
+                &env,
+                "FLEET_DUPLICATE",
+                &what,
+                Details {
+                    json: vec![("breaker", quote(other))],
+                    ..Details::default()
+                },
+            )
+        };
+        if let Some((_, other)) = self
+            .breakers
+            .borrow()
+            .iter()
+            .find(|(a, n)| *a == address || *n == name)
+        {
+            let what = if *other == name {
+                format!(
+                    "Fleet.attachBreaker: a breaker named {} is already attached",
+                    quote(other)
+                )
+            } else {
+                format!(
+                    "Fleet.attachBreaker: this breaker is already attached (as {})",
+                    quote(other)
+                )
+            };
+            return Err(duplicate(what, other));
+        }
+        let inner = self.inner.borrow();
+        let Some(f) = inner.as_ref() else {
+            return Err(has_left(&env, "attachBreaker"));
+        };
+        f.attach_trippable(&name, Box::new(BreakerGuard(core)))
+            .map_err(|e| match e {
+                FleetError::Duplicate(n) => duplicate(
+                    format!(
+                        "Fleet.attachBreaker: a breaker named {} is already attached",
+                        quote(&n)
+                    ),
+                    &n,
+                ),
+                e => thrown(&env, &e, false),
+            })?;
+        self.breakers.borrow_mut().push((address, name));
+        Ok(())
+    }
+
     /// The agent's counters, and each attached allowance's share.
     #[napi(catch_unwind)]
     pub fn stats(&self, env: Env) -> Result<FleetStats> {
@@ -761,6 +901,19 @@ impl Fleet {
                     fair: num(a.fair),
                     claims_won: num(a.claims_won),
                     claims_lost: num(a.claims_lost),
+                })
+                .collect(),
+            breakers: s
+                .breakers
+                .into_iter()
+                .map(|b| FleetBreakerStats {
+                    name: b.name,
+                    calls: num(b.calls),
+                    failures: num(b.failures),
+                    fleet_calls: num(b.fleet_calls),
+                    fleet_failures: num(b.fleet_failures),
+                    fleet_members: f64::from(b.fleet_members),
+                    opened_on_evidence: num(b.opened_on_evidence),
                 })
                 .collect(),
         })
@@ -811,6 +964,7 @@ impl Fleet {
         }
         self.left.set(true);
         self.attached.borrow_mut().clear();
+        self.breakers.borrow_mut().clear();
         AsyncTask::new(LeaveTask(self.inner.borrow_mut().take()))
     }
 

@@ -389,3 +389,96 @@ test('attach refuses bad names, allowances and guards, duplicates, and calls aft
   assert.deepEqual(fleet.events(), []);
   assert.throws(() => new g.Fleet(), /constructor/);
 });
+
+test('breakers named alike open on the fleet\'s evidence; one with enough calls of its own stays closed', async () => {
+  const svc = service();
+  const ms = [];
+  // A judges 50 calls of its own, so its 30 failures keep it closed (and published);
+  // the others judge 10, and have fewer of their own.
+  for (const [name, minimumCalls] of [['a', 50], ['b', 10], ['c', 10], ['d', 10]]) {
+    const fleet = await g.Fleet.join(options(svc, name));
+    const breaker = new g.CircuitBreaker({ windowSize: 100, minimumCalls, failureRateThreshold: 0.5 });
+    fleet.attachBreaker('stock', breaker);
+    ms.push({ name, fleet, breaker, events: [] });
+  }
+  const [a, b, c, d] = ms;
+  const record = (m, outcome, n) => {
+    for (let i = 0; i < n; i++) m.breaker.tryAcquire().report(outcome);
+  };
+  record(a, 'timeout', 30);
+  record(b, 'success', 1);
+  record(b, 'timeout', 1);
+  record(c, 'success', 2);
+  // Enough successes of its own: d decides on its own window.
+  record(d, 'success', 12);
+  assert.equal(a.breaker.state(), 'closed');
+
+  assert.ok(await poll(() => b.breaker.state() === 'open' && c.breaker.state() === 'open'),
+    `b and c open on the fleet's evidence, got ${b.breaker.state()}, ${c.breaker.state()}`);
+  drain(ms.map((m) => ({ fleet: m.fleet, get events() { return m.events; } })));
+  for (const m of [b, c]) {
+    const e = m.events.find((x) => x.kind === 'breakerOpenedOnFleetEvidence');
+    assert.ok(e, `${m.name} reported its opening: ${JSON.stringify(m.events)}`);
+    assert.deepEqual(Object.keys(e).sort(), ['fleetCalls', 'fleetFailures', 'kind', 'members', 'name']);
+    assert.equal(e.name, 'stock');
+    assert.ok(e.members >= 2, `calls from at least two other members, got ${e.members}`);
+    assert.ok(e.fleetCalls >= 10, `at least minimumCalls in the fleet, got ${e.fleetCalls}`);
+    assert.ok(e.fleetFailures >= 30 && e.fleetFailures * 2 >= e.fleetCalls,
+      `a's failures, at the threshold or more: ${e.fleetFailures} of ${e.fleetCalls}`);
+    const s = m.fleet.stats();
+    assert.equal(s.breakers.length, 1);
+    const st = s.breakers[0];
+    assert.deepEqual(Object.keys(st).sort(),
+      ['calls', 'failures', 'fleetCalls', 'fleetFailures', 'fleetMembers', 'name', 'openedOnEvidence']);
+    assert.equal(st.name, 'stock');
+    assert.equal(st.openedOnEvidence, 1);
+    assert.ok(st.fleetMembers >= 2);
+    assert.equal(m.breaker.stats().closedToOpen, 1, 'the same transition as a local trip');
+    assert.throws(() => m.breaker.tryAcquire(), { code: 'GUARDS_BREAKER_OPEN' });
+  }
+  // a publishes its 30 failures; d and a stay closed.
+  assert.ok(await poll(() => a.fleet.stats().breakers[0].failures === 30), JSON.stringify(a.fleet.stats().breakers));
+  assert.equal(a.fleet.stats().breakers[0].calls, 30);
+  assert.equal(d.breaker.state(), 'closed');
+  assert.equal(a.breaker.state(), 'closed');
+  for (const m of [a, d]) {
+    assert.equal(m.fleet.stats().breakers[0].openedOnEvidence, 0);
+    assert.ok(!m.events.some((x) => x.kind === 'breakerOpenedOnFleetEvidence'));
+  }
+  for (const m of ms) await m.fleet.leave();
+});
+
+test('attachBreaker refuses what is not a breaker, bad or duplicate names, and calls after leave', async () => {
+  const fleet = await g.Fleet.join(options(service(), 'm'));
+  const opt = (option, name) => (e) => {
+    assert.ok(e instanceof name, String(e));
+    assert.equal(e.option, option);
+    assert.equal(e.code, 'GUARDS_INVALID_OPTION');
+    return true;
+  };
+  const cb = () => new g.CircuitBreaker();
+  for (const wrong of [undefined, null, {}, 'breaker', 3, Symbol('wrong'), new g.Bulkhead({ maxConcurrent: 1 }),
+    new g.KeyedBreakers()]) {
+    assert.throws(() => fleet.attachBreaker('s', wrong), opt('breaker', TypeError));
+  }
+  assert.throws(() => fleet.attachBreaker('', cb()), opt('name', RangeError));
+  assert.throws(() => fleet.attachBreaker('a b', cb()), opt('name', RangeError));
+  assert.throws(() => fleet.attachBreaker('x'.repeat(129), cb()), opt('name', RangeError));
+  assert.throws(() => fleet.attachBreaker(5, cb()), opt('name', TypeError));
+  assert.equal(fleet.stats().breakers.length, 0, 'nothing refused was attached');
+
+  const one = cb();
+  fleet.attachBreaker('s', one);
+  assert.throws(() => fleet.attachBreaker('s', cb()),
+    (e) => e instanceof g.FleetError && e.code === 'GUARDS_FLEET_DUPLICATE' && e.breaker === 's');
+  assert.throws(() => fleet.attachBreaker('t', one),
+    (e) => e instanceof g.FleetError && e.code === 'GUARDS_FLEET_DUPLICATE' && /already attached/.test(e.message));
+  // The breakers' names are their own namespace.
+  fleet.attach('s', 3, new g.Bulkhead({ maxConcurrent: 1 }));
+  assert.deepEqual(fleet.stats().breakers.map((b) => b.name), ['s']);
+  assert.equal(one.state(), 'closed', 'attaching leaves the breaker as it was');
+
+  await fleet.leave();
+  assert.throws(() => fleet.attachBreaker('u', cb()),
+    (e) => e instanceof g.FleetError && e.code === 'GUARDS_FLEET_LEFT');
+});
