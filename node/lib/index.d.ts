@@ -29,7 +29,7 @@ export type {
   RetryDecision, AttemptBudgetDecision, HedgeDecision, HedgingStats, AdaptiveThrottleStats,
   ThrottleWindow, BrownoutStats, LatencySummary, LatencyTrackerStats, DequeuedWaiter, DroppedWaiter,
   QueueDisciplineStats, HttpClassification, OutcomeVerdicts, ConfigField, ReclaimCounts,
-  RegionGuardKind, RegionGuardInfo, FleetOptions, FleetEvent, FleetStats, FleetAllowanceStats,
+  RegionGuardKind, RegionGuardInfo, FleetOptions, FleetEvent, FleetStats, FleetAllowanceStats, FleetBreakerStats,
 } from '../index';
 
 export {
