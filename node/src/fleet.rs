@@ -40,7 +40,7 @@ use guards_core::retry_budget::TokenBudget;
 use crate::args;
 use crate::bulkhead::{Bulkhead, BulkheadCore};
 use crate::circuit_breaker::{BreakerCore, CircuitBreaker};
-use crate::convert::num;
+use crate::convert::{camel, num};
 use crate::errors::{self, quote, range_error, type_error, Details};
 use crate::gate::GateCore;
 use crate::limiter::Limiter;
@@ -985,21 +985,4 @@ fn event<'e>(env: &'e Env, e: FleetEvent) -> Result<Object<'e>> {
         }
     }
     Ok(o)
-}
-
-/// `share_changed` → `shareChanged`: the JS spelling of the agent's snake_case names.
-fn camel(snake: &str) -> String {
-    let mut out = String::with_capacity(snake.len());
-    let mut up = false;
-    for c in snake.chars() {
-        if c == '_' {
-            up = true;
-        } else if up {
-            out.push(c.to_ascii_uppercase());
-            up = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
