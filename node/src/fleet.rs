@@ -322,10 +322,20 @@ fn read_whole(
 }
 
 /// Whether `s` is a fleet name: 1..=128 bytes of `[A-Za-z0-9._-]`.
-fn is_name(s: &str) -> bool {
-    (1..=128).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+/// `name` read as a fleet name (`gf::is_valid_name`), or a RangeError from `method`.
+fn fleet_name(env: &Env, method: &str, name: &Unknown<'_>) -> Result<String> {
+    let name = args::string(env, "name", name)?;
+    if gf::is_valid_name(&name) {
+        return Ok(name);
+    }
+    Err(range_error(
+        env,
+        "name",
+        &format!(
+            "{method}: `name` must be 1..=128 characters of [A-Za-z0-9._-], not {}",
+            quote(&name)
+        ),
+    ))
 }
 
 /// Why reading the options stopped: a bad option (for the promise to reject with), or a
@@ -366,7 +376,7 @@ fn required_name(
         .into());
     };
     let s = read_string(name, &v)?;
-    if check && !is_name(&s) {
+    if check && !gf::is_valid_name(&s) {
         return Err(Bad::range(
             name,
             format!(
@@ -735,17 +745,7 @@ impl Fleet {
         allowance: Unknown<'_>,
         guard: Unknown<'_>,
     ) -> Result<()> {
-        let name = args::string(&env, "name", &name)?;
-        if !is_name(&name) {
-            return Err(range_error(
-                &env,
-                "name",
-                &format!(
-                    "Fleet.attach: `name` must be 1..=128 characters of [A-Za-z0-9._-], not {}",
-                    quote(&name)
-                ),
-            ));
-        }
+        let name = fleet_name(&env, "Fleet.attach", &name)?;
         let allowance = args::whole(&env, "allowance", &allowance, u64::MAX)?;
         if allowance == 0 || allowance > MAX_ALLOWANCE {
             return Err(range_error(
@@ -801,17 +801,7 @@ impl Fleet {
     /// `leave()`.
     #[napi(catch_unwind, ts_args_type = "name: string, breaker: CircuitBreaker")]
     pub fn attach_breaker(&self, env: Env, name: Unknown<'_>, breaker: Unknown<'_>) -> Result<()> {
-        let name = args::string(&env, "name", &name)?;
-        if !is_name(&name) {
-            return Err(range_error(
-                &env,
-                "name",
-                &format!(
-                    "Fleet.attachBreaker: `name` must be 1..=128 characters of [A-Za-z0-9._-], not {}",
-                    quote(&name)
-                ),
-            ));
-        }
+        let name = fleet_name(&env, "Fleet.attachBreaker", &name)?;
         let Some(b) = as_instance::<CircuitBreaker>(&env, &breaker) else {
             return Err(type_error(
                 &env,

@@ -143,11 +143,16 @@ impl FleetConfig {
     }
 }
 
-fn check_name(field: &'static str, s: &str) -> Result<(), FleetError> {
-    let ok = (1..=128).contains(&s.len())
+/// Whether `s` can name a service, a member, an allowance or a breaker: 1..=128 bytes of
+/// `[A-Za-z0-9._-]` (so it can stand in a Redis key as is).
+pub fn is_valid_name(s: &str) -> bool {
+    (1..=128).contains(&s.len())
         && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-');
-    if ok {
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+fn check_name(field: &'static str, s: &str) -> Result<(), FleetError> {
+    if is_valid_name(s) {
         Ok(())
     } else {
         Err(FleetError::Config(field, "1..=128 bytes of [A-Za-z0-9._-]"))
