@@ -588,3 +588,29 @@ fn the_tripping_report_reads_the_clock_once() {
         assert!(from_a || from_b, "{until:?} {ra} {rb}");
     });
 }
+
+/// The fleet agent's `open_on_evidence` races a report that trips the breaker on its own:
+/// exactly one of them opens it (one opening per closed generation), the counters say one
+/// closed-to-open transition, and the breaker ends open. Then, on the open breaker, a second
+/// `open_on_evidence` is a no-op.
+#[test]
+fn open_on_evidence_races_a_tripping_report() {
+    loom::model(|| {
+        let b = Arc::new(Small::new(count_config(2, 1.0, 1)).unwrap());
+        record(&b, ms(0), true);
+        let p = b.try_acquire(ms(1)).unwrap();
+        let (b1, b2) = (b.clone(), b.clone());
+        let (report, agent) = both(
+            move || b1.on_failure(p, ms(1)),
+            move || b2.open_on_evidence(ms(1)),
+        );
+        assert!(
+            is_opened(report) != agent,
+            "report {report:?}, agent opened: {agent}"
+        );
+        assert_eq!(b.status().state, BreakerState::Open);
+        assert_eq!(b.stats().closed_to_open, 1);
+        assert!(!b.open_on_evidence(ms(2)));
+        assert_eq!(b.stats().closed_to_open, 1);
+    });
+}

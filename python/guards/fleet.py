@@ -20,7 +20,10 @@ path never waits for Redis.
 
 Attachable guards: :class:`guards.Bulkhead` (``max_concurrent`` follows the share),
 :class:`guards.Limiter` (``max_limit``) and a ``"token_bucket"`` :class:`guards.RetryBudget`
-(``capacity``, in tokens).
+(``capacity``, in tokens). ``attach_breaker(name, breaker)`` shares a
+:class:`guards.CircuitBreaker`'s evidence: a member with too few calls of its own opens when
+the windows of at least two other members hold ``minimum_calls`` calls failing at its
+threshold.
 
 A member that cannot reach Redis keeps its shares for ``stale_after``, then falls back to
 ``fallback_floor`` (or the allowance ÷ the last known members); a member that dies gives its

@@ -6,7 +6,7 @@ from typing import Any, Literal, TypedDict, Union, final
 
 from typing_extensions import Self
 
-from ._guards import Bulkhead, FleetAuthError, FleetError, FleetUnavailable, Limiter, RetryBudget
+from ._guards import Bulkhead, CircuitBreaker, FleetAuthError, FleetError, FleetUnavailable, Limiter, RetryBudget
 
 __all__ = ["Fleet", "FleetError", "FleetUnavailable", "FleetAuthError"]
 
@@ -20,6 +20,15 @@ class _AllowanceStats(TypedDict):
     claims_won: int
     claims_lost: int
 
+class _BreakerStats(TypedDict):
+    name: str
+    calls: int
+    failures: int
+    fleet_calls: int
+    fleet_failures: int
+    fleet_members: int
+    opened_on_evidence: int
+
 class _FleetStats(TypedDict):
     members: int
     syncs: int
@@ -28,9 +37,16 @@ class _FleetStats(TypedDict):
     fallen_back: bool
     events_dropped: int
     allowances: list[_AllowanceStats]
+    breakers: list[_BreakerStats]
 
 _EventKind = Literal[
-    "share_changed", "member_joined", "member_left", "redis_lost", "redis_regained", "fell_back"
+    "share_changed",
+    "member_joined",
+    "member_left",
+    "redis_lost",
+    "redis_regained",
+    "fell_back",
+    "breaker_opened_on_fleet_evidence",
 ]
 
 @final
@@ -58,6 +74,8 @@ class Fleet:
     def left(self) -> bool: ...
     def attach(self, name: str, allowance: int, guard: Bulkhead | Limiter | RetryBudget) -> None:
         """Keep ``guard``'s cap at this member's share of the fleet-wide ``allowance``."""
+    def attach_breaker(self, name: str, breaker: CircuitBreaker) -> None:
+        """Publish ``breaker``'s window and open it on the fleet's evidence."""
     def share(self, name: str) -> int:
         """This member's share of allowance ``name`` now (``KeyError`` if not attached)."""
     def stats(self) -> _FleetStats: ...

@@ -4,7 +4,8 @@
 //! `Fleet(url, service, member)` joins (one connection, the first heartbeat, then a
 //! background agent thread); `attach(name, allowance, guard)` hands a `Bulkhead`, a
 //! `Limiter` or a token-bucket `RetryBudget` to the agent, which keeps its cap at this
-//! member's share of the fleet-wide `allowance`. The guard stays an ordinary guard: its hot
+//! member's share of the fleet-wide `allowance`; `attach_breaker(name, breaker)` publishes a
+//! `CircuitBreaker`'s window and lets the agent open it on the fleet's evidence. The guard stays an ordinary guard: its hot
 //! path never waits for Redis, and the agent only resizes it between syncs.
 //!
 //! The agent thread never takes the GIL: each attached guard is held as a `Py<...>` of a
@@ -16,7 +17,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use guards::fleet::{
-    AllowanceStats, EventField, Fleet, FleetConfig, FleetError, FleetEvent, FleetStats, Resizable,
+    AllowanceStats, BreakerStats, EventField, Fleet, FleetConfig, FleetError, FleetEvent,
+    FleetStats, Resizable, Trippable,
 };
 use guards_core::retry_budget::{RetryBudget, MICROS_PER_TOKEN};
 use guards_core::Nanos;
@@ -25,6 +27,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::bulkhead::PyBulkhead;
+use crate::circuit_breaker::PyCircuitBreaker;
 use crate::errors::{self, FleetAuthError, FleetError as PyFleetError, FleetUnavailable};
 use crate::limiter::PyLimiter;
 use crate::retry_budget::PyRetryBudget;
@@ -91,6 +94,37 @@ impl Resizable for BudgetShare {
     }
 }
 
+/// A breaker whose window counts the agent publishes, and which it opens on the fleet's
+/// evidence (`docs/fleet.md`, "Breaker evidence").
+struct BreakerShare(Py<PyCircuitBreaker>);
+
+impl BreakerShare {
+    fn b(&self) -> &dyn Trippable {
+        &self.0.get().b
+    }
+}
+
+impl Trippable for BreakerShare {
+    fn window(&self, now: Nanos) -> (u64, u64) {
+        self.b().window(now)
+    }
+    fn recorded(&self) -> (u64, u64) {
+        self.b().recorded()
+    }
+    fn is_closed(&self, now: Nanos) -> bool {
+        self.b().is_closed(now)
+    }
+    fn minimum_calls(&self) -> u64 {
+        self.b().minimum_calls()
+    }
+    fn failure_rate_threshold(&self) -> f64 {
+        self.b().failure_rate_threshold()
+    }
+    fn open_on_evidence(&self, now: Nanos) -> bool {
+        self.b().open_on_evidence(now)
+    }
+}
+
 /// The Python exception for a failure of ffi's fleet agent. `ctx` decides whether a bad
 /// value is a `ConfigError` (the constructor's settings) or a `ValueError` (a call's
 /// argument).
@@ -147,6 +181,9 @@ pub struct PyFleet {
     left: AtomicBool,
     service: String,
     member: String,
+    /// The attached breakers (their objects' addresses, and names), to refuse one breaker
+    /// attached twice.
+    breakers: Mutex<Vec<(usize, String)>>,
 }
 
 impl PyFleet {
@@ -178,6 +215,18 @@ fn allowance_dict<'py>(py: Python<'py>, a: &AllowanceStats) -> PyResult<Bound<'p
     d.set_item("fair", a.fair)?;
     d.set_item("claims_won", a.claims_won)?;
     d.set_item("claims_lost", a.claims_lost)?;
+    Ok(d)
+}
+
+fn breaker_dict<'py>(py: Python<'py>, b: &BreakerStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("name", &b.name)?;
+    d.set_item("calls", b.calls)?;
+    d.set_item("failures", b.failures)?;
+    d.set_item("fleet_calls", b.fleet_calls)?;
+    d.set_item("fleet_failures", b.fleet_failures)?;
+    d.set_item("fleet_members", b.fleet_members)?;
+    d.set_item("opened_on_evidence", b.opened_on_evidence)?;
     Ok(d)
 }
 
@@ -262,6 +311,7 @@ impl PyFleet {
             left: AtomicBool::new(false),
             service,
             member,
+            breakers: Mutex::new(Vec::new()),
         })
     }
 
@@ -333,6 +383,52 @@ impl PyFleet {
             .map_err(|e| fleet_error(py, e, Ctx::Arg))
     }
 
+    /// Attach `breaker` (a `guards.CircuitBreaker`) under `name` (1 to 128 characters of
+    /// `[A-Za-z0-9._-]`; breaker names are a namespace of their own, apart from the
+    /// allowances'). Each sync the agent publishes the calls and failures of its window
+    /// and, while it is closed with fewer calls of its own than its `minimum_calls`, opens
+    /// it when the other members' windows (calls from at least two of them) hold
+    /// `minimum_calls` calls failing at its `failure_rate_threshold` or more, with a
+    /// `breaker_opened_on_fleet_evidence` event. It opens as on a threshold trip of its
+    /// own: the same open duration, the same half-open probes. The breaker is otherwise
+    /// untouched; use it with the default clock (no `now=` arguments, no `FakeClock`),
+    /// whose timeline the agent reads. The fleet holds it until `leave()`.
+    fn attach_breaker(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        breaker: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        self.check_joined()?;
+        let name = util::get_str("name", name)?;
+        let Ok(b) = breaker.cast::<PyCircuitBreaker>() else {
+            return Err(util::type_error(
+                "breaker",
+                "a guards.CircuitBreaker",
+                breaker,
+            ));
+        };
+        let address = b.as_ptr() as usize;
+        let mut attached = self.breakers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, other)) = attached.iter().find(|(a, n)| *a == address || *n == name) {
+            return Err(PyValueError::new_err(if *other == name {
+                format!("a breaker named `{name}` is already attached")
+            } else {
+                format!("this breaker is already attached as `{other}`")
+            }));
+        }
+        let share = Box::new(BreakerShare(b.clone().unbind()));
+        py.detach(|| self.lock().attach_trippable(&name, share))
+            .map_err(|e| match e {
+                FleetError::Duplicate(n) => {
+                    PyValueError::new_err(format!("a breaker named `{n}` is already attached"))
+                }
+                e => fleet_error(py, e, Ctx::Arg),
+            })?;
+        attached.push((address, name));
+        Ok(())
+    }
+
     /// This member's share of allowance `name` now (the attached guard's cap); `KeyError`
     /// when no allowance of that name is attached.
     fn share(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<u64> {
@@ -348,7 +444,9 @@ impl PyFleet {
     /// The agent's counters: `members` (live members in the last view), `syncs`,
     /// `sync_errors`, `connected`, `fallen_back`, `events_dropped`, and `allowances`, one
     /// dict per attached allowance (`name`, `allowance`, `share`, `fair`, `claims_won`,
-    /// `claims_lost`).
+    /// `claims_lost`), and `breakers`, one dict per attached breaker (`name`, `calls` and
+    /// `failures` published at the last sync, `fleet_calls`, `fleet_failures` and
+    /// `fleet_members` of the fleet's evidence then, `opened_on_evidence`).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.stats_now(py);
         let d = PyDict::new(py);
@@ -363,13 +461,19 @@ impl PyFleet {
             list.append(allowance_dict(py, a)?)?;
         }
         d.set_item("allowances", list)?;
+        let list = PyList::empty(py);
+        for b in &s.breakers {
+            list.append(breaker_dict(py, b)?)?;
+        }
+        d.set_item("breakers", list)?;
         Ok(d)
     }
 
     /// The events since the last call, oldest first, each a dict with `kind`:
     /// `share_changed` (`allowance`, `from`, `to`), `member_joined` / `member_left`
     /// (`member`), `redis_lost` (`error`), `redis_regained`, `fell_back` (`allowance`,
-    /// `share`). At most 1024 are kept (`stats()["events_dropped"]` counts the rest).
+    /// `share`), `breaker_opened_on_fleet_evidence` (`name`, `fleet_calls`,
+    /// `fleet_failures`, `members`). At most 1024 are kept (`stats()["events_dropped"]` counts the rest).
     fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let events = py.detach(|| self.lock().events());
         let list = PyList::empty(py);
@@ -387,6 +491,10 @@ impl PyFleet {
             return;
         }
         py.detach(|| self.lock().leave());
+        self.breakers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {

@@ -166,7 +166,9 @@ def test_stats_report_members_syncs_and_allowances(
         "fallen_back",
         "events_dropped",
         "allowances",
+        "breakers",
     }
+    assert s["breakers"] == []
     assert s["members"] == 2
     assert s["syncs"] > 0 and s["sync_errors"] == 0
     assert s["connected"] is True and s["fallen_back"] is False
@@ -452,3 +454,136 @@ def test_the_fleet_keeps_an_attached_guard_alive_until_it_leaves(
     assert sys.getrefcount(b) == before + 1
     del g  # garbage collection leaves too
     assert sys.getrefcount(b) == before
+
+
+# ---------------------------------------------------------------- breaker evidence
+
+
+def breaker() -> guards.CircuitBreaker:
+    """A count window of 50 calls judged from 20, opening at 30 % failures for a minute."""
+    return guards.CircuitBreaker(
+        window_size=50,
+        minimum_calls=20,
+        failure_rate_threshold=0.3,
+        open_duration=60,
+        max_open_duration=60,
+    )
+
+
+def calls(b: guards.CircuitBreaker, n: int, failures: int) -> None:
+    """``n`` calls, the first ``failures`` of them failed; refused calls are skipped."""
+    for i in range(n):
+        p = b.try_acquire()
+        if p is not None:
+            if i < failures:
+                p.on_failure()
+            else:
+                p.on_success()
+
+
+class BreakerMember:
+    """A fleet member with one breaker attached as ``pay``."""
+
+    def __init__(self, url: str, service: str, name: str) -> None:
+        self.breaker = breaker()
+        self.fleet = Fleet(url, service, name, sync_interval=INTERVAL)
+        self.fleet.attach_breaker("pay", self.breaker)
+
+    def pay(self) -> dict[str, Any]:
+        return next(b for b in self.fleet.stats()["breakers"] if b["name"] == "pay")
+
+    def more_syncs(self, n: int) -> None:
+        start = self.fleet.stats()["syncs"]
+        assert poll(lambda: self.fleet.stats()["syncs"] >= start + n), "no syncs"
+
+
+@pytest.fixture
+def breaker_members() -> Iterator[list[BreakerMember]]:
+    made: list[BreakerMember] = []
+    yield made
+    for m in made:
+        m.fleet.leave()
+
+
+def test_members_with_few_calls_open_on_the_fleets_evidence(
+    redis: Redis, service: str, breaker_members: list[BreakerMember]
+) -> None:
+    a, b, c, d = (BreakerMember(redis.url, service, n) for n in "abcd")
+    breaker_members += [a, b, c, d]
+    # A fails 30 calls (it trips on its own at the 20th); B and C make 2 successful calls
+    # each, D 20, as many as its minimum.
+    calls(a.breaker, 30, 30)
+    assert a.breaker.state == "open"
+    calls(b.breaker, 2, 0)
+    calls(c.breaker, 2, 0)
+    calls(d.breaker, 20, 0)
+    assert poll(lambda: b.breaker.state == "open" and c.breaker.state == "open")
+    for m in (b, c):
+        s = m.pay()
+        assert s["opened_on_evidence"] == 1
+        assert m.breaker.stats()["closed_to_open"] == 1
+        # A publishes the 20 failures that opened it, D its 20 successes.
+        assert s["fleet_calls"] >= 40 and s["fleet_failures"] == 20, s
+        assert s["fleet_members"] >= 2, s
+        opened = [e for e in m.fleet.events() if e["kind"] == "breaker_opened_on_fleet_evidence"]
+        assert len(opened) == 1, opened
+        assert opened[0]["name"] == "pay" and opened[0]["fleet_failures"] == 20, opened
+        assert opened[0]["members"] >= 2, opened
+        # Opened as a local trip opens: refused for the open duration.
+        with pytest.raises(guards.BreakerOpen):
+            m.breaker.acquire()
+    # D has calls enough of its own, all successes: it stays closed, sync after sync.
+    d.more_syncs(5)
+    assert d.breaker.state == "closed"
+    assert (d.pay()["opened_on_evidence"], d.pay()["calls"]) == (0, 20)
+    # A opened on its own: the agent did not count that.
+    assert a.pay()["opened_on_evidence"] == 0
+    assert a.breaker.stats()["closed_to_open"] == 1
+    # B and C, opened on evidence, publish nothing while open (no echo).
+    assert (b.pay()["calls"], c.pay()["calls"]) == (0, 0)
+
+
+def test_evidence_from_one_member_opens_nobody(
+    redis: Redis, service: str, breaker_members: list[BreakerMember]
+) -> None:
+    x, y = BreakerMember(redis.url, service, "x"), BreakerMember(redis.url, service, "y")
+    breaker_members += [x, y]
+    calls(x.breaker, 30, 30)
+    assert poll(lambda: y.pay()["fleet_calls"] >= 20), y.pay()
+    y.more_syncs(5)
+    s = y.pay()
+    assert (s["fleet_members"], s["opened_on_evidence"]) == (1, 0), s
+    assert y.breaker.state == "closed"
+    assert "breaker_opened_on_fleet_evidence" not in kinds(y.fleet.events())
+
+
+def test_bad_attach_breaker_arguments(redis: Redis, service: str) -> None:
+    b = breaker()
+    before = sys.getrefcount(b)
+    with Fleet(redis.url, service, "m", sync_interval=INTERVAL) as f:
+        for name in ["", "a b", "x" * 129]:
+            with pytest.raises(ValueError, match="`breaker name`|`name`"):
+                f.attach_breaker(name, b)
+        with pytest.raises(TypeError, match="`name`"):
+            f.attach_breaker(None, b)
+        for guard in [guards.Bulkhead(), object(), None, "pay"]:
+            with pytest.raises(TypeError, match="guards.CircuitBreaker"):
+                f.attach_breaker("pay", guard)
+        f.attach_breaker("pay", b)
+        assert sys.getrefcount(b) == before + 1
+        with pytest.raises(ValueError, match="a breaker named `pay` is already attached"):
+            f.attach_breaker("pay", breaker())
+        with pytest.raises(ValueError, match="already attached as `pay`"):
+            f.attach_breaker("other", b)
+        # An allowance of the same name lives in another namespace.
+        f.attach("pay", 4, guards.Bulkhead())
+        assert poll(lambda: len(f.stats()["breakers"]) == 1 and f.stats()["syncs"] > 2)
+        s = f.stats()["breakers"][0]
+        assert set(s) == {
+            "name", "calls", "failures", "fleet_calls", "fleet_failures", "fleet_members",
+            "opened_on_evidence",
+        }
+    assert sys.getrefcount(b) == before  # leaving lets go of the breaker
+    with pytest.raises(FleetError, match="has left"):
+        f.attach_breaker("pay", b)
+    assert f.stats()["breakers"] == []
