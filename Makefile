@@ -20,7 +20,8 @@ MATURIN_TARGET := $(TARGET)/maturin
 	ffi-lib header header-check test-c test-c-plain test-c-shared test-c-valgrind test-c-sanitize \
 	test-c-cxx test-c-install test-c-vectors install node node-deps node-dts-check test-node bench-node demo-node demo-fleet \
 	test-c-region bench-region test-c-example print-version version-check package-core docs docs-rust \
-	docs-python docs-node docs-c docs-pages docs-check docs-shot live-build live-smoke live live-faults live-soak bench-servers
+	docs-python docs-node docs-c docs-pages docs-check docs-shot live-build live-smoke live live-faults live-soak bench-servers \
+	bench-servers-deps bench-servers-instructions
 
 help:
 	@echo "make demo   - run the demo"
@@ -29,6 +30,7 @@ help:
 	@echo "make install PREFIX=/usr/local - install libguards (.a, .so), include/guards.h, guards.pc"
 	@echo "make test-node / bench-node - the Node package's tests / its overhead beside opossum and cockatiel"
 	@echo "make bench-servers - guards' admission middleware inside Express, Fastify, node:http, uvicorn, the C server (wrk, h2load)"
+	@echo "make bench-servers-instructions - the same servers' instructions per request, counted under valgrind"
 
 # Part 1: guards-core protecting a failing / slowing dependency (Rust, virtual time).
 # Part 2: the simulator replays the Basketly incident with every setting C0..C8 side by side.
@@ -573,7 +575,12 @@ $(BENCH_SRV)/pydeps/.installed: $(VENV)/.tools
 	$(VPY) -m pip install -q --target $(BENCH_SRV)/pydeps 'uvloop>=0.19' 'httptools>=0.6'
 	touch $@
 
-bench-servers: python node ffi-lib $(BENCH_SRV)/pydeps/.installed
+bench-servers: bench-servers-deps
+	$(PYTHON) bench/servers/run.py --python $(VPY) --pythonpath $(BENCH_SRV)/pydeps \
+	  --c-server $(BENCH_SRV)/guards-server --out $(TARGET)/bench-servers.md $(BENCH_SERVERS_ARGS)
+
+# What both need: the packages, the load tools, valgrind and the C example server.
+bench-servers-deps: python node ffi-lib $(BENCH_SRV)/pydeps/.installed
 	@command -v wrk >/dev/null && command -v h2load >/dev/null || \
 	  apt-get -o DPkg::Lock::Timeout=600 install -y wrk nghttp2-client || \
 	  { apt-get update && apt-get -o DPkg::Lock::Timeout=600 install -y wrk nghttp2-client; }
@@ -581,5 +588,11 @@ bench-servers: python node ffi-lib $(BENCH_SRV)/pydeps/.installed
 	$(MAKE) -s install PREFIX=$(BENCH_SRV)/prefix
 	rm -f $(BENCH_SRV)/guards-server
 	PKG_CONFIG_PATH=$(BENCH_SRV)/prefix/lib/pkgconfig $(MAKE) -s -C examples/c OUT=$(BENCH_SRV)/guards-server
-	$(PYTHON) bench/servers/run.py --python $(VPY) --pythonpath $(BENCH_SRV)/pydeps \
-	  --c-server $(BENCH_SRV)/guards-server --out $(TARGET)/bench-servers.md $(BENCH_SERVERS_ARGS)
+	@command -v valgrind >/dev/null || apt-get -o DPkg::Lock::Timeout=600 install -y valgrind || \
+	  { apt-get update && apt-get -o DPkg::Lock::Timeout=600 install -y valgrind; }
+
+# The same servers' instructions per request, counted under valgrind (cachegrind): the
+# figure the machine's other load cannot move (bench/servers/instructions.py).
+bench-servers-instructions: bench-servers-deps
+	$(PYTHON) bench/servers/instructions.py --python $(VPY) --pythonpath $(BENCH_SRV)/pydeps \
+	  --c-server $(BENCH_SRV)/guards-server --out $(TARGET)/bench-servers-instructions.md $(BENCH_SERVERS_ARGS)
