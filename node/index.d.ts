@@ -1240,8 +1240,9 @@ export declare class CircuitBreaker {
   /** Bytes a `SharedArrayBuffer` needs to hold a breaker with `options`. */
   static sharedSize(options?: CircuitBreakerOptions): number
   /**
-   * The fast path's functions (`{ acquire, report }`, bound to this breaker): for the
-   * JavaScript layer.
+   * The fast path's functions (`{ acquire, report, reportIn }`, bound to this breaker)
+   * and `mirror` (an `Int32Array`: the closed generation `execute` may admit calls in
+   * without asking, or -1; see `Mirror`): for the JavaScript layer.
    */
   _fast(): unknown
   /**

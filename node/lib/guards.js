@@ -153,21 +153,37 @@ function classifyOption(options) {
   return c;
 }
 
+/** The mirror of a breaker that has none (Node-API refused a buffer over its memory). */
+const NO_MIRROR = new Int32Array([-1]);
+
 class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker, ['stateChange']), native.CircuitBreaker) {
-  #acquire; #report;
+  #acquire; #report; #reportIn;
+  /**
+   * The closed generation `execute` may admit a call in without asking the breaker, or
+   * -1 (an `Int32Array` over the native breaker's cell, kept exact by it: see `Mirror` in
+   * node/src/circuit_breaker.rs). Such a call is reported once, with its generation.
+   */
+  #mirror;
   #state;
-  #done = (t, outcome) => {
-    const r = this.#report(t, outcome);
-    if (r >= CHANGED) this.#changed(STATES[r - CHANGED]);
-  };
+  /** Calls admitted through the mirror and not reported yet (part of `outstanding`). */
+  #inFlight = 0;
+  /** The handlers of a call admitted through the mirror in generation `#handlersGen`. */
+  #handlersGen = -1;
+  #onValue = null;
+  #onError = null;
 
   constructor(options, shared) {
     super(options, shared);
     const f = fastOf(this);
     this.#acquire = f.acquire;
     this.#report = f.report;
+    this.#reportIn = f.reportIn;
+    this.#mirror = f.mirror instanceof Int32Array ? f.mirror : NO_MIRROR;
     this.#state = this.status().state;
   }
+
+  /** Permits handed out by `execute` (and `guarded`) and not reported yet. */
+  get outstanding() { return super.outstanding + this.#inFlight; }
 
   #changed(to) {
     this.#emitState(to ?? this.status().state);
@@ -187,14 +203,28 @@ class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker, ['sta
     this.#emitState(this.status().state);
   }
 
+  /** Report the permit of token `t` with outcome number `outcome`. */
+  #done(t, outcome) {
+    const r = this.#report(t, outcome);
+    if (r >= CHANGED) this.#changed(STATES[r - CHANGED]);
+  }
+
+  /** Report a call admitted through the mirror in generation `gen`. */
+  #doneIn(gen, outcome) {
+    const r = this.#reportIn(gen, outcome);
+    if (r >= CHANGED) this.#changed(STATES[r - CHANGED]);
+  }
+
   /**
    * Run `fn` (returning a promise or a value) through the breaker: a refusal rejects with
    * `BreakerOpenError` without calling it; its result or error is reported (an error is
    * classified: another guard's refusal and programming errors are not failures).
    */
   execute(fn, options) {
-    checkFn(fn);
+    if (typeof fn !== 'function') checkFn(fn);
     const classify = options === undefined ? undefined : classifyOption(options);
+    const gen = this.#mirror[0];
+    if (gen >= 0) return this.#executeIn(gen, fn, classify);
     let t = this.#acquire();
     if (t < 0) return Promise.reject(this.#refusal(t));
     if (t >= CHANGED) { t -= CHANGED; this.#changed(); }
@@ -214,6 +244,40 @@ class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker, ['sta
       (v) => { this.#done(t, SUCCESS); return v; },
       (err) => { this.#done(t, outcomeOf(classify, err)); throw err; },
     );
+  }
+
+  /**
+   * `execute` of a call the mirror admits in closed generation `gen` (what the breaker
+   * would have answered, with a permit that is the generation alone): one native call,
+   * the report, and without `classify` the handlers made once per generation.
+   */
+  #executeIn(gen, fn, classify) {
+    let p;
+    try {
+      p = fn();
+    } catch (err) {
+      this.#doneIn(gen, outcomeOf(classify, err));
+      return Promise.reject(err);
+    }
+    if (p === null || typeof p !== 'object' || typeof p.then !== 'function') {
+      this.#doneIn(gen, SUCCESS);
+      return Promise.resolve(p);
+    }
+    this.#inFlight++;
+    if (classify !== undefined) {
+      return p.then(
+        (v) => { this.#inFlight--; this.#doneIn(gen, SUCCESS); return v; },
+        (err) => { this.#inFlight--; this.#doneIn(gen, outcomeOf(classify, err)); throw err; },
+      );
+    }
+    if (gen !== this.#handlersGen) this.#handlersIn(gen);
+    return p.then(this.#onValue, this.#onError);
+  }
+
+  #handlersIn(gen) {
+    this.#handlersGen = gen;
+    this.#onValue = (v) => { this.#inFlight--; this.#doneIn(gen, SUCCESS); return v; };
+    this.#onError = (err) => { this.#inFlight--; this.#doneIn(gen, outcomeOf(undefined, err)); throw err; };
   }
 
   /** @internal For `guarded`: take a permit (or throw the refusal); returns its report. */
