@@ -1181,8 +1181,8 @@ export declare class Bulkhead {
    */
   static fromLittlesLaw(ratePerSec: number, p99: number | bigint, headroom: number): BulkheadSize
   /**
-   * The fast path's functions (`{ acquire, release }`, bound to this bulkhead): for
-   * the JavaScript layer.
+   * The fast path's functions (`{ acquire, release, acquireCounted, releaseCounted }`,
+   * bound to this bulkhead): for the JavaScript layer.
    */
   _fast(): unknown
   /** Take a slot: a permit to release exactly once, or a thrown `BulkheadFullError`. */

@@ -352,40 +352,40 @@ class KeyedBreakers extends withSharing(withEvents(native.KeyedBreakers, ['state
 
 class Bulkhead extends withSharing(withEvents(native.Bulkhead), native.Bulkhead) {
   #acquire; #release;
-  #done = (t) => { this.#release(t); };
+  /** `execute`'s permits, held by count (no token): its handlers are made once. */
+  #acquireCounted; #releaseCounted;
+  #onValue = (v) => { this.#releaseCounted(); return v; };
+  #onError = (err) => { this.#releaseCounted(); throw err; };
 
   constructor(options, shared) {
     super(options, shared);
     const f = fastOf(this);
     this.#acquire = f.acquire;
     this.#release = f.release;
+    this.#acquireCounted = f.acquireCounted;
+    this.#releaseCounted = f.releaseCounted;
   }
 
   /** Run `fn` holding a slot; `BulkheadFullError` at the cap, without calling it. */
   execute(fn) {
-    checkFn(fn);
-    const t = this.#acquire();
-    if (t < 0) {
+    if (typeof fn !== 'function') checkFn(fn);
+    if (this.#acquireCounted() < 0) {
       try { this._lastRejection(); } catch (e) { return Promise.reject(e); }
       return Promise.reject(new errors.BulkheadFullError('the bulkhead is full'));
     }
-    // `run`, written out: this call site sees only this class's closures
-    const release = this.#release;
+    // `run`, written out: this call site sees only this class's handlers
     let p;
     try {
       p = fn();
     } catch (err) {
-      release(t);
+      this.#releaseCounted();
       return Promise.reject(err);
     }
     if (p === null || typeof p !== 'object' || typeof p.then !== 'function') {
-      release(t);
+      this.#releaseCounted();
       return Promise.resolve(p);
     }
-    return p.then(
-      (v) => { release(t); return v; },
-      (err) => { release(t); throw err; },
-    );
+    return p.then(this.#onValue, this.#onError);
   }
 
   /** @internal For `guarded`: take a slot (or throw); returns its release. */
@@ -395,7 +395,7 @@ class Bulkhead extends withSharing(withEvents(native.Bulkhead), native.Bulkhead)
       this._lastRejection();
       throw new errors.BulkheadFullError('the bulkhead is full');
     }
-    return () => this.#done(t);
+    return () => { this.#release(t); };
   }
 
   /** @internal */
@@ -405,10 +405,6 @@ class Bulkhead extends withSharing(withEvents(native.Bulkhead), native.Bulkhead)
 class Limiter extends withSharing(withEvents(native.Limiter, ['limitChange']), native.Limiter) {
   #acquire; #report;
   #limit;
-  #done = (t, outcome) => {
-    const l = this.#report(t, outcome);
-    if (l >= 0 && l !== this.#limit) { this.#emitLimit(l); this._notify(); }
-  };
 
   constructor(options, shared) {
     super(options, shared);
@@ -428,9 +424,15 @@ class Limiter extends withSharing(withEvents(native.Limiter, ['limitChange']), n
   /** @internal Woken by another thread: emit what changed. */
   _poll() { this.#emitLimit(this.limit); }
 
+  /** Report the permit of token `t` with outcome number `outcome`. */
+  #done(t, outcome) {
+    const l = this.#report(t, outcome);
+    if (l >= 0 && l !== this.#limit) { this.#emitLimit(l); this._notify(); }
+  }
+
   /** Run `fn` under the limit (`options.priority`, 0..7); `LimitExceededError` when refused. */
   execute(fn, options) {
-    checkFn(fn);
+    if (typeof fn !== 'function') checkFn(fn);
     const classify = options === undefined ? undefined : classifyOption(options);
     const p = options && options.priority !== undefined ? options.priority : 0;
     const t = this.#acquire(p);
@@ -438,7 +440,22 @@ class Limiter extends withSharing(withEvents(native.Limiter, ['limitChange']), n
       try { this._lastRejection(); } catch (e) { return Promise.reject(e); }
       return Promise.reject(new errors.LimitExceededError('the limiter refused the call'));
     }
-    return run(fn, t, this.#done, classify);
+    // `run`, written out: this call site sees only this class's closures
+    let r;
+    try {
+      r = fn();
+    } catch (err) {
+      this.#done(t, outcomeOf(classify, err));
+      return Promise.reject(err);
+    }
+    if (r === null || typeof r !== 'object' || typeof r.then !== 'function') {
+      this.#done(t, SUCCESS);
+      return Promise.resolve(r);
+    }
+    return r.then(
+      (v) => { this.#done(t, SUCCESS); return v; },
+      (err) => { this.#done(t, outcomeOf(classify, err)); throw err; },
+    );
   }
 
   /** @internal For `guarded`: take a permit at `opts.priority` (or throw); returns its report. */
