@@ -75,7 +75,7 @@ const parts = {
   'a permit taken and given back, bulkhead (2 native calls)': () => fastBulkhead.release(fastBulkhead.acquire()),
   'a permit taken and reported, breaker (2 native calls, 2 clock reads)': () => fastBreaker.report(fastBreaker.acquire(), 0),
   'the same, untimed breaker (2 native calls, no clock read)': () => fastUntimed.report(fastUntimed.acquire(), 0),
-  'the same, through the mirror (1 native call: `execute` of an untimed breaker)': () => fastUntimed.reportIn(fastUntimed.mirror[0], 0),
+  'the same, through the mirror (1 native call: `execute` of an untimed breaker)': () => fastUntimed.reportIn(fastUntimed.mirror[0] * 256),
   'a bulkhead permit held by count (2 native calls: `execute` of a bulkhead)': () => { fastBulkhead.acquireCounted(); fastBulkhead.releaseCounted(); },
   'one native call doing nothing (a made-up token handed back)': () => fastBulkhead.release(-1),
 };

@@ -209,9 +209,9 @@ class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker, ['sta
     if (r >= CHANGED) this.#changed(STATES[r - CHANGED]);
   }
 
-  /** Report a call admitted through the mirror in generation `gen`. */
+  /** Report a call admitted through the mirror in generation `gen` (`reportIn` takes both). */
   #doneIn(gen, outcome) {
-    const r = this.#reportIn(gen, outcome);
+    const r = this.#reportIn(gen * 256 + outcome);
     if (r >= CHANGED) this.#changed(STATES[r - CHANGED]);
   }
 
@@ -276,7 +276,13 @@ class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker, ['sta
 
   #handlersIn(gen) {
     this.#handlersGen = gen;
-    this.#onValue = (v) => { this.#inFlight--; this.#doneIn(gen, SUCCESS); return v; };
+    const success = gen * 256 + SUCCESS;
+    this.#onValue = (v) => {
+      this.#inFlight--;
+      const r = this.#reportIn(success);
+      if (r >= CHANGED) this.#changed(STATES[r - CHANGED]);
+      return v;
+    };
     this.#onError = (err) => { this.#inFlight--; this.#doneIn(gen, outcomeOf(undefined, err)); throw err; };
   }
 

@@ -40,9 +40,10 @@ pub(crate) struct BreakerCore {
     mirror: Mirror,
 }
 
-/// The first generation the mirror does not show (a generation below it is a small
-/// integer in JavaScript).
-const MIRROR_LIMIT: u32 = 1 << 30;
+/// The first generation the mirror does not show: below it, a generation times 256 plus
+/// an outcome number (what `reportIn` takes, one argument) is a small integer in
+/// JavaScript. A breaker past 2^22 transitions asks on every call.
+const MIRROR_LIMIT: u32 = 1 << 22;
 
 /// What lets `execute` on an untimed breaker make one native call instead of two.
 ///
@@ -274,17 +275,18 @@ fast_fn!(
     }
 );
 
-// `reportIn(generation, outcome)`: report a call admitted without a permit while the
-// mirror showed `generation` (see `Mirror`), as `report` does; -1 for a timed breaker
-// (nothing counted). Each such call must be reported once: the layer does.
+// `reportIn(generation × 256 + outcome)`: report with outcome number `outcome` a call
+// admitted without a permit while the mirror showed `generation` (see `Mirror`), as
+// `report` does (one argument: one Node-API read); -1 for a timed breaker (nothing
+// counted). Each such call must be reported once: the layer does.
 fast_fn!(
     fast_report_in,
     BreakerLocal,
-    2,
+    1,
     "CircuitBreaker reportIn",
     |env, l, a| {
-        let generation = a.whole(env, 0, "generation", MIRROR_LIMIT - 1)?;
-        let outcome = outcome::of_number(env, a.whole(env, 1, "outcome", 255)?)?;
+        let call = a.whole(env, 0, "call", MIRROR_LIMIT * 256 - 1)?;
+        let (generation, outcome) = (call >> 8, outcome::of_number(env, call & 0xff)?);
         if !l.core.untimed {
             return Ok(-1.0);
         }

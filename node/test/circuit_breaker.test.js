@@ -203,9 +203,10 @@ test('no mirror for a timed, a shared or a fleet-attached breaker; reportIn of a
   const f = timed._fast();
   f.report(f.acquire(), 0);
   assert.equal(f.mirror[0], -1);
-  assert.equal(f.reportIn(timed.status().generation, 0), -1);
+  assert.equal(f.reportIn(timed.status().generation * 256), -1);
   assert.equal(timed.stats().successes, 1);
-  assert.throws(() => f.reportIn(-1, 0), (e) => e instanceof RangeError && e.option === 'generation');
+  assert.throws(() => f.reportIn(-1), (e) => e instanceof RangeError && e.option === 'call');
+  assert.throws(() => f.reportIn(99), (e) => e instanceof TypeError && e.option === 'outcome');
   const shared = g.CircuitBreaker.shared(UNTIMED);
   const fs = shared._fast();
   fs.report(fs.acquire(), 0);
