@@ -1240,8 +1240,8 @@ export declare class CircuitBreaker {
   /** Bytes a `SharedArrayBuffer` needs to hold a breaker with `options`. */
   static sharedSize(options?: CircuitBreakerOptions): number
   /**
-   * The fast path's functions (`{ acquire, report, reportIn }`, bound to this breaker)
-   * and `mirror` (an `Int32Array`: the closed generation `execute` may admit calls in
+   * The fast path's functions (`{ acquire, report, reportIn }`, bound to this breaker;
+   * `report` and `reportIn` called with no arguments read them from `io`) and `mirror` (an `Int32Array`: the closed generation `execute` may admit calls in
    * without asking, or -1; see `Mirror`): for the JavaScript layer.
    */
   _fast(): unknown

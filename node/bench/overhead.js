@@ -68,16 +68,19 @@ const groups = {
 };
 
 const fastBulkhead = new g.Bulkhead({ maxConcurrent: 10 })._fast();
+const fastNone = new g.Bulkhead({ maxConcurrent: 10 })._fast();
 const fastBreaker = new g.CircuitBreaker()._fast();
 const fastUntimed = new g.CircuitBreaker(UNTIMED)._fast();
 fastUntimed.report(fastUntimed.acquire(), 0); // the mirror shows the closed generation now
 const parts = {
   'a permit taken and given back, bulkhead (2 native calls)': () => fastBulkhead.release(fastBulkhead.acquire()),
   'a permit taken and reported, breaker (2 native calls, 2 clock reads)': () => fastBreaker.report(fastBreaker.acquire(), 0),
+  'the same, arguments through io (`execute` of a timed breaker)': () => { fastBreaker.io[0] = fastBreaker.acquire(); fastBreaker.io[1] = 0; fastBreaker.report(); },
   'the same, untimed breaker (2 native calls, no clock read)': () => fastUntimed.report(fastUntimed.acquire(), 0),
-  'the same, through the mirror (1 native call: `execute` of an untimed breaker)': () => fastUntimed.reportIn(fastUntimed.mirror[0] * 256),
+  'the same, through the mirror (1 native call: `execute` of an untimed breaker)': () => { fastUntimed.io[0] = fastUntimed.mirror[0] * 256; fastUntimed.reportIn(); },
   'a bulkhead permit held by count (2 native calls: `execute` of a bulkhead)': () => { fastBulkhead.acquireCounted(); fastBulkhead.releaseCounted(); },
   'one native call doing nothing (a made-up token handed back)': () => fastBulkhead.release(-1),
+  'one native call doing nothing, no argument (a counted release, none held)': () => fastNone.releaseCounted(),
 };
 
 function timeSync(f) {

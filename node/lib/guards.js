@@ -31,6 +31,25 @@ function fastOf(g) {
 }
 
 /**
+ * The `io` cells of fast functions `f`: the arguments of a fast function called with none
+ * (see `Io` in node/src/fast.rs: reading a Node-API argument costs a third of a native
+ * call). Where Node-API gives no `io` (no buffer over outside memory), plain cells that
+ * `ioCall` passes as arguments.
+ */
+function ioOf(f) {
+  return f.io instanceof Int32Array ? f.io : new Int32Array(4);
+}
+
+/** Fast function `name` of `f`, called with no arguments: it reads its `n` from `io`. */
+function ioCall(f, name, n, io) {
+  const fn = f[name];
+  if (f.io === io) return fn;
+  if (n === 1) return () => fn(io[0]);
+  if (n === 2) return () => fn(io[0], io[1]);
+  return () => fn(io[0], io[1], io[2]);
+}
+
+/**
  * Events: an EventEmitter per guard, created on first use. For a guard in a
  * SharedArrayBuffer, a thread that sees the guard change bumps the buffer's event word and
  * wakes the others (`Atomics.notify`); each thread with listeners for `watched` events
@@ -157,7 +176,8 @@ function classifyOption(options) {
 const NO_MIRROR = new Int32Array([-1]);
 
 class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker, ['stateChange']), native.CircuitBreaker) {
-  #acquire; #report; #reportIn;
+  /** `#report` and `#reportIn` read their arguments from `#io` (see `ioOf`). */
+  #acquire; #report; #reportIn; #io;
   /**
    * The closed generation `execute` may admit a call in without asking the breaker, or
    * -1 (an `Int32Array` over the native breaker's cell, kept exact by it: see `Mirror` in
@@ -176,8 +196,9 @@ class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker, ['sta
     super(options, shared);
     const f = fastOf(this);
     this.#acquire = f.acquire;
-    this.#report = f.report;
-    this.#reportIn = f.reportIn;
+    this.#io = ioOf(f);
+    this.#report = ioCall(f, 'report', 2, this.#io);
+    this.#reportIn = ioCall(f, 'reportIn', 1, this.#io);
     this.#mirror = f.mirror instanceof Int32Array ? f.mirror : NO_MIRROR;
     this.#state = this.status().state;
   }
@@ -205,13 +226,17 @@ class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker, ['sta
 
   /** Report the permit of token `t` with outcome number `outcome`. */
   #done(t, outcome) {
-    const r = this.#report(t, outcome);
+    const io = this.#io;
+    io[0] = t;
+    io[1] = outcome;
+    const r = this.#report();
     if (r >= CHANGED) this.#changed(STATES[r - CHANGED]);
   }
 
   /** Report a call admitted through the mirror in generation `gen` (`reportIn` takes both). */
   #doneIn(gen, outcome) {
-    const r = this.#reportIn(gen * 256 + outcome);
+    this.#io[0] = gen * 256 + outcome;
+    const r = this.#reportIn();
     if (r >= CHANGED) this.#changed(STATES[r - CHANGED]);
   }
 
@@ -279,7 +304,8 @@ class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker, ['sta
     const success = gen * 256 + SUCCESS;
     this.#onValue = (v) => {
       this.#inFlight--;
-      const r = this.#reportIn(success);
+      this.#io[0] = success;
+      const r = this.#reportIn();
       if (r >= CHANGED) this.#changed(STATES[r - CHANGED]);
       return v;
     };
@@ -409,14 +435,17 @@ class Bulkhead extends withSharing(withEvents(native.Bulkhead), native.Bulkhead)
 }
 
 class Limiter extends withSharing(withEvents(native.Limiter, ['limitChange']), native.Limiter) {
-  #acquire; #report;
+  /** `#acquire` (at the default priority) and `#report` read their arguments from `#io`. */
+  #acquire; #acquireAt; #report; #io;
   #limit;
 
   constructor(options, shared) {
     super(options, shared);
     const f = fastOf(this);
-    this.#acquire = f.acquire;
-    this.#report = f.report;
+    this.#io = ioOf(f);
+    this.#acquire = ioCall(f, 'acquire', 1, this.#io);
+    this.#acquireAt = f.acquire;
+    this.#report = ioCall(f, 'report', 2, this.#io);
     this.#limit = this.limit;
   }
 
@@ -430,9 +459,21 @@ class Limiter extends withSharing(withEvents(native.Limiter, ['limitChange']), n
   /** @internal Woken by another thread: emit what changed. */
   _poll() { this.#emitLimit(this.limit); }
 
+  /** A permit token at `priority` (default 0; any other value is the native's to judge). */
+  #take(priority) {
+    if (priority === undefined || priority === 0) {
+      this.#io[0] = 0;
+      return this.#acquire();
+    }
+    return this.#acquireAt(priority);
+  }
+
   /** Report the permit of token `t` with outcome number `outcome`. */
   #done(t, outcome) {
-    const l = this.#report(t, outcome);
+    const io = this.#io;
+    io[0] = t;
+    io[1] = outcome;
+    const l = this.#report();
     if (l >= 0 && l !== this.#limit) { this.#emitLimit(l); this._notify(); }
   }
 
@@ -440,8 +481,7 @@ class Limiter extends withSharing(withEvents(native.Limiter, ['limitChange']), n
   execute(fn, options) {
     if (typeof fn !== 'function') checkFn(fn);
     const classify = options === undefined ? undefined : classifyOption(options);
-    const p = options && options.priority !== undefined ? options.priority : 0;
-    const t = this.#acquire(p);
+    const t = this.#take(options === undefined ? undefined : options.priority);
     if (t < 0) {
       try { this._lastRejection(); } catch (e) { return Promise.reject(e); }
       return Promise.reject(new errors.LimitExceededError('the limiter refused the call'));
@@ -466,7 +506,7 @@ class Limiter extends withSharing(withEvents(native.Limiter, ['limitChange']), n
 
   /** @internal For `guarded`: take a permit at `opts.priority` (or throw); returns its report. */
   _guard(opts) {
-    const t = this.#acquire(opts.priority ?? 0);
+    const t = this.#take(opts.priority);
     if (t < 0) {
       this._lastRejection();
       throw new errors.LimitExceededError('the limiter refused the call');
@@ -507,5 +547,5 @@ class Backoff extends withSharing(native.Backoff, native.Backoff) {}
 module.exports = {
   CircuitBreaker, KeyedBreakers, Bulkhead, Limiter, Admission, RetryBudget, RetryPolicy,
   Hedging, LatencyTracker, AdaptiveThrottle, Brownout, Backoff,
-  withEvents, fastOf, CHANGED, run, checkFn,
+  withEvents, fastOf, ioOf, ioCall, CHANGED, run, checkFn,
 };

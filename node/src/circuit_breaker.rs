@@ -94,6 +94,14 @@ pub(crate) struct BreakerLocal {
     seen: Cell<u8>,
     /// The fast path's last refusal.
     last: Cell<Option<BreakerRejected>>,
+    /// The fast path's arguments, passed through memory.
+    io: fast::Io,
+}
+
+impl fast::WithIo for BreakerLocal {
+    fn io(&self) -> &fast::Io {
+        &self.io
+    }
 }
 
 impl Drop for BreakerLocal {
@@ -264,8 +272,8 @@ fast_fn!(
     2,
     "CircuitBreaker report",
     |env, l, a| {
-        let token = a.f64(env, 0, "token")?;
-        let outcome = outcome::of_number(env, a.whole(env, 1, "outcome", 255)?)?;
+        let token = a.f64_io(env, 0, "token", &l.io)?;
+        let outcome = outcome::of_number(env, a.whole_io(env, 1, "outcome", 255, &l.io)?)?;
         let Some(p) = l.tokens.take(token) else {
             return Ok(-1.0);
         };
@@ -285,7 +293,7 @@ fast_fn!(
     1,
     "CircuitBreaker reportIn",
     |env, l, a| {
-        let call = a.whole(env, 0, "call", MIRROR_LIMIT * 256 - 1)?;
+        let call = a.whole_io(env, 0, "call", MIRROR_LIMIT * 256 - 1, &l.io)?;
         let (generation, outcome) = (call >> 8, outcome::of_number(env, call & 0xff)?);
         if !l.core.untimed {
             return Ok(-1.0);
@@ -405,6 +413,7 @@ impl CircuitBreaker {
                 tokens: Tokens::new(),
                 seen: Cell::new(s),
                 last: Cell::new(None),
+                io: fast::Io::new(),
             }),
         })
     }
@@ -415,12 +424,12 @@ impl CircuitBreaker {
         shared::size_for::<AnyBreaker>(&env, CLASS, || read_config(&env, options))
     }
 
-    /// The fast path's functions (`{ acquire, report, reportIn }`, bound to this breaker)
-    /// and `mirror` (an `Int32Array`: the closed generation `execute` may admit calls in
+    /// The fast path's functions (`{ acquire, report, reportIn }`, bound to this breaker;
+    /// `report` and `reportIn` called with no arguments read them from `io`) and `mirror` (an `Int32Array`: the closed generation `execute` may admit calls in
     /// without asking, or -1; see `Mirror`): for the JavaScript layer.
     #[napi(js_name = "_fast", catch_unwind, ts_return_type = "unknown")]
     pub fn fast<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let mut o = fast::functions(
+        let mut o = fast::functions_with_io(
             env,
             &self.l,
             &[

@@ -215,3 +215,31 @@ test('no mirror for a timed, a shared or a fleet-attached breaker; reportIn of a
   own.report(own.acquire(), 0);
   assert.equal(own.mirror[0], 0);
 });
+
+test('fast functions called with no arguments read them from io, checked alike', () => {
+  const b = new g.CircuitBreaker(UNTIMED);
+  const f = b._fast();
+  assert.ok(f.io instanceof Int32Array && f.io.length === 4);
+  const t = f.acquire();
+  f.io[0] = t;
+  f.io[1] = 99;
+  assert.throws(() => f.report(), (e) => e instanceof TypeError && e.option === 'outcome');
+  f.io[1] = 0;
+  assert.equal(f.report(), 0, 'the token in io: reported');
+  assert.equal(f.report(), -1, 'reported once');
+  f.io[0] = -5;
+  assert.throws(() => f.reportIn(), (e) => e instanceof RangeError && e.option === 'call');
+  f.io[0] = f.mirror[0] * 256;
+  assert.equal(f.reportIn(), 0);
+  assert.equal(f.reportIn(b.status().generation * 256), 0, 'arguments, when given, win');
+  assert.equal(b.stats().successes, 3);
+  const l = new g.Limiter()._fast();
+  l.io[0] = 9;
+  assert.throws(() => l.acquire(), (e) => e instanceof RangeError && e.option === 'priority');
+  l.io[0] = 0;
+  const lt = l.acquire();
+  assert.ok(lt >= 0);
+  l.io[0] = lt;
+  l.io[1] = 0;
+  assert.ok(l.report() >= 1, 'the limit');
+});
