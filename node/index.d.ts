@@ -1181,8 +1181,8 @@ export declare class Bulkhead {
    */
   static fromLittlesLaw(ratePerSec: number, p99: number | bigint, headroom: number): BulkheadSize
   /**
-   * The fast path's functions (`{ acquire, release }`, bound to this bulkhead): for
-   * the JavaScript layer.
+   * The fast path's functions (`{ acquire, release, acquireCounted, releaseCounted }`,
+   * bound to this bulkhead): for the JavaScript layer.
    */
   _fast(): unknown
   /** Take a slot: a permit to release exactly once, or a thrown `BulkheadFullError`. */
@@ -1240,8 +1240,9 @@ export declare class CircuitBreaker {
   /** Bytes a `SharedArrayBuffer` needs to hold a breaker with `options`. */
   static sharedSize(options?: CircuitBreakerOptions): number
   /**
-   * The fast path's functions (`{ acquire, report }`, bound to this breaker): for the
-   * JavaScript layer.
+   * The fast path's functions (`{ acquire, report, reportIn }`, bound to this breaker;
+   * `report` and `reportIn` called with no arguments read them from `io`) and `mirror` (an `Int32Array`: the closed generation `execute` may admit calls in
+   * without asking, or -1; see `Mirror`): for the JavaScript layer.
    */
   _fast(): unknown
   /**

@@ -9,7 +9,9 @@
 // with no guard at all. The parts of guards' own cost are measured beside it, in the same
 // run: one native call (a fast function that finds nothing to do), a permit taken and
 // given back (bulkhead: two native calls) and a breaker's (two native calls and two reads
-// of CLOCK_MONOTONIC; none for a breaker that does not time its calls), synchronously.
+// of CLOCK_MONOTONIC; none for a breaker that does not time its calls), synchronously,
+// and the same through the paths `execute` takes (an untimed breaker's mirror: one native
+// call; a bulkhead's permits held by count).
 //
 //   node bench/overhead.js [rounds] [callsPerRound]
 
@@ -33,6 +35,7 @@ const UNTIMED = { slowCallDuration: (1n << 64n) - 1n };
 const gBreakerUntimed = new g.CircuitBreaker(UNTIMED);
 const gBulkhead = new g.Bulkhead({ maxConcurrent: 10 });
 const gRetry = new g.Retry({ maxAttempts: 3 });
+const gLimiter = new g.Limiter();
 const opBreaker = new Opossum(noop, {});
 const opCapacity = new Opossum(noop, { capacity: 10 });
 const ckBreaker = cockatiel.circuitBreaker(cockatiel.handleAll, { halfOpenAfter: 10_000, breaker: new cockatiel.ConsecutiveBreaker(5) });
@@ -58,16 +61,26 @@ const groups = {
     'opossum (capacity)': () => opCapacity.fire(),
     cockatiel: () => ckBulkhead.execute(noop),
   },
+  // An adaptive limiter (no peer has one): two clock reads, the call's round trip.
+  limiter: {
+    guards: () => gLimiter.execute(noop),
+  },
 };
 
 const fastBulkhead = new g.Bulkhead({ maxConcurrent: 10 })._fast();
+const fastNone = new g.Bulkhead({ maxConcurrent: 10 })._fast();
 const fastBreaker = new g.CircuitBreaker()._fast();
 const fastUntimed = new g.CircuitBreaker(UNTIMED)._fast();
+fastUntimed.report(fastUntimed.acquire(), 0); // the mirror shows the closed generation now
 const parts = {
   'a permit taken and given back, bulkhead (2 native calls)': () => fastBulkhead.release(fastBulkhead.acquire()),
   'a permit taken and reported, breaker (2 native calls, 2 clock reads)': () => fastBreaker.report(fastBreaker.acquire(), 0),
+  'the same, arguments through io (`execute` of a timed breaker)': () => { fastBreaker.io[0] = fastBreaker.acquire(); fastBreaker.io[1] = 0; fastBreaker.report(); },
   'the same, untimed breaker (2 native calls, no clock read)': () => fastUntimed.report(fastUntimed.acquire(), 0),
+  'the same, through the mirror (1 native call: `execute` of an untimed breaker)': () => { fastUntimed.io[0] = fastUntimed.mirror[0] * 256; fastUntimed.reportIn(); },
+  'a bulkhead permit held by count (2 native calls: `execute` of a bulkhead)': () => { fastBulkhead.acquireCounted(); fastBulkhead.releaseCounted(); },
   'one native call doing nothing (a made-up token handed back)': () => fastBulkhead.release(-1),
+  'one native call doing nothing, no argument (a counted release, none held)': () => fastNone.releaseCounted(),
 };
 
 function timeSync(f) {
@@ -115,6 +128,6 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.
   }
   console.log('parts of guards\' cost, synchronous, per call (median of rounds, [min..max]):');
   for (const [k, xs] of Object.entries(partTimes)) {
-    console.log(`  ${k.padEnd(72)} ${median(xs).toFixed(0).padStart(5)} ns  [${Math.min(...xs).toFixed(0)}..${Math.max(...xs).toFixed(0)}]`);
+    console.log(`  ${k.padEnd(80)} ${median(xs).toFixed(0).padStart(5)} ns  [${Math.min(...xs).toFixed(0)}..${Math.max(...xs).toFixed(0)}]`);
   }
 })();

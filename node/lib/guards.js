@@ -31,6 +31,25 @@ function fastOf(g) {
 }
 
 /**
+ * The `io` cells of fast functions `f`: the arguments of a fast function called with none
+ * (see `Io` in node/src/fast.rs: reading a Node-API argument costs a third of a native
+ * call). Where Node-API gives no `io` (no buffer over outside memory), plain cells that
+ * `ioCall` passes as arguments.
+ */
+function ioOf(f) {
+  return f.io instanceof Int32Array ? f.io : new Int32Array(4);
+}
+
+/** Fast function `name` of `f`, called with no arguments: it reads its `n` from `io`. */
+function ioCall(f, name, n, io) {
+  const fn = f[name];
+  if (f.io === io) return fn;
+  if (n === 1) return () => fn(io[0]);
+  if (n === 2) return () => fn(io[0], io[1]);
+  return () => fn(io[0], io[1], io[2]);
+}
+
+/**
  * Events: an EventEmitter per guard, created on first use. For a guard in a
  * SharedArrayBuffer, a thread that sees the guard change bumps the buffer's event word and
  * wakes the others (`Atomics.notify`); each thread with listeners for `watched` events
@@ -153,21 +172,39 @@ function classifyOption(options) {
   return c;
 }
 
+/** The mirror of a breaker that has none (Node-API refused a buffer over its memory). */
+const NO_MIRROR = new Int32Array([-1]);
+
 class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker, ['stateChange']), native.CircuitBreaker) {
-  #acquire; #report;
+  /** `#report` and `#reportIn` read their arguments from `#io` (see `ioOf`). */
+  #acquire; #report; #reportIn; #io;
+  /**
+   * The closed generation `execute` may admit a call in without asking the breaker, or
+   * -1 (an `Int32Array` over the native breaker's cell, kept exact by it: see `Mirror` in
+   * node/src/circuit_breaker.rs). Such a call is reported once, with its generation.
+   */
+  #mirror;
   #state;
-  #done = (t, outcome) => {
-    const r = this.#report(t, outcome);
-    if (r >= CHANGED) this.#changed(STATES[r - CHANGED]);
-  };
+  /** Calls admitted through the mirror and not reported yet (part of `outstanding`). */
+  #inFlight = 0;
+  /** The handlers of a call admitted through the mirror in generation `#handlersGen`. */
+  #handlersGen = -1;
+  #onValue = null;
+  #onError = null;
 
   constructor(options, shared) {
     super(options, shared);
     const f = fastOf(this);
     this.#acquire = f.acquire;
-    this.#report = f.report;
+    this.#io = ioOf(f);
+    this.#report = ioCall(f, 'report', 2, this.#io);
+    this.#reportIn = ioCall(f, 'reportIn', 1, this.#io);
+    this.#mirror = f.mirror instanceof Int32Array ? f.mirror : NO_MIRROR;
     this.#state = this.status().state;
   }
+
+  /** Permits handed out by `execute` (and `guarded`) and not reported yet. */
+  get outstanding() { return super.outstanding + this.#inFlight; }
 
   #changed(to) {
     this.#emitState(to ?? this.status().state);
@@ -187,14 +224,32 @@ class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker, ['sta
     this.#emitState(this.status().state);
   }
 
+  /** Report the permit of token `t` with outcome number `outcome`. */
+  #done(t, outcome) {
+    const io = this.#io;
+    io[0] = t;
+    io[1] = outcome;
+    const r = this.#report();
+    if (r >= CHANGED) this.#changed(STATES[r - CHANGED]);
+  }
+
+  /** Report a call admitted through the mirror in generation `gen` (`reportIn` takes both). */
+  #doneIn(gen, outcome) {
+    this.#io[0] = gen * 256 + outcome;
+    const r = this.#reportIn();
+    if (r >= CHANGED) this.#changed(STATES[r - CHANGED]);
+  }
+
   /**
    * Run `fn` (returning a promise or a value) through the breaker: a refusal rejects with
    * `BreakerOpenError` without calling it; its result or error is reported (an error is
    * classified: another guard's refusal and programming errors are not failures).
    */
   execute(fn, options) {
-    checkFn(fn);
+    if (typeof fn !== 'function') checkFn(fn);
     const classify = options === undefined ? undefined : classifyOption(options);
+    const gen = this.#mirror[0];
+    if (gen >= 0) return this.#executeIn(gen, fn, classify);
     let t = this.#acquire();
     if (t < 0) return Promise.reject(this.#refusal(t));
     if (t >= CHANGED) { t -= CHANGED; this.#changed(); }
@@ -214,6 +269,47 @@ class CircuitBreaker extends withSharing(withEvents(native.CircuitBreaker, ['sta
       (v) => { this.#done(t, SUCCESS); return v; },
       (err) => { this.#done(t, outcomeOf(classify, err)); throw err; },
     );
+  }
+
+  /**
+   * `execute` of a call the mirror admits in closed generation `gen` (what the breaker
+   * would have answered, with a permit that is the generation alone): one native call,
+   * the report, and without `classify` the handlers made once per generation.
+   */
+  #executeIn(gen, fn, classify) {
+    let p;
+    try {
+      p = fn();
+    } catch (err) {
+      this.#doneIn(gen, outcomeOf(classify, err));
+      return Promise.reject(err);
+    }
+    if (p === null || typeof p !== 'object' || typeof p.then !== 'function') {
+      this.#doneIn(gen, SUCCESS);
+      return Promise.resolve(p);
+    }
+    this.#inFlight++;
+    if (classify !== undefined) {
+      return p.then(
+        (v) => { this.#inFlight--; this.#doneIn(gen, SUCCESS); return v; },
+        (err) => { this.#inFlight--; this.#doneIn(gen, outcomeOf(classify, err)); throw err; },
+      );
+    }
+    if (gen !== this.#handlersGen) this.#handlersIn(gen);
+    return p.then(this.#onValue, this.#onError);
+  }
+
+  #handlersIn(gen) {
+    this.#handlersGen = gen;
+    const success = gen * 256 + SUCCESS;
+    this.#onValue = (v) => {
+      this.#inFlight--;
+      this.#io[0] = success;
+      const r = this.#reportIn();
+      if (r >= CHANGED) this.#changed(STATES[r - CHANGED]);
+      return v;
+    };
+    this.#onError = (err) => { this.#inFlight--; this.#doneIn(gen, outcomeOf(undefined, err)); throw err; };
   }
 
   /** @internal For `guarded`: take a permit (or throw the refusal); returns its report. */
@@ -288,40 +384,40 @@ class KeyedBreakers extends withSharing(withEvents(native.KeyedBreakers, ['state
 
 class Bulkhead extends withSharing(withEvents(native.Bulkhead), native.Bulkhead) {
   #acquire; #release;
-  #done = (t) => { this.#release(t); };
+  /** `execute`'s permits, held by count (no token): its handlers are made once. */
+  #acquireCounted; #releaseCounted;
+  #onValue = (v) => { this.#releaseCounted(); return v; };
+  #onError = (err) => { this.#releaseCounted(); throw err; };
 
   constructor(options, shared) {
     super(options, shared);
     const f = fastOf(this);
     this.#acquire = f.acquire;
     this.#release = f.release;
+    this.#acquireCounted = f.acquireCounted;
+    this.#releaseCounted = f.releaseCounted;
   }
 
   /** Run `fn` holding a slot; `BulkheadFullError` at the cap, without calling it. */
   execute(fn) {
-    checkFn(fn);
-    const t = this.#acquire();
-    if (t < 0) {
+    if (typeof fn !== 'function') checkFn(fn);
+    if (this.#acquireCounted() < 0) {
       try { this._lastRejection(); } catch (e) { return Promise.reject(e); }
       return Promise.reject(new errors.BulkheadFullError('the bulkhead is full'));
     }
-    // `run`, written out: this call site sees only this class's closures
-    const release = this.#release;
+    // `run`, written out: this call site sees only this class's handlers
     let p;
     try {
       p = fn();
     } catch (err) {
-      release(t);
+      this.#releaseCounted();
       return Promise.reject(err);
     }
     if (p === null || typeof p !== 'object' || typeof p.then !== 'function') {
-      release(t);
+      this.#releaseCounted();
       return Promise.resolve(p);
     }
-    return p.then(
-      (v) => { release(t); return v; },
-      (err) => { release(t); throw err; },
-    );
+    return p.then(this.#onValue, this.#onError);
   }
 
   /** @internal For `guarded`: take a slot (or throw); returns its release. */
@@ -331,7 +427,7 @@ class Bulkhead extends withSharing(withEvents(native.Bulkhead), native.Bulkhead)
       this._lastRejection();
       throw new errors.BulkheadFullError('the bulkhead is full');
     }
-    return () => this.#done(t);
+    return () => { this.#release(t); };
   }
 
   /** @internal */
@@ -339,18 +435,17 @@ class Bulkhead extends withSharing(withEvents(native.Bulkhead), native.Bulkhead)
 }
 
 class Limiter extends withSharing(withEvents(native.Limiter, ['limitChange']), native.Limiter) {
-  #acquire; #report;
+  /** `#acquire` (at the default priority) and `#report` read their arguments from `#io`. */
+  #acquire; #acquireAt; #report; #io;
   #limit;
-  #done = (t, outcome) => {
-    const l = this.#report(t, outcome);
-    if (l >= 0 && l !== this.#limit) { this.#emitLimit(l); this._notify(); }
-  };
 
   constructor(options, shared) {
     super(options, shared);
     const f = fastOf(this);
-    this.#acquire = f.acquire;
-    this.#report = f.report;
+    this.#io = ioOf(f);
+    this.#acquire = ioCall(f, 'acquire', 1, this.#io);
+    this.#acquireAt = f.acquire;
+    this.#report = ioCall(f, 'report', 2, this.#io);
     this.#limit = this.limit;
   }
 
@@ -364,22 +459,54 @@ class Limiter extends withSharing(withEvents(native.Limiter, ['limitChange']), n
   /** @internal Woken by another thread: emit what changed. */
   _poll() { this.#emitLimit(this.limit); }
 
+  /** A permit token at `priority` (default 0; any other value is the native's to judge). */
+  #take(priority) {
+    if (priority === undefined || priority === 0) {
+      this.#io[0] = 0;
+      return this.#acquire();
+    }
+    return this.#acquireAt(priority);
+  }
+
+  /** Report the permit of token `t` with outcome number `outcome`. */
+  #done(t, outcome) {
+    const io = this.#io;
+    io[0] = t;
+    io[1] = outcome;
+    const l = this.#report();
+    if (l >= 0 && l !== this.#limit) { this.#emitLimit(l); this._notify(); }
+  }
+
   /** Run `fn` under the limit (`options.priority`, 0..7); `LimitExceededError` when refused. */
   execute(fn, options) {
-    checkFn(fn);
+    if (typeof fn !== 'function') checkFn(fn);
     const classify = options === undefined ? undefined : classifyOption(options);
-    const p = options && options.priority !== undefined ? options.priority : 0;
-    const t = this.#acquire(p);
+    const t = this.#take(options === undefined ? undefined : options.priority);
     if (t < 0) {
       try { this._lastRejection(); } catch (e) { return Promise.reject(e); }
       return Promise.reject(new errors.LimitExceededError('the limiter refused the call'));
     }
-    return run(fn, t, this.#done, classify);
+    // `run`, written out: this call site sees only this class's closures
+    let r;
+    try {
+      r = fn();
+    } catch (err) {
+      this.#done(t, outcomeOf(classify, err));
+      return Promise.reject(err);
+    }
+    if (r === null || typeof r !== 'object' || typeof r.then !== 'function') {
+      this.#done(t, SUCCESS);
+      return Promise.resolve(r);
+    }
+    return r.then(
+      (v) => { this.#done(t, SUCCESS); return v; },
+      (err) => { this.#done(t, outcomeOf(classify, err)); throw err; },
+    );
   }
 
   /** @internal For `guarded`: take a permit at `opts.priority` (or throw); returns its report. */
   _guard(opts) {
-    const t = this.#acquire(opts.priority ?? 0);
+    const t = this.#take(opts.priority);
     if (t < 0) {
       this._lastRejection();
       throw new errors.LimitExceededError('the limiter refused the call');
@@ -420,5 +547,5 @@ class Backoff extends withSharing(native.Backoff, native.Backoff) {}
 module.exports = {
   CircuitBreaker, KeyedBreakers, Bulkhead, Limiter, Admission, RetryBudget, RetryPolicy,
   Hedging, LatencyTracker, AdaptiveThrottle, Brownout, Backoff,
-  withEvents, fastOf, CHANGED, run, checkFn,
+  withEvents, fastOf, ioOf, ioCall, CHANGED, run, checkFn,
 };

@@ -17,7 +17,7 @@ const { EventEmitter } = require('node:events');
 const native = require('./native');
 const errors = require('./errors');
 const { NUM, classifyWith } = require('./outcome');
-const { fastOf } = require('./guards');
+const { fastOf, ioOf, ioCall } = require('./guards');
 
 const POLICY_KEYS = new Set([
   'maxAttempts', 'retryTimeouts', 'retryConnectionErrors', 'retryOtherTransient',
@@ -69,6 +69,8 @@ function isThenable(p) {
 class Retry extends EventEmitter {
   #policy; #budget; #classify; #classifyResult; #onRetry; #timed;
   #drivers; #settle; #begin; #report; #resume; #quick; #quickInfo;
+  /** `#settleIo` is `settle` reading its arguments from `#io` (see `ioOf` in guards.js). */
+  #io; #settleIo;
   #free = []; #slots = 0;
   #stats = { calls: 0, attempts: 0, retries: 0, successes: 0, failures: 0, attemptTimeouts: 0, cancelled: 0 };
 
@@ -113,6 +115,8 @@ class Retry extends EventEmitter {
     this.#drivers = new native.RetryDrivers(this.#policy, d);
     const f = fastOf(this.#drivers);
     this.#settle = f.settle;
+    this.#io = ioOf(f);
+    this.#settleIo = ioCall(f, 'settle', 3, this.#io);
     this.#begin = f.begin;
     this.#report = f.report;
     this.#resume = f.resume;
@@ -175,7 +179,11 @@ class Retry extends EventEmitter {
     let r;
     const slot = this.#free.length > 0 ? this.#free[this.#free.length - 1] : this.#slots;
     if (!failed && this.#classifyResult === undefined) {
-      r = this.#settle(slot, SUCCESS, -1);
+      const io = this.#io;
+      io[0] = slot;
+      io[1] = SUCCESS;
+      io[2] = -1;
+      r = this.#settleIo();
     } else {
       let ra;
       [outcome, ra] = this.#classified(value, err, failed, false);

@@ -11,6 +11,7 @@ use guards::handle::InPlace;
 use guards::names::{Bulkhead as CoreBulkhead, BulkheadPermit, BulkheadRejected};
 use guards::permit::{Granted, Owner};
 use guards::schema;
+use guards_core::bulkhead::BulkheadPermitParts;
 
 use crate::args;
 use crate::convert::{config_object, num, numbers, Options};
@@ -29,6 +30,8 @@ pub(crate) struct BulkheadLocal {
     pub(crate) core: Arc<BulkheadCore>,
     /// The fast path's parked permits.
     tokens: Tokens<BulkheadPermit>,
+    /// Permits held by `execute` by count (see `fast_acquire_counted`).
+    counted: Cell<u64>,
     last: Cell<Option<BulkheadRejected>>,
 }
 
@@ -38,7 +41,16 @@ impl Drop for BulkheadLocal {
         for p in self.tokens.drain() {
             self.core.g.release(p);
         }
+        for _ in 0..self.counted.get() {
+            self.core.g.release(counted_permit());
+        }
     }
+}
+
+/// A permit `execute` holds by count: a bulkhead's permit is no data at all (its parts are
+/// empty), so the one given back is rebuilt, not looked up.
+fn counted_permit() -> BulkheadPermit {
+    BulkheadPermit::from_parts(BulkheadPermitParts)
 }
 
 pub(crate) struct BulkheadRef(Arc<BulkheadCore>);
@@ -132,6 +144,49 @@ fast_fn!(
     }
 );
 
+// `acquireCounted()` 0, or -1 when full; `releaseCounted()` true, or false when this object
+// holds no counted permit (nothing done). For `execute`, which releases each permit it
+// took exactly once, in the same JavaScript code: a permit held by count needs no token,
+// so `execute`'s handlers need no per-call state and are made once per object. (A token
+// says which permit is given back; a bulkhead's permits are all alike, so the count says
+// all there is, and a release with none held is refused as a token reported twice is.)
+fast_fn!(
+    fast_acquire_counted,
+    BulkheadLocal,
+    0,
+    "Bulkhead acquireCounted",
+    |_env, l, _a| {
+        Ok(match l.core.g.try_acquire() {
+            Ok(p) => {
+                // The permit is no data: the count stands for it.
+                let BulkheadPermitParts = p.into_parts();
+                l.counted.set(l.counted.get() + 1);
+                0.0
+            }
+            Err(r) => {
+                l.last.set(Some(r));
+                -1.0
+            }
+        })
+    }
+);
+
+fast_fn!(
+    fast_release_counted,
+    BulkheadLocal,
+    0,
+    "Bulkhead releaseCounted",
+    |_env, l, _a| {
+        let n = l.counted.get();
+        if n == 0 {
+            return Ok(false);
+        }
+        l.counted.set(n - 1);
+        l.core.g.release(counted_permit());
+        Ok(true)
+    }
+);
+
 /// A bulkhead: at most `maxConcurrent` calls in flight at once; the next one is refused at
 /// once (`BulkheadFullError`), never queued. Lock-free (one atomic word); shareable by
 /// worker threads (`Bulkhead.shared`).
@@ -164,6 +219,7 @@ impl Bulkhead {
             l: Rc::new(BulkheadLocal {
                 core: Arc::new(BulkheadCore { g, _mem: mem }),
                 tokens: Tokens::new(),
+                counted: Cell::new(0),
                 last: Cell::new(None),
             }),
         })
@@ -215,14 +271,19 @@ impl Bulkhead {
         numbers(env, &[("maxConcurrent", num(c.max_concurrent))])
     }
 
-    /// The fast path's functions (`{ acquire, release }`, bound to this bulkhead): for
-    /// the JavaScript layer.
+    /// The fast path's functions (`{ acquire, release, acquireCounted, releaseCounted }`,
+    /// bound to this bulkhead): for the JavaScript layer.
     #[napi(js_name = "_fast", catch_unwind, ts_return_type = "unknown")]
     pub fn fast<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         fast::functions(
             env,
             &self.l,
-            &[("acquire", fast_acquire), ("release", fast_release)],
+            &[
+                ("acquire", fast_acquire),
+                ("release", fast_release),
+                ("acquireCounted", fast_acquire_counted),
+                ("releaseCounted", fast_release_counted),
+            ],
         )
     }
 

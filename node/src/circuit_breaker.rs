@@ -2,7 +2,10 @@
 //! time), permits as take-once objects or, for the JavaScript layer's fast path, tokens.
 
 use std::cell::Cell;
+use std::ffi::c_void;
+use std::ptr;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
@@ -16,6 +19,7 @@ use guards::names::{
 use guards::permit::{Granted, Owner};
 use guards::schema;
 use guards::with_breaker;
+use guards_core::circuit_breaker::CircuitBreakerPermitParts;
 
 use crate::args;
 use crate::convert::{big, config_object, ms, num, Options};
@@ -29,6 +33,56 @@ pub(crate) struct BreakerCore {
     pub(crate) g: AnyBreaker,
     /// The `SharedArrayBuffer` view the guard lives in (kept alive), if shared.
     _mem: Option<Uint8Array>,
+    /// Whether ordinary calls are not timed (the largest slow-call duration): a closed
+    /// permit is then the generation alone (see `Mirror`).
+    untimed: bool,
+    /// The closed generation the JavaScript layer may admit calls in without asking.
+    mirror: Mirror,
+}
+
+/// The first generation the mirror does not show: below it, a generation times 256 plus
+/// an outcome number (what `reportIn` takes, one argument) is a small integer in
+/// JavaScript. A breaker past 2^22 transitions asks on every call.
+const MIRROR_LIMIT: u32 = 1 << 22;
+
+/// What lets `execute` on an untimed breaker make one native call instead of two.
+///
+/// A closed breaker's `try_acquire` changes nothing and, when calls are not timed, hands
+/// out a permit that is nothing but the closed generation (`acquired_at` zero, no probe):
+/// taking one needs no native call if the layer knows, exactly, that the breaker is
+/// closed and in which generation. The mirror is that knowledge, one `i32` the layer
+/// reads through an `Int32Array` over it: the closed generation, or -1 (ask the
+/// breaker). The call is then reported once, with the generation, through `reportIn`,
+/// which rebuilds the permit from its parts: core judges it exactly as the permit
+/// `try_acquire` would have given (a report from an older generation is discarded).
+///
+/// It stays exact only while every change of the breaker's state is made by a native
+/// call of this thread that keeps the mirror up to date. So it is never on for a breaker
+/// another thread may change (one in a `SharedArrayBuffer`, one attached to a `Fleet`,
+/// whose agent may open it), nor for a timed breaker (its permit carries the instant of
+/// acquisition); only `observe` (after the fast path's calls, which then emit the
+/// change as a `stateChange` event) writes a generation; every other call that may
+/// change the state (`tryAcquire` and its permits) writes -1, so the next `execute` asks
+/// the breaker and observes what changed.
+pub(crate) struct Mirror {
+    /// The closed generation, or -1.
+    cell: AtomicI32,
+    /// Whether the mirror may show a generation.
+    on: AtomicBool,
+}
+
+impl BreakerCore {
+    /// Ask the breaker again on the next `execute`.
+    #[inline]
+    pub(crate) fn clear_mirror(&self) {
+        self.mirror.cell.store(-1, Ordering::Relaxed);
+    }
+
+    /// Never show a generation again (another thread may change the state from now on).
+    pub(crate) fn stop_mirror(&self) {
+        self.mirror.on.store(false, Ordering::Relaxed);
+        self.clear_mirror();
+    }
 }
 
 /// What one JavaScript object holds: the guard, and what this thread last saw of it.
@@ -40,6 +94,14 @@ pub(crate) struct BreakerLocal {
     seen: Cell<u8>,
     /// The fast path's last refusal.
     last: Cell<Option<BreakerRejected>>,
+    /// The fast path's arguments, passed through memory.
+    io: fast::Io,
+}
+
+impl fast::WithIo for BreakerLocal {
+    fn io(&self) -> &fast::Io {
+        &self.io
+    }
 }
 
 impl Drop for BreakerLocal {
@@ -52,14 +114,26 @@ impl Drop for BreakerLocal {
 }
 
 impl BreakerLocal {
-    /// The stored state, and whether it differs from what this object saw last.
+    /// The stored state, and whether it differs from what this object saw last (which
+    /// it then sees, and the mirror shows).
     #[inline]
     fn observe(&self) -> (u8, bool) {
-        let s = self.core.g.status().state as u8;
+        let st = self.core.g.status();
+        let s = st.state as u8;
         let changed = s != self.seen.get();
         if changed {
             self.seen.set(s);
         }
+        let m = &self.core.mirror;
+        let shown = if st.state == BreakerState::Closed
+            && st.generation < MIRROR_LIMIT
+            && m.on.load(Ordering::Relaxed)
+        {
+            st.generation as i32
+        } else {
+            -1
+        };
+        m.cell.store(shown, Ordering::Relaxed);
         (s, changed)
     }
 }
@@ -71,6 +145,7 @@ impl Owner for BreakerRef {
     type Permit = BreakerPermit;
     fn give_back(&self, p: BreakerPermit) {
         self.0.g.on_ignore(p);
+        self.0.clear_mirror();
     }
 }
 
@@ -180,6 +255,7 @@ fast_fn!(
             },
             Err(r) => {
                 l.last.set(Some(r));
+                l.core.clear_mirror();
                 if r.reason.name() == "open" {
                     -1.0
                 } else {
@@ -196,8 +272,8 @@ fast_fn!(
     2,
     "CircuitBreaker report",
     |env, l, a| {
-        let token = a.f64(env, 0, "token")?;
-        let outcome = outcome::of_number(env, a.whole(env, 1, "outcome", 255)?)?;
+        let token = a.f64_io(env, 0, "token", &l.io)?;
+        let outcome = outcome::of_number(env, a.whole_io(env, 1, "outcome", 255, &l.io)?)?;
         let Some(p) = l.tokens.take(token) else {
             return Ok(-1.0);
         };
@@ -206,6 +282,89 @@ fast_fn!(
         Ok(f64::from(s) + if changed { CHANGED } else { 0.0 })
     }
 );
+
+// `reportIn(generation × 256 + outcome)`: report with outcome number `outcome` a call
+// admitted without a permit while the mirror showed `generation` (see `Mirror`), as
+// `report` does (one argument: one Node-API read); -1 for a timed breaker (nothing
+// counted). Each such call must be reported once: the layer does.
+fast_fn!(
+    fast_report_in,
+    BreakerLocal,
+    1,
+    "CircuitBreaker reportIn",
+    |env, l, a| {
+        let call = a.whole_io(env, 0, "call", MIRROR_LIMIT * 256 - 1, &l.io)?;
+        let (generation, outcome) = (call >> 8, outcome::of_number(env, call & 0xff)?);
+        if !l.core.untimed {
+            return Ok(-1.0);
+        }
+        // The permit a closed, untimed breaker hands out in `generation`.
+        let p = BreakerPermit::from_parts(CircuitBreakerPermitParts {
+            acquired_at: Nanos::ZERO,
+            generation,
+            kind: guards::names::PermitKind::Call,
+            probe_timeout: Nanos::ZERO,
+        });
+        with_breaker!(&l.core.g, b => b.report(p, outcome, guards::clock::now));
+        let (s, changed) = l.observe();
+        Ok(f64::from(s) + if changed { CHANGED } else { 0.0 })
+    }
+);
+
+unsafe extern "C" fn release_core(
+    _env: napi::sys::napi_env,
+    _data: *mut c_void,
+    hint: *mut c_void,
+) {
+    // SAFETY: `hint` is the `Arc` clone `mirror_array` leaked for this buffer, and this
+    // finalizer runs once, when the buffer is collected.
+    drop(unsafe { Arc::from_raw(hint as *const BreakerCore) });
+}
+
+/// An `Int32Array` over the mirror's cell (keeping the breaker alive), or `undefined`
+/// where Node-API allows no buffer over outside memory (the layer then always asks).
+fn mirror_array<'e>(env: &'e Env, core: &Arc<BreakerCore>) -> Result<Unknown<'e>> {
+    let raw = env.raw();
+    let hint = Arc::into_raw(Arc::clone(core)) as *mut c_void;
+    let data = core.mirror.cell.as_ptr().cast::<c_void>();
+    let mut buf = ptr::null_mut();
+    // SAFETY: `data` points at 4 bytes inside the `BreakerCore` that `hint` keeps alive
+    // until `release_core` runs, when the buffer is collected.
+    let st = unsafe {
+        napi::sys::napi_create_external_arraybuffer(
+            raw,
+            data,
+            4,
+            Some(release_core),
+            hint,
+            &mut buf,
+        )
+    };
+    let mut out = ptr::null_mut();
+    if st == napi::sys::Status::napi_ok {
+        // SAFETY: `buf` is the live 4-byte buffer just created.
+        let st = unsafe {
+            napi::sys::napi_create_typedarray(
+                raw,
+                napi::sys::TypedarrayType::int32_array,
+                1,
+                buf,
+                0,
+                &mut out,
+            )
+        };
+        if st != napi::sys::Status::napi_ok {
+            return Err(Error::from_status(Status::GenericFailure));
+        }
+    } else {
+        // SAFETY: no buffer owns `hint`: this clone is ours to drop.
+        drop(unsafe { Arc::from_raw(hint as *const BreakerCore) });
+        // SAFETY: valid env and out-pointer.
+        unsafe { napi::sys::napi_get_undefined(raw, &mut out) };
+    }
+    // SAFETY: `out` is a live value of this env.
+    Ok(unsafe { Unknown::from_raw_unchecked(raw, out) })
+}
 
 /// A circuit breaker: closed, open or half-open, judged on a count or time window of
 /// outcomes (failure rate and slow-call rate), opening for a growing duration, then
@@ -238,12 +397,23 @@ impl CircuitBreaker {
         let Placed { g, mem } =
             shared::place::<AnyBreaker>(&env, CLASS, mem, given, || read_config(&env, options))?;
         let s = g.status().state as u8;
+        let untimed = g.config().slow_call_duration == Nanos::MAX;
+        let mirror = Mirror {
+            cell: AtomicI32::new(-1),
+            on: AtomicBool::new(untimed && mem.is_none()),
+        };
         Ok(CircuitBreaker {
             l: Rc::new(BreakerLocal {
-                core: Arc::new(BreakerCore { g, _mem: mem }),
+                core: Arc::new(BreakerCore {
+                    g,
+                    _mem: mem,
+                    untimed,
+                    mirror,
+                }),
                 tokens: Tokens::new(),
                 seen: Cell::new(s),
                 last: Cell::new(None),
+                io: fast::Io::new(),
             }),
         })
     }
@@ -254,15 +424,22 @@ impl CircuitBreaker {
         shared::size_for::<AnyBreaker>(&env, CLASS, || read_config(&env, options))
     }
 
-    /// The fast path's functions (`{ acquire, report }`, bound to this breaker): for the
-    /// JavaScript layer.
+    /// The fast path's functions (`{ acquire, report, reportIn }`, bound to this breaker;
+    /// `report` and `reportIn` called with no arguments read them from `io`) and `mirror` (an `Int32Array`: the closed generation `execute` may admit calls in
+    /// without asking, or -1; see `Mirror`): for the JavaScript layer.
     #[napi(js_name = "_fast", catch_unwind, ts_return_type = "unknown")]
     pub fn fast<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        fast::functions(
+        let mut o = fast::functions_with_io(
             env,
             &self.l,
-            &[("acquire", fast_acquire), ("report", fast_report)],
-        )
+            &[
+                ("acquire", fast_acquire),
+                ("report", fast_report),
+                ("reportIn", fast_report_in),
+            ],
+        )?;
+        o.set_named_property("mirror", mirror_array(env, &self.l.core)?)?;
+        Ok(o)
     }
 
     /// The stored state's number (closed 0, open 1, half-open 2) plus 2^52 if it differs
@@ -279,17 +456,20 @@ impl CircuitBreaker {
     #[napi(catch_unwind, ts_args_type = "now?: bigint")]
     pub fn try_acquire(&self, env: Env, now: Option<Unknown<'_>>) -> Result<CircuitBreakerPermit> {
         let now = args::now(&env, now)?;
-        match self.l.core.g.try_acquire(now) {
-            Ok(p) => {
-                self.l.observe();
-                Ok(CircuitBreakerPermit {
-                    is_probe: p.is_probe(),
-                    probe_timeout: p.probe_timeout(),
-                    acquired_at: p.acquired_at(),
-                    generation: p.generation(),
-                    granted: Granted::new(BreakerRef(Arc::clone(&self.l.core)), p),
-                })
-            }
+        let r = self.l.core.g.try_acquire(now);
+        if r.is_ok() {
+            self.l.observe();
+        }
+        // The permit object is reported apart from the fast path: ask the breaker again.
+        self.l.core.clear_mirror();
+        match r {
+            Ok(p) => Ok(CircuitBreakerPermit {
+                is_probe: p.is_probe(),
+                probe_timeout: p.probe_timeout(),
+                acquired_at: p.acquired_at(),
+                generation: p.generation(),
+                granted: Granted::new(BreakerRef(Arc::clone(&self.l.core)), p),
+            }),
             Err(r) => Err(rejection_error(&env, &r, now)),
         }
     }
@@ -405,7 +585,9 @@ impl CircuitBreakerPermit {
         let p = self.granted.take().ok_or_else(|| {
             errors::permit(&env, guards::error::GuardsResult::PermitAlreadyReported)
         })?;
-        let effect = with_breaker!(&self.granted.owner().0.g, b => b.report(p, outcome, now));
+        let core = &self.granted.owner().0;
+        let effect = with_breaker!(&core.g, b => b.report(p, outcome, now));
+        core.clear_mirror();
         Ok(effect.name())
     }
 

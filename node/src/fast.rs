@@ -14,6 +14,7 @@
 //! argument type is a `TypeError` naming the argument, as everywhere else. Each function
 //! holds one `Rc` of its guard, dropped by a finalizer when the function is collected.
 
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
@@ -52,6 +53,39 @@ impl From<bool> for Ret {
 pub(crate) struct Argv<const N: usize> {
     env: sys::napi_env,
     v: [sys::napi_value; N],
+    /// How many the call passed.
+    given: usize,
+}
+
+/// Cells of [`Io`].
+pub(crate) const IO_CELLS: usize = 4;
+
+/// Arguments passed through memory: a few `i32` cells the layer writes (through an
+/// `Int32Array` over them, the `io` of `_fast()`) before calling a fast function with
+/// fewer arguments than it takes. Reading a Node-API argument costs ~10 ns on the
+/// development VM (a third of an empty native call, `docs/benchmarks.md`); reading a
+/// cell costs nothing measurable. A function called with its arguments reads those
+/// instead, so both ways give the same answers and the same errors.
+pub(crate) struct Io([Cell<i32>; IO_CELLS]);
+
+impl Io {
+    pub(crate) fn new() -> Self {
+        Io(std::array::from_fn(|_| Cell::new(0)))
+    }
+}
+
+/// What has an [`Io`] for its fast functions.
+pub(crate) trait WithIo {
+    fn io(&self) -> &Io;
+}
+
+/// The error for a cell holding `x`, outside `0..=max`.
+fn cell_range(e: &Env, name: &str, max: u32, x: f64) -> Error {
+    range_error(
+        e,
+        name,
+        &format!("`{name}` must be a whole number in 0..={max}, not {x}"),
+    )
 }
 
 fn type_of(env: sys::napi_env, v: sys::napi_value) -> sys::napi_valuetype {
@@ -89,6 +123,29 @@ impl<const N: usize> Argv<N> {
             ));
         }
         Ok(n)
+    }
+
+    /// Argument `i` as a number, or cell `i` of `io` when the call passed fewer.
+    #[inline]
+    pub(crate) fn f64_io(&self, e: &Env, i: usize, name: &str, io: &Io) -> Result<f64> {
+        if i < self.given {
+            return self.f64(e, i, name);
+        }
+        Ok(f64::from(io.0.get(i).map_or(0, Cell::get)))
+    }
+
+    /// Argument `i` as a whole number in `0..=max`, or cell `i` of `io` (checked alike)
+    /// when the call passed fewer.
+    #[inline]
+    pub(crate) fn whole_io(&self, e: &Env, i: usize, name: &str, max: u32, io: &Io) -> Result<u32> {
+        if i < self.given {
+            return self.whole(e, i, name, max);
+        }
+        let x = io.0.get(i).map_or(0, Cell::get);
+        match u32::try_from(x) {
+            Ok(n) if n <= max => Ok(n),
+            _ => Err(cell_range(e, name, max, f64::from(x))),
+        }
     }
 
     /// Argument `i` as UTF-8 bytes, in `buf` when they fit (else on the heap).
@@ -170,6 +227,7 @@ pub(crate) unsafe fn dispatch<T, const N: usize, R: Into<Ret>>(
     let mut argv = Argv {
         env,
         v: [ptr::null_mut(); N],
+        given: 0,
     };
     let mut data: *mut c_void = ptr::null_mut();
     // SAFETY: the out-pointers are valid; `argv.v` has room for `argc` values (Node-API
@@ -184,6 +242,8 @@ pub(crate) unsafe fn dispatch<T, const N: usize, R: Into<Ret>>(
             &mut data,
         )
     };
+    // Node-API leaves in `argc` how many the call passed (it may be more than `N`).
+    argv.given = argc.min(N);
     let e = Env::from_raw(env);
     if st != sys::Status::napi_ok || data.is_null() {
         let _ = internal(&e, &format!("{what}: no call info"));
@@ -286,6 +346,69 @@ pub(crate) fn functions<'e, T: 'static>(
         o.set_named_property(name, value)?;
     }
     Ok(o)
+}
+
+/// `functions`, and `io`: an `Int32Array` over `data`'s [`Io`] (keeping `data` alive), or
+/// `undefined` where Node-API allows no buffer over outside memory (the layer then passes
+/// arguments).
+pub(crate) fn functions_with_io<'e, T: WithIo + 'static>(
+    env: &'e Env,
+    data: &Rc<T>,
+    fns: &[(&'static str, Callback)],
+) -> Result<Object<'e>> {
+    let mut o = functions(env, data, fns)?;
+    o.set_named_property("io", io_array(env, data)?)?;
+    Ok(o)
+}
+
+fn io_array<'e, T: WithIo + 'static>(env: &'e Env, data: &Rc<T>) -> Result<Unknown<'e>> {
+    let raw = env.raw();
+    let hint = Rc::into_raw(Rc::clone(data)) as *mut c_void;
+    let cells = data.io().0.as_ptr() as *mut c_void;
+    let mut buf = ptr::null_mut();
+    // SAFETY: `cells` points at the `IO_CELLS` cells inside the `T` that `hint` keeps
+    // alive until `release::<T>` runs, when the buffer is collected; JavaScript writes
+    // them only between native calls, on this thread (they are `Cell`s).
+    let st = unsafe {
+        sys::napi_create_external_arraybuffer(
+            raw,
+            cells,
+            IO_CELLS * 4,
+            Some(release_hint::<T>),
+            hint,
+            &mut buf,
+        )
+    };
+    let mut out = ptr::null_mut();
+    if st == sys::Status::napi_ok {
+        // SAFETY: `buf` is the live buffer just created.
+        let st = unsafe {
+            sys::napi_create_typedarray(
+                raw,
+                sys::TypedarrayType::int32_array,
+                IO_CELLS,
+                buf,
+                0,
+                &mut out,
+            )
+        };
+        if st != sys::Status::napi_ok {
+            return Err(Error::from_status(Status::GenericFailure));
+        }
+    } else {
+        // SAFETY: no buffer owns `hint`: this clone is ours to drop.
+        drop(unsafe { Rc::from_raw(hint as *const T) });
+        // SAFETY: valid env and out-pointer.
+        unsafe { sys::napi_get_undefined(raw, &mut out) };
+    }
+    // SAFETY: `out` is a live value of this env.
+    Ok(unsafe { Unknown::from_raw_unchecked(raw, out) })
+}
+
+unsafe extern "C" fn release_hint<T>(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+    // SAFETY: `hint` is the `Rc<T>` clone `io_array` gave this buffer; this finalizer
+    // runs once, when the buffer is collected.
+    drop(unsafe { Rc::from_raw(hint as *const T) });
 }
 
 /// Declare a fast function: `fast_fn!(name, Data, argc, "what", |env, data, args| body)`

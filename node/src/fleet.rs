@@ -851,6 +851,9 @@ impl Fleet {
         let Some(f) = inner.as_ref() else {
             return Err(has_left(&env, "attachBreaker"));
         };
+        // The agent may open it from its own thread: `execute` must ask the breaker from
+        // now on (see `circuit_breaker::Mirror`).
+        core.stop_mirror();
         f.attach_trippable(&name, Box::new(BreakerGuard(core)))
             .map_err(|e| match e {
                 FleetError::Duplicate(n) => duplicate(

@@ -27,6 +27,14 @@ pub(crate) struct GateLocal<G: Gate> {
     /// The fast path's parked permits.
     pub(crate) tokens: Tokens<G::Permit>,
     pub(crate) last: Cell<Option<G::Rejected>>,
+    /// The fast path's arguments, passed through memory.
+    pub(crate) io: crate::fast::Io,
+}
+
+impl<G: Gate> crate::fast::WithIo for GateLocal<G> {
+    fn io(&self) -> &crate::fast::Io {
+        &self.io
+    }
 }
 
 impl<G: Gate> GateLocal<G> {
@@ -35,6 +43,7 @@ impl<G: Gate> GateLocal<G> {
             core: Arc::new(GateCore { g, _mem: mem }),
             tokens: Tokens::new(),
             last: Cell::new(None),
+            io: crate::fast::Io::new(),
         })
     }
 

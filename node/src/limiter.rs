@@ -83,7 +83,7 @@ fast_fn!(
     1,
     "Limiter acquire",
     |env, l, a| {
-        let level = a.whole(env, 0, "priority", 7)?;
+        let level = a.whole_io(env, 0, "priority", 7, &l.io)?;
         let p = Priority::new(level as u8).unwrap_or(Priority::CRITICAL_PLUS);
         Ok(l.acquire_token(p))
     }
@@ -95,8 +95,8 @@ fast_fn!(
     2,
     "Limiter report",
     |env, l, a| {
-        let token = a.f64(env, 0, "token")?;
-        let outcome = outcome::of_number(env, a.whole(env, 1, "outcome", 255)?)?;
+        let token = a.f64_io(env, 0, "token", &l.io)?;
+        let outcome = outcome::of_number(env, a.whole_io(env, 1, "outcome", 255, &l.io)?)?;
         if !l.report_token(token, outcome) {
             return Ok(-1.0);
         }
@@ -180,7 +180,7 @@ impl Limiter {
     /// The fast path's functions (`{ acquire, report }`): for the JavaScript layer.
     #[napi(js_name = "_fast", catch_unwind, ts_return_type = "unknown")]
     pub fn fast<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        fast::functions(
+        fast::functions_with_io(
             env,
             &self.l,
             &[("acquire", fast_acquire), ("report", fast_report)],

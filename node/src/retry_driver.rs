@@ -331,6 +331,15 @@ pub(crate) struct Pool {
     policy: Arc<PolicyCore>,
     budget: Option<Arc<BudgetCore>>,
     drivers: RefCell<Vec<CoreDriver>>,
+    /// The fast path's arguments, passed through memory (`settle` reads them there when
+    /// called with none).
+    io: fast::Io,
+}
+
+impl fast::WithIo for Pool {
+    fn io(&self) -> &fast::Io {
+        &self.io
+    }
 }
 
 /// What the fast functions return for a step: an attempt's budget in ms (>= 0), -2
@@ -437,9 +446,9 @@ fast_fn!(fast_begin, Pool, 1, "RetryDrivers begin", |env, p, a| {
 });
 
 fast_fn!(fast_settle, Pool, 3, "RetryDrivers settle", |env, p, a| {
-    let slot = a.whole(env, 0, "slot", u32::MAX)?;
-    let outcome = outcome::of_number(env, a.whole(env, 1, "outcome", 255)?)?;
-    let ra = retry_after(env, a.f64(env, 2, "retryAfterMs")?)?;
+    let slot = a.whole_io(env, 0, "slot", u32::MAX, &p.io)?;
+    let outcome = outcome::of_number(env, a.whole_io(env, 1, "outcome", 255, &p.io)?)?;
+    let ra = retry_after(env, a.f64_io(env, 2, "retryAfterMs", &p.io)?)?;
     // Without a deadline or a budget, an outcome the retry table gives up on (a success,
     // a permanent error, ...) is decided without the time: the clock is read only for an
     // outcome that may be retried (its wait is an instant from now).
@@ -514,6 +523,7 @@ impl RetryDrivers {
                 policy: Arc::clone(&policy.core),
                 budget,
                 drivers: RefCell::new(Vec::new()),
+                io: fast::Io::new(),
             }),
         })
     }
@@ -521,7 +531,7 @@ impl RetryDrivers {
     /// The fast functions (`{ begin, settle, report, resume }`).
     #[napi(js_name = "_fast", catch_unwind, ts_return_type = "unknown")]
     pub fn fast<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        fast::functions(
+        fast::functions_with_io(
             env,
             &self.p,
             &[

@@ -152,3 +152,94 @@ test('status, window counts and a made-up fast-path token', () => {
   assert.equal(f.report(t, 0), -1, 'a second report of the same token counts nothing');
   assert.equal(b.stats().successes, 1);
 });
+
+const UNTIMED = { slowCallDuration: (1n << 64n) - 1n };
+
+test('an untimed breaker admits through its mirror exactly as the breaker would', async () => {
+  const b = new g.CircuitBreaker({ ...UNTIMED, windowSize: 2, minimumCalls: 2, failureRateThreshold: 1, openDuration: 60_000 });
+  const f = b._fast();
+  assert.ok(f.mirror instanceof Int32Array);
+  assert.equal(await b.execute(async () => 1), 1, 'the first call asks the breaker');
+  const gen = b.status().generation;
+  assert.equal(f.mirror[0], gen, 'closed: the mirror shows the generation');
+  // A call in flight counts as outstanding; a permit object reported apart from
+  // `execute` opens the breaker, and the next `execute` is refused without calling fn.
+  let finish;
+  const inFlight = b.execute(() => new Promise((resolve) => { finish = resolve; }));
+  assert.equal(b.outstanding, 1);
+  b.tryAcquire().report('timeout');
+  b.tryAcquire().report('timeout');
+  assert.equal(b.state(), 'open');
+  assert.equal(f.mirror[0], -1, 'a change outside execute clears the mirror');
+  let called = false;
+  await assert.rejects(b.execute(async () => { called = true; }), g.BreakerOpenError);
+  assert.equal(called, false);
+  // The call admitted in the closed generation ends after the breaker opened: discarded,
+  // as the permit it stands for would be.
+  const discarded = b.stats().discarded;
+  finish(7);
+  assert.equal(await inFlight, 7);
+  assert.equal(b.stats().discarded, discarded + 1);
+  assert.equal(b.outstanding, 0);
+});
+
+test('calls admitted through the mirror are counted, and trip the breaker with an event', async () => {
+  const b = new g.CircuitBreaker({ ...UNTIMED, windowSize: 4, minimumCalls: 4, failureRateThreshold: 0.5, openDuration: 60_000 });
+  const changes = [];
+  b.on('stateChange', (e) => changes.push(`${e.from}->${e.to}`));
+  for (let i = 0; i < 2; i++) assert.equal(await b.execute(async () => i), i);
+  await assert.rejects(b.execute(async () => { throw failure(); }), /reset/);
+  await assert.rejects(b.execute(() => { throw failure(); }), /reset/);
+  assert.deepEqual(changes, ['closed->open']);
+  const s = b.stats();
+  assert.equal(s.successes, 2);
+  assert.equal(s.failures, 2);
+  assert.equal(b._fast().mirror[0], -1);
+  assert.equal(b.outstanding, 0);
+});
+
+test('no mirror for a timed, a shared or a fleet-attached breaker; reportIn of a timed one counts nothing', () => {
+  const timed = new g.CircuitBreaker();
+  const f = timed._fast();
+  f.report(f.acquire(), 0);
+  assert.equal(f.mirror[0], -1);
+  assert.equal(f.reportIn(timed.status().generation * 256), -1);
+  assert.equal(timed.stats().successes, 1);
+  assert.throws(() => f.reportIn(-1), (e) => e instanceof RangeError && e.option === 'call');
+  assert.throws(() => f.reportIn(99), (e) => e instanceof TypeError && e.option === 'outcome');
+  const shared = g.CircuitBreaker.shared(UNTIMED);
+  const fs = shared._fast();
+  fs.report(fs.acquire(), 0);
+  assert.equal(fs.mirror[0], -1);
+  const own = new g.CircuitBreaker(UNTIMED)._fast();
+  own.report(own.acquire(), 0);
+  assert.equal(own.mirror[0], 0);
+});
+
+test('fast functions called with no arguments read them from io, checked alike', () => {
+  const b = new g.CircuitBreaker(UNTIMED);
+  const f = b._fast();
+  assert.ok(f.io instanceof Int32Array && f.io.length === 4);
+  const t = f.acquire();
+  f.io[0] = t;
+  f.io[1] = 99;
+  assert.throws(() => f.report(), (e) => e instanceof TypeError && e.option === 'outcome');
+  f.io[1] = 0;
+  assert.equal(f.report(), 0, 'the token in io: reported');
+  assert.equal(f.report(), -1, 'reported once');
+  f.io[0] = -5;
+  assert.throws(() => f.reportIn(), (e) => e instanceof RangeError && e.option === 'call');
+  f.io[0] = f.mirror[0] * 256;
+  assert.equal(f.reportIn(), 0);
+  assert.equal(f.reportIn(b.status().generation * 256), 0, 'arguments, when given, win');
+  assert.equal(b.stats().successes, 3);
+  const l = new g.Limiter()._fast();
+  l.io[0] = 9;
+  assert.throws(() => l.acquire(), (e) => e instanceof RangeError && e.option === 'priority');
+  l.io[0] = 0;
+  const lt = l.acquire();
+  assert.ok(lt >= 0);
+  l.io[0] = lt;
+  l.io[1] = 0;
+  assert.ok(l.report() >= 1, 'the limit');
+});

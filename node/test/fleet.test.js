@@ -467,6 +467,16 @@ test('attachBreaker refuses what is not a breaker, bad or duplicate names, and c
   assert.throws(() => fleet.attachBreaker(5, cb()), opt('name', TypeError));
   assert.equal(fleet.stats().breakers.length, 0, 'nothing refused was attached');
 
+  // The agent may open an attached breaker from its thread: `execute` asks the breaker
+  // from then on (an untimed breaker's mirror shows no generation again).
+  const untimed = new g.CircuitBreaker({ slowCallDuration: (1n << 64n) - 1n });
+  await untimed.execute(async () => 1);
+  assert.equal(untimed._fast().mirror[0], 0);
+  fleet.attachBreaker('u', untimed);
+  await untimed.execute(async () => 1);
+  assert.equal(untimed._fast().mirror[0], -1);
+  assert.equal(untimed.stats().successes, 2);
+
   const one = cb();
   fleet.attachBreaker('s', one);
   assert.throws(() => fleet.attachBreaker('s', cb()),
@@ -475,7 +485,7 @@ test('attachBreaker refuses what is not a breaker, bad or duplicate names, and c
     (e) => e instanceof g.FleetError && e.code === 'GUARDS_FLEET_DUPLICATE' && /already attached/.test(e.message));
   // The breakers' names are their own namespace.
   fleet.attach('s', 3, new g.Bulkhead({ maxConcurrent: 1 }));
-  assert.deepEqual(fleet.stats().breakers.map((b) => b.name), ['s']);
+  assert.deepEqual(fleet.stats().breakers.map((b) => b.name), ['u', 's']);
   assert.equal(one.state(), 'closed', 'attaching leaves the breaker as it was');
 
   await fleet.leave();

@@ -27,6 +27,32 @@ test('Bulkhead: the cap, release once, execute, stats', async () => {
   assert.throws(() => new g.Bulkhead({ maxConcurrent: 0 }), (e) => e instanceof RangeError && e.option === 'maxConcurrent');
 });
 
+test('Bulkhead: execute holds its permits by count; a release with none held does nothing', async () => {
+  const b = new g.Bulkhead({ maxConcurrent: 1 });
+  const f = b._fast();
+  assert.equal(f.releaseCounted(), false, 'none held: refused, nothing released');
+  const held = b.tryAcquire();
+  assert.equal(f.releaseCounted(), false, 'a permit object is not one held by count');
+  assert.equal(b.inFlight, 1);
+  held.release();
+  let finish;
+  const call = b.execute(() => new Promise((resolve) => { finish = resolve; }));
+  assert.equal(b.inFlight, 1);
+  await assert.rejects(b.execute(async () => 1), g.BulkheadFullError);
+  finish(5);
+  assert.equal(await call, 5);
+  assert.equal(b.inFlight, 0);
+  await assert.rejects(b.execute(async () => { throw new Error('boom'); }), /boom/);
+  await assert.rejects(b.execute(() => { throw new Error('sync'); }), /sync/);
+  assert.equal(await b.execute(() => 'value'), 'value');
+  assert.equal(b.inFlight, 0);
+  assert.equal(f.releaseCounted(), false);
+  assert.equal(f.acquireCounted(), 0);
+  assert.equal(f.acquireCounted(), -1, 'full');
+  assert.equal(f.releaseCounted(), true);
+  assert.equal(b.stats().released, b.stats().acquired);
+});
+
 test('run-time resizes: Bulkhead.setMaxConcurrent, Limiter.setMaxLimit, RetryBudget.setCapacity', () => {
   const b = new g.Bulkhead({ maxConcurrent: 2 });
   const p1 = b.tryAcquire();
