@@ -758,6 +758,32 @@ def soak_report(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def scaled_topology(t: dict[str, Any], cast: dict[str, Any], procs: int, kill_s: float) -> dict[str, Any]:
+    """The simulator's nearest counterpart of N caller processes, one killed at ``kill_s``:
+    the caller tier as ``procs`` instances with its threads split as ``split_pool`` splits
+    them, in turn (round-robin), each with its own breakers, the bulkhead's cap and the
+    token bucket's capacity as fleet-wide allowances (the region keeps one of each), and a
+    scale-in to ``procs - 1`` instances at the kill. (The simulator has no kill: a removed
+    instance finishes what it holds, where a killed process loses it.)"""
+    t2 = json.loads(json.dumps(t))
+    svc = next(x for x in t2["services"] if x["name"] == cast["shop"]["name"])
+    svc["instances"] = procs
+    svc["servers"] = split_pool(int(cast["shop"]["servers"]), procs)[0]
+    svc["balance"] = "round_robin"
+    allow = []
+    if svc.get("bulkheads"):
+        allow.append({"name": "bulkhead", "guard": {"bulkhead": 0},
+                      "allowance": int(svc["bulkheads"][0]["max_concurrent"])})
+    b = (svc.get("budgets") or [None])[0]
+    if b and b.get("mode", "token_bucket") == "token_bucket":
+        allow.append({"name": "budget", "guard": {"budget": 0}, "allowance": int(b["capacity"])})
+    if allow:
+        svc["fleet"] = {"allowances": allow}
+    t2["events"] = [{"at": fmt_instant(cast["start"] + kill_s),
+                     "scale": {"service": cast["shop"]["name"], "instances": procs - 1}}]
+    return t2
+
+
 def kill_shutdown(shut: dict[str, Any], res: dict[str, Any]) -> dict[str, Any]:
     """The clean-shutdown checks of a run with several caller processes, one of them
     killed: the killed one died of SIGKILL, every other exited 0 with its own slots back to
@@ -855,6 +881,19 @@ def extra_text(extra: dict[str, Any]) -> str:
                             else f"{kr['loadgen_found_gone_ms']:.1f} ms after the kill")
                          + "; actions ended `caller_died`: "
                          + ", ".join(f"{e} {v}" for e, v in kr["actions_ended_caller_died"].items()))
+        sc = kr.get("scaled_sim") if kr and "why" not in kr else None
+        if sc:
+            ch = sc["topology_changes"]
+            lines += ["", f"The same window against the simulator with the caller tier as {ch['instances']} "
+                      f"instances of {ch['servers']} threads (round-robin; fleet allowances "
+                      + ", ".join(f"{x['name']} {x['allowance']}" for x in (ch["fleet"] or {}).get("allowances", []))
+                      + f"; breakers per instance) scaled in to {ch['instances'] - 1} at the kill "
+                      "(a removed instance finishes what it holds):", "",
+                      "| figure | measured | predicted (sd) | within |", "|---|---|---|---|"]
+            for r2 in sc["rows"]:
+                m = "never" if r2["measured"] is None else f"{r2['measured']:.1f}"
+                p2 = "never" if r2["predicted"] is None else f"{r2['predicted']:.1f} ({r2['sim_sd']:.1f})"
+                lines.append(f"| {r2['name']} | {m} | {p2} | {'yes' if r2['ok'] else 'NO'} |")
     r = extra.get("restart")
     if r:
         lines += ["", "## dependency restart", ""]
@@ -1014,6 +1053,21 @@ def main() -> int:
             r = guards.sim.simulate(sim_t, seed=s, until=until)
             sims.append({k: [float(v or 0.0) for v in vals] for k, vals in r.series.items() if k != "t"})
         cmp = compare(cast, res, sims, n, label, window)
+        if a.kill_caller is not None and kc and kc.get("victim") and "kill_caller" in extra:
+            sc_t = scaled_topology(t, cast, a.caller_procs, kc["at_s"])
+            sims2 = []
+            for s in range(1, a.sim_seeds + 1):
+                r = guards.sim.simulate(sc_t, seed=s, until=until)
+                sims2.append({k: [float(v or 0.0) for v in vals] for k, vals in r.series.items() if k != "t"})
+            cmp2 = compare(cast, res, sims2, n, label, window)
+            extra["kill_caller"]["scaled_sim"] = {
+                "topology_changes": {"instances": a.caller_procs,
+                                     "servers": split_pool(int(cast["shop"]["servers"]), a.caller_procs)[0],
+                                     "balance": "round_robin",
+                                     "fleet": next(x for x in sc_t["services"]
+                                                   if x["name"] == cast["shop"]["name"]).get("fleet"),
+                                     "events": sc_t["events"]},
+                "rows": cmp2["rows"]}
         if valid["valid"]:
             plot(outdir, cmp, cast, cast["start"], f"{label} ({a.callers} callers)")
     text = write_report(outdir, label, cmp, valid, acc, shut, cast["start"], a.callers)
