@@ -1053,7 +1053,8 @@ def main() -> int:
             r = guards.sim.simulate(sim_t, seed=s, until=until)
             sims.append({k: [float(v or 0.0) for v in vals] for k, vals in r.series.items() if k != "t"})
         cmp = compare(cast, res, sims, n, label, window)
-        if a.kill_caller is not None and kc and kc.get("victim") and "kill_caller" in extra:
+        if a.kill_caller is not None and kc and kc.get("victim") and "kill_caller" in extra \
+                and valid["valid"]:
             sc_t = scaled_topology(t, cast, a.caller_procs, kc["at_s"])
             sims2 = []
             for s in range(1, a.sim_seeds + 1):
