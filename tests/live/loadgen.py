@@ -8,11 +8,20 @@ connection (the shop-api then cancels it if its app edge has ``cancel``).
 
 Every action ends in exactly one outcome: ``full``, ``degraded``, ``refused`` (with the
 ``x-refused-by`` of the last answer), ``timeout`` (the last attempt got no answer in
-time) or ``error``. The output JSON has the totals, the per-second series (by the second
+time), ``error`` or, with several caller processes, ``caller_died`` (the last attempt went
+to a caller process that had died: its connection reset, or refused once the process was
+gone). The output JSON has the totals, the per-second series (by the second
 in which each action ended, and attempts/retries by the second they were sent), and
 ``lateness``: how far behind its schedule the generator sent (the run is invalid if it
 fell behind). ``sent`` must equal the sum of the outcomes; actions still running when
 the generator stops waiting are counted as ``lost``.
+
+With several caller processes (``ports`` in the plan, ``run.py --caller-procs N``) each
+attempt goes to the next live one in turn (round-robin). An attempt that ends in a
+connection error is checked with one fresh connect to its port: refused means the process
+is gone, and from then on no attempt is sent to it; every attempt that ended that way is
+recorded (``died``: when it was sent and when it ended) and the action goes on by its
+retry policy (``retry_connection_errors``) with the next live caller.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ import time
 from typing import Any, Optional
 
 NS = 1_000_000_000
-OUTCOMES = ("full", "degraded", "refused", "timeout", "error")
+OUTCOMES = ("full", "degraded", "refused", "timeout", "error", "caller_died")
 
 
 class Pool:
@@ -55,7 +64,8 @@ class Pool:
 
 
 async def exchange(pool: Pool, path: str, timeout: float, deadline_ms: Optional[int]) -> tuple[str, int, dict[str, str]]:
-    """One attempt: ("answer", status, headers), ("timeout", 0, {}) or ("error", 0, {})."""
+    """One attempt: ("answer", status, headers), ("timeout", 0, {}) or ("error", 0, {})
+    (with ``{"refused": "1"}`` when the connect itself was refused)."""
     conn = None
     try:
         async with asyncio.timeout(timeout):
@@ -83,17 +93,37 @@ async def exchange(pool: Pool, path: str, timeout: float, deadline_ms: Optional[
         if conn is not None:
             conn[1].close()  # the app gives up on this attempt: its connection goes
         return "timeout", 0, {}
+    except ConnectionRefusedError:
+        return "error", 0, {"refused": "1"}
     except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError, IndexError):
         if conn is not None:
             conn[1].close()
         return "error", 0, {}
 
 
+async def refuses(port: int) -> bool:
+    """Whether a fresh connect to ``port`` is refused (nothing listens there any more)."""
+    try:
+        async with asyncio.timeout(2.0):
+            _, w = await asyncio.open_connection("127.0.0.1", port)
+    except ConnectionRefusedError:
+        return True
+    except (OSError, TimeoutError):
+        return False
+    w.close()
+    return False
+
+
 class Gen:
     def __init__(self, plan: dict[str, Any]) -> None:
         self.plan = plan
         self.t0 = int(plan["t0_ns"])
-        self.pool = Pool(int(plan["port"]))
+        ports = [int(p) for p in plan.get("ports") or [plan["port"]]]
+        self.pools = [Pool(p) for p in ports]
+        self.alive = list(range(len(ports)))  # indices of the callers attempts go to
+        self.turn = 0
+        self.dead: dict[int, float] = {}  # caller index -> when it was found gone (s since t0)
+        self.died: list[dict[str, Any]] = []  # attempts that ended with a dead caller
         self.rng = random.Random(int(plan.get("seed", 1)))
         self.sent = collections.Counter()
         self.outcomes: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
@@ -104,6 +134,31 @@ class Gen:
 
     def sec(self) -> int:
         return (time.monotonic_ns() - self.t0) // NS
+
+    def now_s(self) -> float:
+        return (time.monotonic_ns() - self.t0) / NS
+
+    def pick(self) -> int:
+        """The caller the next attempt goes to: the next live one in turn."""
+        i = self.alive[self.turn % len(self.alive)]
+        self.turn += 1
+        return i
+
+    async def caller_gone(self, i: int, refused: bool) -> bool:
+        """After a connection error from caller ``i``: whether it is gone (and, the first
+        time, stop sending to it). Only with several callers: one caller is never dropped."""
+        if len(self.pools) == 1:
+            return False
+        if i in self.dead:
+            return True
+        if not refused and not await refuses(self.pools[i].port):
+            return False
+        if i not in self.dead:
+            self.dead[i] = self.now_s()
+            if i in self.alive and len(self.alive) > 1:
+                self.alive.remove(i)
+            self.pools[i].close()
+        return True
 
     async def action(self, entry: dict[str, Any]) -> None:
         name = entry["name"]
@@ -119,7 +174,14 @@ class Gen:
                 dl = None
                 if pol["deadline"] != "none":
                     dl = max(1, int(pol["attempt_timeout"] * 1000))
-                kind, status, hdrs = await exchange(self.pool, entry["path"], pol["attempt_timeout"], dl)
+                ci = self.pick()
+                sent_at = self.now_s()
+                kind, status, hdrs = await exchange(self.pools[ci], entry["path"], pol["attempt_timeout"], dl)
+                if kind == "error" and await self.caller_gone(ci, bool(hdrs.get("refused"))):
+                    kind = "died"
+                    self.died.append({"entry": name, "caller": ci, "sent_s": sent_at, "ended_s": self.now_s(),
+                                      "refused": bool(hdrs.get("refused"))})
+                    self.series[self.sec()][f"{name}.caller_died_attempts"] += 1
                 last = attempt + 1 >= int(retry["max_attempts"])
                 if kind == "answer" and status == 200:
                     outcome = "degraded" if hdrs.get("x-outcome") == "degraded" else "full"
@@ -130,6 +192,9 @@ class Gen:
                     again = retry["retry_timeouts"]
                 elif kind == "error":
                     outcome, why = "error", "connection"
+                    again = retry["retry_connection_errors"]
+                elif kind == "died":
+                    outcome, why = "caller_died", f"caller-{ci}"
                     again = retry["retry_connection_errors"]
                 else:
                     why = hdrs.get("x-refused-by", f"status-{status}")
@@ -187,7 +252,8 @@ class Gen:
         lost = len(tasks)
         for t in list(tasks):
             t.cancel()
-        self.pool.close()
+        for p in self.pools:
+            p.close()
         lat = sorted(self.lateness)
         sent = sum(self.sent.values())
         ended = sum(sum(c.values()) for c in self.outcomes.values())
@@ -202,6 +268,8 @@ class Gen:
             "lateness_p99_s": lat[int(0.99 * (len(lat) - 1))] if lat else 0.0,
             "lateness_max_s": lat[-1] if lat else 0.0,
             "series": {str(k): dict(v) for k, v in sorted(self.series.items())},
+            **({"callers": len(self.pools), "dead_callers": {str(k): v for k, v in self.dead.items()},
+                "died_attempts": self.died} if len(self.pools) > 1 else {}),
         }
 
 

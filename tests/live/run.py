@@ -24,6 +24,7 @@ import statistics
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from typing import Any, Optional
@@ -109,11 +110,116 @@ def build_stock(root: str) -> str:
     return exe
 
 
+def split_pool(servers: int, n: int) -> list[int]:
+    """The caller tier's ``servers`` threads over ``n`` processes: ``servers // n`` each,
+    the first ``servers % n`` one more (the sum is the topology's)."""
+    return [servers // n + (1 if i < servers % n else 0) for i in range(n)]
+
+
+REGION_BULKHEAD = "stock-bulkhead"
+REGION_BUDGET = "retry-budget"
+
+
+class RegionWatch:
+    """The launcher's own view of the callers' region (``guards.shared``): the region
+    bulkhead's in-flight count (every process's) and the region's counters. The launcher
+    is the callers' supervisor: after a caller dies it calls ``reclaim()``, as
+    docs/shared.md says a supervisor does."""
+
+    def __init__(self, path: str, bulkhead: Optional[dict[str, Any]]) -> None:
+        from guards import shared
+
+        self.shared = shared
+        self.path = path
+        try:
+            shared.Region.remove(path)
+        except (OSError, shared.RegionError):
+            pass
+        self.region = shared.Region(path)
+        self.bulkhead = self.region.bulkhead(REGION_BULKHEAD, **bulkhead) if bulkhead else None
+
+    def view(self) -> dict[str, Any]:
+        st = self.region.stats()
+        return {"t_ns": time.monotonic_ns(),
+                "bulkhead_in_flight": self.bulkhead.in_flight if self.bulkhead is not None else 0,
+                "permits_held": st["permits_held"], "reclaimed_permits": st["reclaimed_permits"],
+                "reclaimed_claims": st["reclaimed_claims"], "scans": st["scans"]}
+
+    def remove(self) -> None:
+        try:
+            self.shared.Region.remove(self.path)
+        except (OSError, self.shared.RegionError):
+            pass
+
+
+def kill_caller(victim: "Proc", survivors: list["Proc"], region: RegionWatch, t0: int, at: float,
+                out: dict[str, Any], stop: Any) -> None:
+    """At ``at`` s after the start: SIGKILL ``victim`` (at the first moment within 2 s that
+    its /snapshot says it holds a slot of the region bulkhead, so that there is something
+    to reclaim; at 2 s whatever it holds), reap it, then reclaim the region as its
+    supervisor and watch until the region's in-flight count is the survivors' own again.
+    Everything measured goes into ``out``."""
+    while not stop.is_set() and time.monotonic_ns() < t0 + int(at * NS):
+        time.sleep(0.01)
+    if stop.is_set():
+        return
+    snap: Any = None
+    polls = 0
+    give_up = time.monotonic() + 2.0
+    while True:
+        try:
+            snap = get_json(victim.port, "/snapshot", 2.0)
+            polls += 1
+        except OSError:
+            pass
+        if (snap and snap["gauges"].get("bulkhead_in_flight", 0) > 0) or time.monotonic() >= give_up:
+            break
+        time.sleep(0.01)
+    before = region.view()
+    victim.p.send_signal(signal.SIGKILL)
+    kill_ns = time.monotonic_ns()
+    victim.p.wait()
+    reaped = region.view()
+    got = region.region.reclaim()
+    reclaimed = region.view()
+    again = region.region.reclaim()
+    # Consistent again: the region's in-flight count equals the survivors' own slots (read
+    # from their /stats between two equal readings of the region), polled for up to 5 s.
+    consistent = None
+    for _ in range(250):
+        a = region.view()
+        try:
+            own = sum(get_json(p.port, "/stats", 2.0).get("bulkhead_in_flight", 0) for p in survivors)
+        except OSError:
+            continue
+        b = region.view()
+        if a["bulkhead_in_flight"] == b["bulkhead_in_flight"] == own:
+            consistent = {**b, "survivors_own": own}
+            break
+        time.sleep(0.02)
+    s = lambda v: (v - t0) / NS  # noqa: E731
+    out.update({
+        "victim": victim.name, "pid": victim.p.pid, "exit": victim.p.returncode,
+        "at_s": s(kill_ns), "asked_at_s": at, "snapshot_polls": polls,
+        "victim_held_at_snapshot": (snap or {}).get("gauges", {}).get("bulkhead_in_flight"),
+        "victim_series": (snap or {}).get("series", {}), "victim_gauges": (snap or {}).get("gauges"),
+        "region_before": before, "region_reaped": reaped, "region_reclaimed": reclaimed,
+        "reaped_ms": (reaped["t_ns"] - kill_ns) / 1e6,
+        "reclaim": got, "reclaim_again": again, "reclaim_ms": (reclaimed["t_ns"] - kill_ns) / 1e6,
+        "consistent": consistent,
+        "consistent_ms": None if consistent is None else (consistent["t_ns"] - kill_ns) / 1e6,
+    })
+
+
 def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
-             seed: int, restart_stock: Optional[tuple[float, float]] = None) -> dict[str, Any]:
+             seed: int, restart_stock: Optional[tuple[float, float]] = None,
+             caller_procs: int = 1, kill_at: Optional[float] = None) -> dict[str, Any]:
     """Run the cast. ``restart_stock = (at, down)``: the dependency is killed with SIGKILL
     ``at`` seconds after the start and a new one is started on the same port ``down``
-    seconds later (the callers keep their connections' pools and guards)."""
+    seconds later (the callers keep their connections' pools and guards).
+    ``caller_procs = N > 1``: the caller tier is N processes (``split_pool``) whose stock
+    bulkhead and retry budget are one region's; ``kill_at``: the first of them is killed
+    with SIGKILL ``kill_at`` seconds after the start (``kill_caller``)."""
     root = os.path.dirname(os.path.dirname(HERE))
     stock_exe = build_stock(root)
     py = sys.executable
@@ -124,6 +230,7 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
         json.dump(cfg_db, f)
     procs: dict[str, Proc] = {}
     result: dict[str, Any] = {"processes": {}}
+    region: Optional[RegionWatch] = None
     try:
         procs["db"] = Proc("db", [py, os.path.join(HERE, "db.py"), "--config",
                                    os.path.join(outdir, "db.json"), "--max-run-s", str(bound)], outdir)
@@ -139,18 +246,31 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
         procs["stock"] = Proc("stock", argv, outdir)
         stock_port = procs["stock"].wait_listening()
         cfg_shop = {**cast["shop"], "t0_ns": t0, "stock_port": stock_port}
-        with open(os.path.join(outdir, "shop.json"), "w") as f:
-            json.dump(cfg_shop, f)
-        if callers == "node":
-            argv = ["node", os.path.join(HERE, "shop_api.js"), "--config",
-                    os.path.join(outdir, "shop.json"), "--max-run-s", str(bound)]
-        else:
-            argv = [py, os.path.join(HERE, "shop_api.py"), "--config",
-                    os.path.join(outdir, "shop.json"), "--max-run-s", str(bound)]
-        procs["shop"] = Proc("shop", argv, outdir)
-        shop_port = procs["shop"].wait_listening()
+        shop_names = ["shop"] if caller_procs == 1 else [f"shop{i}" for i in range(caller_procs)]
+        if caller_procs > 1:
+            region = RegionWatch(f"/dev/shm/guards-live-{os.getpid()}", cast["shop"]["bulkhead"])
+            result["region_path"] = region.path
+            result["caller_servers"] = split_pool(int(cast["shop"]["servers"]), caller_procs)
+        for i, name in enumerate(shop_names):
+            cfg_i = cfg_shop
+            if caller_procs > 1:
+                cfg_i = {**cfg_shop, "servers": result["caller_servers"][i], "region": region.path,
+                         "region_bulkhead": REGION_BULKHEAD, "region_budget": REGION_BUDGET}
+            with open(os.path.join(outdir, f"{name}.json"), "w") as f:
+                json.dump(cfg_i, f)
+            if callers == "node":
+                argv = ["node", os.path.join(HERE, "shop_api.js"), "--config",
+                        os.path.join(outdir, f"{name}.json"), "--max-run-s", str(bound)]
+            else:
+                argv = [py, os.path.join(HERE, "shop_api.py"), "--config",
+                        os.path.join(outdir, f"{name}.json"), "--max-run-s", str(bound)]
+            procs[name] = Proc(name, argv, outdir)
+            procs[name].wait_listening()
+        shop_port = procs[shop_names[0]].port
         plan = {"port": shop_port, "t0_ns": t0, "duration": duration, "entries": cast["entries"],
                 "seed": seed, "grace_s": 30}
+        if caller_procs > 1:
+            plan["ports"] = [procs[nm].port for nm in shop_names]
         with open(os.path.join(outdir, "plan.json"), "w") as f:
             json.dump(plan, f)
         lg_out = os.path.join(outdir, "loadgen.json")
@@ -165,6 +285,14 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
         last_t = time.monotonic()
         inside: dict[int, list[int]] = {}
         killed: Optional[dict[str, Any]] = None
+        kill: dict[str, Any] = {}
+        stop_killer = threading.Event()
+        killer = None
+        if kill_at is not None:
+            killer = threading.Thread(target=kill_caller, daemon=True, args=(
+                procs[shop_names[0]], [procs[nm] for nm in shop_names[1:]], region, t0, kill_at, kill,
+                stop_killer))
+            killer.start()
         while procs["loadgen"].p.poll() is None:
             time.sleep(0.2)
             now_ns = time.monotonic_ns()
@@ -192,7 +320,9 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
                 pass
             if time.monotonic() - last_t >= 1.0:
                 t = time.monotonic()
+                # (a process that has exited reads None: it used nothing since the last sample)
                 cpu = {n: proc_cpu(p.p.pid) for n, p in procs.items()}
+                cpu = {n: last_cpu.get(n, 0.0) if v is None else v for n, v in cpu.items()}
                 m = machine_cpu()
                 row = {"sec": sec, "dt": t - last_t,
                        "cpu": {n: ((cpu[n] or 0.0) - last_cpu.get(n, 0.0)) / (t - last_t) for n in procs},
@@ -202,6 +332,12 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
                 samples.append(row)
                 last_cpu = {n: cpu[n] or 0.0 for n in procs}
                 last_m, last_t = m, t
+        stop_killer.set()
+        if killer is not None:
+            killer.join(30)
+        result["kill"] = kill or None
+        dead = {kill["victim"]} if kill.get("victim") else set()
+        live_shops = [nm for nm in shop_names if nm not in dead]
         result["loadgen_exit"] = procs["loadgen"].p.returncode
         with open(lg_out) as f:
             result["loadgen"] = json.load(f)
@@ -212,28 +348,52 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
         last: Any = None
         while time.monotonic() < drain_until:
             try:
-                g = get_json(shop_port, "/stats", 20.0)
+                gs = [get_json(procs[nm].port, "/stats", 20.0) for nm in live_shops]
                 st = get_json(stock_port, "/stats", 20.0)
                 dbs = get_json(db_port, "/stats", 20.0)
-                if g["busy"] == 0 and g["queued"] == 0 and st["inside"] == 0 and dbs["busy"] == 0:
+                if all(g["busy"] == 0 and g["queued"] == 0 for g in gs) and st["inside"] == 0 \
+                        and dbs["busy"] == 0:
                     drained = True
                     break
-                last = (g, st, dbs)
+                last = (gs[0] if caller_procs == 1 else gs, st, dbs)
             except OSError as e:
                 last = repr(e)
             result["drain_last"] = last
             time.sleep(0.5)
         result["drained"] = drained
         result["drain_s"] = time.monotonic() - (drain_until - float(os.environ.get("LIVE_DRAIN_S", "240")))
-        result["shop_series"] = get_json(shop_port, "/series", 60.0)
-        result["shop_gauges"] = get_json(shop_port, "/stats", 60.0)
+        if caller_procs == 1:
+            result["shop_series"] = get_json(shop_port, "/series", 60.0)
+            result["shop_gauges"] = get_json(shop_port, "/stats", 60.0)
+        else:
+            # The tier's series is the sum of its processes'; a killed one's is its last
+            # /snapshot before the kill.
+            by_proc = {nm: get_json(procs[nm].port, "/series", 60.0) for nm in live_shops}
+            if kill.get("victim"):
+                by_proc[kill["victim"]] = kill["victim_series"]
+            total: dict[str, dict[str, int]] = {}
+            for ser in by_proc.values():
+                for sec, counters in ser.items():
+                    row = total.setdefault(sec, {})
+                    for k, v in counters.items():
+                        row[k] = row.get(k, 0) + v
+            result["shop_series"] = dict(sorted(total.items(), key=lambda kv: int(kv[0])))
+            per = {nm: get_json(procs[nm].port, "/stats", 60.0) for nm in live_shops}
+            result["shop_gauges"] = {
+                "busy": sum(g["busy"] for g in per.values()),
+                "queued": sum(g["queued"] for g in per.values()),
+                "bulkhead_in_flight": sum(g.get("bulkhead_in_flight", 0) for g in per.values()),
+                "per_process": per}
+            end = region.view()
+            result["region_end"] = {**end, "reclaim": region.region.reclaim(), "after": region.view()}
         result["stock_stats"] = get_json(stock_port, "/stats", 60.0)
         result["db_stats"] = get_json(db_port, "/stats", 60.0)
         result["inside"] = {str(k): statistics.mean(v) for k, v in sorted(inside.items())}
         result["samples"] = samples
         result["killed"] = killed
         # Stop: each answers /admin/quit and must exit 0 (its guards back to 0).
-        for name, port in (("shop", shop_port), ("stock", stock_port), ("db", db_port)):
+        for name, port in [(nm, procs[nm].port) for nm in live_shops] + [("stock", stock_port),
+                                                                          ("db", db_port)]:
             try:
                 get_json_text(port, "/admin/quit")
             except OSError:
@@ -250,6 +410,8 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
                 p.p.wait()
             p.log.close()
             result["processes"][p.name] = p.p.returncode
+        if region is not None:
+            region.remove()
     return result
 
 
@@ -273,7 +435,8 @@ def live_series(res: dict[str, Any], n: int, cast: dict[str, Any]) -> dict[str, 
         name = e["name"]
         out[f"entry.{name}.full"] = col(lg, f"{name}.full")
         out[f"entry.{name}.degraded"] = col(lg, f"{name}.degraded")
-        failed = [sum(x) for x in zip(*(col(lg, f"{name}.{o}") for o in ("refused", "timeout", "error")))]
+        failed = [sum(x) for x in zip(*(col(lg, f"{name}.{o}")
+                                        for o in ("refused", "timeout", "error", "caller_died")))]
         out[f"entry.{name}.failed"] = failed
         out[f"edge.app->{cast['shop']['name']}.{name}.retries"] = col(lg, f"{name}.retries")
     shop, stock = cast["shop"]["name"], cast["stock"]["name"]
@@ -595,8 +758,142 @@ def soak_report(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def scaled_topology(t: dict[str, Any], cast: dict[str, Any], procs: int, kill_s: float) -> dict[str, Any]:
+    """The simulator's nearest counterpart of N caller processes, one killed at ``kill_s``:
+    the caller tier as ``procs`` instances with its threads split as ``split_pool`` splits
+    them, in turn (round-robin), each with its own breakers, the bulkhead's cap and the
+    token bucket's capacity as fleet-wide allowances (the region keeps one of each), and a
+    scale-in to ``procs - 1`` instances at the kill. (The simulator has no kill: a removed
+    instance finishes what it holds, where a killed process loses it.)"""
+    t2 = json.loads(json.dumps(t))
+    svc = next(x for x in t2["services"] if x["name"] == cast["shop"]["name"])
+    svc["instances"] = procs
+    svc["servers"] = split_pool(int(cast["shop"]["servers"]), procs)[0]
+    svc["balance"] = "round_robin"
+    allow = []
+    if svc.get("bulkheads"):
+        allow.append({"name": "bulkhead", "guard": {"bulkhead": 0},
+                      "allowance": int(svc["bulkheads"][0]["max_concurrent"])})
+    b = (svc.get("budgets") or [None])[0]
+    if b and b.get("mode", "token_bucket") == "token_bucket":
+        allow.append({"name": "budget", "guard": {"budget": 0}, "allowance": int(b["capacity"])})
+    if allow:
+        svc["fleet"] = {"allowances": allow}
+    t2["events"] = [{"at": fmt_instant(cast["start"] + kill_s),
+                     "scale": {"service": cast["shop"]["name"], "instances": procs - 1}}]
+    return t2
+
+
+def kill_shutdown(shut: dict[str, Any], res: dict[str, Any]) -> dict[str, Any]:
+    """The clean-shutdown checks of a run with several caller processes, one of them
+    killed: the killed one died of SIGKILL, every other exited 0 with its own slots back to
+    0, and the region is back to 0 (in flight, permits held, nothing left to reclaim)."""
+    k = res.get("kill") or {}
+    codes = dict(res["processes"])
+    checks = dict(shut["checks"])
+    victim = k.get("victim")
+    checks["every process exited 0"] = all(v == 0 for n, v in codes.items() if n != victim)
+    if "kill_at" in res:
+        checks["the caller was killed with SIGKILL"] = bool(k) and k.get("exit") == -signal.SIGKILL
+    end = res.get("region_end") or {}
+    checks["region bulkhead in flight 0"] = end.get("bulkhead_in_flight") == 0
+    checks["region permits held 0"] = end.get("permits_held") == 0
+    checks["nothing left to reclaim at the end"] = end.get("reclaim") == {"permits": 0, "claims": 0}
+    return {"ok": all(checks.values()), "checks": checks, "exit_codes": codes}
+
+
+def kill_report(res: dict[str, Any], cast: dict[str, Any]) -> dict[str, Any]:
+    """The caller killed mid-run: what the region held and gave back, when the region was
+    consistent again, and what the apps saw (attempts in flight to it, sent to it after
+    its death, actions that ended with it)."""
+    k = res.get("kill") or {}
+    if not k.get("victim"):
+        return {"ok": False, "why": "no caller was killed (the run ended first?)"}
+    lg = res["loadgen"]
+    at = k["at_s"]
+    victim = int(k["victim"].removeprefix("shop"))
+    died = [d for d in lg.get("died_attempts", []) if d["caller"] == victim]
+    found = lg.get("dead_callers", {}).get(str(victim))
+    in_flight = sum(1 for d in died if d["sent_s"] < at)
+    after = len(died) - in_flight
+    ended = {e: lg["outcomes"].get(e, {}).get("caller_died", 0) for e in lg["sent"]}
+    rb, rr, rc = k["region_before"], k["region_reaped"], k["region_reclaimed"]
+    checks = {
+        "the caller was killed with SIGKILL": k.get("exit") == -signal.SIGKILL,
+        "the load generator found it gone": found is not None,
+        "no attempt went to it after it was found gone": all(d["sent_s"] <= found for d in died)
+        if found is not None else False,
+        "a second reclaim right after found nothing": k.get("reclaim_again") == {"permits": 0, "claims": 0},
+        "the region was consistent again": k.get("consistent") is not None,
+    }
+    return {
+        "ok": all(checks.values()), "checks": checks, "victim": k["victim"], "pid": k["pid"],
+        "exit": k.get("exit"), "asked_at_s": k["asked_at_s"], "killed_at_s": at,
+        "killed_at": fmt_instant(cast["start"] + at),
+        "victim_slots_at_last_snapshot": k.get("victim_held_at_snapshot"),
+        "region_before_kill": {x: rb[x] for x in ("bulkhead_in_flight", "permits_held")},
+        "region_after_reap": {x: rr[x] for x in ("bulkhead_in_flight", "permits_held")},
+        "region_after_reclaim": {x: rc[x] for x in ("bulkhead_in_flight", "permits_held")},
+        "reaped_ms": k["reaped_ms"], "reclaim": k["reclaim"], "reclaim_done_ms": k["reclaim_ms"],
+        "reclaimed_permits_total": rc["reclaimed_permits"] - rb["reclaimed_permits"],
+        "consistent_ms": k.get("consistent_ms"),
+        "survivors_own_slots_when_consistent": (k.get("consistent") or {}).get("survivors_own"),
+        "attempts_in_flight_at_kill": in_flight, "attempts_sent_after_kill": after,
+        "loadgen_found_gone_ms": None if found is None else (found - at) * 1000,
+        "actions_ended_caller_died": ended, "region_end": res.get("region_end"),
+        "caller_servers": res.get("caller_servers"),
+    }
+
+
 def extra_text(extra: dict[str, Any]) -> str:
     lines = []
+    kr = extra.get("kill_caller")
+    if kr:
+        lines += ["", "## caller killed", ""]
+        if "why" in kr:
+            lines.append(f"FAILED: {kr['why']}")
+        else:
+            lines.append(f"{kr['victim']} (pid {kr['pid']}, {kr['caller_servers']} threads over the "
+                         f"caller processes) killed with SIGKILL at {kr['killed_at_s']:.2f} s "
+                         f"({kr['killed_at']}; asked for {kr['asked_at_s']:g} s), exit {kr['exit']}: "
+                         + ("OK" if kr["ok"] else "FAILED " + json.dumps(kr["checks"])))
+            lines.append("")
+            lines.append("| region bulkhead | in flight (all processes) | permits held |")
+            lines.append("|---|---|---|")
+            for nm, key in (("just before the kill", "region_before_kill"),
+                            (f"dead caller reaped (+{kr['reaped_ms']:.1f} ms)", "region_after_reap"),
+                            (f"after the supervisor's reclaim (+{kr['reclaim_done_ms']:.1f} ms)",
+                             "region_after_reclaim")):
+                lines.append(f"| {nm} | {kr[key]['bulkhead_in_flight']} | {kr[key]['permits_held']} |")
+            end = kr.get("region_end") or {}
+            lines.append(f"| after the run | {end.get('bulkhead_in_flight')} | {end.get('permits_held')} |")
+            lines.append("")
+            lines.append(f"reclaimed: {kr['reclaim']['permits']} permits ({kr['reclaim']['claims']} claims) by "
+                         f"the supervisor's `region.reclaim()` {kr['reclaim_done_ms']:.1f} ms after the kill; "
+                         f"{kr['reclaimed_permits_total']} by any process; the dead caller held "
+                         f"{kr['victim_slots_at_last_snapshot']} slots at its last /snapshot. Consistent again "
+                         "(region in flight = the survivors' own slots) "
+                         + ("never" if kr["consistent_ms"] is None else f"{kr['consistent_ms']:.1f} ms after the kill")
+                         + f"; at the end a reclaim found {end.get('reclaim')}.")
+            lines.append(f"apps: {kr['attempts_in_flight_at_kill']} attempts in flight to it at the kill, "
+                         f"{kr['attempts_sent_after_kill']} sent to it after, found gone "
+                         + ("never" if kr["loadgen_found_gone_ms"] is None
+                            else f"{kr['loadgen_found_gone_ms']:.1f} ms after the kill")
+                         + "; actions ended `caller_died`: "
+                         + ", ".join(f"{e} {v}" for e, v in kr["actions_ended_caller_died"].items()))
+        sc = kr.get("scaled_sim") if kr and "why" not in kr else None
+        if sc:
+            ch = sc["topology_changes"]
+            lines += ["", f"The same window against the simulator with the caller tier as {ch['instances']} "
+                      f"instances of {ch['servers']} threads (round-robin; fleet allowances "
+                      + ", ".join(f"{x['name']} {x['allowance']}" for x in (ch["fleet"] or {}).get("allowances", []))
+                      + f"; breakers per instance) scaled in to {ch['instances'] - 1} at the kill "
+                      "(a removed instance finishes what it holds):", "",
+                      "| figure | measured | predicted (sd) | within |", "|---|---|---|---|"]
+            for r2 in sc["rows"]:
+                m = "never" if r2["measured"] is None else f"{r2['measured']:.1f}"
+                p2 = "never" if r2["predicted"] is None else f"{r2['predicted']:.1f} ({r2['sim_sd']:.1f})"
+                lines.append(f"| {r2['name']} | {m} | {p2} | {'yes' if r2['ok'] else 'NO'} |")
     r = extra.get("restart")
     if r:
         lines += ["", "## dependency restart", ""]
@@ -643,6 +940,12 @@ def main() -> int:
     ap.add_argument("--restart-stock", metavar="AT:DOWN",
                     help="kill the dependency with SIGKILL AT s after the start and start a new "
                          "one on its port DOWN s later; reports the fault instead of the comparison")
+    ap.add_argument("--caller-procs", type=int, default=1, metavar="N",
+                    help="run the caller tier as N processes (its threads split between them, "
+                         "its bulkhead and retry budget one region's); default 1")
+    ap.add_argument("--kill-caller", type=float, metavar="AT",
+                    help="kill the first caller process with SIGKILL AT s after the start (needs "
+                         "--caller-procs >= 2); reports the fault and compares the survivors")
     ap.add_argument("--soak", action="store_true",
                     help="the healthy rate for --duration (default 600 s); reports each "
                          "process's RSS slope instead of the comparison")
@@ -656,6 +959,15 @@ def main() -> int:
         if not (at > 0 and down >= 0):
             ap.error("--restart-stock: AT must be > 0 and DOWN >= 0")
         restart = (at, down)
+    if a.caller_procs < 1:
+        ap.error("--caller-procs must be >= 1")
+    if a.kill_caller is not None:
+        if a.caller_procs < 2:
+            ap.error("--kill-caller needs --caller-procs >= 2 (one must carry on)")
+        if a.kill_caller <= 0:
+            ap.error("--kill-caller: AT must be > 0")
+        if restart is not None or a.soak:
+            ap.error("--kill-caller runs alone (not with --restart-stock or --soak)")
     if a.soak:
         a.healthy = True
         if a.duration is None:
@@ -679,13 +991,21 @@ def main() -> int:
         label += f"-restart-{a.restart_stock}"
     if a.soak:
         label += "-soak"
+    if a.caller_procs > 1:
+        label += f"-procs{a.caller_procs}"
+    if a.kill_caller is not None:
+        label += f"-kill-{a.kill_caller:g}"
     cast = topo.cast(t)
+    if a.caller_procs > int(cast["shop"]["servers"]):
+        ap.error(f"--caller-procs {a.caller_procs}: the caller tier has {cast['shop']['servers']} threads")
     outdir = os.path.join(a.out, f"{label}-{a.callers}")
     os.makedirs(outdir, exist_ok=True)
     with open(os.path.join(outdir, "topology.json"), "w") as f:
         json.dump(t, f, indent=1)
     t_start = time.monotonic()
-    res = run_cast(cast, duration, outdir, a.callers, a.seed, restart)
+    res = run_cast(cast, duration, outdir, a.callers, a.seed, restart, a.caller_procs, a.kill_caller)
+    if a.kill_caller is not None:
+        res["kill_at"] = a.kill_caller
     n = int(duration)
     acc = accounting(res)
     shut = clean_shutdown(res)
@@ -697,6 +1017,10 @@ def main() -> int:
         shut = restart_shutdown(shut, res)
     if a.soak:
         extra["soak"] = soak_report(res)
+    if a.caller_procs > 1:
+        shut = kill_shutdown(shut, res)
+    if a.kill_caller is not None:
+        extra["kill_caller"] = kill_report(res, cast)
     if not a.smoke and not a.soak:
         sims = []
         until = fmt_clock(cast["start"] + n)
@@ -713,10 +1037,38 @@ def main() -> int:
                                        "end": fmt_instant(cast["start"] + k["restarted_at_s"])}]
             window = (int(k["at_s"]) + 1, max(int(k["at_s"]) + 1, int(k["restarted_at_s"]) - 1),
                       int(k["restarted_at_s"]) + 1)
+        kc = res.get("kill")
+        if a.kill_caller is not None and kc and kc.get("victim"):
+            # The simulator has no "kill a caller" event: it runs the topology as it is (the
+            # caller tier as one instance with the topology's threads and guards, which the
+            # region keeps one), and the comparison is over the survivors' window: from the
+            # second after the kill to the end of the slow-down window.
+            k_s = int(kc["at_s"]) + 1
+            sl = cast["db"]["slowdowns"] or cast["db"]["outages"]
+            if sl and k_s < int(sl[0][1]) - 1:
+                window = (max(k_s, int(sl[0][0]) + 2), int(sl[0][1]) - 1, int(sl[0][1]))
+            else:
+                window = (k_s, max(k_s, n - 2), int(sl[0][1]) if sl else 0)
         for s in range(1, a.sim_seeds + 1):
             r = guards.sim.simulate(sim_t, seed=s, until=until)
             sims.append({k: [float(v or 0.0) for v in vals] for k, vals in r.series.items() if k != "t"})
         cmp = compare(cast, res, sims, n, label, window)
+        if a.kill_caller is not None and kc and kc.get("victim") and "kill_caller" in extra \
+                and valid["valid"]:
+            sc_t = scaled_topology(t, cast, a.caller_procs, kc["at_s"])
+            sims2 = []
+            for s in range(1, a.sim_seeds + 1):
+                r = guards.sim.simulate(sc_t, seed=s, until=until)
+                sims2.append({k: [float(v or 0.0) for v in vals] for k, vals in r.series.items() if k != "t"})
+            cmp2 = compare(cast, res, sims2, n, label, window)
+            extra["kill_caller"]["scaled_sim"] = {
+                "topology_changes": {"instances": a.caller_procs,
+                                     "servers": split_pool(int(cast["shop"]["servers"]), a.caller_procs)[0],
+                                     "balance": "round_robin",
+                                     "fleet": next(x for x in sc_t["services"]
+                                                   if x["name"] == cast["shop"]["name"]).get("fleet"),
+                                     "events": sc_t["events"]},
+                "rows": cmp2["rows"]}
         if valid["valid"]:
             plot(outdir, cmp, cast, cast["start"], f"{label} ({a.callers} callers)")
     text = write_report(outdir, label, cmp, valid, acc, shut, cast["start"], a.callers)

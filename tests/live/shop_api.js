@@ -8,7 +8,10 @@
 // stock through createFetch configured from the edge's policy: the retry policy, the shared
 // RetryBudget, a KeyedBreakers per operation, the deadline sent (grpc-timeout), and the
 // Bulkhead (one slot per attempt, inside the breaker: the `fetch` createFetch calls). The
-// answers, headers, /stats, /series and /admin/quit are those of shop_api.py.
+// answers, headers, /stats, /series, /snapshot and /admin/quit are those of shop_api.py.
+// With `region` in the config (run.py --caller-procs N, N > 1) the bulkhead and the retry
+// budget are the region's (node/lib/region.js: one cap and one budget for the N caller
+// processes); the breakers stay per process, as in shop_api.py.
 
 const fs = require('node:fs');
 const http = require('node:http');
@@ -53,9 +56,12 @@ let free = cfg.servers; let busy = 0; const waiters = [];
 const acquire = () => (free > 0 ? (free--, Promise.resolve()) : new Promise((r) => waiters.push(r)));
 const release = () => { const w = waiters.shift(); if (w) w(); else free++; };
 
+const region = cfg.region ? new g.Region(cfg.region) : null;
 let budget = null;
-if (cfg.budget) budget = new g.RetryBudget(nodeOptions(cfg.budget));
-const bulkhead = cfg.bulkhead ? new g.Bulkhead(nodeOptions(cfg.bulkhead)) : null;
+if (cfg.budget) budget = region ? region.retryBudget(cfg.region_budget, nodeOptions(cfg.budget)) : new g.RetryBudget(nodeOptions(cfg.budget));
+let bulkhead = null;
+if (cfg.bulkhead) bulkhead = region ? region.bulkhead(cfg.region_bulkhead, nodeOptions(cfg.bulkhead)) : new g.Bulkhead(nodeOptions(cfg.bulkhead));
+let held = 0; // slots this process holds (a region bulkhead's inFlight counts every process's)
 const stockHost = `http://127.0.0.1:${cfg.stock_port}`;
 const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
 
@@ -65,10 +71,11 @@ function gateFetch(op, useBulkhead) {
     let permit = null;
     if (useBulkhead && bulkhead) {
       try { permit = bulkhead.tryAcquire(); } catch (e) { add(`${op}.bulkhead_rejections`); throw e; }
+      held++;
     }
     if (init.live) { init.live.n++; if (init.live.n > 1) add(`${op}.retries`); }
     add(`${op}.calls`);
-    const done = () => { if (permit) { permit.release(); permit = null; } };
+    const done = () => { if (permit) { permit.release(); permit = null; held--; } };
     return new Promise((resolve, reject) => {
       const headers = {};
       init.headers.forEach((v, k) => { headers[k] = v; });
@@ -158,8 +165,14 @@ async function handle(name, deadlineNs, cancelled) {
 let server;
 function gauges() {
   const out = { busy, queued: waiters.length };
-  if (bulkhead) out.bulkhead_in_flight = bulkhead.inFlight;
+  if (bulkhead) out.bulkhead_in_flight = region ? held : bulkhead.inFlight;
   if (budget) out.budget = budget.stats();
+  if (region) {
+    out.pid = process.pid;
+    if (bulkhead) out.region_bulkhead_in_flight = bulkhead.inFlight;
+    const st = region.stats();
+    out.region = { permits_held: st.permitsHeld, reclaimed_permits: st.reclaimedPermits, reclaimed_claims: st.reclaimedClaims, scans: st.scans };
+  }
   return out;
 }
 function quit() {
@@ -196,6 +209,7 @@ async function app(req, res) {
   let body = '';
   if (req.url === '/stats') body = JSON.stringify(gauges());
   else if (req.url === '/series') body = JSON.stringify(Object.fromEntries(series));
+  else if (req.url === '/snapshot') body = JSON.stringify({ gauges: gauges(), series: Object.fromEntries(series) });
   else if (req.url === '/admin/quit') { res.end('bye\n'); quit(); return; } else { res.statusCode = 404; body = 'no such path\n'; }
   res.end(body);
 }

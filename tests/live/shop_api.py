@@ -19,8 +19,16 @@ call failed and the page is served without it: the brownout); otherwise 503 +
 ``db-queue``, ``timeout``, ``error``). A request whose app left is cancelled when the app
 edge has ``cancel`` (the handler watches for the ASGI disconnect); as shipped, it runs on.
 
-``GET /stats`` gives the guards' gauges (every in-flight count); ``GET /series`` the
-per-second counters; ``GET /admin/quit`` stops the server. It also stops by itself after
+With ``region`` in the config (``run.py --caller-procs N``, N > 1) this process is one
+of N caller processes of one caller tier: the bulkhead and the retry budget are the
+region's (``guards.shared``: one cap and one budget for the N processes, as the
+topology's one instance has), found by name or created with the topology's settings; the
+breakers stay per process (``AsyncGuardedTransport`` takes a ``guards.KeyedBreakers``).
+
+``GET /stats`` gives the guards' gauges (every in-flight count; ``bulkhead_in_flight`` is
+this process's own slots, ``region_bulkhead_in_flight`` every process's); ``GET /series``
+the per-second counters; ``GET /snapshot`` both at once; ``GET /admin/quit`` stops the
+server. It also stops by itself after
 ``--max-run-s``.
 """
 
@@ -64,8 +72,9 @@ class GateTransport(httpx.AsyncBaseTransport):
     """Counts every attempt and holds a bulkhead slot for it (refused at once when full)."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport, bulkhead: Optional[guards.Bulkhead],
-                 series: Series, op: str) -> None:
+                 series: Series, op: str, held: list[int]) -> None:
         self.inner = inner
+        self.held = held  # [slots this process holds] (a region bulkhead counts every process's)
         self.bulkhead = bulkhead
         self.series = series
         self.op = op
@@ -78,6 +87,7 @@ class GateTransport(httpx.AsyncBaseTransport):
             if permit is None:
                 s.add(f"{op}.bulkhead_rejections")
                 raise guards.BulkheadFull("the bulkhead is full")
+            self.held[0] += 1
         s.add(f"{op}.calls")
         try:
             r = await self.inner.handle_async_request(request)
@@ -96,6 +106,7 @@ class GateTransport(httpx.AsyncBaseTransport):
         finally:
             if permit is not None:
                 permit.release()
+                self.held[0] -= 1
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -113,11 +124,24 @@ class ShopApi:
         self.cancel_on_disconnect = bool(cfg["cancel_on_disconnect"])
         budget_cfg = cfg.get("budget")
         self.budget = None
+        self.region = None
+        self.held = [0]
+        if cfg.get("region"):
+            from guards import shared
+
+            self.region = shared.Region(cfg["region"])
         if budget_cfg:
             kw = {k: v for k, v in budget_cfg.items() if k != "mode"}
-            self.budget = getattr(guards.RetryBudget, budget_cfg.get("mode", "token_bucket"))(**kw)
+            if self.region is not None:
+                self.budget = self.region.retry_budget(cfg["region_budget"], **budget_cfg)
+            else:
+                self.budget = getattr(guards.RetryBudget, budget_cfg.get("mode", "token_bucket"))(**kw)
         bh = cfg.get("bulkhead")
-        self.bulkhead = guards.Bulkhead(**bh) if bh else None
+        self.bulkhead: Any = None
+        if bh and self.region is not None:
+            self.bulkhead = self.region.bulkhead(cfg["region_bulkhead"], **bh)
+        elif bh:
+            self.bulkhead = guards.Bulkhead(**bh)
         self.ops: dict[str, dict[str, Any]] = cfg["ops"]
         self.clients: dict[str, httpx.AsyncClient] = {}
         self.transports: dict[str, AsyncGuardedTransport] = {}
@@ -129,7 +153,7 @@ class ShopApi:
             inner = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=4096,
                                                                  max_keepalive_connections=0))
             gate = GateTransport(inner, self.bulkhead if pol.get("bulkhead") is not None else None,
-                                 self.series, call["op"])
+                                 self.series, call["op"], self.held)
             breakers: Any = False
             if pol.get("breaker"):
                 breakers = guards.KeyedBreakers(slots=1, **pol["breaker"])
@@ -155,7 +179,12 @@ class ShopApi:
     def gauges(self) -> dict[str, Any]:
         out: dict[str, Any] = {"busy": self.busy, "queued": self.queued}
         if self.bulkhead is not None:
-            out["bulkhead_in_flight"] = self.bulkhead.in_flight
+            out["bulkhead_in_flight"] = self.held[0] if self.region is not None else self.bulkhead.in_flight
+        if self.region is not None:
+            out["pid"] = os.getpid()
+            if self.bulkhead is not None:
+                out["region_bulkhead_in_flight"] = self.bulkhead.in_flight
+            out["region"] = self.region.stats()
         for name, t in self.transports.items():
             if t.breakers is not None:
                 out[f"breaker_{name}"] = t.breakers.stats(self._host())
@@ -262,6 +291,9 @@ class ShopApi:
             status, headers, body = 200, [], json.dumps(self.gauges()).encode()
         elif path == "/series":
             status, headers, body = 200, [], json.dumps(self.series.dump()).encode()
+        elif path == "/snapshot":
+            status, headers, body = 200, [], json.dumps({"gauges": self.gauges(),
+                                                         "series": self.series.dump()}).encode()
         elif path == "/admin/quit":
             self.stop.set()
             status, headers, body = 200, [], b"bye\n"
