@@ -538,9 +538,13 @@ live-build: python $(LIVE_OUT)/live-stock
 # exits cleanly with its guards back to 0 (never the figures: it cannot flake on a busy machine).
 # Then 25 s at the healthy rate with the dependency killed with SIGKILL at 8 s and a new one
 # started on its port at 11 s: again every request accounted for and every guard back to 0.
+# Then 25 s with the caller tier as 2 processes sharing a region, one SIGKILLed at 10 s: the
+# region reclaims its permits, and every request (the dead caller's lost ones included) is
+# accounted for.
 live-smoke: live-build
 	$(VPY) tests/live/run.py live-C8 --duration 30 --smoke --out $(LIVE_OUT)/smoke
 	$(VPY) tests/live/run.py live-C8 --healthy --restart-stock 8:3 --duration 25 --smoke --out $(LIVE_OUT)/smoke
+	$(VPY) tests/live/run.py live-C8 --caller-procs 2 --kill-caller 10 --duration 25 --smoke --out $(LIVE_OUT)/smoke
 
 # The faults, measured against the simulator (not in CI): the dependency restarted mid-run
 # (the simulator's counterpart: an outage of stock over the same seconds), with each caller
@@ -548,6 +552,8 @@ live-smoke: live-build
 live-faults: live-build node
 	$(VPY) tests/live/run.py live-C8 --healthy --restart-stock 10:5 --duration 40 --callers node --out $(LIVE_OUT)/runs || true
 	$(VPY) tests/live/run.py live-C8 --healthy --restart-stock 10:5 --duration 40 --out $(LIVE_OUT)/runs || true
+	$(VPY) tests/live/run.py live-C8 --caller-procs 2 --kill-caller 10 --out $(LIVE_OUT)/runs || true
+	$(VPY) tests/live/run.py live-C8 --caller-procs 2 --kill-caller 10 --callers node --out $(LIVE_OUT)/runs || true
 
 live-soak: live-build
 	$(VPY) tests/live/run.py live-C8 --soak --out $(LIVE_OUT)/runs
