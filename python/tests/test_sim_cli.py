@@ -195,6 +195,14 @@ def test_progress_bar_on_request(tmp_path: pathlib.Path) -> None:
     assert p.returncode == 0 and "100%" in p.stderr and p.stdout == ""
 
 
+def _sigint_default() -> None:
+    """In the child, before exec: Ctrl-C's default action. A shell starts background jobs
+    with SIGINT ignored, and Python then installs no KeyboardInterrupt handler."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_a_long_run(tmp_path: pathlib.Path) -> None:
     import signal
     import time
@@ -208,7 +216,7 @@ def test_ctrl_c_stops_a_long_run(tmp_path: pathlib.Path) -> None:
     )
     p = subprocess.Popen(
         [sys.executable, "-c", code], cwd=tmp_path, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
+        stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default,
     )
     assert p.stdout is not None
     assert p.stdout.readline() == "running\n"
@@ -223,6 +231,7 @@ def test_ctrl_c_stops_a_long_run(tmp_path: pathlib.Path) -> None:
         [sys.executable, "-m", "guards.sim", "basketly", "--setting", "healthy",
          "--until", "23:59:00", "--progress"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_sigint_default,
     )
     assert q.stderr is not None
     q.stderr.read(1)  # the progress bar has started
