@@ -30,9 +30,8 @@ use napi::{JsValue, Task, ValueType};
 use napi_derive::napi;
 
 use guards::fleet::{
-    self as gf, EventField, FleetConfig, FleetError, FleetEvent, Resizable, Trippable,
+    self as gf, EventField, FleetConfig, FleetError, FleetEvent, Resizable, Through, Trippable,
 };
-use guards::names::Nanos;
 use guards::names::{Bulkhead as CoreBulkhead, Limiter as CoreLimiter, RetryBudget as CoreBudget};
 use guards::shared::Shared;
 use guards_core::retry_budget::TokenBudget;
@@ -134,32 +133,6 @@ impl Resizable for Guard {
             }
             Core::None => {}
         }
-    }
-}
-
-/// A `CircuitBreaker` attached to a fleet, held through its JavaScript object's `Arc`: the
-/// agent reads its window and may open it on the fleet's evidence (its clock is the
-/// default one, `guards::clock::now_ns`'s timeline).
-struct BreakerGuard(Arc<BreakerCore>);
-
-impl Trippable for BreakerGuard {
-    fn window(&self, now: Nanos) -> (u64, u64) {
-        self.0.g.window(now)
-    }
-    fn recorded(&self) -> (u64, u64) {
-        self.0.g.recorded()
-    }
-    fn is_closed(&self, now: Nanos) -> bool {
-        self.0.g.is_closed(now)
-    }
-    fn minimum_calls(&self) -> u64 {
-        Trippable::minimum_calls(&self.0.g)
-    }
-    fn failure_rate_threshold(&self) -> f64 {
-        self.0.g.failure_rate_threshold()
-    }
-    fn open_on_evidence(&self, now: Nanos) -> bool {
-        Trippable::open_on_evidence(&self.0.g, now)
     }
 }
 
@@ -854,7 +827,10 @@ impl Fleet {
         // The agent may open it from its own thread: `execute` must ask the breaker from
         // now on (see `circuit_breaker::Mirror`).
         core.stop_mirror();
-        f.attach_trippable(&name, Box::new(BreakerGuard(core)))
+        // Held through its JavaScript object's `Arc`; its clock is the default one
+        // (`guards::clock::now_ns`'s timeline), which the agent reads.
+        let held = Through(core, |c: &Arc<BreakerCore>| &c.g as &dyn Trippable);
+        f.attach_trippable(&name, Box::new(held))
             .map_err(|e| match e {
                 FleetError::Duplicate(n) => duplicate(
                     format!(

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use guards::fleet::{
     AllowanceStats, BreakerStats, EventField, Fleet, FleetConfig, FleetError, FleetEvent,
-    FleetStats, Resizable, Trippable,
+    FleetStats, Resizable, Through, Trippable,
 };
 use guards_core::retry_budget::{RetryBudget, MICROS_PER_TOKEN};
 use guards_core::Nanos;
@@ -91,37 +91,6 @@ impl Resizable for BudgetShare {
             // attach).
             let _ = t.set_capacity(cap as f64);
         }
-    }
-}
-
-/// A breaker whose window counts the agent publishes, and which it opens on the fleet's
-/// evidence (`docs/fleet.md`, "Breaker evidence").
-struct BreakerShare(Py<PyCircuitBreaker>);
-
-impl BreakerShare {
-    fn b(&self) -> &dyn Trippable {
-        &self.0.get().b
-    }
-}
-
-impl Trippable for BreakerShare {
-    fn window(&self, now: Nanos) -> (u64, u64) {
-        self.b().window(now)
-    }
-    fn recorded(&self) -> (u64, u64) {
-        self.b().recorded()
-    }
-    fn is_closed(&self, now: Nanos) -> bool {
-        self.b().is_closed(now)
-    }
-    fn minimum_calls(&self) -> u64 {
-        self.b().minimum_calls()
-    }
-    fn failure_rate_threshold(&self) -> f64 {
-        self.b().failure_rate_threshold()
-    }
-    fn open_on_evidence(&self, now: Nanos) -> bool {
-        self.b().open_on_evidence(now)
     }
 }
 
@@ -417,7 +386,11 @@ impl PyFleet {
                 format!("this breaker is already attached as `{other}`")
             }));
         }
-        let share = Box::new(BreakerShare(b.clone().unbind()));
+        // The agent publishes its window and opens it on the fleet's evidence
+        // (`docs/fleet.md`, "Breaker evidence").
+        let share = Box::new(Through(b.clone().unbind(), |p: &Py<PyCircuitBreaker>| {
+            &p.get().b as &dyn Trippable
+        }));
         py.detach(|| self.lock().attach_trippable(&name, share))
             .map_err(|e| match e {
                 FleetError::Duplicate(n) => {

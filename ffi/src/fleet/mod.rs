@@ -527,6 +527,38 @@ impl<T: Trippable + ?Sized> Trippable for Arc<T> {
     }
 }
 
+/// A breaker reached through a value that holds it (a binding's object, say): `.1` finds
+/// the breaker inside `.0`. Each binding attaches its breakers this way instead of writing
+/// the delegation out again.
+pub struct Through<T>(pub T, pub fn(&T) -> &dyn Trippable);
+
+impl<T> std::fmt::Debug for Through<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Through").finish_non_exhaustive()
+    }
+}
+
+impl<T: Send + Sync> Trippable for Through<T> {
+    fn window(&self, now: Nanos) -> (u64, u64) {
+        (self.1)(&self.0).window(now)
+    }
+    fn recorded(&self) -> (u64, u64) {
+        (self.1)(&self.0).recorded()
+    }
+    fn is_closed(&self, now: Nanos) -> bool {
+        (self.1)(&self.0).is_closed(now)
+    }
+    fn minimum_calls(&self) -> u64 {
+        (self.1)(&self.0).minimum_calls()
+    }
+    fn failure_rate_threshold(&self) -> f64 {
+        (self.1)(&self.0).failure_rate_threshold()
+    }
+    fn open_on_evidence(&self, now: Nanos) -> bool {
+        (self.1)(&self.0).open_on_evidence(now)
+    }
+}
+
 struct AttachedBreaker {
     name: String,
     breaker: Box<dyn Trippable>,
