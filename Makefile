@@ -532,7 +532,14 @@ $(LIVE_OUT)/live-stock: tests/live/stock.c include/guards.h ffi-lib
 	@mkdir -p $(LIVE_OUT)
 	$(CC) $(C_WARN) -O2 -g -Iinclude tests/live/stock.c $(STATIC_LINK) -pthread -o $@
 
-live-build: python $(LIVE_OUT)/live-stock
+# The Python processes of the testbed run on uvloop with uvicorn's httptools parser, as a
+# production asyncio service does (LIVE_LOOP=asyncio / LIVE_HTTP=h11 for the standard ones).
+# sniffio: without it httpcore retries a failed `import sniffio` on every request.
+$(VENV)/.live-tools: $(VENV)/.tools
+	$(VPY) -m pip install -q 'uvloop>=0.19' 'httptools>=0.6' 'sniffio>=1.3'
+	touch $@
+
+live-build: python $(VENV)/.live-tools $(LIVE_OUT)/live-stock
 
 # 30 s of live-C8: checks only that every request is accounted for and that every process
 # exits cleanly with its guards back to 0 (never the figures: it cannot flake on a busy machine).

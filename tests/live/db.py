@@ -28,6 +28,8 @@ import sys
 import time
 from typing import Any, Optional
 
+import aio
+
 import guards
 
 NS = 1_000_000_000
@@ -289,4 +291,4 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(aio.run(main()))

@@ -35,6 +35,8 @@ import sys
 import time
 from typing import Any, Optional
 
+import aio
+
 NS = 1_000_000_000
 OUTCOMES = ("full", "degraded", "refused", "timeout", "error", "caller_died")
 
@@ -289,4 +291,4 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(aio.run(main()))

@@ -213,13 +213,16 @@ def kill_caller(victim: "Proc", survivors: list["Proc"], region: RegionWatch, t0
 
 def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
              seed: int, restart_stock: Optional[tuple[float, float]] = None,
-             caller_procs: int = 1, kill_at: Optional[float] = None) -> dict[str, Any]:
+             caller_procs: int = 1, kill_at: Optional[float] = None,
+             close_connections: bool = False) -> dict[str, Any]:
     """Run the cast. ``restart_stock = (at, down)``: the dependency is killed with SIGKILL
     ``at`` seconds after the start and a new one is started on the same port ``down``
     seconds later (the callers keep their connections' pools and guards).
     ``caller_procs = N > 1``: the caller tier is N processes (``split_pool``) whose stock
     bulkhead and retry budget are one region's; ``kill_at``: the first of them is killed
-    with SIGKILL ``kill_at`` seconds after the start (``kill_caller``)."""
+    with SIGKILL ``kill_at`` seconds after the start (``kill_caller``).
+    ``close_connections``: the callers open a new connection to stock for each attempt
+    instead of reusing a keep-alive pool."""
     root = os.path.dirname(os.path.dirname(HERE))
     stock_exe = build_stock(root)
     py = sys.executable
@@ -245,7 +248,8 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
         stock_argv = argv
         procs["stock"] = Proc("stock", argv, outdir)
         stock_port = procs["stock"].wait_listening()
-        cfg_shop = {**cast["shop"], "t0_ns": t0, "stock_port": stock_port}
+        cfg_shop = {**cast["shop"], "t0_ns": t0, "stock_port": stock_port,
+                    "keep_alive": not close_connections}
         shop_names = ["shop"] if caller_procs == 1 else [f"shop{i}" for i in range(caller_procs)]
         if caller_procs > 1:
             region = RegionWatch(f"/dev/shm/guards-live-{os.getpid()}", cast["shop"]["bulkhead"])
@@ -946,6 +950,9 @@ def main() -> int:
     ap.add_argument("--kill-caller", type=float, metavar="AT",
                     help="kill the first caller process with SIGKILL AT s after the start (needs "
                          "--caller-procs >= 2); reports the fault and compares the survivors")
+    ap.add_argument("--close-connections", action="store_true",
+                    help="callers open a new connection to stock for every attempt (default: "
+                         "keep-alive pools, as production clients run)")
     ap.add_argument("--soak", action="store_true",
                     help="the healthy rate for --duration (default 600 s); reports each "
                          "process's RSS slope instead of the comparison")
@@ -995,6 +1002,8 @@ def main() -> int:
         label += f"-procs{a.caller_procs}"
     if a.kill_caller is not None:
         label += f"-kill-{a.kill_caller:g}"
+    if a.close_connections:
+        label += "-close"
     cast = topo.cast(t)
     if a.caller_procs > int(cast["shop"]["servers"]):
         ap.error(f"--caller-procs {a.caller_procs}: the caller tier has {cast['shop']['servers']} threads")
@@ -1003,7 +1012,8 @@ def main() -> int:
     with open(os.path.join(outdir, "topology.json"), "w") as f:
         json.dump(t, f, indent=1)
     t_start = time.monotonic()
-    res = run_cast(cast, duration, outdir, a.callers, a.seed, restart, a.caller_procs, a.kill_caller)
+    res = run_cast(cast, duration, outdir, a.callers, a.seed, restart, a.caller_procs, a.kill_caller,
+                   a.close_connections)
     if a.kill_caller is not None:
         res["kill_at"] = a.kill_caller
     n = int(duration)

@@ -63,9 +63,10 @@ let bulkhead = null;
 if (cfg.bulkhead) bulkhead = region ? region.bulkhead(cfg.region_bulkhead, nodeOptions(cfg.bulkhead)) : new g.Bulkhead(nodeOptions(cfg.bulkhead));
 let held = 0; // slots this process holds (a region bulkhead's inFlight counts every process's)
 const stockHost = `http://127.0.0.1:${cfg.stock_port}`;
-const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+// A keep-alive pool (stock serves keep-alive), or a new connection per attempt.
+const agent = new http.Agent({ keepAlive: cfg.keep_alive !== false, maxSockets: Infinity });
 
-/** One attempt: the bulkhead slot, counted, over node:http (stock closes every connection). */
+/** One attempt: the bulkhead slot, counted, over node:http. */
 function gateFetch(op, useBulkhead) {
   return (url, init) => {
     let permit = null;

@@ -45,6 +45,8 @@ import time
 import uuid
 from typing import Any, Optional
 
+import aio
+
 import httpx
 import uvicorn
 
@@ -64,8 +66,26 @@ class Series:
     def add(self, name: str, n: int = 1) -> None:
         self.data[(time.monotonic_ns() - self.t0) // NS][name] += n
 
+    def peak(self, name: str, value: int) -> None:
+        """Keeps the largest ``value`` of the second under ``name``."""
+        c = self.data[(time.monotonic_ns() - self.t0) // NS]
+        if value > c[name]:
+            c[name] = value
+
     def dump(self) -> dict[str, dict[str, int]]:
         return {str(k): dict(v) for k, v in sorted(self.data.items())}
+
+
+LATENCY_BUCKETS = ("5", "10", "20", "40", "60", "inf")  # upper bounds, ms
+
+
+async def watch_loop_lag(series: Series, stop: asyncio.Event) -> None:
+    """How late the event loop runs a 10 ms timer: the peak of each second, in ms (a busy
+    loop delays every caller's send and every answer it reads)."""
+    while not stop.is_set():
+        t = time.monotonic_ns()
+        await asyncio.sleep(0.01)
+        series.peak("loop_lag_max_ms", (time.monotonic_ns() - t - 10_000_000) // 1_000_000)
 
 
 class GateTransport(httpx.AsyncBaseTransport):
@@ -89,10 +109,14 @@ class GateTransport(httpx.AsyncBaseTransport):
                 raise guards.BulkheadFull("the bulkhead is full")
             self.held[0] += 1
         s.add(f"{op}.calls")
+        t = time.monotonic_ns()
         try:
             r = await self.inner.handle_async_request(request)
             await r.aread()
             s.add(f"{op}.status_{r.status_code}")
+            # the attempt's round trip, in buckets (a trace of where the caller's time goes)
+            ms = (time.monotonic_ns() - t) // 1_000_000
+            s.add(f"{op}.answered_ms_" + next(b for b in LATENCY_BUCKETS if ms < int(b) or b == "inf"))
             return r
         except asyncio.CancelledError:
             s.add(f"{op}.timeouts")  # the attempt's time ran out (or its caller left)
@@ -150,8 +174,10 @@ class ShopApi:
             if not call:
                 continue
             pol = call["policy"]
+            # A keep-alive pool (stock serves keep-alive), or a new connection per attempt.
+            keep = int(cfg.get("servers", 1)) * 4 if cfg.get("keep_alive", True) else 0
             inner = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=4096,
-                                                                 max_keepalive_connections=0))
+                                                                 max_keepalive_connections=keep))
             gate = GateTransport(inner, self.bulkhead if pol.get("bulkhead") is not None else None,
                                  self.series, call["op"], self.held)
             breakers: Any = False
@@ -328,15 +354,18 @@ async def main() -> int:
     sock.listen(4096)
     print(f"listening on 127.0.0.1:{sock.getsockname()[1]}", flush=True)
     server = uvicorn.Server(uvicorn.Config(app, lifespan="off", access_log=False, log_level="warning",
-                                           backlog=4096, timeout_keep_alive=60, http=os.environ.get("LIVE_HTTP", "h11"),
-                                           loop=os.environ.get("LIVE_LOOP", "asyncio")))
+                                           backlog=4096, timeout_keep_alive=60, http=os.environ.get("LIVE_HTTP", "httptools"),
+                                           loop="none"))  # the loop is aio.run's
     serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+    lag = asyncio.ensure_future(watch_loop_lag(shop.series, shop.stop))
     try:
         await asyncio.wait_for(shop.stop.wait(), a.max_run_s)
     except asyncio.TimeoutError:
         print("live-shop-api: --max-run-s reached, stopping", file=sys.stderr)
     server.should_exit = True
     await serving
+    shop.stop.set()
+    await lag
     for c in shop.clients.values():
         await c.aclose()
     g = shop.gauges()
@@ -346,4 +375,4 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(aio.run(main()))

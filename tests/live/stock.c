@@ -1,7 +1,6 @@
-/* The live testbed's stock tier (docs/live.md): a blocking HTTP/1.1 server in C with a
- * fixed pool of worker threads (the topology's `servers`), each taking one connection
- * from the listening socket's queue (FIFO: the worker queue), with libguards' admission
- * at the door and one database call per request.
+/* The live testbed's stock tier (docs/live.md): an HTTP/1.1 server in C with a fixed pool
+ * of worker threads (the topology's `servers`) taking requests from one FIFO queue (the
+ * worker queue), with libguards' admission at the door and one database call per request.
  *
  *   GET /view | POST /reserve      grpc-timeout (the caller's deadline), x-priority,
  *                                  Idempotency-Key (passed on to the database)
@@ -10,8 +9,13 @@
  *
  * What each answer means to the caller: 200 the database answered; 503 + Retry-After +
  * X-Refused-By: admission (the door) or db-queue (the database's age limit); 504 no time
- * left (deadline passed at dequeue, or the database call timed out). Every answer closes
- * its connection, so a worker never waits on an idle keep-alive connection.
+ * left (deadline passed at dequeue, or the database call timed out).
+ *
+ * Connections are kept alive unless the caller asks otherwise (`Connection: close`, or
+ * HTTP/1.0). One I/O thread owns every idle connection (epoll): it reads a request in
+ * full and puts it at the back of the queue, so an idle connection never holds a worker
+ * and the queue is one FIFO of requests, whichever connection they came on. The I/O
+ * thread answers GET /stats itself, so the gauges can be read while every worker is busy.
  *
  * With --cancel 1 a worker watches the caller's socket while it waits for the database:
  * a caller that gives up closes it, and the worker drops its database call at once
@@ -20,6 +24,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -31,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,10 +53,27 @@ static struct {
          .send_deadline = 0, .db_attempts = 1, .db_timeout_ms = 5000, .max_run_s = 600,
          .reserve_limit = 0, .view_limit = 0};
 
+/* One client connection. Between requests it belongs to the I/O thread (armed in epoll,
+ * one-shot); from a complete request to its answer, to the worker that took it. */
+struct conn {
+  int fd;
+  int keep;   /* the answer keeps the connection open */
+  size_t got; /* bytes of the request in buf */
+  char buf[4096];
+  struct conn *next;               /* the request queue */
+  struct conn *all_prev, *all_next; /* every open connection, for the shutdown */
+};
+
 static guards_admission *door;
-static int listen_fd = -1;
+static int listen_fd = -1, epoll_fd = -1;
 static atomic_int quitting;
-static atomic_long head_timeouts, inside, answered, refused_admission, refused_queue, timed_out, cancelled, db_calls;
+static atomic_long inside, answered, refused_admission, refused_queue, timed_out, cancelled, db_calls, bad_requests;
+static atomic_long connections, open_connections, kept_alive;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
+static struct conn *head_q, *tail_q, *all_conns;
+static long queued;
 
 static void die(const char *what, guards_result rc) {
   char detail[256];
@@ -59,24 +82,32 @@ static void die(const char *what, guards_result rc) {
   exit(1);
 }
 
-static void send_all(int fd, const char *buf, size_t len) {
+/* Sends all of buf on a non-blocking socket, waiting up to 1 s for room each time; 0 on
+ * success. A caller that stops reading loses its connection, not a worker. */
+static int send_all(int fd, const char *buf, size_t len) {
   while (len > 0) {
     ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-    if (n <= 0) return;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      struct pollfd p = {.fd = fd, .events = POLLOUT};
+      if (poll(&p, 1, 1000) <= 0) return -1;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
     buf += n;
     len -= (size_t)n;
   }
+  return 0;
 }
 
-static int respond(int fd, int status, const char *reason, const char *extra, const char *body) {
-  char head[512];
-  int n = snprintf(head, sizeof head,
+static int respond(struct conn *c, int status, const char *reason, const char *extra, const char *body) {
+  char out[1024];
+  size_t blen = strlen(body);
+  int n = snprintf(out, sizeof out,
                    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
-                   "Connection: close\r\n%s\r\n",
-                   status, reason, strlen(body), extra ? extra : "");
-  if (n < 0 || (size_t)n >= sizeof head) return 0;
-  send_all(fd, head, (size_t)n);
-  send_all(fd, body, strlen(body));
+                   "Connection: %s\r\n%s\r\n%s",
+                   status, reason, blen, c->keep ? "keep-alive" : "close", extra ? extra : "", body);
+  if (n < 0 || (size_t)n >= sizeof out || send_all(c->fd, out, (size_t)n) != 0) c->keep = 0;
   return 0;
 }
 
@@ -100,26 +131,32 @@ static const char *header(const char *req, const char *name, size_t *len) {
   return NULL;
 }
 
-/* Read a request head (up to the blank line) into buf; 0 on success. A connection that
- * sends no complete head within 1 s is closed (a client that connected and went quiet
- * would otherwise hold a worker). */
-static int read_head(int fd, char *buf, size_t cap) {
-  size_t got = 0;
-  uint64_t until = guards_now_ns() + 1000 * MS;
-  while (got + 1 < cap) {
-    uint64_t now = guards_now_ns();
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (now >= until || poll(&p, 1, (int)((until - now) / MS) + 1) == 0) {
-      atomic_fetch_add(&head_timeouts, 1);
-      return -1;
-    }
-    ssize_t n = recv(fd, buf + got, cap - 1 - got, 0);
-    if (n <= 0) return -1;
-    got += (size_t)n;
-    buf[got] = 0;
-    if (strstr(buf, "\r\n\r\n")) return 0;
+/* Whether c->buf holds one whole request (head, and the body its Content-Length gives):
+ * 1 yes, 0 not yet, -1 never (too large or malformed). Sets c->keep from the request. */
+static int request_complete(struct conn *c) {
+  const char *end = strstr(c->buf, "\r\n\r\n");
+  if (!end) return c->got + 1 >= sizeof c->buf ? -1 : 0;
+  size_t head_len = (size_t)(end - c->buf) + 4, len = 0;
+  const char *v = header(c->buf, "content-length", &len);
+  size_t body = 0;
+  if (v) {
+    char num[24];
+    char *e = NULL;
+    if (len == 0 || len >= sizeof num) return -1;
+    memcpy(num, v, len);
+    num[len] = 0;
+    unsigned long long x = strtoull(num, &e, 10);
+    if (*e || x > sizeof c->buf) return -1;
+    body = (size_t)x;
   }
-  return -1;
+  if (c->got < head_len + body) return c->got + 1 >= sizeof c->buf ? -1 : 0;
+  const char *line_end = strstr(c->buf, "\r\n");
+  int http11 = line_end - c->buf >= 8 && strncmp(line_end - 8, "HTTP/1.1", 8) == 0;
+  const char *conn_h = header(c->buf, "connection", &len);
+  int close_asked = conn_h && len == 5 && strncasecmp(conn_h, "close", 5) == 0;
+  /* A request pipelined behind this one is not served: the answer closes the connection. */
+  c->keep = http11 && !close_asked && c->got == head_len + body;
+  return 1;
 }
 
 /* One database call: status of the answer (200, 503, 504, ...), 0 when the attempt timed
@@ -151,6 +188,7 @@ static int db_call(int client, const char *op, uint32_t priority, uint64_t budge
   uint64_t until = guards_now_ns() + budget_ns;
   char buf[1024];
   size_t got = 0;
+  int watch = opt.cancel;
   for (;;) {
     uint64_t now = guards_now_ns();
     if (now >= until) {
@@ -159,15 +197,16 @@ static int db_call(int client, const char *op, uint32_t priority, uint64_t budge
     }
     struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = client, .events = POLLIN | POLLRDHUP}};
     int waitms = (int)((until - now + MS - 1) / MS);
-    int r = poll(p, opt.cancel ? 2 : 1, waitms);
+    int r = poll(p, watch ? 2 : 1, waitms);
     if (r < 0 && errno == EINTR) continue;
-    if (opt.cancel && (p[1].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))) {
+    if (watch && (p[1].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))) {
       char c;
       ssize_t k = recv(client, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-      if (k <= 0) {
+      if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
         close(fd); /* the database sees its caller leave: the query is cancelled */
         return -1;
       }
+      if (k > 0) watch = 0; /* bytes of a next request, not a hang-up: stop watching */
     }
     if (p[0].revents) {
       ssize_t k = recv(fd, buf + got, sizeof buf - 1 - got, 0);
@@ -193,7 +232,7 @@ static int db_call(int client, const char *op, uint32_t priority, uint64_t budge
   }
 }
 
-static int stats(int fd) {
+static int stats(struct conn *c) {
   guards_admission_stats s;
   uint64_t out = 0;
   memset(&s, 0, sizeof s);
@@ -201,33 +240,40 @@ static int stats(int fd) {
     guards_admission_get_stats(door, &s);
     guards_admission_outstanding(door, &out);
   }
-  char body[512];
+  pthread_mutex_lock(&lock);
+  long q = queued;
+  pthread_mutex_unlock(&lock);
+  char body[700];
   snprintf(body, sizeof body,
            "{\"inside\": %ld, \"answered\": %ld, \"refused_admission\": %ld, \"refused_queue\": %ld, "
            "\"timed_out\": %ld, \"cancelled\": %ld, \"db_calls\": %ld, \"admission_outstanding\": %llu, "
-           "\"admission_admitted\": %llu, \"admission_rejected\": %llu, \"head_timeouts\": %ld}\n",
+           "\"admission_admitted\": %llu, \"admission_rejected\": %llu, \"bad_requests\": %ld, \"queued\": %ld, "
+           "\"connections\": %ld, \"open_connections\": %ld, \"kept_alive\": %ld}\n",
            atomic_load(&inside), atomic_load(&answered), atomic_load(&refused_admission),
            atomic_load(&refused_queue), atomic_load(&timed_out), atomic_load(&cancelled),
            atomic_load(&db_calls), (unsigned long long)out, (unsigned long long)s.admitted,
-           (unsigned long long)(s.refused_limit_reached + s.refused_overloaded), atomic_load(&head_timeouts));
-  return respond(fd, 200, "OK", "Content-Type: application/json\r\n", body);
+           (unsigned long long)(s.refused_limit_reached + s.refused_overloaded), atomic_load(&bad_requests),
+           q, atomic_load(&connections), atomic_load(&open_connections), atomic_load(&kept_alive));
+  return respond(c, 200, "OK", "Content-Type: application/json\r\n", body);
 }
 
-static int handle(int fd) {
-  char req[4096];
-  if (read_head(fd, req, sizeof req) != 0) return 0;
+static void stop(void);
+
+static int handle(struct conn *c) {
+  const char *req = c->buf;
+  int fd = c->fd;
   uint64_t now = guards_now_ns();
-  if (strncmp(req, "GET /stats", 10) == 0) return stats(fd);
+  if (strncmp(req, "GET /stats", 10) == 0) return stats(c);
   if (strncmp(req, "GET /admin/quit", 15) == 0) {
-    atomic_store(&quitting, 1);
-    respond(fd, 200, "OK", NULL, "bye\n");
-    shutdown(listen_fd, SHUT_RDWR);
+    c->keep = 0;
+    respond(c, 200, "OK", NULL, "bye\n");
+    stop();
     return 0;
   }
   const char *op;
   if (strncmp(req, "GET /view", 9) == 0) op = "read";
   else if (strncmp(req, "GET /reserve", 12) == 0 || strncmp(req, "POST /reserve", 13) == 0) op = "write";
-  else return respond(fd, 404, "Not Found", NULL, "no such path\n");
+  else return respond(c, 404, "Not Found", NULL, "no such path\n");
 
   size_t len = 0;
   uint32_t priority = 1;
@@ -236,12 +282,12 @@ static int handle(int fd) {
   uint64_t deadline = GUARDS_NO_DEADLINE;
   if ((p = header(req, "grpc-timeout", &len)) != NULL) {
     if (guards_deadline_from_grpc_timeout(now, p, len, &deadline) != GUARDS_RESULT_OK)
-      return respond(fd, 400, "Bad Request", NULL, "bad grpc-timeout\n");
+      return respond(c, 400, "Bad Request", NULL, "bad grpc-timeout\n");
   }
   /* The deadline is checked when a worker takes the call (dequeue). */
   if (opt.deadline_check && deadline != GUARDS_NO_DEADLINE && now >= deadline) {
     atomic_fetch_add(&timed_out, 1);
-    return respond(fd, 504, "Gateway Timeout", "X-Refused-By: stock-deadline\r\n", "no time left\n");
+    return respond(c, 504, "Gateway Timeout", "X-Refused-By: stock-deadline\r\n", "no time left\n");
   }
   guards_permit admitted;
   int have_permit = 0;
@@ -256,7 +302,7 @@ static int handle(int fd) {
       char extra[128];
       snprintf(extra, sizeof extra, "Retry-After: %llu\r\nX-Refused-By: admission\r\n", (unsigned long long)secs);
       atomic_fetch_add(&refused_admission, 1);
-      return respond(fd, 503, "Service Unavailable", extra, "admission\n");
+      return respond(c, 503, "Service Unavailable", extra, "admission\n");
     }
     have_permit = 1;
   }
@@ -280,39 +326,142 @@ static int handle(int fd) {
   }
   if (status == 200) {
     atomic_fetch_add(&answered, 1);
-    respond(fd, 200, "OK", NULL, "ok\n");
+    respond(c, 200, "OK", NULL, "ok\n");
   } else if (status == 503) {
     outcome = GUARDS_OUTCOME_OVERLOADED;
     atomic_fetch_add(&refused_queue, 1);
-    respond(fd, 503, "Service Unavailable", "Retry-After: 1\r\nX-Refused-By: db-queue\r\n", "db queue\n");
+    respond(c, 503, "Service Unavailable", "Retry-After: 1\r\nX-Refused-By: db-queue\r\n", "db queue\n");
   } else if (status == -1) {
     outcome = GUARDS_OUTCOME_CANCELLED;
     atomic_fetch_add(&cancelled, 1);
+    c->keep = 0; /* the caller has gone */
   } else if (status == 0 || status == 504) {
     outcome = GUARDS_OUTCOME_TIMEOUT;
     atomic_fetch_add(&timed_out, 1);
-    respond(fd, 504, "Gateway Timeout", "X-Refused-By: db-timeout\r\n", "db timeout\n");
+    respond(c, 504, "Gateway Timeout", "X-Refused-By: db-timeout\r\n", "db timeout\n");
   } else {
     outcome = GUARDS_OUTCOME_OTHER_TRANSIENT;
-    respond(fd, 502, "Bad Gateway", "X-Refused-By: db-error\r\n", "db error\n");
+    respond(c, 502, "Bad Gateway", "X-Refused-By: db-error\r\n", "db error\n");
   }
   atomic_fetch_sub(&inside, 1);
   if (have_permit) guards_admission_report(door, admitted, outcome, guards_now_ns());
   return 0;
 }
 
+static void conn_close(struct conn *c) {
+  pthread_mutex_lock(&lock);
+  if (c->all_prev) c->all_prev->all_next = c->all_next;
+  else all_conns = c->all_next;
+  if (c->all_next) c->all_next->all_prev = c->all_prev;
+  pthread_mutex_unlock(&lock);
+  close(c->fd);
+  free(c);
+  atomic_fetch_sub(&open_connections, 1);
+}
+
+/* Hands an idle connection back to the I/O thread for its next request. */
+static void conn_rearm(struct conn *c) {
+  c->got = 0;
+  c->buf[0] = 0;
+  struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c};
+  if (epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c->fd, &ev) != 0) conn_close(c);
+}
+
 static void *worker(void *arg) {
   (void)arg;
-  while (!atomic_load(&quitting)) {
-    int fd = accept(listen_fd, NULL, NULL);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      break;
+  for (;;) {
+    pthread_mutex_lock(&lock);
+    while (!head_q && !atomic_load(&quitting)) pthread_cond_wait(&work, &lock);
+    struct conn *c = head_q;
+    if (!c) {
+      pthread_mutex_unlock(&lock);
+      return NULL; /* quitting, nothing left to serve */
     }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    handle(fd);
-    close(fd);
+    head_q = c->next;
+    if (!head_q) tail_q = NULL;
+    queued--;
+    pthread_mutex_unlock(&lock);
+    handle(c);
+    if (c->keep && !atomic_load(&quitting)) {
+      atomic_fetch_add(&kept_alive, 1);
+      conn_rearm(c);
+    } else {
+      conn_close(c);
+    }
+  }
+}
+
+/* The I/O thread: accepts connections and reads requests from every idle one; a whole
+ * request goes to the back of the workers' queue, GET /stats is answered here. */
+static void *io_loop(void *arg) {
+  (void)arg;
+  struct epoll_event evs[64];
+  while (!atomic_load(&quitting)) {
+    int n = epoll_wait(epoll_fd, evs, 64, 100);
+    for (int i = 0; i < n; i++) {
+      if (evs[i].data.ptr == NULL) { /* the listening socket */
+        for (;;) {
+          int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+          if (fd < 0) break;
+          int one = 1;
+          setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          struct conn *c = calloc(1, sizeof *c);
+          if (!c) {
+            close(fd);
+            continue;
+          }
+          c->fd = fd;
+          pthread_mutex_lock(&lock);
+          c->all_next = all_conns;
+          if (all_conns) all_conns->all_prev = c;
+          all_conns = c;
+          pthread_mutex_unlock(&lock);
+          atomic_fetch_add(&connections, 1);
+          atomic_fetch_add(&open_connections, 1);
+          struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c};
+          if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) conn_close(c);
+        }
+        continue;
+      }
+      struct conn *c = evs[i].data.ptr;
+      int gone = 0;
+      for (;;) {
+        ssize_t k = recv(c->fd, c->buf + c->got, sizeof c->buf - 1 - c->got, 0);
+        if (k > 0) {
+          c->got += (size_t)k;
+          c->buf[c->got] = 0;
+          if (c->got + 1 >= sizeof c->buf) break;
+          continue;
+        }
+        if (k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) gone = 1;
+        break;
+      }
+      int whole = gone ? 0 : request_complete(c);
+      if (gone || whole < 0) {
+        if (whole < 0) {
+          atomic_fetch_add(&bad_requests, 1);
+          c->keep = 0;
+          respond(c, 400, "Bad Request", NULL, "bad request\n");
+        }
+        conn_close(c);
+      } else if (whole == 0) {
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c};
+        if (epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c->fd, &ev) != 0) conn_close(c);
+      } else if (strncmp(c->buf, "GET /stats", 10) == 0) {
+        stats(c);
+        if (c->keep) conn_rearm(c);
+        else conn_close(c);
+      } else {
+        pthread_mutex_lock(&lock);
+        c->next = NULL;
+        if (tail_q) tail_q->next = c;
+        else head_q = c;
+        tail_q = c;
+        queued++;
+        pthread_cond_signal(&work);
+        pthread_mutex_unlock(&lock);
+      }
+    }
   }
   return NULL;
 }
@@ -325,9 +474,17 @@ static void *watchdog(void *arg) {
     nanosleep(&t, NULL);
   }
   if (!atomic_load(&quitting)) fprintf(stderr, "live-stock: --max-run-s reached, stopping\n");
-  atomic_store(&quitting, 1);
-  shutdown(listen_fd, SHUT_RDWR);
+  stop();
   return NULL;
+}
+
+/* Stop: no new connection or request; the workers finish what they hold and leave. */
+static void stop(void) {
+  pthread_mutex_lock(&lock);
+  atomic_store(&quitting, 1);
+  pthread_cond_broadcast(&work);
+  pthread_mutex_unlock(&lock);
+  shutdown(listen_fd, SHUT_RDWR);
 }
 
 static long number(const char *name, const char *v) {
@@ -385,16 +542,27 @@ int main(int argc, char **argv) {
   }
   socklen_t alen = sizeof a;
   getsockname(listen_fd, (struct sockaddr *)&a, &alen);
+  fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
+  epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  struct epoll_event lev = {.events = EPOLLIN, .data.ptr = NULL};
+  if (epoll_fd < 0 || epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &lev) != 0) {
+    perror("live-stock: epoll");
+    return 1;
+  }
   printf("listening on 127.0.0.1:%d\n", ntohs(a.sin_port));
   fflush(stdout);
   pthread_t *t = calloc((size_t)opt.workers, sizeof *t);
-  pthread_t wd;
+  pthread_t wd, io;
   pthread_create(&wd, NULL, watchdog, NULL);
+  pthread_create(&io, NULL, io_loop, NULL);
   for (int i = 0; i < opt.workers; i++) pthread_create(&t[i], NULL, worker, NULL);
   for (int i = 0; i < opt.workers; i++) pthread_join(t[i], NULL);
-  atomic_store(&quitting, 1);
+  stop();
+  pthread_join(io, NULL);
   pthread_join(wd, NULL);
   free(t);
+  while (all_conns) conn_close(all_conns); /* idle keep-alive connections */
+  close(epoll_fd);
   uint64_t out = 0;
   if (door) guards_admission_outstanding(door, &out);
   fprintf(stderr, "live-stock: stopped; inside %ld, admission outstanding %llu\n", atomic_load(&inside),
