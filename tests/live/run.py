@@ -153,12 +153,14 @@ class RegionWatch:
 
 
 def kill_caller(victim: "Proc", survivors: list["Proc"], region: RegionWatch, t0: int, at: float,
-                out: dict[str, Any], stop: Any) -> None:
+                out: dict[str, Any], stop: Any, supervise: bool = True) -> None:
     """At ``at`` s after the start: SIGKILL ``victim`` (at the first moment within 2 s that
     its /snapshot says it holds a slot of the region bulkhead, so that there is something
     to reclaim; at 2 s whatever it holds), reap it, then reclaim the region as its
     supervisor and watch until the region's in-flight count is the survivors' own again.
-    Everything measured goes into ``out``."""
+    Everything measured goes into ``out``. ``supervise=False``: no supervisor's reclaim;
+    the dead caller's permits come back when a survivor's acquire finds the bulkhead full
+    (docs/shared.md, "When reclaim runs"), watched every 5 ms until the run ends."""
     while not stop.is_set() and time.monotonic_ns() < t0 + int(at * NS):
         time.sleep(0.01)
     if stop.is_set():
@@ -180,8 +182,18 @@ def kill_caller(victim: "Proc", survivors: list["Proc"], region: RegionWatch, t0
     kill_ns = time.monotonic_ns()
     victim.p.wait()
     reaped = region.view()
-    got = region.region.reclaim()
-    reclaimed = region.view()
+    if supervise:
+        got = region.region.reclaim()
+        reclaimed = region.view()
+    else:
+        got = {"permits": 0, "claims": 0}
+        reclaimed = reaped
+        while not stop.is_set():
+            v = region.view()
+            if v["reclaimed_permits"] > before["reclaimed_permits"]:
+                reclaimed = v
+                break
+            time.sleep(0.005)
     again = region.region.reclaim()
     # Consistent again: the region's in-flight count equals the survivors' own slots (read
     # from their /stats between two equal readings of the region), polled for up to 5 s.
@@ -205,7 +217,10 @@ def kill_caller(victim: "Proc", survivors: list["Proc"], region: RegionWatch, t0
         "victim_series": (snap or {}).get("series", {}), "victim_gauges": (snap or {}).get("gauges"),
         "region_before": before, "region_reaped": reaped, "region_reclaimed": reclaimed,
         "reaped_ms": (reaped["t_ns"] - kill_ns) / 1e6,
-        "reclaim": got, "reclaim_again": again, "reclaim_ms": (reclaimed["t_ns"] - kill_ns) / 1e6,
+        "reclaim": got, "reclaim_again": again,
+        "reclaim_ms": None if reclaimed is reaped and not supervise else (reclaimed["t_ns"] - kill_ns) / 1e6,
+        "supervised": supervise,
+        "lazy_reclaimed": None if supervise else reclaimed["reclaimed_permits"] - before["reclaimed_permits"],
         "consistent": consistent,
         "consistent_ms": None if consistent is None else (consistent["t_ns"] - kill_ns) / 1e6,
     })
@@ -214,7 +229,7 @@ def kill_caller(victim: "Proc", survivors: list["Proc"], region: RegionWatch, t0
 def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
              seed: int, restart_stock: Optional[tuple[float, float]] = None,
              caller_procs: int = 1, kill_at: Optional[float] = None,
-             close_connections: bool = False) -> dict[str, Any]:
+             close_connections: bool = False, supervise_reclaim: bool = True) -> dict[str, Any]:
     """Run the cast. ``restart_stock = (at, down)``: the dependency is killed with SIGKILL
     ``at`` seconds after the start and a new one is started on the same port ``down``
     seconds later (the callers keep their connections' pools and guards).
@@ -222,11 +237,14 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
     bulkhead and retry budget are one region's; ``kill_at``: the first of them is killed
     with SIGKILL ``kill_at`` seconds after the start (``kill_caller``).
     ``close_connections``: the callers open a new connection to stock for each attempt
-    instead of reusing a keep-alive pool."""
+    instead of reusing a keep-alive pool. ``supervise_reclaim=False``: the launcher does not
+    reclaim the killed caller's permits (a survivor's acquire does, when it finds the
+    bulkhead full)."""
     root = os.path.dirname(os.path.dirname(HERE))
     stock_exe = build_stock(root)
     py = sys.executable
     bound = duration + 420  # every process stops by itself after this
+    stops_at = time.monotonic() + bound  # (the processes are started within the next seconds)
     t0 = time.monotonic_ns() + int(8 * NS)  # the topology's start, on the shared monotonic clock
     cfg_db = {**cast["db"], "t0_ns": t0, "seed": seed}
     with open(os.path.join(outdir, "db.json"), "w") as f:
@@ -295,7 +313,7 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
         if kill_at is not None:
             killer = threading.Thread(target=kill_caller, daemon=True, args=(
                 procs[shop_names[0]], [procs[nm] for nm in shop_names[1:]], region, t0, kill_at, kill,
-                stop_killer))
+                stop_killer, supervise_reclaim))
             killer.start()
         while procs["loadgen"].p.poll() is None:
             time.sleep(0.2)
@@ -319,7 +337,8 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
             try:
                 if procs["stock"].p.poll() is None:
                     st = get_json(stock_port, "/stats", 2.0)
-                    inside.setdefault(sec, []).append(int(st["inside"]))
+                    # calls inside: admitted at the door, queued or with a worker (as the model)
+                    inside.setdefault(sec, []).append(int(st["inside"]) + int(st.get("queued", 0)))
             except OSError:
                 pass
             if time.monotonic() - last_t >= 1.0:
@@ -346,26 +365,33 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
         with open(lg_out) as f:
             result["loadgen"] = json.load(f)
         # Let the callers and the dependency finish what they still hold (work the apps
-        # abandoned, as shipped), bounded, then read the gauges.
-        drain_until = time.monotonic() + float(os.environ.get("LIVE_DRAIN_S", "240"))
+        # abandoned, as shipped), then read the gauges. The drain goes on while the database
+        # makes progress (a backlog of abandoned work can take minutes: C0's does), and stops
+        # when nothing moved for LIVE_STALL_S, or 40 s before the processes stop by themselves.
+        drain_start = time.monotonic()
+        drain_until = min(stops_at - 40, drain_start + float(os.environ.get("LIVE_DRAIN_S", "360")))
+        stall_s = float(os.environ.get("LIVE_STALL_S", "30"))
         drained = False
         last: Any = None
-        while time.monotonic() < drain_until:
+        progress, moved = -1, drain_start
+        while time.monotonic() < drain_until and time.monotonic() - moved < stall_s:
             try:
                 gs = [get_json(procs[nm].port, "/stats", 20.0) for nm in live_shops]
                 st = get_json(stock_port, "/stats", 20.0)
                 dbs = get_json(db_port, "/stats", 20.0)
                 if all(g["busy"] == 0 and g["queued"] == 0 for g in gs) and st["inside"] == 0 \
-                        and dbs["busy"] == 0:
+                        and st.get("queued", 0) == 0 and dbs["busy"] == 0:
                     drained = True
                     break
                 last = (gs[0] if caller_procs == 1 else gs, st, dbs)
+                if dbs["queries"] != progress:
+                    progress, moved = dbs["queries"], time.monotonic()
             except OSError as e:
                 last = repr(e)
             result["drain_last"] = last
             time.sleep(0.5)
         result["drained"] = drained
-        result["drain_s"] = time.monotonic() - (drain_until - float(os.environ.get("LIVE_DRAIN_S", "240")))
+        result["drain_s"] = time.monotonic() - drain_start
         if caller_procs == 1:
             result["shop_series"] = get_json(shop_port, "/series", 60.0)
             result["shop_gauges"] = get_json(shop_port, "/stats", 60.0)
@@ -521,8 +547,8 @@ def compare(cast: dict[str, Any], res: dict[str, Any], sims: list[dict[str, list
                 row("refusals", f"{op} {r}", f"{pre}.{r}", 0.20, 0.0)
         row("calls", f"{op} calls to {stock}", f"{pre}.calls", 0.20, 0.0)
         row("calls", f"{op} retries", f"{pre}.retries", 0.20, 0.0)
-    # The gauge is read from stock's /stats, which its own workers answer: a saturated stock
-    # leaves it unanswered, and a second without a reading is not a second with 0 inside.
+    # The gauge is read from stock's /stats (its I/O thread answers it, busy workers or not);
+    # a second without a reading (stock down) is not a second with 0 inside.
     seen = [i for i in range(a, b + 1) if str(i) in res["inside"]]
     if len(seen) * 2 > b - a + 1:
         lv = statistics.mean(res["inside"][str(i)] for i in seen)
@@ -590,7 +616,7 @@ def clean_shutdown(res: dict[str, Any]) -> dict[str, Any]:
         "callers and dependency drained after the load": bool(res.get("drained")),
         "caller threads busy 0": g.get("busy") == 0 and g.get("queued") == 0,
         "caller bulkhead in flight 0": g.get("bulkhead_in_flight", 0) == 0,
-        "dependency calls inside 0": st["inside"] == 0,
+        "dependency calls inside 0": st["inside"] == 0 and st.get("queued", 0) == 0,
         "dependency admission outstanding 0": st["admission_outstanding"] == 0,
         "database connections busy 0, queue empty": dbs["busy"] == 0 and dbs["queued"] == 0,
     }
@@ -839,6 +865,7 @@ def kill_report(res: dict[str, Any], cast: dict[str, Any]) -> dict[str, Any]:
         "region_after_reap": {x: rr[x] for x in ("bulkhead_in_flight", "permits_held")},
         "region_after_reclaim": {x: rc[x] for x in ("bulkhead_in_flight", "permits_held")},
         "reaped_ms": k["reaped_ms"], "reclaim": k["reclaim"], "reclaim_done_ms": k["reclaim_ms"],
+        "supervised": k.get("supervised", True), "lazy_reclaimed": k.get("lazy_reclaimed"),
         "reclaimed_permits_total": rc["reclaimed_permits"] - rb["reclaimed_permits"],
         "consistent_ms": k.get("consistent_ms"),
         "survivors_own_slots_when_consistent": (k.get("consistent") or {}).get("survivors_own"),
@@ -864,16 +891,24 @@ def extra_text(extra: dict[str, Any]) -> str:
             lines.append("")
             lines.append("| region bulkhead | in flight (all processes) | permits held |")
             lines.append("|---|---|---|")
+            by = "the supervisor's reclaim" if kr["supervised"] else "a survivor's reclaim"
+            done = "never" if kr["reclaim_done_ms"] is None else f"+{kr['reclaim_done_ms']:.1f} ms"
             for nm, key in (("just before the kill", "region_before_kill"),
                             (f"dead caller reaped (+{kr['reaped_ms']:.1f} ms)", "region_after_reap"),
-                            (f"after the supervisor's reclaim (+{kr['reclaim_done_ms']:.1f} ms)",
-                             "region_after_reclaim")):
+                            (f"after {by} ({done})", "region_after_reclaim")):
                 lines.append(f"| {nm} | {kr[key]['bulkhead_in_flight']} | {kr[key]['permits_held']} |")
             end = kr.get("region_end") or {}
             lines.append(f"| after the run | {end.get('bulkhead_in_flight')} | {end.get('permits_held')} |")
             lines.append("")
-            lines.append(f"reclaimed: {kr['reclaim']['permits']} permits ({kr['reclaim']['claims']} claims) by "
-                         f"the supervisor's `region.reclaim()` {kr['reclaim_done_ms']:.1f} ms after the kill; "
+            if kr["supervised"]:
+                how = (f"{kr['reclaim']['permits']} permits ({kr['reclaim']['claims']} claims) by the "
+                       f"supervisor's `region.reclaim()` {kr['reclaim_done_ms']:.1f} ms after the kill; ")
+            elif kr["reclaim_done_ms"] is None:
+                how = "nothing by a survivor before the run ended (no supervisor's reclaim); "
+            else:
+                how = (f"{kr['lazy_reclaimed']} permits by a survivor's acquire that found the bulkhead "
+                       f"full, {kr['reclaim_done_ms']:.1f} ms after the kill (no supervisor's reclaim); ")
+            lines.append("reclaimed: " + how +
                          f"{kr['reclaimed_permits_total']} by any process; the dead caller held "
                          f"{kr['victim_slots_at_last_snapshot']} slots at its last /snapshot. Consistent again "
                          "(region in flight = the survivors' own slots) "
@@ -953,6 +988,9 @@ def main() -> int:
     ap.add_argument("--close-connections", action="store_true",
                     help="callers open a new connection to stock for every attempt (default: "
                          "keep-alive pools, as production clients run)")
+    ap.add_argument("--lazy-reclaim", action="store_true",
+                    help="with --kill-caller: no supervisor's reclaim; a survivor's acquire that "
+                         "finds the region bulkhead full gives the dead caller's permits back")
     ap.add_argument("--soak", action="store_true",
                     help="the healthy rate for --duration (default 600 s); reports each "
                          "process's RSS slope instead of the comparison")
@@ -975,6 +1013,8 @@ def main() -> int:
             ap.error("--kill-caller: AT must be > 0")
         if restart is not None or a.soak:
             ap.error("--kill-caller runs alone (not with --restart-stock or --soak)")
+    elif a.lazy_reclaim:
+        ap.error("--lazy-reclaim needs --kill-caller")
     if a.soak:
         a.healthy = True
         if a.duration is None:
@@ -1001,7 +1041,7 @@ def main() -> int:
     if a.caller_procs > 1:
         label += f"-procs{a.caller_procs}"
     if a.kill_caller is not None:
-        label += f"-kill-{a.kill_caller:g}"
+        label += f"-kill-{a.kill_caller:g}" + ("-lazy" if a.lazy_reclaim else "")
     if a.close_connections:
         label += "-close"
     cast = topo.cast(t)
@@ -1013,7 +1053,7 @@ def main() -> int:
         json.dump(t, f, indent=1)
     t_start = time.monotonic()
     res = run_cast(cast, duration, outdir, a.callers, a.seed, restart, a.caller_procs, a.kill_caller,
-                   a.close_connections)
+                   a.close_connections, not a.lazy_reclaim)
     if a.kill_caller is not None:
         res["kill_at"] = a.kill_caller
     n = int(duration)

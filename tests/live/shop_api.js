@@ -116,14 +116,14 @@ for (const [name, op] of Object.entries(cfg.ops)) {
   });
 }
 
-async function callStock(name, timeLeftMs) {
+async function callStock(name, timeLeftMs, signal) {
   const call = ops[name].call;
   const op = call.op;
   add(`${op}.first`);
   const headers = { 'x-priority': String(call.priority ?? 1) };
   let method = 'GET';
   if (call.policy.idempotency === 'keyed_side_effect') { method = 'POST'; headers['idempotency-key'] = crypto.randomUUID(); }
-  const init = { method, headers, live: { n: 0 } };
+  const init = { method, headers, live: { n: 0 }, signal };
   if (timeLeftMs !== null) init.timeoutMs = Math.max(1, timeLeftMs);
   let res;
   try {
@@ -140,7 +140,7 @@ async function callStock(name, timeLeftMs) {
   return [false, res.headers.get('x-refused-by') || `status-${res.status}`];
 }
 
-async function handle(name, deadlineNs, cancelled) {
+async function handle(name, deadlineNs, cancelled, signal) {
   const op = ops[name];
   await acquire();
   busy++;
@@ -151,7 +151,7 @@ async function handle(name, deadlineNs, cancelled) {
     if (op.work > 0) await new Promise((r) => setTimeout(r, op.work * 1000));
     if (!op.call) { add(`${name}.full`); return [200, { 'x-outcome': 'full' }]; }
     const left = deadlineNs === null ? null : Number(deadlineNs - process.hrtime.bigint()) / 1e6;
-    const [ok, why] = await callStock(name, left);
+    const [ok, why] = await callStock(name, left, signal);
     if (ok) { add(`${name}.full`); return [200, { 'x-outcome': 'full' }]; }
     if (op.call.optional) { add(`${name}.degraded`); return [200, { 'x-outcome': 'degraded', 'x-refused-by': why }]; }
     add(`${name}.failed`);
@@ -196,10 +196,14 @@ async function app(req, res) {
     }
     const cancelled = { value: false };
     // As shipped the request runs on when its app leaves; with cancel it stops (the
-    // threads it waits for, the call to stock) as soon as the connection closes.
-    const work = handle(name, deadlineNs, cancelled);
-    if (cfg.cancel_on_disconnect) {
-      res.on('close', () => { if (!res.writableEnded) { cancelled.value = true; add(`${name}.cancelled`); } });
+    // threads it waits for, the call to stock: its attempt is aborted) as soon as the
+    // connection closes.
+    const leave = cfg.cancel_on_disconnect ? new AbortController() : null;
+    const work = handle(name, deadlineNs, cancelled, leave ? leave.signal : undefined);
+    if (leave) {
+      res.on('close', () => {
+        if (!res.writableEnded) { cancelled.value = true; add(`${name}.cancelled`); leave.abort(); }
+      });
     }
     const r = await work;
     if (r === null || res.destroyed) return;

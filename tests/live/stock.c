@@ -13,9 +13,12 @@
  *
  * Connections are kept alive unless the caller asks otherwise (`Connection: close`, or
  * HTTP/1.0). One I/O thread owns every idle connection (epoll): it reads a request in
- * full and puts it at the back of the queue, so an idle connection never holds a worker
- * and the queue is one FIFO of requests, whichever connection they came on. The I/O
- * thread answers GET /stats itself, so the gauges can be read while every worker is busy.
+ * full, passes it through the door (admission, at arrival: a permit is held while the
+ * call waits) and puts it at the back of the queue, so an idle connection never holds a
+ * worker and the queue is one FIFO of requests, whichever connection they came on. A
+ * worker checks the deadline when it takes a call (dequeue). The I/O thread answers GET
+ * /stats itself, so the gauges can be read while every worker is busy ("inside": calls
+ * with a worker; "queued": admitted calls waiting for one).
  *
  * With --cancel 1 a worker watches the caller's socket while it waits for the database:
  * a caller that gives up closes it, and the worker drops its database call at once
@@ -60,6 +63,12 @@ struct conn {
   int keep;   /* the answer keeps the connection open */
   size_t got; /* bytes of the request in buf */
   char buf[4096];
+  /* the request, as the door saw it */
+  const char *op;
+  uint32_t priority;
+  uint64_t deadline;
+  guards_permit admitted;
+  int have_permit;
   struct conn *next;               /* the request queue */
   struct conn *all_prev, *all_next; /* every open connection, for the shutdown */
 };
@@ -259,40 +268,32 @@ static int stats(struct conn *c) {
 
 static void stop(void);
 
-static int handle(struct conn *c) {
+/* The door, on the I/O thread when a request has arrived in full: its route, priority
+ * and deadline, and admission (a call is admitted before it queues, and its permit is
+ * held while it waits: the admission limits count calls queued or running). 1: queue it
+ * for a worker; 0: answered here (a refusal, a bad request, an unknown path). */
+static int admit(struct conn *c) {
   const char *req = c->buf;
-  int fd = c->fd;
   uint64_t now = guards_now_ns();
-  if (strncmp(req, "GET /stats", 10) == 0) return stats(c);
+  c->have_permit = 0;
   if (strncmp(req, "GET /admin/quit", 15) == 0) {
-    c->keep = 0;
-    respond(c, 200, "OK", NULL, "bye\n");
-    stop();
-    return 0;
+    c->op = NULL;
+    return 1;
   }
-  const char *op;
-  if (strncmp(req, "GET /view", 9) == 0) op = "read";
-  else if (strncmp(req, "GET /reserve", 12) == 0 || strncmp(req, "POST /reserve", 13) == 0) op = "write";
+  if (strncmp(req, "GET /view", 9) == 0) c->op = "read";
+  else if (strncmp(req, "GET /reserve", 12) == 0 || strncmp(req, "POST /reserve", 13) == 0) c->op = "write";
   else return respond(c, 404, "Not Found", NULL, "no such path\n");
-
   size_t len = 0;
-  uint32_t priority = 1;
+  c->priority = 1;
   const char *p = header(req, "x-priority", &len);
-  if (p && len == 1 && p[0] >= '0' && p[0] <= '7') priority = (uint32_t)(p[0] - '0');
-  uint64_t deadline = GUARDS_NO_DEADLINE;
+  if (p && len == 1 && p[0] >= '0' && p[0] <= '7') c->priority = (uint32_t)(p[0] - '0');
+  c->deadline = GUARDS_NO_DEADLINE;
   if ((p = header(req, "grpc-timeout", &len)) != NULL) {
-    if (guards_deadline_from_grpc_timeout(now, p, len, &deadline) != GUARDS_RESULT_OK)
+    if (guards_deadline_from_grpc_timeout(now, p, len, &c->deadline) != GUARDS_RESULT_OK)
       return respond(c, 400, "Bad Request", NULL, "bad grpc-timeout\n");
   }
-  /* The deadline is checked when a worker takes the call (dequeue). */
-  if (opt.deadline_check && deadline != GUARDS_NO_DEADLINE && now >= deadline) {
-    atomic_fetch_add(&timed_out, 1);
-    return respond(c, 504, "Gateway Timeout", "X-Refused-By: stock-deadline\r\n", "no time left\n");
-  }
-  guards_permit admitted;
-  int have_permit = 0;
   if (door) {
-    if (guards_admission_try_acquire(door, now, priority, &admitted) != GUARDS_RESULT_OK) {
+    if (guards_admission_try_acquire(door, now, c->priority, &c->admitted) != GUARDS_RESULT_OK) {
       guards_rejection r;
       uint64_t secs = 1;
       if (guards_last_rejection(&r) == GUARDS_RESULT_OK && r.has_retry_at) {
@@ -304,7 +305,30 @@ static int handle(struct conn *c) {
       atomic_fetch_add(&refused_admission, 1);
       return respond(c, 503, "Service Unavailable", extra, "admission\n");
     }
-    have_permit = 1;
+    c->have_permit = 1;
+  }
+  return 1;
+}
+
+/* A worker serves an admitted call: the deadline check at dequeue, then the database. */
+static int handle(struct conn *c) {
+  const char *req = c->buf;
+  int fd = c->fd;
+  if (c->op == NULL) { /* GET /admin/quit */
+    c->keep = 0;
+    respond(c, 200, "OK", NULL, "bye\n");
+    stop();
+    return 0;
+  }
+  const char *op = c->op;
+  uint32_t priority = c->priority;
+  uint64_t deadline = c->deadline;
+  size_t len = 0;
+  if (opt.deadline_check && deadline != GUARDS_NO_DEADLINE && guards_now_ns() >= deadline) {
+    atomic_fetch_add(&timed_out, 1);
+    respond(c, 504, "Gateway Timeout", "X-Refused-By: stock-deadline\r\n", "no time left\n");
+    if (c->have_permit) guards_admission_report(door, c->admitted, GUARDS_OUTCOME_TIMEOUT, guards_now_ns());
+    return 0;
   }
   atomic_fetch_add(&inside, 1);
   const char *key = header(req, "idempotency-key", &len);
@@ -344,7 +368,7 @@ static int handle(struct conn *c) {
     respond(c, 502, "Bad Gateway", "X-Refused-By: db-error\r\n", "db error\n");
   }
   atomic_fetch_sub(&inside, 1);
-  if (have_permit) guards_admission_report(door, admitted, outcome, guards_now_ns());
+  if (c->have_permit) guards_admission_report(door, c->admitted, outcome, guards_now_ns());
   return 0;
 }
 
@@ -447,9 +471,9 @@ static void *io_loop(void *arg) {
       } else if (whole == 0) {
         struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c};
         if (epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c->fd, &ev) != 0) conn_close(c);
-      } else if (strncmp(c->buf, "GET /stats", 10) == 0) {
-        stats(c);
-        if (c->keep) conn_rearm(c);
+      } else if (strncmp(c->buf, "GET /stats", 10) == 0 || !admit(c)) {
+        if (strncmp(c->buf, "GET /stats", 10) == 0) stats(c);
+        if (c->keep && !atomic_load(&quitting)) conn_rearm(c);
         else conn_close(c);
       } else {
         pthread_mutex_lock(&lock);
