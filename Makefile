@@ -565,13 +565,18 @@ live-faults: live-build node
 live-soak: live-build
 	$(VPY) tests/live/run.py live-C8 --soak --out $(LIVE_OUT)/runs
 
-# The full comparison, measured vs predicted, for each setting, and live-C8 again with
-# the Node callers (not in CI: many minutes).
+# The full comparison, measured vs predicted, for each setting with each caller tier, once
+# per seed of LIVE_SEEDS (the apps' arrivals), then one table per run and the pooled means
+# (not in CI: about 17 minutes per seed, C0's drain of abandoned work most of it).
+LIVE_SEEDS ?= 1
 live: live-build node
-	@start=$$(date +%s); \
-	for s in $(LIVE_SETTINGS); do $(VPY) tests/live/run.py $$s --out $(LIVE_OUT)/runs || true; done; \
-	$(VPY) tests/live/run.py live-C8 --callers node --out $(LIVE_OUT)/runs || true; \
-	$(VPY) tests/live/summary.py $(LIVE_OUT)/runs; \
+	@start=$$(date +%s); dirs=""; \
+	for seed in $(LIVE_SEEDS); do dirs="$$dirs $(LIVE_OUT)/runs-seed$$seed"; \
+	  for s in $(LIVE_SETTINGS); do for c in python node; do \
+	    $(VPY) tests/live/run.py $$s --callers $$c --seed $$seed --out $(LIVE_OUT)/runs-seed$$seed || true; \
+	  done; done; done; \
+	for d in $$dirs; do $(VPY) tests/live/summary.py $$d; done; \
+	$(VPY) tests/live/summary.py --pool $$dirs; \
 	echo "make live: $$(( $$(date +%s) - start )) s"
 # ---- The cost inside a real server (bench/servers/; docs/benchmarks.md) ----
 # Express, Fastify, node:http, an ASGI app under uvicorn and examples/c's guards-server, each

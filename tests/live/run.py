@@ -478,7 +478,10 @@ def live_series(res: dict[str, Any], n: int, cast: dict[str, Any]) -> dict[str, 
         out[f"{pre}.bulkhead_rejections"] = col(sh, f"{op}.bulkhead_rejections")
         out[f"{pre}.budget_refusals"] = col(sh, f"{op}.budget_refusals")
         out[f"{pre}.overloaded"] = col(sh, f"{op}.status_503")
-        out[f"{pre}.timeouts"] = col(sh, f"{op}.timeouts")
+        # timeouts as the simulator counts them on an edge: attempts the caller cut at their
+        # budget, and answers that said the time had run out (504: stock's deadline check or
+        # its statement timeout)
+        out[f"{pre}.timeouts"] = [x + y for x, y in zip(col(sh, f"{op}.timeouts"), col(sh, f"{op}.status_504"))]
     out[f"svc.{stock}.inside_avg"] = [float(res["inside"].get(str(i), 0.0)) for i in range(n)]
     return out
 
@@ -532,6 +535,7 @@ def compare(cast: dict[str, Any], res: dict[str, Any], sims: list[dict[str, list
         ok = abs(diff) <= max(tol_rel * abs(pv), tol_abs)
         rows.append({"kind": kind, "name": name, "measured": lv, "predicted": pv, "sim_sd": sd,
                      "diff": diff, "rel": (diff / pv) if pv else None, "ok": ok,
+                     "tol_rel": tol_rel, "tol_abs": tol_abs,
                      "tolerance": f"{int(tol_rel * 100)} %" + (f" or {tol_abs:g}/s" if tol_abs else "")})
 
     for e in cast["entries"]:

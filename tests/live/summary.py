@@ -2,6 +2,11 @@
 accounting, clean shutdown, CPU, validity and headline figures, measured vs predicted.
 
     python tests/live/summary.py target/live/runs [--markdown out.md]
+    python tests/live/summary.py --pool runs-seed1 runs-seed2 runs-seed3
+
+``--pool``: the same settings run several times (``run.py --seed N --out DIR``), one
+table per setting and caller tier: each figure's mean over the valid runs beside the
+prediction, judged by the same tolerance as one run's row.
 """
 
 from __future__ import annotations
@@ -9,15 +14,78 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
-from typing import Any
+from typing import Any, Optional
+
+
+def tolerance(row: dict[str, Any]) -> Optional[tuple[float, float]]:
+    """(relative, absolute) of a row; reports older than the fields say it in words."""
+    if "tol_rel" in row:
+        return row["tol_rel"], row["tol_abs"]
+    m = re.fullmatch(r"(\d+) %(?: or ([\d.]+)/s)?", row["tolerance"])
+    return (int(m.group(1)) / 100, float(m.group(2) or 0)) if m else None
+
+
+def pooled(dirs: list[str]) -> list[str]:
+    """Each figure's mean over the valid runs of one setting and caller tier."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    invalid: dict[tuple[str, str], int] = {}
+    for runs in dirs:
+        for d in sorted(os.listdir(runs)):
+            p = os.path.join(runs, d, "report.json")
+            if not os.path.exists(p):
+                continue
+            r = json.load(open(p))
+            key = (r["label"], r["callers"])
+            if r["validity"]["valid"] and r["accounting"]["ok"]:
+                groups.setdefault(key, []).append(r)
+            else:
+                invalid[key] = invalid.get(key, 0) + 1
+    lines = []
+    for (label, callers), rs in sorted(groups.items()):
+        lines += [f"## {label} ({callers} callers): mean of {len(rs)} valid runs"
+                  + (f" ({invalid[(label, callers)]} invalid left out)" if (label, callers) in invalid else ""),
+                  "", "| figure | runs | mean | predicted (sd) | difference | tolerance | within |",
+                  "|---|---|---|---|---|---|---|"]
+        names: list[str] = []
+        for r in rs:
+            names += [row["name"] for row in r["comparison"]["rows"] if row["name"] not in names]
+        for name in names:
+            rows = [row for r in rs for row in r["comparison"]["rows"] if row["name"] == name]
+            vals = [row["measured"] for row in rows if row["measured"] is not None]
+            each = ", ".join("never" if row["measured"] is None else f"{row['measured']:.1f}" for row in rows)
+            pr = rows[0]
+            tol = tolerance(pr)
+            if pr["predicted"] is None or len(vals) < len(rows) or tol is None:
+                lines.append(f"| {name} | {each} | | {pr['predicted']} | | {pr['tolerance']} | "
+                             f"{sum(row['ok'] for row in rows)} of {len(rows)} runs |")
+                continue
+            m = sum(vals) / len(vals)
+            diff = m - pr["predicted"]
+            ok = abs(diff) <= max(tol[0] * abs(pr["predicted"]), tol[1])
+            rel = f" ({diff / pr['predicted'] * 100:+.0f} %)" if pr["predicted"] else ""
+            lines.append(f"| {name} | {each} | {m:.1f} | {pr['predicted']:.1f} ({pr['sim_sd']:.1f}) | "
+                         f"{diff:+.1f}{rel} | {pr['tolerance']} | {'yes' if ok else 'NO'} |")
+        lines.append("")
+    return lines
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("runs")
+    ap.add_argument("runs", nargs="?")
     ap.add_argument("--markdown")
+    ap.add_argument("--pool", nargs="+", metavar="DIR", help="pool repeated runs (see above)")
     a = ap.parse_args()
+    if a.pool:
+        text = "\n".join(pooled(a.pool)) + "\n"
+        print(text)
+        if a.markdown:
+            with open(a.markdown, "w") as f:
+                f.write(text)
+        return 0
+    if not a.runs:
+        ap.error("give a directory of runs, or --pool DIR ...")
     lines = []
     for d in sorted(os.listdir(a.runs)):
         p = os.path.join(a.runs, d, "report.json")
