@@ -460,9 +460,13 @@ static void *io_loop(void *arg) {
         if (k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) gone = 1;
         break;
       }
-      int whole = gone ? 0 : request_complete(c);
+      int whole = request_complete(c);
+      if (gone && whole == 1) {
+        gone = 0; /* a whole request, then the caller's half-close: answer it, then close */
+        c->keep = 0;
+      }
       if (gone || whole < 0) {
-        if (whole < 0) {
+        if (!gone) {
           atomic_fetch_add(&bad_requests, 1);
           c->keep = 0;
           respond(c, 400, "Bad Request", NULL, "bad request\n");
