@@ -1775,6 +1775,41 @@ typedef struct guards_bulkhead_config {
 } guards_bulkhead_config;
 
 /**
+ * What a call run by `guards_<guard>_call` is told, and where it says when it ended.
+ */
+typedef struct guards_call {
+  /**
+   * When the call was admitted (the `now_ns` passed in; 0 for a bulkhead).
+   */
+  uint64_t started_ns;
+  /**
+   * When the call ended: set to `started_ns` before `fn` runs; `fn` sets it (e.g. to
+   * `guards_now_ns()`) for a breaker to judge slow calls. Read once `fn` returns.
+   */
+  uint64_t ended_ns;
+  /**
+   * For a half-open breaker probe: the timeout the call must use; 0 otherwise.
+   */
+  uint64_t probe_timeout_ns;
+  /**
+   * 1 for a half-open breaker probe, 0 for an ordinary call.
+   */
+  uint32_t is_probe;
+  /**
+   * Always 0 (room for later use).
+   */
+  uint32_t reserved;
+} guards_call;
+
+/**
+ * The call `guards_<guard>_call` runs: `ctx` is the caller's pointer, passed through;
+ * `call` is valid for reads and writes until `fn` returns. Returns how the call ended, a
+ * `guards_outcome`. It must return normally (no `longjmp` out of it, no C++ exception
+ * through it); it may use any guard, this one included.
+ */
+typedef uint32_t (*guards_call_fn)(void *ctx, struct guards_call *call);
+
+/**
  * A bulkhead's counters (relaxed snapshots, readable while traffic flows).
  */
 typedef struct guards_bulkhead_stats {
@@ -4007,6 +4042,22 @@ guards_result guards_bulkhead_report(struct guards_bulkhead *h,
                                      uint32_t outcome);
 
 /**
+ * Run `fn(ctx, &call)` in a slot of the bulkhead, on this thread, and give the slot back
+ * when it returns: `GUARDS_RESULT_OK` once `fn` has run, or `GUARDS_RESULT_BULKHEAD_FULL`
+ * (`fn` did not run). The permit never leaves the library, so this costs less than
+ * `guards_bulkhead_try_acquire` + `guards_bulkhead_release`. `fn` returns a
+ * `guards_outcome`; one that is not (`GUARDS_RESULT_INVALID_ENUM`, returned after the
+ * slot is given back) is the caller's bug. `call.started_ns` is 0. Errors:
+ * `NULL_ARGUMENT` / `INVALID_ARGUMENT` (`bulkhead` NULL / misaligned) and `NULL_ARGUMENT`
+ * (`fn`), checked before anything is taken.
+ *
+ * # Safety
+ * `h` must be NULL or a live handle; `fn` NULL or a function safe to call with `ctx`,
+ * which returns normally.
+ */
+guards_result guards_bulkhead_call(struct guards_bulkhead *h, guards_call_fn fn, void *ctx);
+
+/**
  * The counters into `*out`; safe to call while other threads use the bulkhead.
  *
  * # Safety
@@ -4097,6 +4148,28 @@ guards_result guards_circuit_breaker_report(struct guards_circuit_breaker *b,
                                             struct guards_permit permit,
                                             uint32_t outcome,
                                             uint64_t now_ns);
+
+/**
+ * Ask to make a call at `now_ns` and, if it is let through, run `fn(ctx, &call)` on this
+ * thread and report the outcome `fn` returns (a `guards_outcome`) at `call.ended_ns`
+ * (`now_ns` unless `fn` sets it: set it to the end time for slow calls to count). What
+ * the outcome does is `guards_circuit_breaker_report`'s. Returns `GUARDS_RESULT_OK` once
+ * `fn` has run and been reported, or a refusal (`BREAKER_OPEN`, `BREAKER_HALF_OPEN_FULL`;
+ * `fn` did not run). A probe has `call.is_probe` set and must use
+ * `call.probe_timeout_ns`. The permit never leaves the library, so this costs less than
+ * `_try_acquire` + `_report`. An outcome that is not a `guards_outcome` is reported as
+ * `GUARDS_OUTCOME_IGNORED` and returns `GUARDS_RESULT_INVALID_ENUM`. Errors:
+ * `NULL_ARGUMENT` / `INVALID_ARGUMENT` (`breaker` NULL / misaligned) and `NULL_ARGUMENT`
+ * (`fn`), checked before anything is taken.
+ *
+ * # Safety
+ * `b` must be NULL or a live handle; `fn` NULL or a function safe to call with `ctx`,
+ * which returns normally.
+ */
+guards_result guards_circuit_breaker_call(struct guards_circuit_breaker *b,
+                                          uint64_t now_ns,
+                                          guards_call_fn fn,
+                                          void *ctx);
 
 /**
  * The state at `now_ns` into `*out` (an open breaker whose open period has ended reads

@@ -7,16 +7,21 @@
 //!   `guards_circuit_breaker_report(.., GUARDS_OUTCOME_SUCCESS, ..)` on the same breaker
 //!   configuration: the extern "C" functions themselves (panic boundary, pointer checks,
 //!   permit slots);
-//! - `bulkhead_core/{1t,2t}` and `bulkhead_c/{1t,2t}`: acquire + release.
+//! - `bulkhead_core/{1t,2t}` and `bulkhead_c/{1t,2t}`: acquire + release;
+//! - `breaker_call/1t`, `bulkhead_call/1t`: `guards_circuit_breaker_call` /
+//!   `guards_bulkhead_call` running a C no-op (returns `GUARDS_OUTCOME_SUCCESS`): the same
+//!   guarded no-op with the permit kept inside the library.
 //!
 //! `/2t` is two threads on one shared guard. The ratio c / core is the ABI's overhead.
 mod common;
 
+use std::ffi::c_void;
 use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::Criterion;
 use guards::c::bulkhead::*;
+use guards::c::call::guards_call;
 use guards::c::circuit_breaker::*;
 use guards::c::{guards_outcome, guards_permit};
 use guards::error::GuardsResult;
@@ -87,6 +92,11 @@ fn c_bulkhead_noop(h: &Handle<guards_bulkhead>) {
     }
 }
 
+/// The no-op the `*_call` rows run.
+unsafe extern "C" fn noop(_ctx: *mut c_void, _call: *mut guards_call) -> u32 {
+    guards_outcome::Success as u32
+}
+
 fn benches(c: &mut Criterion) {
     common::baseline(c, "c_abi");
     let mut g = c.benchmark_group("c_abi");
@@ -100,6 +110,14 @@ fn benches(c: &mut Criterion) {
     });
     let h = c_breaker();
     g.bench_function("breaker_c/1t", |bn| bn.iter(|| c_breaker_noop(&h)));
+    g.bench_function("breaker_call/1t", |bn| {
+        bn.iter(|| {
+            // SAFETY: a live handle; `noop` is safe with any context.
+            black_box(unsafe {
+                guards_circuit_breaker_call(h.0, black_box(NOW), Some(noop), std::ptr::null_mut())
+            })
+        })
+    });
     let shared = Arc::new(core_breaker());
     g.bench_function("breaker_core/2t", |bn| {
         bn.iter_custom(|iters| {
@@ -127,6 +145,12 @@ fn benches(c: &mut Criterion) {
     });
     let kh = c_bulkhead();
     g.bench_function("bulkhead_c/1t", |bn| bn.iter(|| c_bulkhead_noop(&kh)));
+    g.bench_function("bulkhead_call/1t", |bn| {
+        bn.iter(|| {
+            // SAFETY: a live handle; `noop` is safe with any context.
+            black_box(unsafe { guards_bulkhead_call(kh.0, Some(noop), std::ptr::null_mut()) })
+        })
+    });
     let ks = Arc::new(Bulkhead::new(BulkheadConfig { max_concurrent: 64 }).unwrap());
     g.bench_function("bulkhead_core/2t", |bn| {
         bn.iter_custom(|iters| {

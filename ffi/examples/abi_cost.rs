@@ -10,14 +10,18 @@
 //!
 //! `cargo build --release -p guards-ffi --example abi_cost`, then
 //! `target/release/examples/abi_cost VARIANT N [THREADS]` with VARIANT one of `none`,
-//! `breaker_core`, `breaker_c`, `bulkhead_core`, `bulkhead_c`; `THREADS` (default 1)
+//! `breaker_core`, `breaker_c`, `breaker_call`, `bulkhead_core`, `bulkhead_c`,
+//! `bulkhead_call` (`*_call`: `guards_<guard>_call` running a C no-op); `THREADS` (default 1)
 //! threads each make `N` calls on the one shared guard. The figures are in
 //! docs/benchmarks.md ("C ABI").
 
 use std::hint::black_box;
 use std::sync::Arc;
 
+use std::ffi::c_void;
+
 use guards::c::bulkhead::*;
+use guards::c::call::guards_call;
 use guards::c::circuit_breaker::*;
 use guards::c::{guards_outcome, guards_permit};
 use guards_core::bulkhead::{Bulkhead, BulkheadConfig};
@@ -39,6 +43,11 @@ struct Guards {
 unsafe impl Send for Guards {}
 // SAFETY: as above.
 unsafe impl Sync for Guards {}
+
+/// The no-op call `*_call` runs: a success.
+unsafe extern "C" fn noop(_ctx: *mut c_void, _call: *mut guards_call) -> u32 {
+    guards_outcome::Success as u32
+}
 
 fn run(g: &Guards, variant: &str, n: u64) {
     for _ in 0..n {
@@ -63,6 +72,21 @@ fn run(g: &Guards, variant: &str, n: u64) {
                         NOW,
                     ));
                 }
+            }
+            "breaker_call" => {
+                // SAFETY: live handle, a function safe with any context.
+                black_box(unsafe {
+                    guards_circuit_breaker_call(
+                        g.b,
+                        black_box(NOW),
+                        Some(noop),
+                        std::ptr::null_mut(),
+                    )
+                });
+            }
+            "bulkhead_call" => {
+                // SAFETY: live handle, a function safe with any context.
+                black_box(unsafe { guards_bulkhead_call(g.h, Some(noop), std::ptr::null_mut()) });
             }
             "bulkhead_core" => {
                 let p = g.core_k.try_acquire().unwrap();

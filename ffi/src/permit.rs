@@ -81,6 +81,8 @@
 //! ```
 
 use std::cell::Cell;
+#[cfg(not(loom))]
+use std::mem::ManuallyDrop;
 use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::atomic::AtomicU64 as StdAtomicU64;
@@ -252,6 +254,12 @@ impl Local {
             // SAFETY: holders are leaked (never freed) once registered.
             return Some(unsafe { &*h });
         }
+        // A thread registers a holder only once its exit hook is armed, so that every
+        // reservation it makes is abandoned when it exits; past that hook (the thread is
+        // being torn down) it makes none.
+        if !arm_exit() {
+            return None;
+        }
         let h = register_holder()?;
         self.holder.set(h);
         Some(h)
@@ -321,16 +329,46 @@ fn register_holder() -> Option<&'static Holder> {
 
 #[cfg(not(loom))]
 thread_local! {
-    /// This thread's reservation cache; dropped (abandoning its reservations) when the
-    /// thread exits.
-    static LOCAL: Local = const { Local::new() };
+    /// This thread's reservation cache. `ManuallyDrop` so that it has no destructor: a
+    /// thread-local without one is a plain thread-local variable, read on the hot paths
+    /// with no lazy-initialisation or destructor-registration check. Its reservations are
+    /// abandoned at thread exit by [`EXIT`] instead, which is armed (once, off the hot path)
+    /// before the thread can hold any.
+    static LOCAL: ManuallyDrop<Local> = const { ManuallyDrop::new(Local::new()) };
+    /// Abandons [`LOCAL`]'s reservations when the thread exits.
+    static EXIT: Exit = const { Exit };
 }
 
-/// Run `f` with this thread's cache; `None` while the thread is being torn down.
+/// The exit hook of a thread's reservation cache.
+#[cfg(not(loom))]
+struct Exit;
+
+#[cfg(not(loom))]
+impl Drop for Exit {
+    fn drop(&mut self) {
+        // `LOCAL` has no destructor, so it is still readable here.
+        let _ = LOCAL.try_with(|l| l.abandon_all());
+    }
+}
+
+/// Arm this thread's exit hook; `false` once it has run (the thread is exiting).
+#[cfg(not(loom))]
+#[cold]
+fn arm_exit() -> bool {
+    EXIT.try_with(|_| ()).is_ok()
+}
+
+/// Under loom no cache is thread-local (the models drop theirs explicitly).
+#[cfg(loom)]
+fn arm_exit() -> bool {
+    true
+}
+
+/// Run `f` with this thread's cache (always there: it has no destructor).
 #[cfg(not(loom))]
 #[inline(always)]
 fn with_local<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
-    LOCAL.try_with(f).ok()
+    LOCAL.try_with(|l| f(l)).ok()
 }
 
 /// Under loom the public `insert`/`take` use no cache (the models drive caches

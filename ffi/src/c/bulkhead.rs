@@ -14,6 +14,9 @@
 //! guards_bulkhead_free(h);
 //! ```
 
+use std::ffi::c_void;
+
+use super::call::{self, guards_call, guards_call_fn};
 use super::{
     boundary, code_to_result, config_default, fail_arg, fail_with, free_handle, guards_permit, hot,
     hot_out_ok, hot_outcome, hot_ref, new_handle, park, read, settle, Out,
@@ -126,6 +129,26 @@ impl guards_bulkhead {
     #[inline(always)]
     fn release_code(&self, permit: &guards_permit) -> GuardsResult {
         settle(&self.permits, permit, |p| self.bulkhead.release(p))
+    }
+
+    /// Run `f` under the bulkhead (`guards_bulkhead_call`).
+    ///
+    /// # Safety
+    /// `f` must be safe to call with `ctx`.
+    #[inline(always)]
+    unsafe fn call_code(
+        &self,
+        f: unsafe extern "C" fn(*mut c_void, *mut guards_call) -> u32,
+        ctx: *mut c_void,
+    ) -> GuardsResult {
+        let p = match self.bulkhead.try_acquire() {
+            Ok(p) => p,
+            Err(r) => return fail_with(r),
+        };
+        // SAFETY: the caller's contract.
+        let (_, _, code) = unsafe { call::run(f, ctx, guards_call::default()) };
+        self.bulkhead.release(p);
+        code
     }
 
     /// The bulkhead.
@@ -241,6 +264,38 @@ pub unsafe extern "C" fn guards_bulkhead_report(
             return fail_arg(h.is_null(), "bulkhead");
         };
         h.report_code(&permit, outcome)
+    })
+}
+
+/// Run `fn(ctx, &call)` in a slot of the bulkhead, on this thread, and give the slot back
+/// when it returns: `GUARDS_RESULT_OK` once `fn` has run, or `GUARDS_RESULT_BULKHEAD_FULL`
+/// (`fn` did not run). The permit never leaves the library, so this costs less than
+/// `guards_bulkhead_try_acquire` + `guards_bulkhead_release`. `fn` returns a
+/// `guards_outcome`; one that is not (`GUARDS_RESULT_INVALID_ENUM`, returned after the
+/// slot is given back) is the caller's bug. `call.started_ns` is 0. Errors:
+/// `NULL_ARGUMENT` / `INVALID_ARGUMENT` (`bulkhead` NULL / misaligned) and `NULL_ARGUMENT`
+/// (`fn`), checked before anything is taken.
+///
+/// # Safety
+/// `h` must be NULL or a live handle; `fn` NULL or a function safe to call with `ctx`,
+/// which returns normally.
+#[no_mangle]
+pub unsafe extern "C" fn guards_bulkhead_call(
+    h: *mut guards_bulkhead,
+    r#fn: guards_call_fn,
+    ctx: *mut c_void,
+) -> GuardsResult {
+    hot(|| {
+        // SAFETY: the caller's contract.
+        let Some(h) = (unsafe { hot_ref(h.cast_const()) }) else {
+            return fail_arg(h.is_null(), "bulkhead");
+        };
+        let f = match call::hot_fn(r#fn) {
+            Ok(f) => f,
+            Err(code) => return code,
+        };
+        // SAFETY: the caller's contract.
+        unsafe { h.call_code(f, ctx) }
     })
 }
 

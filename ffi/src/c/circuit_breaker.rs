@@ -15,6 +15,9 @@
 //! guards_circuit_breaker_free(b);
 //! ```
 
+use std::ffi::c_void;
+
+use super::call::{self, guards_call, guards_call_fn};
 use super::{
     call_out, code_to_result, config_default, fail_arg, fail_with, free_handle, guards_permit, hot,
     hot_out_ok, hot_outcome, hot_ref, new_handle, park, read, settle,
@@ -282,6 +285,34 @@ impl guards_circuit_breaker {
         })
     }
 
+    /// Run `f` under the breaker at `now` (`guards_circuit_breaker_call`).
+    ///
+    /// # Safety
+    /// `f` must be safe to call with `ctx`.
+    #[inline(always)]
+    unsafe fn call_code(
+        &self,
+        now: u64,
+        f: unsafe extern "C" fn(*mut c_void, *mut guards_call) -> u32,
+        ctx: *mut c_void,
+    ) -> GuardsResult {
+        let p = match self.breaker.try_acquire(Nanos(now)) {
+            Ok(p) => p,
+            Err(r) => return fail_with(r),
+        };
+        let call = guards_call {
+            started_ns: now,
+            ended_ns: now,
+            probe_timeout_ns: p.probe_timeout().map_or(0, |t| t.0),
+            is_probe: u32::from(p.is_probe()),
+            reserved: 0,
+        };
+        // SAFETY: the caller's contract.
+        let (outcome, ended, code) = unsafe { call::run(f, ctx, call) };
+        self.breaker.report(p, outcome, Nanos(ended));
+        code
+    }
+
     /// The breaker.
     pub fn breaker(&self) -> &AnyBreaker {
         &self.breaker
@@ -380,6 +411,42 @@ pub unsafe extern "C" fn guards_circuit_breaker_report(
             return fail_arg(b.is_null(), "breaker");
         };
         b.report_code(&permit, outcome, now_ns)
+    })
+}
+
+/// Ask to make a call at `now_ns` and, if it is let through, run `fn(ctx, &call)` on this
+/// thread and report the outcome `fn` returns (a `guards_outcome`) at `call.ended_ns`
+/// (`now_ns` unless `fn` sets it: set it to the end time for slow calls to count). What
+/// the outcome does is `guards_circuit_breaker_report`'s. Returns `GUARDS_RESULT_OK` once
+/// `fn` has run and been reported, or a refusal (`BREAKER_OPEN`, `BREAKER_HALF_OPEN_FULL`;
+/// `fn` did not run). A probe has `call.is_probe` set and must use
+/// `call.probe_timeout_ns`. The permit never leaves the library, so this costs less than
+/// `_try_acquire` + `_report`. An outcome that is not a `guards_outcome` is reported as
+/// `GUARDS_OUTCOME_IGNORED` and returns `GUARDS_RESULT_INVALID_ENUM`. Errors:
+/// `NULL_ARGUMENT` / `INVALID_ARGUMENT` (`breaker` NULL / misaligned) and `NULL_ARGUMENT`
+/// (`fn`), checked before anything is taken.
+///
+/// # Safety
+/// `b` must be NULL or a live handle; `fn` NULL or a function safe to call with `ctx`,
+/// which returns normally.
+#[no_mangle]
+pub unsafe extern "C" fn guards_circuit_breaker_call(
+    b: *mut guards_circuit_breaker,
+    now_ns: u64,
+    r#fn: guards_call_fn,
+    ctx: *mut c_void,
+) -> GuardsResult {
+    hot(|| {
+        // SAFETY: the caller's contract.
+        let Some(b) = (unsafe { hot_ref(b.cast_const()) }) else {
+            return fail_arg(b.is_null(), "breaker");
+        };
+        let f = match call::hot_fn(r#fn) {
+            Ok(f) => f,
+            Err(code) => return code,
+        };
+        // SAFETY: the caller's contract.
+        unsafe { b.call_code(now_ns, f, ctx) }
     })
 }
 

@@ -36,6 +36,7 @@ pub mod admission;
 pub mod backoff;
 pub mod brownout;
 pub mod bulkhead;
+pub mod call;
 pub mod circuit_breaker;
 pub mod deadline;
 pub(crate) mod gate;
@@ -839,7 +840,7 @@ pub(crate) fn fail_code(code: GuardsResult) -> GuardsResult {
 
 #[cold]
 #[inline(never)]
-fn fail_outcome() -> GuardsResult {
+pub(crate) fn fail_outcome() -> GuardsResult {
     failed(Failure::bad_enum(
         "outcome",
         "a guards_outcome value, 0..=9",

@@ -24,6 +24,14 @@
     CHECK(guards_last_error_code() == (code));                                     \
   } while (0)
 
+/* A callback for `_call`s that must be refused before it could run. */
+static uint32_t never_called(void *ctx, guards_call *call) {
+  (void)ctx;
+  (void)call;
+  atomic_store(&current_failed, 1);
+  return GUARDS_OUTCOME_SUCCESS;
+}
+
 static void test_breaker(void) {
   guards_circuit_breaker_config d, c;
   guards_circuit_breaker_config_default(&d);
@@ -46,6 +54,10 @@ static void test_breaker(void) {
   EXPECT_NULL(guards_circuit_breaker_get_config(NULL, &c), "breaker");
   EXPECT_NULL(guards_circuit_breaker_outstanding(b, NULL), "out");
   EXPECT(guards_circuit_breaker_try_acquire(MISALIGNED(guards_circuit_breaker, b), S, &p),
+         GUARDS_RESULT_INVALID_ARGUMENT, "aligned");
+  EXPECT_NULL(guards_circuit_breaker_call(NULL, S, never_called, NULL), "breaker");
+  EXPECT_NULL(guards_circuit_breaker_call(b, S, NULL, NULL), "fn");
+  EXPECT(guards_circuit_breaker_call(MISALIGNED(guards_circuit_breaker, b), S, never_called, NULL),
          GUARDS_RESULT_INVALID_ARGUMENT, "aligned");
 
   c = d; c.failure_rate_threshold = NAN;
@@ -145,6 +157,12 @@ static void test_bulkhead(void) {
   EXPECT_NULL(guards_bulkhead_get_stats(h, NULL), "out");
   EXPECT_NULL(guards_bulkhead_get_config(h, NULL), "out");
   EXPECT(guards_bulkhead_release(h, p), GUARDS_RESULT_PERMIT_WRONG_GUARD, "another guard");
+  EXPECT_NULL(guards_bulkhead_call(NULL, never_called, NULL), "bulkhead");
+  EXPECT_NULL(guards_bulkhead_call(h, NULL, NULL), "fn");
+  EXPECT(guards_bulkhead_call(MISALIGNED(guards_bulkhead, h), never_called, NULL),
+         GUARDS_RESULT_INVALID_ARGUMENT, "aligned");
+  CHECK_RC(guards_bulkhead_get_stats(h, &s), GUARDS_RESULT_OK);
+  CHECK(s.acquired == 0 && s.in_flight == 0);
   guards_bulkhead_config bad = {0};
   EXPECT_BAD_CONFIG(guards_bulkhead_new, guards_bulkhead, bad, GUARDS_RESULT_CONFIG_ZERO, "max_concurrent");
   bad.max_concurrent = 1ull << 33;

@@ -396,6 +396,89 @@ static void test_effects_status_window(void) {
   guards_circuit_breaker_free(b);
 }
 
+/* What a `guards_circuit_breaker_call` callback saw and returns. */
+struct breaker_call_ctx {
+  guards_circuit_breaker *b;
+  uint32_t outcome;   /* what the callback returns */
+  uint64_t took_ns;   /* how long the call "took": ended_ns = started_ns + took_ns */
+  int runs;
+  guards_call seen;   /* the last call it was given */
+  uint64_t in_flight; /* permits of `b` out while it ran (0: the call parks none) */
+};
+
+static uint32_t breaker_call_fn(void *ctx, guards_call *call) {
+  struct breaker_call_ctx *c = ctx;
+  c->runs++;
+  c->seen = *call;
+  CHECK(call->ended_ns == call->started_ns);
+  call->ended_ns = call->started_ns + c->took_ns;
+  CHECK_RC(guards_circuit_breaker_outstanding(c->b, &c->in_flight), GUARDS_RESULT_OK);
+  return c->outcome;
+}
+
+/* guards_circuit_breaker_call: admit, run, report what the callback returned; a refusal runs
+ * nothing. */
+static void test_call(void) {
+  guards_circuit_breaker *b = breaker_with(4, 1);
+  struct breaker_call_ctx c = {b, GUARDS_OUTCOME_SUCCESS, 0, 0, {0, 0, 0, 0, 0}, 99};
+  CHECK_RC(guards_circuit_breaker_call(b, S, breaker_call_fn, &c), GUARDS_RESULT_OK);
+  CHECK(c.runs == 1 && c.seen.started_ns == S && c.seen.is_probe == 0);
+  CHECK(c.seen.probe_timeout_ns == 0 && c.seen.reserved == 0);
+  CHECK_EQ_U64(c.in_flight, 0);
+  guards_circuit_breaker_stats s;
+  CHECK_RC(guards_circuit_breaker_get_stats(b, &s), GUARDS_RESULT_OK);
+  CHECK(s.successes == 1 && s.failures == 0 && s.slow_calls == 0);
+
+  /* The end time the callback sets is the report's: a 60 s call is slow. */
+  c.took_ns = 60 * S;
+  CHECK_RC(guards_circuit_breaker_call(b, 2 * S, breaker_call_fn, &c), GUARDS_RESULT_OK);
+  CHECK_RC(guards_circuit_breaker_get_stats(b, &s), GUARDS_RESULT_OK);
+  CHECK(s.successes == 2 && s.slow_calls == 1);
+  c.took_ns = 0;
+
+  /* An outcome that is not a guards_outcome: reported as ignored, INVALID_ENUM returned. */
+  c.outcome = 10;
+  CHECK_RC(guards_circuit_breaker_call(b, 3 * S, breaker_call_fn, &c), GUARDS_RESULT_INVALID_ENUM);
+  CHECK(detail_has("outcome"));
+  CHECK(c.runs == 3);
+  CHECK_RC(guards_circuit_breaker_get_stats(b, &s), GUARDS_RESULT_OK);
+  CHECK(s.successes == 2 && s.failures == 0 && s.ignored == 1);
+  uint64_t out = 99;
+  CHECK_RC(guards_circuit_breaker_outstanding(b, &out), GUARDS_RESULT_OK);
+  CHECK_EQ_U64(out, 0);
+
+  /* Two failures make the window of four 50 % failed and open the breaker: the next call is
+   * refused and its callback never runs. */
+  c.outcome = GUARDS_OUTCOME_TIMEOUT;
+  CHECK_RC(guards_circuit_breaker_call(b, 4 * S, breaker_call_fn, &c), GUARDS_RESULT_OK);
+  CHECK(state(b, 4 * S) == GUARDS_BREAKER_STATE_CLOSED);
+  CHECK_RC(guards_circuit_breaker_call(b, 4 * S, breaker_call_fn, &c), GUARDS_RESULT_OK);
+  CHECK(state(b, 4 * S) == GUARDS_BREAKER_STATE_OPEN);
+  int runs = c.runs;
+  CHECK_RC(guards_circuit_breaker_call(b, 4 * S, breaker_call_fn, &c), GUARDS_RESULT_BREAKER_OPEN);
+  CHECK(c.runs == runs);
+  guards_rejection r;
+  CHECK_RC(guards_last_rejection(&r), GUARDS_RESULT_OK);
+  CHECK(r.code == GUARDS_RESULT_BREAKER_OPEN && r.has_retry_at == 1);
+
+  /* Past the open period the call is a probe and is told its timeout; its success closes. */
+  c.outcome = GUARDS_OUTCOME_SUCCESS;
+  CHECK_RC(guards_circuit_breaker_call(b, 10 * S, breaker_call_fn, &c), GUARDS_RESULT_OK);
+  CHECK(c.runs == runs + 1 && c.seen.is_probe == 1 && c.seen.probe_timeout_ns == 100 * MS);
+  CHECK(state(b, 10 * S) == GUARDS_BREAKER_STATE_CLOSED);
+
+  /* Bad arguments are refused before anything is admitted. */
+  CHECK_RC(guards_circuit_breaker_call(b, 11 * S, NULL, &c), GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK(detail_has("fn"));
+  CHECK_RC(guards_circuit_breaker_call(NULL, 11 * S, breaker_call_fn, &c),
+           GUARDS_RESULT_NULL_ARGUMENT);
+  CHECK(detail_has("breaker"));
+  CHECK(c.runs == runs + 1);
+  CHECK_RC(guards_circuit_breaker_get_stats(b, &s), GUARDS_RESULT_OK);
+  CHECK(s.probes_admitted == 1 && s.rejected_open == 1);
+  guards_circuit_breaker_free(b);
+}
+
 void circuit_breaker_tests(void) {
   run("breaker_effects_status_window", test_effects_status_window);
   run("breaker_defaults", test_defaults);
@@ -405,4 +488,5 @@ void circuit_breaker_tests(void) {
   run("breaker_slow_calls", test_slow_calls);
   run("breaker_time_window", test_time_window);
   run("breaker_permits_are_taken_once", test_permits_are_taken_once);
+  run("breaker_call", test_call);
 }
