@@ -500,6 +500,15 @@ unsafe fn send_step(
 /// Install `am_await` and `am_send` on the `GuardedCoroutine` type (see above); whether
 /// they were.
 pub(crate) fn install_slots(py: Python<'_>) -> PyResult<bool> {
+    // The layout below is CPython's (PyPy and GraalPy emulate it: left alone).
+    let implementation: String = py
+        .import("sys")?
+        .getattr(intern!(py, "implementation"))?
+        .getattr(intern!(py, "name"))?
+        .extract()?;
+    if implementation != "cpython" {
+        return Ok(false);
+    }
     let ty = PyGuardedCoroutine::type_object(py);
     let tp = ty.as_type_ptr();
     let basic: ffi::Py_ssize_t = ty.getattr(intern!(py, "__basicsize__"))?.extract()?;
