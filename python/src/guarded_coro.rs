@@ -100,14 +100,41 @@ pub struct PyGuardedCoroutine {
 }
 
 // SAFETY: `state` is only read or written by the holder of `executing` (taken with an
-// atomic swap, released with a store) or through `&mut self`; the rest is immutable.
+// atomic swap, or under the GIL with a load and a store, see `Executing::take`; released
+// with a store) or through `&mut self`; the rest is immutable.
 unsafe impl Sync for PyGuardedCoroutine {}
+
+/// Whether the interpreter runs one thread at a time (a GIL): set at import when it has one.
+/// A free-threaded interpreter whose GIL was enabled by then never disables it again.
+static ONE_THREAD_AT_A_TIME: AtomicBool = AtomicBool::new(false);
+
+/// Note whether the interpreter has a GIL (see `ONE_THREAD_AT_A_TIME`).
+pub(crate) fn note_gil(py: Python<'_>) -> PyResult<()> {
+    let sys = py.import("sys")?;
+    let gil = match sys.getattr(intern!(py, "_is_gil_enabled")) {
+        Ok(enabled) => enabled.call0()?.is_truthy()?,
+        Err(_) => true, // before 3.13: always
+    };
+    ONE_THREAD_AT_A_TIME.store(gil, Ordering::Relaxed);
+    Ok(())
+}
 
 /// The `executing` flag, held until dropped.
 struct Executing<'a>(&'a AtomicBool);
 
 impl<'a> Executing<'a> {
+    /// Take the flag (the caller is attached to the interpreter); `None` if it is held.
     fn take(flag: &'a AtomicBool) -> Option<Self> {
+        if ONE_THREAD_AT_A_TIME.load(Ordering::Relaxed) {
+            // Under the GIL no other thread runs between the load and the store (nothing
+            // here can release it), so they take the flag as the swap would, without the
+            // cost of a locked instruction.
+            if flag.load(Ordering::Relaxed) {
+                return None;
+            }
+            flag.store(true, Ordering::Relaxed);
+            return Some(Executing(flag));
+        }
         (!flag.swap(true, Ordering::Acquire)).then_some(Executing(flag))
     }
 }
