@@ -22,8 +22,8 @@ import subprocess
 import sys
 from typing import Any, Callable
 
-SYNC = ["bare", "floor", "bulkhead", "breaker", "pybreaker"]
-ASYNC = ["abare", "afloor", "abulkhead", "abreaker", "aiobreaker"]
+SYNC = ["bare", "floor", "bulkhead", "breaker", "pybreaker", "ubreaker"]
+ASYNC = ["abare", "afloor", "abulkhead", "abreaker", "aiobreaker", "aubreaker"]
 
 
 def contender(name: str) -> Callable[[], Any]:
@@ -31,6 +31,9 @@ def contender(name: str) -> Callable[[], Any]:
     import pybreaker
 
     import guards
+
+    # The largest slow-call duration: no call is ever slow, so none is timed.
+    untimed = guards.Nanos(2**64 - 1)
 
     def noop() -> int:
         return 1
@@ -50,11 +53,13 @@ def contender(name: str) -> Callable[[], Any]:
         "bulkhead": lambda: guards.guarded(guards.Bulkhead(64))(noop),
         "breaker": lambda: guards.guarded(guards.CircuitBreaker())(noop),
         "pybreaker": lambda: pybreaker.CircuitBreaker()(noop),
+        "ubreaker": lambda: guards.guarded(guards.CircuitBreaker(slow_call_duration=untimed))(noop),
         "abare": lambda: anoop,
         "afloor": lambda: aw,
         "abulkhead": lambda: guards.guarded(guards.Bulkhead(64))(anoop),
         "abreaker": lambda: guards.guarded(guards.CircuitBreaker())(anoop),
         "aiobreaker": lambda: aiobreaker.CircuitBreaker()(anoop),
+        "aubreaker": lambda: guards.guarded(guards.CircuitBreaker(slow_call_duration=untimed))(anoop),
     }[name]()
 
 
@@ -108,6 +113,8 @@ def main() -> int:
             print(f"  {n:12} +{ir[n] - bare:8.0f}")
         ours = ir[names[3]] - bare
         print(f"  {names[4]} / guards breaker: {peer / ours:.1f}x; {names[4]} / do-nothing wrapper: {peer / floor:.1f}x")
+        untimed = ir[names[5]] - bare
+        print(f"  guards breaker / do-nothing wrapper: {ours / floor:.2f}x timed, {untimed / floor:.2f}x untimed")
     return 0
 
 

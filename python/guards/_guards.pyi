@@ -644,6 +644,8 @@ class KeyedBreakers:
 def _note_deadline_published() -> None: ...
 def _deadline_published() -> bool: ...
 
+_native_await_slots: bool
+
 @final
 class GuardedFunction:
     """A function guarded by one breaker, keyed breaker or bulkhead (what

@@ -599,5 +599,11 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add_class::<PyGuardedFunction>()?;
     m.add_class::<PyGuardedCoroutine>()?;
+    crate::guarded_coro::note_gil(m.py())?;
+    // Whether `await` steps a `GuardedCoroutine` through its native slots (the tests check it).
+    m.setattr(
+        "_native_await_slots",
+        crate::guarded_coro::install_slots(m.py())?,
+    )?;
     Ok(())
 }

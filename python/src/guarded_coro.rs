@@ -37,7 +37,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
-use pyo3::{intern, PyTraverseError, PyTypeInfo, PyVisit};
+use pyo3::{intern, Borrowed, PyTraverseError, PyTypeInfo, PyVisit};
 
 use guards_core::Outcome;
 
@@ -100,14 +100,41 @@ pub struct PyGuardedCoroutine {
 }
 
 // SAFETY: `state` is only read or written by the holder of `executing` (taken with an
-// atomic swap, released with a store) or through `&mut self`; the rest is immutable.
+// atomic swap, or under the GIL with a load and a store, see `Executing::take`; released
+// with a store) or through `&mut self`; the rest is immutable.
 unsafe impl Sync for PyGuardedCoroutine {}
+
+/// Whether the interpreter runs one thread at a time (a GIL): set at import when it has one.
+/// A free-threaded interpreter whose GIL was enabled by then never disables it again.
+static ONE_THREAD_AT_A_TIME: AtomicBool = AtomicBool::new(false);
+
+/// Note whether the interpreter has a GIL (see `ONE_THREAD_AT_A_TIME`).
+pub(crate) fn note_gil(py: Python<'_>) -> PyResult<()> {
+    let sys = py.import("sys")?;
+    let gil = match sys.getattr(intern!(py, "_is_gil_enabled")) {
+        Ok(enabled) => enabled.call0()?.is_truthy()?,
+        Err(_) => true, // before 3.13: always
+    };
+    ONE_THREAD_AT_A_TIME.store(gil, Ordering::Relaxed);
+    Ok(())
+}
 
 /// The `executing` flag, held until dropped.
 struct Executing<'a>(&'a AtomicBool);
 
 impl<'a> Executing<'a> {
+    /// Take the flag (the caller is attached to the interpreter); `None` if it is held.
     fn take(flag: &'a AtomicBool) -> Option<Self> {
+        if ONE_THREAD_AT_A_TIME.load(Ordering::Relaxed) {
+            // Under the GIL no other thread runs between the load and the store (nothing
+            // here can release it), so they take the flag as the swap would, without the
+            // cost of a locked instruction.
+            if flag.load(Ordering::Relaxed) {
+                return None;
+            }
+            flag.store(true, Ordering::Relaxed);
+            return Some(Executing(flag));
+        }
         (!flag.swap(true, Ordering::Acquire)).then_some(Executing(flag))
     }
 }
@@ -169,10 +196,12 @@ const CO_ITERABLE_COROUTINE: u64 = 0x100;
 fn awaited<'py>(obj: Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Drive)> {
     let py = obj.py();
     let types = types(py)?;
-    let ty = obj.get_type();
-    if ty.is(&types.coroutine) {
+    // SAFETY: reading a valid object's type pointer (only compared).
+    let ty_ptr = unsafe { ffi::Py_TYPE(obj.as_ptr()) }.cast::<ffi::PyObject>();
+    if ty_ptr == types.coroutine.as_ptr() {
         return Ok((obj, Drive::Coroutine));
     }
+    let ty = obj.get_type();
     if ty.is(&types.generator) {
         let flags: u64 = obj
             .getattr(intern!(py, "gi_code"))?
@@ -385,6 +414,170 @@ fn stop_iteration(py: Python<'_>, value: Bound<'_, PyAny>) -> PyErr {
         Ok(stop) => PyErr::from_value(stop),
         Err(e) => e,
     }
+}
+
+// ---------------------------------------------------------------- native `await` slots
+//
+// pyo3 fills the type's `am_await` slot with a trampoline and has no `am_send`, so without
+// more an `await` crosses into native code twice (`__await__`, then `__next__`) and the
+// call's result goes out as a `StopIteration` the interpreter then fetches. On the
+// interpreters whose `await` and tasks step through `PyIter_Send` (all of them for
+// `asyncio` tasks; CPython 3.10 and 3.11 for `await` itself), `am_send` hands the result
+// out as a return value instead, and `am_await` returns the object without a trampoline.
+// Both slots are written once into the type object pyo3 made, after checking that the
+// object's layout is the one written here; when it is not, the type keeps pyo3's slots.
+
+/// `PySendResult`: returned, raised, suspended.
+const PYGEN_RETURN: c_int = 0;
+const PYGEN_ERROR: c_int = -1;
+const PYGEN_NEXT: c_int = 1;
+
+/// `PyAsyncMethods` (3.10 onwards).
+#[repr(C)]
+struct AsyncMethods {
+    am_await: Option<ffi::unaryfunc>,
+    am_aiter: Option<ffi::unaryfunc>,
+    am_anext: Option<ffi::unaryfunc>,
+    am_send: Option<SendFunc>,
+}
+
+/// The start of `PyTypeObject`, as far as `tp_as_async`.
+#[repr(C)]
+struct TypeObjectHead {
+    ob_base: ffi::PyVarObject,
+    tp_name: *const std::ffi::c_char,
+    tp_basicsize: ffi::Py_ssize_t,
+    tp_itemsize: ffi::Py_ssize_t,
+    tp_dealloc: *mut c_void,
+    tp_vectorcall_offset: ffi::Py_ssize_t,
+    tp_getattr: *mut c_void,
+    tp_setattr: *mut c_void,
+    tp_as_async: *mut AsyncMethods,
+}
+
+/// `am_await`: the object is its own iterator (what `__await__` returns).
+unsafe extern "C" fn am_await(slf: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: the interpreter passes a valid object and is attached; the new reference is
+    // the slot's result.
+    unsafe { ffi::Py_IncRef(slf) };
+    slf
+}
+
+/// Markers `send_step` returns through pyo3's trampoline (never dereferenced).
+static SUSPENDED: u8 = 0;
+static RETURNED: u8 = 0;
+
+/// `am_send`: one step with `arg` sent in, as `send` does; the value yielded or returned
+/// goes out through `result`.
+unsafe extern "C" fn am_send(
+    slf: *mut ffi::PyObject,
+    arg: *mut ffi::PyObject,
+    result: *mut *mut ffi::PyObject,
+) -> c_int {
+    // pyo3's own trampoline for slots: attached-thread bookkeeping, and a panic raised as
+    // `PanicException` rather than unwinding into the interpreter.
+    let step = pyo3::impl_::trampoline::get_trampoline_function!(ternaryfunc, send_step);
+    // SAFETY: the interpreter calls the slot attached, with `slf` an instance of the type
+    // the slot belongs to, `arg` a valid object and `result` writable.
+    let marker = unsafe { step(slf, arg, result.cast()) };
+    if marker.is_null() {
+        // SAFETY: `result` is writable (see above); on error it is NULL.
+        unsafe { *result = ptr::null_mut() };
+        PYGEN_ERROR
+    } else if ptr::eq(marker.cast::<u8>(), &SUSPENDED) {
+        PYGEN_NEXT
+    } else {
+        PYGEN_RETURN
+    }
+}
+
+/// The body of `am_send` (run inside pyo3's trampoline).
+///
+/// # Safety
+/// `slf` a `GuardedCoroutine`, `arg` a valid object, `out` a writable `*mut PyObject`.
+unsafe fn send_step(
+    py: Python<'_>,
+    slf: *mut ffi::PyObject,
+    arg: *mut ffi::PyObject,
+    out: *mut ffi::PyObject,
+) -> PyResult<*mut ffi::PyObject> {
+    // SAFETY: the slot is only installed on `GuardedCoroutine`, so `slf` is one (borrowed
+    // for the call); `arg` is a valid borrowed object.
+    let (me, arg) = unsafe {
+        (
+            ffi::PyObject_TypeCheck(slf, PyGuardedCoroutine::type_object_raw(py)) != 0,
+            Bound::from_borrowed_ptr(py, arg),
+        )
+    };
+    if !me {
+        return Err(PyTypeError::new_err("not a GuardedCoroutine"));
+    }
+    // SAFETY: checked just above.
+    let slf = unsafe { Borrowed::from_ptr(py, slf).cast_unchecked::<PyGuardedCoroutine>() };
+    let (value, marker) = match slf.get().step(py, Input::Send(Some(arg)))? {
+        Step::Yield(v) => (v, &SUSPENDED),
+        Step::Return(v) => (v, &RETURNED),
+        Step::Closed => (py.None().into_bound(py), &RETURNED),
+    };
+    // SAFETY: `out` is the slot's `result` pointer (writable); it receives a new reference.
+    unsafe { *out.cast::<*mut ffi::PyObject>() = value.into_ptr() };
+    Ok(ptr::from_ref(marker).cast_mut().cast())
+}
+
+/// Install `am_await` and `am_send` on the `GuardedCoroutine` type (see above); whether
+/// they were.
+pub(crate) fn install_slots(py: Python<'_>) -> PyResult<bool> {
+    // The layout below is CPython's (PyPy and GraalPy emulate it: left alone).
+    let implementation: String = py
+        .import("sys")?
+        .getattr(intern!(py, "implementation"))?
+        .getattr(intern!(py, "name"))?
+        .extract()?;
+    if implementation != "cpython" {
+        return Ok(false);
+    }
+    let ty = PyGuardedCoroutine::type_object(py);
+    let tp = ty.as_type_ptr();
+    let basic: ffi::Py_ssize_t = ty.getattr(intern!(py, "__basicsize__"))?.extract()?;
+    let item: ffi::Py_ssize_t = ty.getattr(intern!(py, "__itemsize__"))?.extract()?;
+    let heap: usize = py
+        .get_type::<PyType>()
+        .getattr(intern!(py, "__basicsize__"))?
+        .extract()?;
+    // SAFETY: `tp` is a live heap type object (pyo3 made it with PyType_FromSpec), at least
+    // `heap` bytes long (the size of every type object of metatype `type`), which starts
+    // with `TypeObjectHead`'s fields on every CPython from 3.10; the fields read are checked
+    // against what the interpreter reports before anything is written.
+    unsafe {
+        if ffi::Py_TYPE(tp.cast()) != ptr::addr_of_mut!(ffi::PyType_Type)
+            || std::mem::size_of::<TypeObjectHead>() > heap
+        {
+            return Ok(false);
+        }
+        let head = tp.cast::<TypeObjectHead>();
+        let methods = (*head).tp_as_async;
+        let start = tp as usize;
+        let inside = (methods as usize) >= start + std::mem::size_of::<TypeObjectHead>()
+            && (methods as usize) + std::mem::size_of::<AsyncMethods>() <= start + heap;
+        if (*head).tp_basicsize != basic || (*head).tp_itemsize != item || !inside {
+            return Ok(false);
+        }
+        let slot = |id| ffi::PyType_GetSlot(tp, id) as usize;
+        let m = &mut *methods;
+        let same = m.am_await.map_or(0, |f| f as usize) == slot(ffi::Py_am_await)
+            && m.am_await.is_some()
+            && m.am_aiter.map_or(0, |f| f as usize) == slot(ffi::Py_am_aiter)
+            && m.am_anext.map_or(0, |f| f as usize) == slot(ffi::Py_am_anext)
+            && m.am_send.is_none()
+            && slot(ffi::Py_am_send) == 0;
+        if !same {
+            return Ok(false);
+        }
+        m.am_await = Some(am_await);
+        m.am_send = Some(am_send);
+        ffi::PyType_Modified(tp);
+    }
+    Ok(true)
 }
 
 impl PyGuardedCoroutine {

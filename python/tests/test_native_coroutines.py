@@ -557,3 +557,42 @@ def test_async_calls_do_not_leak_references() -> None:
     asyncio.run(main())
     gc.collect()
     assert sys.getrefcount(arg) == before
+
+
+def test_await_steps_through_the_native_slots_and_a_tracer_through_next() -> None:
+    # On CPython `await` and asyncio's tasks send into a GuardedCoroutine through its
+    # `am_send` slot (the result handed back, no StopIteration); a tracer makes 3.10 and
+    # 3.11 step it through `__next__` instead. Both ways give the same results.
+    import platform
+
+    from guards import _guards
+
+    assert _guards._native_await_slots is (platform.python_implementation() == "CPython")
+    bh = guards.Bulkhead()
+    br = guards.CircuitBreaker(slow_call_duration=guards.Nanos(2**64 - 1))
+    err = ValueError("a value, not raised")
+    values = (None, 0, (1, 2), (), err, [3], StopIteration(7))
+
+    async def give(v: Any) -> Any:
+        await asyncio.sleep(0)
+        return v
+
+    async def main() -> list[Any]:
+        got = [await bh.acall(give, v) for v in values]
+        got += [await guards.guarded(br)(give)(v) for v in values]
+        got += await asyncio.gather(*(asyncio.ensure_future(bh.acall(give, v)) for v in values))
+        return got
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        return tracer
+
+    for traced in (False, True):
+        if traced:
+            sys.settrace(tracer)
+        try:
+            got = asyncio.run(main())
+        finally:
+            sys.settrace(None)
+        assert [g is v or g == v for g, v in zip(got, values * 3)] == [True] * 21
+        assert bh.in_flight == 0
+    assert br.stats()["successes"] == 14
