@@ -533,7 +533,13 @@ pub(crate) fn install_slots(py: Python<'_>) -> PyResult<bool> {
         .getattr(intern!(py, "implementation"))?
         .getattr(intern!(py, "name"))?
         .extract()?;
-    if implementation != "cpython" {
+    // `am_send` is a field of `PyAsyncMethods` from 3.10 on: on 3.9 the word after
+    // `am_anext` is the next table's, never to be written.
+    let new_enough = py
+        .import("sys")?
+        .getattr(intern!(py, "version_info"))?
+        .ge((3, 10))?;
+    if implementation != "cpython" || !new_enough {
         return Ok(false);
     }
     let ty = PyGuardedCoroutine::type_object(py);

@@ -567,7 +567,9 @@ def test_await_steps_through_the_native_slots_and_a_tracer_through_next() -> Non
 
     from guards import _guards
 
-    assert _guards._native_await_slots is (platform.python_implementation() == "CPython")
+    assert _guards._native_await_slots is (
+        platform.python_implementation() == "CPython" and sys.version_info >= (3, 10)
+    )
     bh = guards.Bulkhead()
     br = guards.CircuitBreaker(slow_call_duration=guards.Nanos(2**64 - 1))
     err = ValueError("a value, not raised")
