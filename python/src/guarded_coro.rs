@@ -528,17 +528,14 @@ unsafe fn send_step(
 /// they were.
 pub(crate) fn install_slots(py: Python<'_>) -> PyResult<bool> {
     // The layout below is CPython's (PyPy and GraalPy emulate it: left alone).
-    let implementation: String = py
-        .import("sys")?
+    let sys = py.import("sys")?;
+    let implementation: String = sys
         .getattr(intern!(py, "implementation"))?
         .getattr(intern!(py, "name"))?
         .extract()?;
     // `am_send` is a field of `PyAsyncMethods` from 3.10 on: on 3.9 the word after
     // `am_anext` is the next table's, never to be written.
-    let new_enough = py
-        .import("sys")?
-        .getattr(intern!(py, "version_info"))?
-        .ge((3, 10))?;
+    let new_enough = sys.getattr(intern!(py, "version_info"))?.ge((3, 10))?;
     if implementation != "cpython" || !new_enough {
         return Ok(false);
     }
