@@ -116,6 +116,18 @@ for (const [name, op] of Object.entries(cfg.ops)) {
   });
 }
 
+// Retries the budget refused, per op, read after each failed call from the retry plans'
+// give-up counts (a call that succeeded refused none): a refused retry after a response
+// (stock's 504) returns that response rather than throwing BudgetExhaustedError
+// (createFetch's rule), and the model counts every refused ask.
+const refusedSeen = {};
+function countBudgetRefusals(name, op) {
+  const st = ops[name].fetch.stats();
+  const n = st.idempotent.policy.budgetExhausted + st.keyed.policy.budgetExhausted + st.unkeyed.policy.budgetExhausted;
+  const d = n - (refusedSeen[name] || 0);
+  if (d > 0) { refusedSeen[name] = n; add(`${op}.budget_refusals`, d); }
+}
+
 async function callStock(name, timeLeftMs, signal) {
   const call = ops[name].call;
   const op = call.op;
@@ -129,13 +141,15 @@ async function callStock(name, timeLeftMs, signal) {
   try {
     res = await ops[name].fetch(`${stockHost}/${op}`, init);
   } catch (e) {
+    countBudgetRefusals(name, op);
     if (e instanceof g.BreakerOpenError) { add(`${op}.breaker_rejections`); return [false, 'breaker']; }
     if (e instanceof g.BulkheadFullError) return [false, 'bulkhead'];
-    if (e instanceof g.BudgetExhaustedError) { add(`${op}.budget_refusals`); return [false, 'budget']; }
+    if (e instanceof g.BudgetExhaustedError) return [false, 'budget'];
     if (e instanceof g.RetriesExhaustedError || e instanceof g.DeadlineExceededError || e instanceof g.AttemptTimeoutError) return [false, 'timeout'];
     return [false, 'error'];
   }
   if (res.status === 200) { add(`${op}.ok`); return [true, '']; }
+  countBudgetRefusals(name, op);
   if (res.status === 504) return [false, 'timeout'];
   return [false, res.headers.get('x-refused-by') || `status-${res.status}`];
 }
