@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import itertools
 import json
 import os
 import socket
@@ -77,6 +78,7 @@ class Series:
 
 
 LATENCY_BUCKETS = ("5", "10", "20", "40", "60", "inf")  # upper bounds, ms
+POOL_SHARDS = 8  # connection pools per op (see ShardedPool)
 
 
 async def watch_loop_lag(series: Series, stop: asyncio.Event) -> None:
@@ -86,6 +88,28 @@ async def watch_loop_lag(series: Series, stop: asyncio.Event) -> None:
         t = time.monotonic_ns()
         await asyncio.sleep(0.01)
         series.peak("loop_lag_max_ms", (time.monotonic_ns() - t - 10_000_000) // 1_000_000)
+
+
+class ShardedPool(httpx.AsyncBaseTransport):
+    """Attempts spread round-robin over ``shards`` connection pools. httpcore's pool scans
+    every connection it holds for each request it places, so its cost per request grows
+    with the connections times the requests waiting; in a hiccup (attempts cut at their
+    timeout close their connections, new ones open) one pool took most of the caller's
+    core, the event loop fell behind and the caller never recovered. Several smaller
+    pools do the same work at a fraction of the scanning."""
+
+    def __init__(self, shards: int, keepalive: int) -> None:
+        per = max(1, keepalive // shards) if keepalive else 0
+        self.pools = [httpx.AsyncHTTPTransport(limits=httpx.Limits(
+            max_connections=4096, max_keepalive_connections=per)) for _ in range(shards)]
+        self.turn = itertools.cycle(self.pools)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await next(self.turn).handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for p in self.pools:
+            await p.aclose()
 
 
 class GateTransport(httpx.AsyncBaseTransport):
@@ -177,8 +201,7 @@ class ShopApi:
             pol = call["policy"]
             # A keep-alive pool (stock serves keep-alive), or a new connection per attempt.
             keep = int(cfg.get("servers", 1)) * 4 if cfg.get("keep_alive", True) else 0
-            inner = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=4096,
-                                                                 max_keepalive_connections=keep))
+            inner = ShardedPool(POOL_SHARDS, keep)
             gate = GateTransport(inner, self.bulkhead if pol.get("bulkhead") is not None else None,
                                  self.series, call["op"], self.held)
             breakers: Any = False
