@@ -16,6 +16,10 @@ in which each action ended, and attempts/retries by the second they were sent), 
 fell behind). ``sent`` must equal the sum of the outcomes; actions still running when
 the generator stops waiting are counted as ``lost``.
 
+The generator's own memory does not grow with the run's length (the soak checks its RSS
+like every other process's): the per-second series is one table allocated and written
+through at the start, and the lateness is a histogram of fixed bins, not a list of samples.
+
 With several caller processes (``ports`` in the plan, ``run.py --caller-procs N``) each
 attempt goes to the next live one in turn (round-robin). An attempt that ends in a
 connection error is checked with one fresh connect to its port: refused means the process
@@ -27,6 +31,7 @@ retry policy (``retry_connection_errors``) with the next live caller.
 from __future__ import annotations
 
 import argparse
+import array
 import asyncio
 import collections
 import json
@@ -39,6 +44,69 @@ import aio
 
 NS = 1_000_000_000
 OUTCOMES = ("full", "degraded", "refused", "timeout", "error", "caller_died")
+
+
+class Series:
+    """Counts by (second, key), in a table allocated and written through at the start
+    (``seconds`` rows of ``width`` columns), so that counting never allocates. A key past
+    the first ``width`` or a second outside the table goes to a dict (never dropped)."""
+
+    def __init__(self, seconds: int, width: int = 192) -> None:
+        self.seconds, self.width = seconds, width
+        self.cols: dict[str, int] = {}
+        self.cells = array.array("q", bytes(8 * seconds * width))
+        self.spill: dict[int, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+
+    def add(self, sec: int, key: str, n: int = 1) -> None:
+        c = self.cols.get(key)
+        if c is None and len(self.cols) < self.width:
+            c = self.cols[key] = len(self.cols)
+        if c is None or not 0 <= sec < self.seconds:
+            self.spill[sec][key] += n
+        else:
+            self.cells[sec * self.width + c] += n
+
+    def as_dict(self) -> dict[str, dict[str, int]]:
+        out: dict[int, dict[str, int]] = {}
+        for sec in range(self.seconds):
+            base = sec * self.width
+            row = {k: self.cells[base + c] for k, c in self.cols.items() if self.cells[base + c]}
+            if row:
+                out[sec] = row
+        for sec, extra in self.spill.items():
+            row = out.setdefault(sec, {})
+            for k, v in extra.items():
+                row[k] = row.get(k, 0) + v
+        return {str(k): out[k] for k in sorted(out)}
+
+
+class Lateness:
+    """How late each arrival was sent, as a histogram of ``bin_s`` bins up to ``top_s``
+    (later ones in one overflow bin) plus the exact maximum. The p99 is the upper edge of
+    its bin: at most ``bin_s`` above the exact figure."""
+
+    def __init__(self, bin_s: float = 1e-4, top_s: float = 2.0) -> None:
+        self.bin_s = bin_s
+        self.bins = array.array("q", bytes(8 * (int(top_s / bin_s) + 1)))
+        self.n = 0
+        self.max_s = 0.0
+
+    def add(self, late_s: float) -> None:
+        i = min(len(self.bins) - 1, max(0, int(late_s / self.bin_s)))
+        self.bins[i] += 1
+        self.n += 1
+        self.max_s = max(self.max_s, late_s)
+
+    def quantile(self, q: float) -> float:
+        if not self.n:
+            return 0.0
+        rank = int(q * (self.n - 1))
+        seen = 0
+        for i, c in enumerate(self.bins):
+            seen += c
+            if seen > rank:
+                return self.max_s if i == len(self.bins) - 1 else min(self.max_s, (i + 1) * self.bin_s)
+        return self.max_s
 
 
 class Pool:
@@ -130,8 +198,9 @@ class Gen:
         self.sent = collections.Counter()
         self.outcomes: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
         self.reasons: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-        self.series: dict[int, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-        self.lateness: list[float] = []
+        seconds = int(float(plan["duration"]) + float(plan.get("grace_s", 30))) + 5
+        self.series = Series(seconds)
+        self.lateness = Lateness()
         self.running = 0
 
     def sec(self) -> int:
@@ -171,8 +240,8 @@ class Gen:
         try:
             for attempt in range(int(retry["max_attempts"])):
                 if attempt > 0:
-                    self.series[self.sec()][f"{name}.retries"] += 1
-                self.series[self.sec()][f"{name}.attempts"] += 1
+                    self.series.add(self.sec(), f"{name}.retries")
+                self.series.add(self.sec(), f"{name}.attempts")
                 dl = None
                 if pol["deadline"] != "none":
                     dl = max(1, int(pol["attempt_timeout"] * 1000))
@@ -183,7 +252,7 @@ class Gen:
                     kind = "died"
                     self.died.append({"entry": name, "caller": ci, "sent_s": sent_at, "ended_s": self.now_s(),
                                       "refused": bool(hdrs.get("refused"))})
-                    self.series[self.sec()][f"{name}.caller_died_attempts"] += 1
+                    self.series.add(self.sec(), f"{name}.caller_died_attempts")
                 last = attempt + 1 >= int(retry["max_attempts"])
                 if kind == "answer" and status == 200:
                     outcome = "degraded" if hdrs.get("x-outcome") == "degraded" else "full"
@@ -217,11 +286,11 @@ class Gen:
             self.outcomes[name][outcome] += 1
             if why:
                 self.reasons[name][f"{outcome}:{why}"] += 1
-            self.series[self.sec()][f"{name}.{outcome}"] += 1
+            self.series.add(self.sec(), f"{name}.{outcome}")
             if outcome == "refused":
-                self.series[self.sec()][f"{name}.refused.{why}"] += 1
+                self.series.add(self.sec(), f"{name}.refused.{why}")
             if outcome == "degraded":
-                self.series[self.sec()][f"{name}.degraded.{why}"] += 1
+                self.series.add(self.sec(), f"{name}.degraded.{why}")
 
     async def stream(self, entry: dict[str, Any], end: int, tasks: set[asyncio.Task[None]]) -> None:
         rate = float(entry["rate"])
@@ -234,7 +303,7 @@ class Gen:
             now = time.monotonic_ns()
             if t > now:
                 await asyncio.sleep((t - now) / NS)
-            self.lateness.append((time.monotonic_ns() - t) / NS)
+            self.lateness.add((time.monotonic_ns() - t) / NS)
             self.sent[entry["name"]] += 1
             task = asyncio.ensure_future(self.action(entry))
             tasks.add(task)
@@ -256,7 +325,6 @@ class Gen:
             t.cancel()
         for p in self.pools:
             p.close()
-        lat = sorted(self.lateness)
         sent = sum(self.sent.values())
         ended = sum(sum(c.values()) for c in self.outcomes.values())
         return {
@@ -267,9 +335,9 @@ class Gen:
             "ended_total": ended,
             "lost": lost,
             "accounted": lost == 0 and sent == ended,
-            "lateness_p99_s": lat[int(0.99 * (len(lat) - 1))] if lat else 0.0,
-            "lateness_max_s": lat[-1] if lat else 0.0,
-            "series": {str(k): dict(v) for k, v in sorted(self.series.items())},
+            "lateness_p99_s": self.lateness.quantile(0.99),
+            "lateness_max_s": self.lateness.max_s,
+            "series": self.series.as_dict(),
             **({"callers": len(self.pools), "dead_callers": {str(k): v for k, v in self.dead.items()},
                 "died_attempts": self.died} if len(self.pools) > 1 else {}),
         }
