@@ -171,6 +171,20 @@ def _retry_after_header(err: BaseException) -> Optional[str]:
     return str(max(1, math.ceil(ra)))
 
 
+#: What the middleware counts for each ``_AsgiWatch.finish`` code: a success, an answer
+#: of 503/429, a client gone (or a response never ended), no response started.
+_FINISHED = ("", "overloaded", "disconnected", "")
+
+
+async def _watch_receive(watch: Any, receive: Any) -> Any:
+    """The application's ``receive`` (made by the native watch when it is called): the
+    server's, noting a client that went away."""
+    message = await receive()
+    if message.get("type") == "http.disconnect":
+        watch._disconnected()
+    return message
+
+
 class _Door:
     """What both middlewares share: the admission, the settings and the counters."""
 
@@ -318,11 +332,12 @@ class AdmissionMiddleware(_Door):
         super().__init__(admission, priority, exempt, deadline, body)
         self.app = app
         """The ASGI application behind the door."""
+        self._enter = self.admission._asgi_enter
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        # The hot path of every request: kept to one native acquire, one native report,
-        # one counter update and two small closures (see docs/benchmarks.md, "inside a
-        # real server").
+        # The hot path of every request: one native call in (the acquire and a native watch
+        # of `receive` and `send`), one native call out (the report), one counter update
+        # (see docs/benchmarks.md, "inside a real server").
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
@@ -332,9 +347,8 @@ class AdmissionMiddleware(_Door):
             await self.app(scope, receive, send)
             return
         try:
-            ticket = self._acquire(
-                None if self._priority is None else self.priority_of(scope),
-                operation=path if isinstance(path, str) else None,
+            watch = self._enter(
+                None if self._priority is None else self.priority_of(scope), path, receive, send
             )
         except AdmissionRejected as refused:
             self.refused(refused, path)
@@ -344,51 +358,27 @@ class AdmissionMiddleware(_Door):
             self.count("requests")  # neither admitted nor rejected (see admit)
             raise
         next(self._admitted)
-        status: Optional[int] = None
-        ended = False  # the response is complete
-        gone = False  # the client went away before it was
-
-        def send_status(message: Any) -> Any:
-            # A plain function returning the server's awaitable: no coroutine of its own.
-            nonlocal status, ended
-            kind = message.get("type")
-            if kind == "http.response.start":
-                status = message.get("status")
-            elif kind == "http.response.body" and not message.get("more_body", False):
-                ended = True
-            return send(message)
-
-        async def receive_watch() -> Any:
-            nonlocal gone
-            message = await receive()
-            if not ended and message.get("type") == "http.disconnect":
-                gone = True
-            return message
-
         token = None
         if self._deadline is not None:
             deadline = self.deadline_of(scope.get("headers", ()))
             if deadline is not None:
                 token = publish(deadline)
         try:
-            await self.app(scope, receive_watch, send_status)
+            await self.app(scope, watch.receive, watch.send)
         except BaseException as e:
             if isinstance(e, Exception):
                 self.count("errors")
-            self.release(ticket, status, True, e)
+            watch.fail(e)
             raise
         finally:
             if token is not None:
                 _DEADLINE.reset(token)
-        if gone or not ended:
-            # The client went away mid-response (servers then drop what is sent, and a
-            # streaming response stops without an error): not a success.
-            self.count("disconnected")
-            ticket.report("cancelled")
-        elif status is not None and status not in _OVERLOAD_STATUSES:
-            ticket.on_success()
-        else:
-            self.release(ticket, status, False)
+        # 0: a success. Otherwise the client went away mid-response (servers then drop
+        # what is sent, and a streaming response stops without an error: not a success),
+        # the application answered 503/429, or it started no response.
+        counted = _FINISHED[watch.finish()]
+        if counted:
+            self.count(counted)
 
     async def _reject(self, send: Any, refused: BaseException) -> None:
         headers = [(k.lower().encode(), v.encode()) for k, v in self._refusal_headers(refused)]

@@ -16,8 +16,12 @@ use guards::schema::ADMISSION;
 use guards_core::admission::{AdmissionPermit, AdmissionRejected as CoreRejected};
 use guards_core::priority::MAX_PRIORITIES;
 use guards_core::{Nanos, Outcome};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyString, PyTuple};
 
 use crate::clock;
 use crate::config::{self, Args};
@@ -88,6 +92,28 @@ impl PyAdmission {
     }
 }
 
+impl PyAdmission {
+    /// A ticket for class `priority` at `now`, or the refusal (emitted as a `refusal`
+    /// named `op`).
+    fn admit(
+        slf: &Bound<'_, Self>,
+        priority: Option<&Bound<'_, PyAny>>,
+        now: Nanos,
+        op: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<PyAdmissionTicket> {
+        let py = slf.py();
+        let p = priority_arg(priority)?;
+        match slf.get().a.try_acquire(now, p) {
+            Ok(t) => Ok(Self::ticket(slf, t, op)),
+            Err(r) => {
+                let err = refused_error(py, r, now);
+                events::refusal(py, slf.as_any(), Op::given(op.as_ref()), &err);
+                Err(err)
+            }
+        }
+    }
+}
+
 #[pymethods]
 impl PyAdmission {
     /// `Admission(limits=[80, 64, ...], **settings)`. `limits`: up to 8 caps, index =
@@ -153,18 +179,30 @@ impl PyAdmission {
         now: Option<&Bound<'_, PyAny>>,
         operation: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyAdmissionTicket> {
-        let py = slf.py();
-        let p = priority_arg(priority)?;
         let now = util::get_now(now)?;
-        let op = given(operation).cloned();
-        match slf.get().a.try_acquire(now, p) {
-            Ok(t) => Ok(Self::ticket(slf, t, op)),
-            Err(r) => {
-                let err = refused_error(py, r, now);
-                events::refusal(py, slf.as_any(), Op::given(op.as_ref()), &err);
-                Err(err)
-            }
-        }
+        Self::admit(slf, priority, now, given(operation).cloned())
+    }
+
+    /// The ASGI door's step in (`guards.AdmissionMiddleware`): `acquire(priority,
+    /// operation=path)` (the path when it is a `str`) and a watch of the request's
+    /// `receive` and `send`, in one call.
+    fn _asgi_enter(
+        slf: &Bound<'_, Self>,
+        priority: Option<&Bound<'_, PyAny>>,
+        path: &Bound<'_, PyAny>,
+        receive: Bound<'_, PyAny>,
+        send: Bound<'_, PyAny>,
+    ) -> PyResult<PyAsgiWatch> {
+        let op = path.is_instance_of::<PyString>().then(|| path.clone());
+        let ticket = Self::admit(slf, priority, clock::now(), op)?;
+        Ok(PyAsgiWatch {
+            ticket,
+            receive: receive.unbind(),
+            send: send.unbind(),
+            status: AtomicI64::new(NO_STATUS),
+            ended: AtomicBool::new(false),
+            gone: AtomicBool::new(false),
+        })
     }
 
     /// Like `acquire`, but `None` instead of raising.
@@ -365,8 +403,146 @@ impl PyAdmissionTicket {
     }
 }
 
+/// `status` before the response started.
+const NO_STATUS: i64 = i64::MIN;
+/// `status` of a start message whose status is not an `int` (not an overload status).
+const OTHER_STATUS: i64 = 0;
+
+/// How `PyAsgiWatch::finish` reported the request (what the middleware counts).
+const FINISHED_SUCCESS: u8 = 0;
+const FINISHED_OVERLOADED: u8 = 1;
+const FINISHED_DISCONNECTED: u8 = 2;
+const FINISHED_NO_STATUS: u8 = 3;
+
+/// One admitted ASGI request as `guards.AdmissionMiddleware` watches it: the ticket, the
+/// status of the response's start, whether its last body message was sent, whether the
+/// client went away before that. The application gets `receive` and `send` (bound
+/// methods: the fast native call) in place of the server's.
+#[pyclass(module = "guards", name = "_AsgiWatch", frozen)]
+#[derive(Debug)]
+pub struct PyAsgiWatch {
+    ticket: PyAdmissionTicket,
+    receive: Py<PyAny>,
+    send: Py<PyAny>,
+    status: AtomicI64,
+    ended: AtomicBool,
+    gone: AtomicBool,
+}
+
+/// `message.get(key)`: a dict's item without a method call, any other mapping's `get`.
+fn message_get<'py>(
+    message: &Bound<'py, PyAny>,
+    key: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match message.cast::<PyDict>() {
+        Ok(d) => d.get_item(key),
+        Err(_) => {
+            let v = message.call_method1(intern!(message.py(), "get"), (key,))?;
+            Ok((!v.is_none()).then_some(v))
+        }
+    }
+}
+
+/// `f(arg)` through the interpreter's stack-argument call (no argument tuple is made: pyo3's
+/// `call1` makes one under the stable ABI).
+fn call_one<'py>(f: &Bound<'py, PyAny>, arg: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let end: *mut pyo3::ffi::PyObject = std::ptr::null_mut();
+    // SAFETY: `f` and `arg` are valid objects kept alive for the call; the argument list
+    // ends with NULL as PyObject_CallFunctionObjArgs requires; the result is a new
+    // reference or NULL with an exception set.
+    unsafe {
+        let r = pyo3::ffi::PyObject_CallFunctionObjArgs(f.as_ptr(), arg.as_ptr(), end);
+        Bound::from_owned_ptr_or_err(f.py(), r)
+    }
+}
+
+#[pymethods]
+impl PyAsgiWatch {
+    /// The application's `send`: notes a response start's status and the last body
+    /// message, then hands the message to the server's `send` (its awaitable returned).
+    fn send<'py>(&self, message: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = message.py();
+        if let Some(kind) = message_get(message, intern!(py, "type"))? {
+            if let Ok(kind) = kind.cast::<PyString>() {
+                match kind.to_str()? {
+                    "http.response.start" => {
+                        let status = match message_get(message, intern!(py, "status"))? {
+                            None => NO_STATUS,
+                            Some(v) => v.extract::<i64>().unwrap_or(OTHER_STATUS),
+                        };
+                        self.status.store(status, Ordering::Relaxed);
+                    }
+                    "http.response.body" => {
+                        let more = match message_get(message, intern!(py, "more_body"))? {
+                            None => false,
+                            Some(v) => v.is_truthy()?,
+                        };
+                        if !more {
+                            self.ended.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        call_one(self.send.bind(py), message)
+    }
+
+    /// The application's `receive`: the server's, watched for a client that leaves
+    /// before the response ended (by `guards.middleware`'s `_watch_receive`).
+    fn receive<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        static WATCH: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let py = slf.py();
+        let watch = WATCH.import(py, "guards.middleware", "_watch_receive")?;
+        watch.call1((slf, slf.get().receive.bind(py)))
+    }
+
+    /// The client went away (an `http.disconnect` came in): counts only before the
+    /// response ended.
+    fn _disconnected(&self) {
+        if !self.ended.load(Ordering::Relaxed) {
+            self.gone.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The application returned: report the ticket's outcome. `0`: a success; `1`: the
+    /// application answered 503 or 429 (`overloaded`); `2`: the client went away, or the
+    /// response never ended (`cancelled`); `3`: no response was started (`ignored`).
+    fn finish(&self, py: Python<'_>) -> u8 {
+        let (outcome, code) =
+            if self.gone.load(Ordering::Relaxed) || !self.ended.load(Ordering::Relaxed) {
+                (Outcome::Cancelled, FINISHED_DISCONNECTED)
+            } else {
+                match self.status.load(Ordering::Relaxed) {
+                    NO_STATUS => (Outcome::Ignored, FINISHED_NO_STATUS),
+                    503 | 429 => (Outcome::Overloaded, FINISHED_OVERLOADED),
+                    _ => (Outcome::Success, FINISHED_SUCCESS),
+                }
+            };
+        self.ticket.finish(py, outcome, clock::now());
+        code
+    }
+
+    /// The application raised `exc`: report it as `guards.classify_exception` does.
+    fn fail(&self, py: Python<'_>, exc: &Bound<'_, PyAny>) -> PyResult<()> {
+        let o = permit::exit_outcome(Some(exc))?;
+        self.ticket.finish(py, o, clock::now());
+        Ok(())
+    }
+
+    /// The status of the response's start (`None` before it; `0` for one that is not an
+    /// `int`).
+    #[getter]
+    fn status(&self) -> Option<i64> {
+        let s = self.status.load(Ordering::Relaxed);
+        (s != NO_STATUS).then_some(s)
+    }
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyAdmission>()?;
     m.add_class::<PyAdmissionTicket>()?;
+    // Internal to guards.middleware: on the module without entering `__all__`.
+    m.setattr("_AsgiWatch", m.py().get_type::<PyAsgiWatch>())?;
     Ok(())
 }

@@ -287,6 +287,129 @@ def test_asgi_custom_exempt_predicate_and_body() -> None:
         ticket.on_ignore()
 
 
+# ------------------------------------------------------------------ ASGI, message by message
+
+
+class _Mapping:
+    """A message that is a mapping with ``get`` but not a dict."""
+
+    def __init__(self, **items: Any) -> None:
+        self._items = items
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._items.get(key, default)
+
+
+def _drive(mw: Any, app_steps: Any, incoming: list[Any], path: Any = "/x") -> list[Any]:
+    """Run one http request through ``mw`` with a hand-made server: ``incoming`` are the
+    messages ``receive`` hands out; returns what reached the server's ``send``."""
+    sent: list[Any] = []
+    queue = list(incoming)
+
+    async def receive() -> Any:
+        return queue.pop(0) if queue else {"type": "http.disconnect"}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    asyncio.run(mw({"type": "http", "path": path, "headers": []}, receive, send))
+    return sent
+
+
+def _app(*steps: Any) -> Any:
+    """An ASGI app that, in order, sends each message of ``steps``, or receives for the
+    string ``"receive"``, or raises an exception instance."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        for step in steps:
+            if step == "receive":
+                await receive()
+            elif isinstance(step, BaseException):
+                raise step
+            else:
+                await send(step)
+
+    return app
+
+
+START = {"type": "http.response.start", "status": 200, "headers": []}
+LAST = {"type": "http.response.body", "body": b"ok"}
+
+
+def test_asgi_watch_counts_each_way_a_response_ends() -> None:
+    door = guards.Admission()
+    cases = [
+        # (app steps, what the server received, the admission's counter that moves)
+        ((START, LAST), {"type": "http.request"}, "succeeded"),
+        ((START, {"type": "http.response.body", "body": b"a", "more_body": True}), None, "ignored"),
+        ((START, {"type": "http.response.body", "more_body": True}, "receive", LAST), None, "ignored"),
+        ((START, LAST, "receive"), None, "succeeded"),  # a disconnect after the end
+        (({**START, "status": 429}, LAST), None, "dropped"),
+        (({**START, "status": 503}, LAST), None, "dropped"),
+        ((LAST,), None, "ignored"),  # no response started
+        ((_Mapping(type="http.response.start", status=200), _Mapping(type="http.response.body")), None, "succeeded"),
+        (({**START, "status": "odd"}, LAST), None, "succeeded"),  # not an int: not an overload
+        (({"type": 7}, START, {"type": "http.response.body", "more_body": 0}), None, "succeeded"),
+    ]
+    for steps, _, counter in cases:
+        mw = guards.AdmissionMiddleware(_app(*steps), door)
+        before = door.stats()[counter]
+        incoming = [{"type": "http.disconnect"}]
+        sent = _drive(mw, steps, incoming)
+        assert sent == [s for s in steps if not isinstance(s, (str, BaseException))], steps
+        assert door.stats()[counter] == before + 1, (steps, counter, door.stats())
+        assert door.in_flight == 0
+    s = guards.AdmissionMiddleware(_app(START, LAST), door).stats()
+    assert s["admitted"] == 0  # counters are per middleware
+
+
+def test_asgi_watch_middleware_counters() -> None:
+    door = guards.Admission()
+    mw = guards.AdmissionMiddleware(_app({**START, "status": 503}, LAST), door)
+    _drive(mw, None, [])
+    mw2 = guards.AdmissionMiddleware(_app(START, {"type": "http.response.body", "more_body": True}, "receive"), door)
+    _drive(mw2, None, [{"type": "http.disconnect"}])
+    assert (mw.stats()["overloaded"], mw.stats()["disconnected"]) == (1, 0)
+    assert (mw2.stats()["overloaded"], mw2.stats()["disconnected"]) == (0, 1)
+    assert mw.stats()["admitted"] == mw2.stats()["admitted"] == 1
+
+
+def test_asgi_watch_exceptions_are_classified_and_raised() -> None:
+    door = guards.Admission()
+    mw = guards.AdmissionMiddleware(_app(START, asyncio.CancelledError()), door)
+    with pytest.raises(asyncio.CancelledError):
+        _drive(mw, None, [])
+    mw = guards.AdmissionMiddleware(_app(TimeoutError()), door)
+    with pytest.raises(TimeoutError):
+        _drive(mw, None, [])
+    mw = guards.AdmissionMiddleware(_app(KeyError("k")), door)
+    with pytest.raises(KeyError):
+        _drive(mw, None, [])
+    # A message that is not a mapping: the application's error, raised; the ticket goes back.
+    mw = guards.AdmissionMiddleware(_app(["not", "a", "message"]), door)
+    with pytest.raises(AttributeError):
+        _drive(mw, None, [])
+    d = door.stats()
+    assert d["in_flight"] == 0
+    assert (d["dropped"], d["ignored"]) == (1, 3), d  # the timeout is an overload signal
+    assert mw.stats()["errors"] == 1
+
+
+def test_asgi_watch_names_refusals_by_a_str_path_only() -> None:
+    door = guards.Admission(limits=[1] * 8)
+    seen: list[Any] = []
+    sub = guards.events.on("refusal", lambda e: seen.append(e.operation), source=door)
+    ticket = door.acquire()
+    try:
+        for path in ("/cart", b"/bytes"):
+            sent = _drive(guards.AdmissionMiddleware(_app(START, LAST), door), None, [], path=path)
+            assert sent[0]["status"] == 503
+    finally:
+        ticket.on_ignore()
+        sub.close()
+    assert seen == ["/cart", None]
+
+
 # ------------------------------------------------------------------ WSGI
 
 
