@@ -90,8 +90,14 @@ class _Guards:
     ) -> None:
         if breakers is None:
             breakers = _n.KeyedBreakers()
-        elif breakers is not False and not isinstance(breakers, _n.KeyedBreakers):
-            fail_type("breakers", "a guards.KeyedBreakers, None or False", breakers)
+        elif breakers is not False and not isinstance(
+            breakers, (_n.KeyedBreakers, _n._shared.KeyedBreakers)
+        ):
+            fail_type(
+                "breakers",
+                "a guards.KeyedBreakers, a guards.shared.KeyedBreakers, None or False",
+                breakers,
+            )
         self.breakers = None if breakers is False else breakers
         if budget is None:
             budget = _n.RetryBudget()
@@ -201,7 +207,8 @@ class GuardedTransport(httpx.BaseTransport):
     request, retries included), and any other :func:`guards.retry` setting in
     ``retry``: the retry policy. ``budget``: a :class:`guards.RetryBudget` (default: a
     new one; ``False`` for none). ``breakers``: a :class:`guards.KeyedBreakers` (default:
-    a new one; ``False`` for none). ``deadline_header``: ``"grpc"`` (default),
+    a new one; ``False`` for none), or a region's ``region.keyed_breakers(...)`` to share
+    each host's breaker with every process of the host (:mod:`guards.shared`). ``deadline_header``: ``"grpc"`` (default),
     ``"millis"`` or ``None``.
     """
 

@@ -189,6 +189,34 @@ def test_a_breaker_per_host(server: tuple[str, Flaky]) -> None:
     assert breakers.state(host_key(httpx.URL(other))) == "closed"
 
 
+def test_a_regions_breakers_are_shared_by_transports_over_it(
+    server: tuple[str, Flaky], tmp_path: Any
+) -> None:
+    """Two transports over two openings of one region (as two processes of a host open it):
+    the failures one sees open the host's breaker for the other, sync and async alike."""
+    from guards import shared
+
+    base, flaky = server
+    flaky.plans["/down"] = [(500, {})]
+    path = str(tmp_path / "region")
+    a, b = shared.Region(path), shared.Region(path)
+    settings = {"slots": 4, "window_size": 2, "minimum_calls": 2, "open_duration": 60.0}
+    kb_a, kb_b = a.keyed_breakers("hosts", **settings), b.keyed_breakers("hosts", **settings)
+    with client(breakers=kb_a, max_attempts=1, budget=False) as c:
+        for _ in range(2):
+            assert c.get(base + "/down").status_code == 500
+
+    async def other_process() -> None:
+        transport = AsyncGuardedTransport(breakers=kb_b, max_attempts=1, budget=False)
+        async with httpx.AsyncClient(transport=transport, timeout=10.0) as c:
+            with pytest.raises(guards.BreakerOpen):
+                await c.get(base + "/ok")  # refused without a request
+
+    asyncio.run(other_process())
+    assert flaky.count("/ok") == 0
+    assert kb_b.state(host_key(httpx.URL(base))) == "open"
+
+
 def test_the_deadline_is_sent_and_cuts_the_timeouts(server: tuple[str, Flaky]) -> None:
     base, flaky = server
     seen: list[dict[str, float]] = []
@@ -242,6 +270,8 @@ def test_bad_arguments() -> None:
         GuardedTransport(transport=5)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="breakers"):
         GuardedTransport(breakers=guards.CircuitBreaker())
+    with pytest.raises(TypeError, match="breakers"):
+        AsyncGuardedTransport(breakers=guards.Bulkhead())
     with pytest.raises(guards.ConfigError):
         GuardedTransport(deadline_header="seconds")
     with pytest.raises(TypeError, match="retry_on_result"):

@@ -17,8 +17,8 @@ fell behind). ``sent`` must equal the sum of the outcomes; actions still running
 the generator stops waiting are counted as ``lost``.
 
 The generator's own memory does not grow with the run's length (the soak checks its RSS
-like every other process's): the per-second series is one table allocated and written
-through at the start, and the lateness is a histogram of fixed bins, not a list of samples.
+like every other process's): the per-second series is a ``counts.PerSecond`` table, and
+the lateness a histogram of fixed bins, not a list of samples.
 
 With several caller processes (``ports`` in the plan, ``run.py --caller-procs N``) each
 attempt goes to the next live one in turn (round-robin). An attempt that ends in a
@@ -41,43 +41,10 @@ import time
 from typing import Any, Optional
 
 import aio
+from counts import PerSecond
 
 NS = 1_000_000_000
 OUTCOMES = ("full", "degraded", "refused", "timeout", "error", "caller_died")
-
-
-class Series:
-    """Counts by (second, key), in a table allocated and written through at the start
-    (``seconds`` rows of ``width`` columns), so that counting never allocates. A key past
-    the first ``width`` or a second outside the table goes to a dict (never dropped)."""
-
-    def __init__(self, seconds: int, width: int = 192) -> None:
-        self.seconds, self.width = seconds, width
-        self.cols: dict[str, int] = {}
-        self.cells = array.array("q", bytes(8 * seconds * width))
-        self.spill: dict[int, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-
-    def add(self, sec: int, key: str, n: int = 1) -> None:
-        c = self.cols.get(key)
-        if c is None and len(self.cols) < self.width:
-            c = self.cols[key] = len(self.cols)
-        if c is None or not 0 <= sec < self.seconds:
-            self.spill[sec][key] += n
-        else:
-            self.cells[sec * self.width + c] += n
-
-    def as_dict(self) -> dict[str, dict[str, int]]:
-        out: dict[int, dict[str, int]] = {}
-        for sec in range(self.seconds):
-            base = sec * self.width
-            row = {k: self.cells[base + c] for k, c in self.cols.items() if self.cells[base + c]}
-            if row:
-                out[sec] = row
-        for sec, extra in self.spill.items():
-            row = out.setdefault(sec, {})
-            for k, v in extra.items():
-                row[k] = row.get(k, 0) + v
-        return {str(k): out[k] for k in sorted(out)}
 
 
 class Lateness:
@@ -199,7 +166,7 @@ class Gen:
         self.outcomes: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
         self.reasons: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
         seconds = int(float(plan["duration"]) + float(plan.get("grace_s", 30))) + 5
-        self.series = Series(seconds)
+        self.series = PerSecond(seconds)
         self.lateness = Lateness()
         self.running = 0
 

@@ -267,7 +267,7 @@ def run_cast(cast: dict[str, Any], duration: float, outdir: str, callers: str,
         procs["stock"] = Proc("stock", argv, outdir)
         stock_port = procs["stock"].wait_listening()
         cfg_shop = {**cast["shop"], "t0_ns": t0, "stock_port": stock_port,
-                    "keep_alive": not close_connections}
+                    "keep_alive": not close_connections, "series_seconds": int(duration) + 60}
         shop_names = ["shop"] if caller_procs == 1 else [f"shop{i}" for i in range(caller_procs)]
         if caller_procs > 1:
             region = RegionWatch(f"/dev/shm/guards-live-{os.getpid()}", cast["shop"]["bulkhead"])

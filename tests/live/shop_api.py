@@ -23,7 +23,8 @@ With ``region`` in the config (``run.py --caller-procs N``, N > 1) this process 
 of N caller processes of one caller tier: the bulkhead and the retry budget are the
 region's (``guards.shared``: one cap and one budget for the N processes, as the
 topology's one instance has), found by name or created with the topology's settings; the
-breakers stay per process (``AsyncGuardedTransport`` takes a ``guards.KeyedBreakers``).
+breakers stay per process, as ``run.py``'s ``scaled_topology`` models the N processes
+(``AsyncGuardedTransport`` would also take the region's ``keyed_breakers``).
 
 ``GET /stats`` gives the guards' gauges (every in-flight count; ``bulkhead_in_flight`` is
 this process's own slots, ``region_bulkhead_in_flight`` every process's); ``GET /series``
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import collections
 import itertools
 import json
 import os
@@ -47,6 +47,7 @@ import uuid
 from typing import Any, Optional
 
 import aio
+from counts import PerSecond
 
 import httpx
 import uvicorn
@@ -58,23 +59,22 @@ NS = 1_000_000_000
 
 
 class Series:
-    """Counters per second since the run's start (``t0_ns``)."""
+    """Counters per second since the run's start (``t0_ns``), in a ``counts.PerSecond``
+    table of ``seconds`` rows (later seconds are kept too, in its overflow)."""
 
-    def __init__(self, t0: int) -> None:
+    def __init__(self, t0: int, seconds: int) -> None:
         self.t0 = t0
-        self.data: dict[int, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+        self.table = PerSecond(seconds)
 
     def add(self, name: str, n: int = 1) -> None:
-        self.data[(time.monotonic_ns() - self.t0) // NS][name] += n
+        self.table.add((time.monotonic_ns() - self.t0) // NS, name, n)
 
     def peak(self, name: str, value: int) -> None:
         """Keeps the largest ``value`` of the second under ``name``."""
-        c = self.data[(time.monotonic_ns() - self.t0) // NS]
-        if value > c[name]:
-            c[name] = value
+        self.table.peak((time.monotonic_ns() - self.t0) // NS, name, value)
 
     def dump(self) -> dict[str, dict[str, int]]:
-        return {str(k): dict(v) for k, v in sorted(self.data.items())}
+        return self.table.as_dict()
 
 
 LATENCY_BUCKETS = ("5", "10", "20", "40", "60", "inf")  # upper bounds, ms
@@ -164,7 +164,7 @@ class ShopApi:
     def __init__(self, cfg: dict[str, Any]) -> None:
         self.cfg = cfg
         self.t0 = int(cfg["t0_ns"])
-        self.series = Series(self.t0)
+        self.series = Series(self.t0, int(cfg.get("series_seconds", 600)))
         self.threads = asyncio.Semaphore(int(cfg["servers"]))
         self.busy = 0
         self.queued = 0
