@@ -201,7 +201,6 @@ class _Door:
         elif not isinstance(admission, _n.Admission):
             fail_type("admission", "a guards.Admission or None", admission)
         self.admission = admission
-        self._acquire = admission.acquire
         self._priority = check_callable("priority", priority)
         self._exempt = _exempt_matcher(exempt)
         if deadline is not None and deadline not in ("grpc", "millis"):

@@ -90,9 +90,7 @@ impl PyAdmission {
             operation: operation.map(Bound::unbind),
         }
     }
-}
 
-impl PyAdmission {
     /// A ticket for class `priority` at `now`, or the refusal (emitted as a `refusal`
     /// named `op`).
     fn admit(
@@ -528,14 +526,6 @@ impl PyAsgiWatch {
         let o = permit::exit_outcome(Some(exc))?;
         self.ticket.finish(py, o, clock::now());
         Ok(())
-    }
-
-    /// The status of the response's start (`None` before it; `0` for one that is not an
-    /// `int`).
-    #[getter]
-    fn status(&self) -> Option<i64> {
-        let s = self.status.load(Ordering::Relaxed);
-        (s != NO_STATUS).then_some(s)
     }
 }
 

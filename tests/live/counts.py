@@ -19,25 +19,28 @@ class PerSecond:
         self.cells = array.array("q", bytes(8 * seconds * width))
         self.spill: dict[int, collections.Counter[str]] = collections.defaultdict(collections.Counter)
 
-    def add(self, sec: int, key: str, n: int = 1) -> None:
+    def _cell(self, sec: int, key: str) -> int | None:
+        """The cell of (``sec``, ``key``), or ``None`` when it goes to the spill dict."""
         c = self.cols.get(key)
         if c is None and len(self.cols) < self.width:
             c = self.cols[key] = len(self.cols)
-        if c is None or not 0 <= sec < self.seconds:
+        return None if c is None or not 0 <= sec < self.seconds else sec * self.width + c
+
+    def add(self, sec: int, key: str, n: int = 1) -> None:
+        i = self._cell(sec, key)
+        if i is None:
             self.spill[sec][key] += n
         else:
-            self.cells[sec * self.width + c] += n
+            self.cells[i] += n
 
     def peak(self, sec: int, key: str, value: int) -> None:
         """Keep the largest ``value`` of second ``sec`` under ``key``."""
-        c = self.cols.get(key)
-        if c is None and len(self.cols) < self.width:
-            c = self.cols[key] = len(self.cols)
-        if c is None or not 0 <= sec < self.seconds:
+        i = self._cell(sec, key)
+        if i is None:
             row = self.spill[sec]
             row[key] = max(row[key], value)
-        elif value > self.cells[sec * self.width + c]:
-            self.cells[sec * self.width + c] = value
+        elif value > self.cells[i]:
+            self.cells[i] = value
 
     def as_dict(self) -> dict[str, dict[str, int]]:
         out: dict[int, dict[str, int]] = {}
